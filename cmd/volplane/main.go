@@ -1,0 +1,42 @@
+// Command volplane is the Kubernetes persistent-volume control plane: the binder,
+// CSI provisioning/attach/expansion, the protection controllers, a bundled CSI
+// driver and an embedded control plane, in one binary.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "volplane",
+		Short:         "The Kubernetes persistent-volume control plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newUpCommand(),
+		newControllerCommand(),
+		newDriverCommand(),
+		newExplainCommand(),
+		newKubectlCommand(),
+	)
+	return root
+}
+
+// notImplemented is the RunE of subcommands whose issue has not landed yet.
+func notImplemented(name string) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error {
+		return fmt.Errorf("volplane %s: not implemented yet", name)
+	}
+}
