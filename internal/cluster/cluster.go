@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// Config says how to start a control plane. Zero ports mean "pick a free one".
+type Config struct {
+	DataDir        string
+	Nodes          int
+	APIServerPort  int
+	EtcdClientPort int
+	EtcdPeerPort   int
+	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
+	// matters and the data dir is thrown away.
+	UnsafeNoFsync bool
+}
+
+// readyTimeout bounds the wait for the API server and the controller
+// manager's first work (the default ServiceAccount) after etcd is up.
+const readyTimeout = 3 * time.Minute
+
+// stopTimeout bounds how long Stop waits for one component to return.
+const stopTimeout = 30 * time.Second
+
+// ControlPlane is a running embedded control plane.
+type ControlPlane struct {
+	// Kubeconfig is the path of the admin kubeconfig.
+	Kubeconfig string
+	// RESTConfig authenticates as cluster admin.
+	RESTConfig *rest.Config
+	// Client is an admin clientset.
+	Client kubernetes.Interface
+	// Nodes are the names of the simulated nodes.
+	Nodes []string
+
+	etcd     *embed.Etcd
+	lockFile *os.File
+	logFile  *os.File
+	// api runs the API server, workers the components that talk to it; they
+	// stop in reverse order of start.
+	api, workers *group
+	failed       chan error
+}
+
+// Start brings up etcd, kube-apiserver, kube-scheduler, kube-controller-manager
+// and the simulated nodes, and returns once the cluster can run pods.
+// On error everything started so far is stopped again.
+func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("no data dir given")
+	}
+	if cfg.Nodes < 0 {
+		return nil, fmt.Errorf("--nodes must be at least 0, got %d", cfg.Nodes)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	dir := dataDir(cfg.DataDir)
+	cp = &ControlPlane{Kubeconfig: dir.kubeconfig(), failed: make(chan error, 4)}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			cp = nil
+		}
+	}()
+	if cp.lockFile, err = dir.lock(); err != nil {
+		return cp, err
+	}
+	if err := cp.startStorage(ctx, dir, cfg); err != nil {
+		return cp, err
+	}
+	if err := cp.startAPIServer(ctx, dir, cfg); err != nil {
+		return cp, err
+	}
+	if err := cp.startWorkers(ctx, dir, cfg.Nodes); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startStorage(ctx context.Context, dir dataDir, cfg Config) error {
+	if err := dir.pki().ensure(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir.logDir(), 0o700); err != nil {
+		return fmt.Errorf("create log dir: %w", err)
+	}
+	logFile, err := os.OpenFile(dir.logDir()+"/control-plane.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open control plane log: %w", err)
+	}
+	cp.logFile = logFile
+	redirectKlog(logFile)
+	clientPort, err := portOrFree(cfg.EtcdClientPort)
+	if err != nil {
+		return err
+	}
+	peerPort, err := portOrFree(cfg.EtcdPeerPort)
+	if err != nil {
+		return err
+	}
+	cp.etcd, err = startEtcd(ctx, string(dir), dir.logDir()+"/etcd.log", clientPort, peerPort, cfg.UnsafeNoFsync)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Config) error {
+	port, err := portOrFree(cfg.APIServerPort)
+	if err != nil {
+		return err
+	}
+	if err := dir.writeKubeconfig(fmt.Sprintf("https://127.0.0.1:%d", port)); err != nil {
+		return err
+	}
+	if cp.RESTConfig, err = dir.restConfig(); err != nil {
+		return err
+	}
+	cp.RESTConfig.QPS, cp.RESTConfig.Burst = 100, 200
+	if cp.Client, err = kubernetes.NewForConfig(cp.RESTConfig); err != nil {
+		return fmt.Errorf("admin client: %w", err)
+	}
+	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port)
+	cp.api = startGroup(ctx, cp.failed)
+	cp.api.run("kube-apiserver", func(ctx context.Context) error { return runAPIServer(ctx, args) })
+	return cp.waitReady(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
+		body, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, nodes int) error {
+	agent := newNodeAgent(cp.Client, nodes)
+	cp.Nodes = agent.names
+	if err := agent.register(ctx); err != nil {
+		return err
+	}
+	kubeconfig := dir.kubeconfig()
+	cp.workers = startGroup(ctx, cp.failed)
+	cp.workers.run("kube-scheduler", func(ctx context.Context) error { return runScheduler(ctx, kubeconfig) })
+	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
+		return runControllerManager(ctx, kubeconfig, dir.pki())
+	})
+	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })
+	// The default ServiceAccount is the controller manager's first visible
+	// work; without it no pod can be created.
+	return cp.waitReady(ctx, "kube-controller-manager", func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// waitReady polls until cond holds, a component fails, or readyTimeout passes.
+func (cp *ControlPlane) waitReady(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case err := <-cp.failed:
+			cp.failed <- err
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond)
+	if err == nil {
+		return nil
+	}
+	select {
+	case failure := <-cp.failed:
+		cp.failed <- failure
+		return failure
+	default:
+	}
+	return fmt.Errorf("%s not ready after %s (logs in %s): %w", what, readyTimeout, cp.logFile.Name(), err)
+}
+
+func (cp *ControlPlane) etcdClientPort() int {
+	return cp.etcd.Clients[0].Addr().(*net.TCPAddr).Port
+}
+
+// Failed delivers the first error of a component that stopped on its own.
+func (cp *ControlPlane) Failed() <-chan error { return cp.failed }
+
+// Stop shuts everything down in reverse order and releases the data dir. It
+// is safe to call on a partly started control plane.
+func (cp *ControlPlane) Stop() {
+	if cp.workers != nil {
+		cp.workers.stop(stopTimeout)
+	}
+	if cp.api != nil {
+		cp.api.stop(stopTimeout)
+	}
+	if cp.etcd != nil {
+		cp.etcd.Close()
+	}
+	if cp.logFile != nil {
+		klog.Flush()
+	}
+	if cp.lockFile != nil {
+		cp.lockFile.Close()
+	}
+}
+
+func portOrFree(port int) (int, error) {
+	if port != 0 {
+		return port, nil
+	}
+	return freePort()
+}

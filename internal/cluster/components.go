@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// ReplacedControllers are the kube-controller-manager loops that volplane
+// replaces; the embedded controller manager runs every other default loop, so
+// namespaces, service accounts, garbage collection and node lifecycle behave
+// as in a real cluster.
+var ReplacedControllers = []string{
+	"persistentvolume-binder",
+	"attachdetach",
+	"persistentvolume-expander",
+	"pvc-protection",
+	"pv-protection",
+}
+
+// runScheduler runs the real kube-scheduler until ctx is cancelled. Like the
+// API server it is built from its options, never through its cobra command
+// (which would apply logging a second time and exit the process).
+func runScheduler(ctx context.Context, kubeconfig string) error {
+	opts := scheduleroptions.NewOptions()
+	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("kube-scheduler flags: %w", err)
+	}
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		return fmt.Errorf("kube-scheduler feature gates: %w", err)
+	}
+	cc, sched, err := schedulerapp.Setup(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("set up kube-scheduler: %w", err)
+	}
+	return schedulerapp.Run(ctx, cc, sched)
+}
+
+// runControllerManager runs the real kube-controller-manager without the
+// volume controllers until ctx is cancelled.
+func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
+	s, err := kcmoptions.NewKubeControllerManagerOptions()
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager options: %w", err)
+	}
+	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
+	named := s.Flags(all, disabled, aliases)
+	s.ParsedFlags = &named
+	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
+	for _, f := range named.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--controllers=*,-" + strings.Join(ReplacedControllers, ",-"),
+		"--root-ca-file=" + p.caCert(),
+		"--service-account-private-key-file=" + p.serviceAccount(),
+		"--cluster-signing-cert-file=" + p.caCert(),
+		"--cluster-signing-key-file=" + p.caKey(),
+		"--use-service-account-credentials=false",
+	}
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("kube-controller-manager flags: %w", err)
+	}
+	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
+		return fmt.Errorf("kube-controller-manager feature gates: %w", err)
+	}
+	c, err := s.Config(ctx, all, disabled, aliases)
+	if err != nil {
+		return fmt.Errorf("configure kube-controller-manager: %w", err)
+	}
+	return kcmapp.Run(ctx, c.Complete())
+}

@@ -1,0 +1,200 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// NodeTopologyKey is the label every simulated node carries with its own name;
+// the bundled CSI driver uses the same key as its topology segment.
+const NodeTopologyKey = "topology.volplane.io/node"
+
+const (
+	leaseDuration   = 40 * time.Second
+	leaseRenewEvery = 10 * time.Second
+	// statusEvery matches the kubelet's status report interval when it also
+	// renews a Lease: the node lifecycle controller reads the Lease first.
+	statusEvery = time.Minute
+)
+
+// NodeName is the name of the i-th simulated node (1-based).
+func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
+
+// nodeAgent plays the kubelet's part for simulated nodes: it registers them,
+// reports them Ready and keeps their Leases fresh. It runs no pods.
+type nodeAgent struct {
+	client kubernetes.Interface
+	names  []string
+}
+
+func newNodeAgent(client kubernetes.Interface, count int) *nodeAgent {
+	a := &nodeAgent{client: client}
+	for i := 1; i <= count; i++ {
+		a.names = append(a.names, NodeName(i))
+	}
+	return a
+}
+
+// register creates or refreshes every node and reports it Ready.
+func (a *nodeAgent) register(ctx context.Context) error {
+	for _, name := range a.names {
+		if err := a.ensureNode(ctx, name); err != nil {
+			return err
+		}
+		if err := a.reportStatus(ctx, name); err != nil {
+			return err
+		}
+		if err := a.renewLease(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run keeps the nodes alive until ctx is done. Errors are logged and retried at
+// the next tick: a missed renewal only matters after leaseDuration.
+func (a *nodeAgent) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	lastStatus := time.Now()
+	wait.Until(func() {
+		refreshStatus := time.Since(lastStatus) >= statusEvery
+		for _, name := range a.names {
+			if err := a.renewLease(ctx, name); err != nil {
+				logger.Error(err, "Renewing simulated node lease", "node", name)
+			}
+			if !refreshStatus {
+				continue
+			}
+			if err := a.reportStatus(ctx, name); err != nil {
+				logger.Error(err, "Reporting simulated node status", "node", name)
+			}
+		}
+		if refreshStatus {
+			lastStatus = time.Now()
+		}
+	}, leaseRenewEvery, ctx.Done())
+}
+
+func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: name,
+		Labels: map[string]string{
+			"kubernetes.io/hostname": name,
+			"kubernetes.io/os":       "linux",
+			"kubernetes.io/arch":     "amd64",
+			NodeTopologyKey:          name,
+		},
+	}}
+	_, err := a.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register node %s: %w", name, err)
+	}
+	return nil
+}
+
+// reportStatus writes the Ready status (the API server ignores status on
+// create) and drops the not-ready taint that admission put on the new node, as
+// the node lifecycle controller would once it sees the node Ready.
+func (a *nodeAgent) reportStatus(ctx context.Context, name string) error {
+	node, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", name, err)
+	}
+	node = node.DeepCopy()
+	node.Status = simulatedNodeStatus(metav1.Now())
+	node, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("report status of node %s: %w", name, err)
+	}
+	taints := withoutNotReadyTaint(node.Spec.Taints)
+	if len(taints) == len(node.Spec.Taints) {
+		return nil
+	}
+	node = node.DeepCopy()
+	node.Spec.Taints = taints
+	if _, err := a.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untaint node %s: %w", name, err)
+	}
+	return nil
+}
+
+func withoutNotReadyTaint(taints []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func simulatedNodeStatus(now metav1.Time) corev1.NodeStatus {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("8"),
+		corev1.ResourceMemory:           resource.MustParse("32Gi"),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+	condition := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return corev1.NodeStatus{
+		Capacity:    resources,
+		Allocatable: resources,
+		Phase:       corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{
+			condition(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady"),
+			condition(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory"),
+			condition(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
+			condition(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID"),
+		},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		NodeInfo: corev1.NodeSystemInfo{
+			KubeletVersion:          "v1.36.3",
+			OperatingSystem:         "linux",
+			Architecture:            "amd64",
+			ContainerRuntimeVersion: "volplane://simulated",
+		},
+	}
+}
+
+func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
+	leases := a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	now := metav1.NewMicroTime(time.Now())
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(name),
+				LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())),
+				RenewTime:            &now,
+			},
+		}
+		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create lease of node %s: %w", name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get lease of node %s: %w", name, err)
+	}
+	lease = lease.DeepCopy()
+	lease.Spec.RenewTime = &now
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("renew lease of node %s: %w", name, err)
+	}
+	return nil
+}
