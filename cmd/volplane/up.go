@@ -70,7 +70,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config) error {
 	defer cp.Stop()
 	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s).\n",
 		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes))
-	fmt.Fprintf(out, "Use it with:\n  volplane kubectl get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig)
+	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	select {
 	case <-ctx.Done():
