@@ -1,0 +1,98 @@
+package binding
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+)
+
+// decideRequestedVolume handles an unbound claim that names its volume in
+// spec.volumeName (the user pre-bound it, or a bind stopped half-way).
+func decideRequestedVolume(in ClaimInput) ClaimDecision {
+	claim, pv := in.Claim, in.Volume
+	switch {
+	case pv == nil:
+		return ClaimDecision{Action: ClaimPending, Note: "the requested volume does not exist (yet)"}
+	case pv.Spec.ClaimRef == nil:
+		if reason := CheckRequested(claim, pv); reason != ReasonNone {
+			return ClaimDecision{Action: ClaimPending, Note: "the requested volume does not fit: " + reason.Message(),
+				Events: []Event{claimEvent(v1.EventTypeWarning, EventVolumeMismatch, MsgVolumeMismatch(pv.Name, reason), true)}}
+		}
+		return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "binding the requested volume"}
+	case IsBoundToClaim(pv, claim):
+		return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "the requested volume points at the claim: finishing the bind"}
+	}
+	event := claimEvent(v1.EventTypeWarning, EventFailedBinding, MsgAlreadyBound(pv.Name), true)
+	if !metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBoundByController) {
+		return ClaimDecision{Action: ClaimPending, Events: []Event{event},
+			Note: "the requested volume is bound to another claim; waiting for it to be freed"}
+	}
+	// The controller set volumeName and someone removed bind-completed: the
+	// reference returns an error and retries in a tight loop. Nothing a retry
+	// can fix, so report it and wait for either object to change.
+	return ClaimDecision{Action: ClaimNone, Events: []Event{event},
+		Note: "claim bound by the controller to a volume that belongs to another claim"}
+}
+
+// decideBoundClaim keeps a claim that completed binding consistent with its
+// volume, or declares it Lost.
+func decideBoundClaim(in ClaimInput) ClaimDecision {
+	claim, pv := in.Claim, in.Volume
+	switch {
+	case claim.Spec.VolumeName == "":
+		return lost(claim, EventClaimLost, MsgClaimLostReference, "the bound claim lost its volumeName")
+	case pv == nil:
+		return lost(claim, EventClaimLost, MsgClaimLostVolume, "the bound claim's volume is gone")
+	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == claim.UID:
+		// An empty claimRef is a bind that has not reached the PV yet, or a
+		// user who unbound it: both are repaired by binding again.
+		return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "keeping the bind complete"}
+	}
+	return lost(claim, EventClaimMisbound, MsgClaimMisbound, "the claim's volume points at another claim")
+}
+
+// lost emits its event only when the phase changes, as the reference does.
+func lost(claim *v1.PersistentVolumeClaim, reason, message, note string) ClaimDecision {
+	d := ClaimDecision{Action: ClaimLost, Note: note}
+	if claim.Status.Phase != v1.ClaimLost {
+		d.Events = []Event{claimEvent(v1.EventTypeWarning, reason, message, false)}
+	}
+	return d
+}
+
+// CheckRequested checks a free PV the claim names by spec.volumeName, in the
+// reference's order: deletion, size, class, attributes class, volume mode,
+// access modes. The selector and the phase do not matter: the user chose it.
+func CheckRequested(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Reason {
+	request := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	capacity := Capacity(pv)
+	switch {
+	case pv.DeletionTimestamp != nil:
+		return ReasonBeingDeleted
+	case capacity.Value() < request.Value():
+		return ReasonTooSmall
+	case VolumeClass(pv) != ClaimClass(claim):
+		return ReasonClassMismatch
+	case VolumeAttributesClass(pv) != claimAttributesClass(claim):
+		return ReasonAttributesClassMismatch
+	case VolumeMode(pv) != claimVolumeMode(claim):
+		return ReasonVolumeModeMismatch
+	case !offersModes(pv.Spec.AccessModes, claim.Spec.AccessModes):
+		return ReasonAccessModes
+	}
+	return ReasonNone
+}
+
+// offersModes compares the raw mode strings, as the reference does here.
+func offersModes(offered, wanted []v1.PersistentVolumeAccessMode) bool {
+	for _, w := range wanted {
+		found := false
+		for _, o := range offered {
+			found = found || o == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
