@@ -1,0 +1,46 @@
+// Package hostpath is volplane's bundled CSI driver. One process serves the
+// CSI identity, controller and node services on a unix socket and keeps every
+// volume on the local disk of the node it runs on.
+//
+// Its nouns:
+//
+//   - Driver: one running plugin, built by New from a Config and served by Run.
+//   - Volume: a directory (access type mount) or a sparse file (access type
+//     block) under DataDir/volumes. A volume lives on the node whose driver
+//     created it and is accessible from that node only: its topology is
+//     {TopologyKey: NodeID}.
+//   - Snapshot: a full copy of a volume (directory tree, or sparse file) under
+//     DataDir/snapshots, ready as soon as CreateSnapshot returns. Snapshots are
+//     independent of their source: deleting the volume keeps the snapshot.
+//   - Attachment: the record that ControllerPublishVolume made a volume
+//     available to a node. Only kept when Config.AttachRequired; the node then
+//     stages only attached volumes.
+//   - Staging and publication: the node side. Staging bind-mounts a mount
+//     volume's directory onto the staging path, or attaches a block volume's
+//     file to a loop device; publishing bind-mounts that onto the target path.
+//   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
+//     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
+//   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
+//     stagings and publications. It is rewritten atomically (temp file, fsync,
+//     rename, fsync of the directory) after every change, so a killed driver
+//     restarts with everything it had acknowledged.
+//
+// Names and IDs. Every name and ID in a request (volume and snapshot names,
+// volume, snapshot and node IDs) is checked in one place, validate.go: it must
+// be non-empty, valid UTF-8, at most 128 bytes (the CSI limit for strings), and
+// must not contain '/', '\', "..", NUL or other control characters; otherwise
+// the call fails with InvalidArgument. Names never become paths. A volume's ID
+// is "vol-" followed by the first 32 hex digits of sha256(name), a snapshot's
+// "snap-" likewise: deterministic, so a CreateVolume retried after a crash
+// finds what the first attempt left on disk, and safe, because only IDs of
+// exactly that shape are ever turned into a path under DataDir.
+//
+// Capacity. Config.Capacity is the number of bytes that volumes (their full
+// size, sparse or not) and snapshots (the size of their source) may claim
+// together; CreateVolume, CreateSnapshot and ControllerExpandVolume fail with
+// ResourceExhausted beyond it. Sizes are kept exactly as requested (no
+// rounding); a request without a size gets 1 GiB, and no single volume may
+// exceed 1 PiB (OutOfRange). StorageClass parameters are accepted and ignored:
+// this driver has nothing to tune. The fs_type of a mount capability is
+// ignored too: a mount volume is a directory on the node's filesystem.
+package hostpath

@@ -1,0 +1,104 @@
+package hostpath
+
+import (
+	"context"
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// page returns one page of ids in sorted order and the token of the next
+// page. A token is the ID of the first entry to return; if that entry was
+// deleted meanwhile, the page starts at the next ID, so nothing is listed
+// twice.
+func page(ids []string, token string, maxEntries int32) (pageIDs []string, next string) {
+	slices.Sort(ids)
+	start, _ := slices.BinarySearch(ids, token)
+	ids = ids[start:]
+	if maxEntries > 0 && len(ids) > int(maxEntries) {
+		return ids[:maxEntries], ids[maxEntries]
+	}
+	return ids, ""
+}
+
+func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
+	if err := checkMaxEntries(req.GetMaxEntries()); err != nil {
+		return nil, err
+	}
+	if err := checkPageToken(req.GetStartingToken(), volumeIDPrefix); err != nil {
+		return nil, err
+	}
+	st := s.d.store.current()
+	ids, next := page(slices.Collect(maps.Keys(st.Volumes)), req.GetStartingToken(), req.GetMaxEntries())
+	resp := &csi.ListVolumesResponse{NextToken: next}
+	for _, id := range ids {
+		v := st.Volumes[id]
+		nodes, condition := s.d.volumeStatus(v)
+		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{
+			Volume: s.d.csiVolume(v),
+			Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: nodes, VolumeCondition: condition},
+		})
+	}
+	return resp, nil
+}
+
+func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
+	if err := checkName("volume ID", req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	v := s.d.store.current().Volumes[req.GetVolumeId()]
+	if v == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
+	}
+	nodes, condition := s.d.volumeStatus(v)
+	return &csi.ControllerGetVolumeResponse{
+		Volume: s.d.csiVolume(v),
+		Status: &csi.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: nodes, VolumeCondition: condition},
+	}, nil
+}
+
+// volumeStatus is what the controller tells about a volume: the nodes it is
+// attached to (when attaching is on) and whether its data is there.
+func (d *Driver) volumeStatus(v *volume) (nodes []string, condition *csi.VolumeCondition) {
+	if d.cfg.AttachRequired {
+		nodes = slices.Sorted(maps.Keys(v.Attachments))
+	}
+	return nodes, d.dataCondition(v)
+}
+
+func (d *Driver) dataCondition(v *volume) *csi.VolumeCondition {
+	path, err := d.disk.volumePath(v.ID, v.AccessType)
+	if err == nil {
+		_, err = os.Stat(path)
+	}
+	if err != nil {
+		return &csi.VolumeCondition{Abnormal: true, Message: "the volume's data is missing: " + err.Error()}
+	}
+	return &csi.VolumeCondition{Message: "the volume's data is in place"}
+}
+
+// GetCapacity reports the free part of Config.Capacity, or 0 for
+// capabilities or a topology this driver cannot serve.
+func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	for _, c := range req.GetVolumeCapabilities() {
+		if _, err := accessTypeOf(c); err != nil {
+			return nil, err
+		}
+		if capabilityProblem(c) != "" {
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	if t := req.GetAccessibleTopology(); t != nil && !s.d.isThisNode(t) {
+		return &csi.GetCapacityResponse{}, nil
+	}
+	free := s.d.store.free(s.d.cfg.Capacity)
+	return &csi.GetCapacityResponse{
+		AvailableCapacity: free,
+		MaximumVolumeSize: wrapperspb.Int64(min(free, maxVolumeBytes)),
+	}, nil
+}

@@ -1,0 +1,141 @@
+package hostpath
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{
+		NodeId:             s.d.cfg.NodeID,
+		MaxVolumesPerNode:  s.d.cfg.MaxVolumesPerNode,
+		AccessibleTopology: nodeTopology(s.d.cfg.NodeID),
+	}, nil
+}
+
+func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	var caps []*csi.NodeServiceCapability
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+		csi.NodeServiceCapability_RPC_VOLUME_CONDITION,
+		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	} {
+		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
+			Rpc: &csi.NodeServiceCapability_RPC{Type: t},
+		}})
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// servedVolume finds a volume staged or published at path; anything else is
+// NotFound, as the spec asks for a volume that does not exist at a path.
+func (d *Driver) servedVolume(id, path string) (*volume, string, error) {
+	if err := checkName("volume ID", id); err != nil {
+		return nil, "", err
+	}
+	if path == "" {
+		return nil, "", status.Error(codes.InvalidArgument, "volume path is required")
+	}
+	vol := d.store.current().Volumes[id]
+	if vol == nil {
+		return nil, "", status.Errorf(codes.NotFound, "volume %q does not exist", id)
+	}
+	path = filepath.Clean(path)
+	_, published := vol.Publications[path]
+	if !published && (vol.Staging == nil || vol.Staging.Path != path) {
+		return nil, "", status.Errorf(codes.NotFound, "volume %s is neither staged nor published at %q", id, path)
+	}
+	return vol, path, nil
+}
+
+// NodeGetVolumeStats reports a volume's size and, for a mount volume, the
+// bytes its files occupy. Block volumes report their size only: what the
+// workload wrote into them is its own business.
+func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	vol, path, err := s.d.servedVolume(req.GetVolumeId(), req.GetVolumePath())
+	if err != nil {
+		return nil, err
+	}
+	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: vol.CapacityBytes}
+	condition := s.d.nodeCondition(vol, path)
+	if vol.AccessType == accessMount && !condition.Abnormal {
+		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume path: %v", err)
+		}
+		used, err := usedBytes(data)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s usage: %v", vol.ID, err)
+		}
+		usage.Used, usage.Available = used, max(vol.CapacityBytes-used, 0)
+	}
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}, VolumeCondition: condition}, nil
+}
+
+// nodeCondition is abnormal when the volume's data is gone or path is no
+// longer mounted.
+func (d *Driver) nodeCondition(vol *volume, path string) *csi.VolumeCondition {
+	if c := d.dataCondition(vol); c.Abnormal {
+		return c
+	}
+	if vol.AccessType == accessBlock && vol.Staging != nil && vol.Staging.Path == path {
+		return &csi.VolumeCondition{Message: "the volume is attached to a loop device"}
+	}
+	mounted, err := d.cfg.Mounter.IsMountPoint(path)
+	switch {
+	case err != nil:
+		return &csi.VolumeCondition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path, err)}
+	case !mounted:
+		return &csi.VolumeCondition{Abnormal: true, Message: path + " is not mounted"}
+	}
+	return &csi.VolumeCondition{Message: "the volume is mounted"}
+}
+
+// NodeExpandVolume makes the node see a volume's new size: the loop device
+// of a block volume is refreshed; a mount volume, a directory, has nothing
+// to grow.
+func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	if err := checkName("volume ID", req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	if c := req.GetVolumeCapability(); c != nil {
+		if _, err := checkCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	unlock, err := s.d.locks.lock(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	vol, _, err := s.d.servedVolume(req.GetVolumeId(), req.GetVolumePath())
+	if err != nil {
+		return nil, err
+	}
+	if r := req.GetCapacityRange(); r != nil {
+		size, err := requestedBytes(r)
+		if err != nil {
+			return nil, err
+		}
+		if size > vol.CapacityBytes {
+			return nil, status.Errorf(codes.OutOfRange, "volume %s has %d bytes; expand it through the controller first", vol.ID, vol.CapacityBytes)
+		}
+	}
+	if vol.AccessType == accessBlock {
+		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume path: %v", err)
+		}
+		if err := s.d.cfg.Mounter.ResizeLoop(data); err != nil {
+			return nil, status.Errorf(codes.Internal, "expand volume %s on the node: %v", vol.ID, err)
+		}
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: vol.CapacityBytes}, nil
+}

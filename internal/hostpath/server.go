@@ -1,0 +1,195 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+)
+
+// gracePeriod bounds how long Run waits for calls in flight (a snapshot copy
+// can take a while) before cutting them off.
+const gracePeriod = 30 * time.Second
+
+// Driver is one hostpath CSI plugin: controller and node of one node.
+type Driver struct {
+	cfg    Config
+	socket string
+	disk   layout
+	locks  *keyedMutex
+	// store is loaded by open, before the first call is served.
+	store *store
+}
+
+// Run claims DataDir, loads the state and serves CSI on the endpoint until ctx
+// is done; then it stops gracefully and removes the socket. Run returns an
+// error if DataDir is in use by another driver, the state cannot be read, or
+// serving fails.
+func (d *Driver) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("driver", DriverName, "node", d.cfg.NodeID)
+	release, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer release()
+	lis, err := listenUnix(d.socket)
+	if err != nil {
+		return err
+	}
+	defer removeSocket(d.socket)
+	srv := d.newServer(logger)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	logger.Info("serving CSI", "endpoint", d.cfg.Endpoint, "dataDir", d.cfg.DataDir)
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve %s: %w", d.socket, err)
+	case <-ctx.Done():
+	}
+	stopGracefully(srv, gracePeriod)
+	<-served
+	logger.Info("stopped serving CSI")
+	return nil
+}
+
+// open prepares DataDir, locks it against a second driver and loads the
+// state. The returned func releases the lock.
+func (d *Driver) open() (release func(), err error) {
+	for _, dir := range []string{d.disk.root, d.disk.volumesDir(), d.disk.snapshotsDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+	}
+	unlock, err := lockDir(d.disk.lockPath())
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadStore(d.disk.statePath())
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if err := d.disk.sweep(st.current()); err != nil {
+		unlock()
+		return nil, err
+	}
+	d.store = st
+	return unlock, nil
+}
+
+// lockDir takes an exclusive flock on path, so two drivers never share one
+// state file. The kernel drops the lock if the process dies.
+func lockDir(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("data dir %s is in use by another driver", filepath.Dir(path))
+		}
+		return nil, fmt.Errorf("data dir lock: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// listenUnix listens on path, replacing a socket left behind by a driver that
+// died, but never a live socket or a file that is not a socket.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("socket: %w", err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		return nil, fmt.Errorf("socket %s: a file that is not a socket is in the way", path)
+	case socketAlive(path):
+		return nil, fmt.Errorf("socket %s: another process is serving it", path)
+	default:
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return lis, nil
+}
+
+func socketAlive(path string) bool {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+func removeSocket(path string) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		klog.Background().Error(err, "could not remove the socket", "path", path)
+	}
+}
+
+func stopGracefully(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		srv.Stop()
+		<-done
+	}
+}
+
+func (d *Driver) newServer(logger klog.Logger) *grpc.Server {
+	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls(logger)))
+	csi.RegisterIdentityServer(srv, &identityServer{d: d})
+	csi.RegisterControllerServer(srv, &controllerServer{d: d})
+	csi.RegisterNodeServer(srv, &nodeServer{d: d})
+	return srv
+}
+
+// logCalls logs every call at a verbosity that matches its outcome and makes
+// sure every error leaving the driver is a gRPC status: an error without a
+// code is a bug and reaches the CO as Internal.
+func logCalls(logger klog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		logger := logger.WithValues("method", info.FullMethod)
+		resp, err := handler(klog.NewContext(ctx, logger), req)
+		if err == nil {
+			logger.V(5).Info("call succeeded")
+			return resp, nil
+		}
+		st, ok := status.FromError(err)
+		if !ok {
+			st = status.New(codes.Internal, err.Error())
+		}
+		switch st.Code() {
+		case codes.Internal, codes.Unknown:
+			logger.Error(err, "call failed")
+		default:
+			logger.V(3).Info("call refused", "code", st.Code(), "reason", st.Message())
+		}
+		return nil, st.Err()
+	}
+}

@@ -1,0 +1,168 @@
+package hostpath
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// CreateSnapshot copies a volume into a new snapshot, or returns the
+// snapshot if one of that name exists for the same volume.
+func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	name, srcID := req.GetName(), req.GetSourceVolumeId()
+	if err := checkName("snapshot name", name); err != nil {
+		return nil, err
+	}
+	if err := checkName("source volume ID", srcID); err != nil {
+		return nil, err
+	}
+	id := snapshotIDFor(name)
+	unlock, err := s.d.locks.lock(ctx, id, srcID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st := s.d.store.current()
+	if snap := st.Snapshots[id]; snap != nil {
+		if snap.SourceVolumeID != srcID {
+			return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists but was taken of volume %s", name, snap.SourceVolumeID)
+		}
+		return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap)}, nil
+	}
+	vol := st.Volumes[srcID]
+	if vol == nil {
+		return nil, status.Errorf(codes.NotFound, "source volume %q does not exist", srcID)
+	}
+	snap, err := s.d.takeSnapshot(ctx, id, name, vol)
+	if err != nil {
+		return nil, err
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap)}, nil
+}
+
+// takeSnapshot copies vol's data, then records the snapshot, the same way
+// createVolume does: unrecorded data is swept.
+func (d *Driver) takeSnapshot(ctx context.Context, id, name string, vol *volume) (*snapshot, error) {
+	src, err := d.disk.volumePath(vol.ID, vol.AccessType)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume path: %v", err)
+	}
+	dst, err := d.disk.snapshotPath(id, vol.AccessType)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "snapshot path: %v", err)
+	}
+	if err := d.store.reserve(id, vol.CapacityBytes, d.cfg.Capacity); err != nil {
+		return nil, status.Errorf(codes.ResourceExhausted, "snapshot %q: %v", name, err)
+	}
+	defer d.store.release(id)
+	if err := copyData(ctx, src, dst, vol.AccessType, 0); err != nil {
+		_ = removeData(dst)
+		return nil, dataError("snapshot "+name, err)
+	}
+	if err := syncDir(d.disk.snapshotsDir()); err != nil {
+		_ = removeData(dst)
+		return nil, dataError("snapshot "+name, err)
+	}
+	snap := &snapshot{
+		ID: id, Name: name, SourceVolumeID: vol.ID, SizeBytes: vol.CapacityBytes,
+		AccessType: vol.AccessType, CreatedAt: time.Now().UTC(),
+	}
+	err = d.store.commit(id, func(st *state) error {
+		st.Snapshots[id] = snap
+		return nil
+	})
+	if err != nil {
+		_ = removeData(dst)
+		return nil, status.Errorf(codes.Internal, "snapshot %q: %v", name, err)
+	}
+	return snap, nil
+}
+
+// DeleteSnapshot deletes a snapshot; one that does not exist is already deleted.
+func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if err := checkName("snapshot ID", id); err != nil {
+		return nil, err
+	}
+	unlock, err := s.d.locks.lock(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	snap := s.d.store.current().Snapshots[id]
+	if snap == nil {
+		return &csi.DeleteSnapshotResponse{}, nil
+	}
+	path, err := s.d.disk.snapshotPath(id, snap.AccessType)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "snapshot path: %v", err)
+	}
+	if err := removeData(path); err != nil {
+		return nil, status.Errorf(codes.Internal, "delete snapshot %s: %v", id, err)
+	}
+	err = s.d.store.update(func(st *state) error {
+		delete(st.Snapshots, id)
+		return nil
+	})
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "delete snapshot %s: %v", id, err)
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// ListSnapshots lists snapshots, all or those matching the snapshot ID or
+// source volume ID filters, a page at a time.
+func (s *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
+	if err := checkMaxEntries(req.GetMaxEntries()); err != nil {
+		return nil, err
+	}
+	if err := checkPageToken(req.GetStartingToken(), snapshotIDPrefix); err != nil {
+		return nil, err
+	}
+	match, err := snapshotFilter(req)
+	if err != nil {
+		return nil, err
+	}
+	st := s.d.store.current()
+	all := slices.Collect(maps.Keys(st.Snapshots))
+	all = slices.DeleteFunc(all, func(id string) bool { return !match(st.Snapshots[id]) })
+	ids, next := page(all, req.GetStartingToken(), req.GetMaxEntries())
+	resp := &csi.ListSnapshotsResponse{NextToken: next}
+	for _, id := range ids {
+		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: csiSnapshot(st.Snapshots[id])})
+	}
+	return resp, nil
+}
+
+func snapshotFilter(req *csi.ListSnapshotsRequest) (func(*snapshot) bool, error) {
+	id, volID := req.GetSnapshotId(), req.GetSourceVolumeId()
+	if id != "" {
+		if err := checkName("snapshot ID", id); err != nil {
+			return nil, err
+		}
+	}
+	if volID != "" {
+		if err := checkName("source volume ID", volID); err != nil {
+			return nil, err
+		}
+	}
+	return func(snap *snapshot) bool {
+		return (id == "" || snap.ID == id) && (volID == "" || snap.SourceVolumeID == volID)
+	}, nil
+}
+
+func csiSnapshot(snap *snapshot) *csi.Snapshot {
+	return &csi.Snapshot{
+		SnapshotId:     snap.ID,
+		SourceVolumeId: snap.SourceVolumeID,
+		SizeBytes:      snap.SizeBytes,
+		CreationTime:   timestamppb.New(snap.CreatedAt),
+		ReadyToUse:     true,
+	}
+}
