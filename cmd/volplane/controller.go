@@ -1,11 +1,89 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/volplane/volplane/internal/controller/manager"
+)
+
+// controllerFlags are the flags of `volplane controller`; `up` reuses the
+// loop settings.
+type controllerFlags struct {
+	kubeconfig string
+	qps        float32
+	burst      int
+	cfg        manager.Config
+}
 
 func newControllerCommand() *cobra.Command {
-	return &cobra.Command{
+	var f controllerFlags
+	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the volume control loops against a cluster",
-		RunE:  notImplemented("controller"),
+		Long: `Runs volplane's control loops against any Kubernetes cluster.
+
+Without --kubeconfig and with KUBECONFIG unset it uses the in-cluster
+configuration. Turn off the matching loops of the cluster's
+kube-controller-manager first (for the binder: --controllers=*,-persistentvolume-binder),
+or two controllers will fight over the same objects.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := loadRESTConfig(f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			rc.QPS, rc.Burst = f.qps, f.burst
+			rc.UserAgent = "volplane-controller"
+			f.cfg.REST = rc
+			if err := f.cfg.Validate(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			f.cfg.Ready = func(addr string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "Serving /metrics, /healthz and /readyz on http://%s\n", addr)
+			}
+			return manager.Run(ctx, f.cfg)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
+	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers (events have their own budget)")
+	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers")
+	fl.StringSliceVar(&f.cfg.Controllers, "controllers", manager.Known(), "control loops to run")
+	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
+	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
+	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
+	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
+	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", "volplane-controller", "name of the leader election Lease")
+	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:9742", `address of /metrics, /healthz and /readyz ("" disables)`)
+	return cmd
+}
+
+// loadRESTConfig follows the CLI contract: --kubeconfig, else $KUBECONFIG,
+// else the in-cluster configuration.
+func loadRESTConfig(path string) (*rest.Config, error) {
+	if path == "" && os.Getenv("KUBECONFIG") == "" {
+		rc, err := rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, errors.New("no cluster: pass --kubeconfig, set KUBECONFIG, or run inside a cluster")
+		}
+		return rc, err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return rc, nil
 }

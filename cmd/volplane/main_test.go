@@ -163,7 +163,7 @@ func kubectl(t *testing.T, dir string, args ...string) (string, error) {
 }
 
 func TestSubcommandsNotBuiltYetSaySo(t *testing.T) {
-	for _, name := range []string{"controller", "explain"} {
+	for _, name := range []string{"explain"} {
 		root := newRootCommand()
 		root.SetArgs([]string{name})
 		root.SetOut(io.Discard)

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/controller/manager"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default
@@ -72,11 +74,25 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config) error {
 		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes))
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
+	loops := make(chan error, 1)
+	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig)) }()
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
+		<-loops
 		return nil
 	case err := <-cp.Failed():
 		return fmt.Errorf("control plane failed: %w", err)
+	case err := <-loops:
+		return fmt.Errorf("volplane controllers stopped: %w", err)
 	}
+}
+
+// upLoops runs every built loop against the embedded control plane. The API
+// server is ours alone, so the client limits are generous.
+func upLoops(admin *rest.Config) manager.Config {
+	rc := rest.CopyConfig(admin)
+	rc.QPS, rc.Burst = 200, 400
+	rc.UserAgent = "volplane-controller"
+	return manager.Config{REST: rc, Controllers: manager.Known(), Workers: 4, ResyncPeriod: 15 * time.Second}
 }

@@ -24,18 +24,21 @@ var shared *cluster.ControlPlane
 
 // Main is the body of TestMain for a package whose tests need an API server:
 // it starts a control plane with the given number of simulated nodes in a
-// temporary dir, runs the tests and tears everything down.
-func Main(m *testing.M, nodes int) {
-	os.Exit(run(m, nodes))
+// temporary dir, runs the tests and tears everything down. Each setup runs
+// once the control plane is ready (to start controllers under test); the
+// function it returns runs after the tests.
+func Main(m *testing.M, nodes int, setup ...func(*cluster.ControlPlane) (teardown func(), err error)) {
+	os.Exit(run(m, nodes, setup))
 }
 
-func run(m *testing.M, nodes int) int {
+func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), error)) int {
 	dir, err := os.MkdirTemp("", "volplane-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clustertest:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer keepLogs(dir) // runs after Stop: the whole log
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
@@ -47,13 +50,20 @@ func run(m *testing.M, nodes int) int {
 	}
 	fmt.Fprintf(os.Stderr, "clustertest: control plane ready in %.1fs at %s\n", time.Since(began).Seconds(), cp.RESTConfig.Host)
 	shared = cp
+	defer cp.Stop()
+	for _, setup := range setups {
+		teardown, err := setup(cp)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clustertest: setup:", err)
+			return 1
+		}
+		defer teardown()
+	}
 	code := m.Run()
 	if code != 0 {
 		// Before Stop, so the tail shows the failure, not the shutdown.
 		dumpLogs(dir)
 	}
-	cp.Stop()
-	keepLogs(dir)
 	return code
 }
 

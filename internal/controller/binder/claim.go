@@ -1,0 +1,148 @@
+package binder
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/binding"
+)
+
+// syncClaim reads a claim, decides, and applies the decision.
+func (c *Controller) syncClaim(ctx context.Context, key string) error {
+	defer c.afterClaimSync(key)
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key we made; nothing to retry
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	claim = c.newClaim.observe(key, claim)
+	in, err := c.claimInput(claim)
+	if err != nil {
+		return err
+	}
+	defer c.unreserve(in.Match)
+	d := binding.DecideClaim(in)
+	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
+	logger.V(4).Info("Claim decision", "decision", d.String())
+	return c.applyClaim(ctx, claim, d)
+}
+
+// claimInput gathers what DecideClaim needs. For a claim still looking for a
+// volume it picks the best free PV and reserves it, so no other worker can
+// pick the same PV before our first write lands.
+func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimInput, error) {
+	in := binding.ClaimInput{Claim: claim, Pods: c.podsUsing(claim.Namespace, claim.Name)}
+	var err error
+	if in.Class, err = c.claimClass(claim); err != nil {
+		return in, err
+	}
+	if in.DefaultClass, err = c.defaultClass(); err != nil {
+		return in, err
+	}
+	if claim.Spec.VolumeName != "" {
+		in.Volume, err = c.volume(claim.Spec.VolumeName)
+		return in, err
+	}
+	if isWaiting(claim) {
+		c.mu.Lock()
+		in.Match = c.index.FindBest(claim, binding.DelayBinding(in.Class))
+		if in.Match != nil {
+			c.index.Reserve(in.Match.Name, binding.ClaimKey(claim))
+		}
+		c.mu.Unlock()
+	}
+	return in, nil
+}
+
+func (c *Controller) unreserve(pv *v1.PersistentVolume) {
+	if pv == nil {
+		return
+	}
+	c.mu.Lock()
+	c.index.Release(pv.Name)
+	c.mu.Unlock()
+}
+
+// afterClaimSync offers the PVs that woke this claim, and that it did not
+// take, to the next waiting claim (through their volume sync).
+func (c *Controller) afterClaimSync(key string) {
+	c.mu.Lock()
+	pvs := c.waiting.release(key)
+	c.mu.Unlock()
+	for _, name := range pvs {
+		c.volumeQ.Add(name)
+	}
+}
+
+// applyClaim performs a claim decision's writes, in order, and records its
+// events. Events are recorded even when a write fails: they describe the
+// state the controller found.
+func (c *Controller) applyClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, d binding.ClaimDecision) error {
+	if len(d.Events) == 0 {
+		c.events.settled(claim.UID)
+	}
+	c.record(d.Events, claim, d.Volume)
+	switch d.Action {
+	case binding.ClaimBind:
+		return c.bind(ctx, claim, d.Volume)
+	case binding.ClaimSetDefaultClass:
+		_, err := c.updateClaim(ctx, binding.SetClaimClass(claim, d.Class))
+		c.metrics.retroactive.Inc()
+		if err != nil {
+			c.metrics.retroactiveErrors.Inc()
+		}
+		return err
+	case binding.ClaimProvision:
+		updated, err := c.updateClaim(ctx, binding.SetClaimProvisioner(claim, d.Provisioner))
+		if err != nil {
+			return err
+		}
+		return c.setClaimPhase(ctx, updated, v1.ClaimPending)
+	case binding.ClaimPending:
+		return c.setClaimPhase(ctx, claim, v1.ClaimPending)
+	case binding.ClaimLost:
+		return c.setClaimPhase(ctx, claim, v1.ClaimLost)
+	}
+	return nil
+}
+
+func (c *Controller) setClaimPhase(ctx context.Context, claim *v1.PersistentVolumeClaim, phase v1.PersistentVolumeClaimPhase) error {
+	_, err := c.updateClaimStatus(ctx, binding.SetClaimPhase(claim, phase))
+	return err
+}
+
+// bind makes the four writes of a bind, each skipped when it would change
+// nothing, so that a bind interrupted after any of them is completed, never
+// redone, by the next sync. The PV stays locked throughout: its volume sync
+// must not write the PV's status between our writes.
+func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
+	unlock := c.pvLocks.lock(pv.Name)
+	defer unlock()
+	pv = c.newPV.observe(pv.Name, pv)
+	var err error
+	if pv, err = c.updateVolumeOr(ctx, pv, binding.BindVolumeSpec(pv, claim)); err != nil {
+		return fmt.Errorf("bind %s: write volume claimRef: %w", pv.Name, err)
+	}
+	if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.BindVolumeStatus(pv)); err != nil {
+		return fmt.Errorf("bind %s: write volume phase: %w", pv.Name, err)
+	}
+	if claim, err = c.updateClaimOr(ctx, claim, binding.BindClaimSpec(claim, pv)); err != nil {
+		return fmt.Errorf("bind %s: write claim volumeName: %w", pv.Name, err)
+	}
+	if _, err = c.updateClaimStatusOr(ctx, claim, binding.BindClaimStatus(claim, pv)); err != nil {
+		return fmt.Errorf("bind %s: write claim phase: %w", pv.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Bound", "pvc", klog.KObj(claim), "pv", pv.Name)
+	return nil
+}

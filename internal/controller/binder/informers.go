@@ -1,0 +1,173 @@
+package binder
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/volplane/volplane/internal/binding"
+)
+
+// podsByClaim indexes pods by namespace/claimName of every claim they use.
+const podsByClaim = "claim"
+
+func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
+	pvInf := f.Core().V1().PersistentVolumes()
+	claimInf := f.Core().V1().PersistentVolumeClaims()
+	classInf := f.Storage().V1().StorageClasses()
+	podInf := f.Core().V1().Pods()
+	c.pvs, c.claims, c.classes = pvInf.Lister(), claimInf.Lister(), classInf.Lister()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{podsByClaim: claimsOfPod}); err != nil {
+		return fmt.Errorf("binder: pod index: %w", err)
+	}
+	c.pods = podInf.Informer().GetIndexer()
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{pvInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		{claimInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		{classInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClass, UpdateFunc: updated(c.onClass)}},
+		{podInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: updated(c.onPod), DeleteFunc: c.onPod}},
+	}
+	for _, h := range handlers {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
+			return fmt.Errorf("binder: event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return nil
+}
+
+// updated adapts an add handler to updates, ignoring re-deliveries of an
+// unchanged object (informer resyncs): we run our own, narrower resync.
+func updated(h func(any)) func(any, any) {
+	return func(old, cur any) {
+		o, okO := old.(interface{ GetResourceVersion() string })
+		n, okN := cur.(interface{ GetResourceVersion() string })
+		if okO && okN && o.GetResourceVersion() == n.GetResourceVersion() {
+			return
+		}
+		h(cur)
+	}
+}
+
+func claimsOfPod(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil {
+			keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
+		}
+		if vol.Ephemeral != nil {
+			keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
+		}
+	}
+	return keys, nil
+}
+
+func (c *Controller) onVolume(obj any) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	pv = c.newPV.observe(pv.Name, pv)
+	c.mu.Lock()
+	c.index.Upsert(pv)
+	c.mu.Unlock()
+	c.volumeQ.Add(pv.Name)
+}
+
+func (c *Controller) onVolumeDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	c.newPV.forget(pv.Name)
+	c.mu.Lock()
+	c.index.Delete(pv.Name)
+	c.waiting.forgetVolume(pv.Name)
+	c.mu.Unlock()
+	c.events.forget(pv.UID)
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		// Its claim may have just lost its volume.
+		c.claimQ.Add(binding.ClaimRefKey(ref))
+	}
+}
+
+func (c *Controller) onClaim(obj any) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	key := binding.ClaimKey(claim)
+	claim = c.newClaim.observe(key, claim)
+	c.mu.Lock()
+	c.waiting.update(claim)
+	c.mu.Unlock()
+	c.claimQ.Add(key)
+}
+
+func (c *Controller) onClaimDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	key := binding.ClaimKey(claim)
+	c.newClaim.forget(key)
+	c.mu.Lock()
+	c.waiting.remove(key)
+	c.mu.Unlock()
+	c.events.forget(claim.UID)
+	if claim.Spec.VolumeName != "" {
+		// Its volume is released now.
+		c.volumeQ.Add(claim.Spec.VolumeName)
+	}
+}
+
+// onClass wakes the claims that may now have a class to use (a new default)
+// or a different binding mode.
+func (c *Controller) onClass(obj any) {
+	if _, ok := obj.(*storagev1.StorageClass); !ok {
+		return
+	}
+	c.mu.Lock()
+	keys := c.waiting.keys()
+	c.mu.Unlock()
+	for _, key := range keys {
+		c.claimQ.Add(key)
+	}
+}
+
+// onPod re-syncs the waiting claims a pod uses: their WaitForPodScheduled
+// event names the pod, and a scheduled pod is what a delayed claim waits for.
+func (c *Controller) onPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok && pod.Labels[recyclerLabel] != "" {
+		c.volumeQ.Add(pod.Labels[recyclerLabel])
+		return
+	}
+	keys, _ := claimsOfPod(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range keys {
+		if c.waiting.has(key) {
+			c.claimQ.Add(key)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package binder
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/binding"
+)
+
+// resyncUnsettled re-queues the objects not at rest. The reference re-queues
+// every object every 15 s; objects at rest cannot change without an event,
+// so revisiting them is pure cost at 100k volumes.
+func (c *Controller) resyncUnsettled(ctx context.Context) {
+	claims, err := c.claims.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Resync: list claims")
+		return
+	}
+	n := 0
+	for _, claim := range claims {
+		if !claimAtRest(claim) {
+			c.claimQ.Add(binding.ClaimKey(claim))
+			n++
+		}
+	}
+	pvs, err := c.pvs.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Resync: list volumes")
+		return
+	}
+	for _, pv := range pvs {
+		if !volumeAtRest(pv) {
+			c.volumeQ.Add(pv.Name)
+			n++
+		}
+	}
+	klog.FromContext(ctx).V(4).Info("Resync", "unsettled", n)
+}
+
+// claimAtRest: bound, with nothing left to complete on the claim itself.
+// Whether its PV still points back is the volume side's business, and a
+// change there reaches the claim through the volume sync.
+func claimAtRest(claim *v1.PersistentVolumeClaim) bool {
+	return claim.Status.Phase == v1.ClaimBound && claim.Spec.VolumeName != "" && !isWaiting(claim)
+}
+
+// volumeAtRest: Bound, or Released/Failed under a policy that needs nothing
+// more from us (Retain), or Available with nothing that could bind it.
+func volumeAtRest(pv *v1.PersistentVolume) bool {
+	switch pv.Status.Phase {
+	case v1.VolumeBound:
+		return pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != ""
+	case v1.VolumeReleased:
+		return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRetain
+	case v1.VolumeFailed:
+		return true
+	case v1.VolumeAvailable:
+		// Waiting claims are resynced themselves and search every free PV.
+		return pv.Spec.ClaimRef == nil
+	}
+	return false
+}

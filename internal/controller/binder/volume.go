@@ -1,0 +1,104 @@
+package binder
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/binding"
+)
+
+// syncVolume reads a PV, decides, and applies the decision. It holds the
+// PV's lock so that it never writes between the writes of a bind.
+func (c *Controller) syncVolume(ctx context.Context, name string) error {
+	unlock := c.pvLocks.lock(name)
+	defer unlock()
+	pv, err := c.volume(name)
+	if err != nil || pv == nil {
+		return err
+	}
+	in := binding.VolumeInput{Volume: pv}
+	ref := pv.Spec.ClaimRef
+	if ref != nil && ref.UID != "" {
+		if in.Claim, err = c.claim(ref.Namespace, ref.Name); err != nil {
+			return err
+		}
+		in.Pods = c.podsUsing(ref.Namespace, ref.Name)
+	}
+	d := binding.DecideVolume(in)
+	if d.Action == binding.VolumeCheckLive {
+		// A cache miss is not proof the claim is gone; releasing a volume
+		// in use would hand its data to someone else.
+		if in.Claim, err = c.liveClaim(ctx, ref.Namespace, ref.Name); err != nil {
+			return err
+		}
+		in.LiveChecked = true
+		d = binding.DecideVolume(in)
+	}
+	klog.FromContext(ctx).V(4).Info("Volume decision", "pv", name, "decision", d.String())
+	return c.applyVolume(ctx, pv, in.Claim, d)
+}
+
+func (c *Controller) liveClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
+	claim, err := c.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read claim %s/%s: %w", namespace, name, err)
+	}
+	return c.newClaim.observe(namespace+"/"+name, claim), nil
+}
+
+// applyVolume performs a volume decision. The phase is written last and only
+// here: PV status has one writer besides the bind, which holds the same lock.
+func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, d binding.VolumeDecision) error {
+	if len(d.Events) == 0 && d.Phase != v1.VolumeFailed {
+		c.events.settled(pv.UID)
+	}
+	c.record(d.Events, claim, pv)
+	var err error
+	switch d.Action {
+	case binding.VolumeNudgeClaim:
+		c.claimQ.Add(binding.ClaimRefKey(pv.Spec.ClaimRef))
+	case binding.VolumeUnbind:
+		if pv, err = c.updateVolumeOr(ctx, pv, binding.UnbindVolumeSpec(pv)); err != nil {
+			return fmt.Errorf("unbind %s: %w", pv.Name, err)
+		}
+	case binding.VolumeRecycle:
+		return c.recycle(ctx, pv, d)
+	}
+	if d.Phase == v1.VolumeAvailable && c.offer(pv) {
+		// A claim will bind this PV: its bind writes phase Bound, so
+		// writing Available first would be a wasted fifth write.
+		return nil
+	}
+	_, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message))
+	return err
+}
+
+// offer hands a free PV to the oldest waiting claim it fits and reports
+// whether one took it (or a claim has already reserved it).
+func (c *Controller) offer(pv *v1.PersistentVolume) bool {
+	if pv.DeletionTimestamp != nil {
+		return false
+	}
+	c.mu.Lock()
+	if _, reserved := c.index.ReservedBy(pv.Name); reserved {
+		c.mu.Unlock()
+		return true
+	}
+	key, ok := c.waiting.wake(pv, func(claim *v1.PersistentVolumeClaim) bool {
+		class, err := c.claimClass(claim)
+		return err == nil && binding.Check(claim, pv, binding.DelayBinding(class)).Fits()
+	})
+	c.mu.Unlock()
+	if ok {
+		c.claimQ.Add(key)
+	}
+	return ok
+}

@@ -1,0 +1,220 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/controller/binder"
+)
+
+// Binder is the only loop built so far; the others of the design
+// (provisioner, attacher, expander, protection) come with their issues.
+const Binder = "binder"
+
+// Known lists the loops this build can run.
+func Known() []string { return []string{Binder} }
+
+// Config says which loops to run against which cluster.
+type Config struct {
+	// REST is the client configuration, with QPS and Burst already set.
+	REST        *rest.Config
+	Controllers []string
+	Workers     int
+	// ResyncPeriod is the binder's safety-net resync.
+	ResyncPeriod time.Duration
+	// LeaderElect runs the loops only while holding the Lease
+	// LeaderElectNamespace/LeaderElectName.
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaderElectName      string
+	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
+	MetricsAddr string
+	// Ready, if set, is told the address the metrics server listens on
+	// (useful with port 0).
+	Ready func(metricsAddr string)
+}
+
+// Validate rejects a config that cannot run, with the reason.
+func (c Config) Validate() error {
+	if c.REST == nil {
+		return errors.New("no cluster configuration")
+	}
+	if len(c.Controllers) == 0 {
+		return errors.New("no controllers selected")
+	}
+	for _, name := range c.Controllers {
+		if !slices.Contains(Known(), name) {
+			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
+		}
+	}
+	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
+		return errors.New("leader election needs a namespace and a lease name")
+	}
+	return nil
+}
+
+// Run runs the selected loops until ctx ends. With leader election it waits
+// for the Lease first and returns an error if leadership is lost, so that the
+// process restarts rather than running two leaders.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	loops := &loops{}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if cfg.MetricsAddr != "" {
+		srv, addr, err := serveMetrics(cfg.MetricsAddr, reg, loops)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { <-ctx.Done(); _ = srv.Close() })
+		if cfg.Ready != nil {
+			cfg.Ready(addr)
+		}
+	}
+	if !cfg.LeaderElect {
+		return runLoops(ctx, cfg, reg, loops)
+	}
+	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops) })
+}
+
+// loops tracks readiness for /readyz.
+type loops struct {
+	mu     sync.Mutex
+	binder *binder.Controller
+}
+
+func (l *loops) ready() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.binder != nil && l.binder.Ready()
+}
+
+func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops) error {
+	client, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	recorder, stopEvents, err := newRecorder(ctx, cfg.REST, binder.EventComponent)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	b, err := binder.New(binder.Config{
+		Client: client, Informers: factory, Recorder: recorder, Metrics: reg,
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+	})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.binder = b
+	l.mu.Unlock()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return b.Run(ctx)
+}
+
+// newRecorder records events through a client of its own: events must not
+// eat the QPS budget of the writes that bind volumes (the reference shares
+// one, so a burst of waiting events slows binding down).
+func newRecorder(ctx context.Context, cfg *rest.Config, component string) (record.EventRecorder, func(), error) {
+	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("event client: %w", err)
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(3)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component}), b.Shutdown, nil
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics address %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !l.ready() {
+			http.Error(w, "not ready: caches syncing or not the leader", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, ln.Addr().String(), nil
+}
+
+// runElected runs body while holding the Lease.
+func runElected(ctx context.Context, cfg Config, body func(context.Context) error) error {
+	client, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("leader election client: %w", err)
+	}
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaderElectNamespace, cfg.LeaderElectName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	var started atomic.Bool
+	done := make(chan error, 1)
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectName,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				started.Store(true)
+				klog.FromContext(ctx).Info("Leading", "lease", cfg.LeaderElectNamespace+"/"+cfg.LeaderElectName, "identity", id)
+				done <- body(ctx)
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if !started.Load() {
+		return nil // ctx ended before we led
+	}
+	// RunOrDie returns when leadership ends; the body's context is cancelled
+	// then, so this wait is short.
+	if err := <-done; err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return errors.New("leader election lost")
+	}
+	return nil
+}
