@@ -64,7 +64,9 @@ func (e *env) pv(name, size string, opts ...pvOpt) *v1.PersistentVolume {
 	return pv
 }
 
-func pvClass(class string) pvOpt { return func(pv *v1.PersistentVolume) { pv.Spec.StorageClassName = class } }
+func pvClass(class string) pvOpt {
+	return func(pv *v1.PersistentVolume) { pv.Spec.StorageClassName = class }
+}
 func pvModes(modes ...v1.PersistentVolumeAccessMode) pvOpt {
 	return func(pv *v1.PersistentVolume) { pv.Spec.AccessModes = modes }
 }
@@ -104,7 +106,9 @@ func (e *env) claim(name, size string, opts ...claimOpt) *v1.PersistentVolumeCla
 func claimClass(class string) claimOpt {
 	return func(c *v1.PersistentVolumeClaim) { c.Spec.StorageClassName = &class }
 }
-func claimNoClass() claimOpt { return func(c *v1.PersistentVolumeClaim) { c.Spec.StorageClassName = nil } }
+func claimNoClass() claimOpt {
+	return func(c *v1.PersistentVolumeClaim) { c.Spec.StorageClassName = nil }
+}
 func claimModes(modes ...v1.PersistentVolumeAccessMode) claimOpt {
 	return func(c *v1.PersistentVolumeClaim) { c.Spec.AccessModes = modes }
 }
