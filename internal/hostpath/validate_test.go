@@ -1,0 +1,242 @@
+package hostpath
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+)
+
+func TestCheckName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"pvc-0b5e0f4e-8d6c-4b1e-9a57-2f3c5c6d7e8f", true},
+		{"snapshot-1", true},
+		{"naïve name with spaces", true},
+		{"a.b", true},
+		{strings.Repeat("a", maxNameBytes), true},
+		{"", false},
+		{strings.Repeat("a", maxNameBytes+1), false},
+		{strings.Repeat("é", maxNameBytes/2+1), false}, // 130 bytes, 65 runes
+		{"a/b", false},
+		{"/abs", false},
+		{`a\b`, false},
+		{"..", false},
+		{"a..b", false},
+		{"../../etc/passwd", false},
+		{"nul\x00byte", false},
+		{"new\nline", false},
+		{"tab\t", false},
+		{"del\x7f", false},
+		{"\xff\xfe", false},
+	} {
+		err := checkName("volume name", tc.name)
+		if tc.ok && err != nil {
+			t.Errorf("checkName(%q) = %v, want it accepted", tc.name, err)
+		}
+		if !tc.ok {
+			wantCode(t, err, codes.InvalidArgument)
+		}
+	}
+}
+
+func TestCheckNodePath(t *testing.T) {
+	const dataDir = "/var/lib/volplane/hostpath"
+	for _, tc := range []struct {
+		path, want string
+		ok         bool
+	}{
+		{"/var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/pv/mount", "/var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/pv/mount", true},
+		{"/tmp/a/../b/", "/tmp/b", true},
+		{"/var/lib/volplane/hostpath-other/x", "/var/lib/volplane/hostpath-other/x", true},
+		{"", "", false},
+		{"relative/path", "", false},
+		{"/tmp/nul\x00", "", false},
+		{dataDir, "", false},
+		{dataDir + "/volumes/vol-1", "", false},
+		{"/tmp/../var/lib/volplane/hostpath/state.json", "", false},
+		{"/var/lib", "", false}, // mounting over a parent would hide the data dir
+		{"/" + strings.Repeat("a", maxPathBytes), "", false},
+	} {
+		got, err := checkNodePath("target path", tc.path, dataDir)
+		if !tc.ok {
+			wantCode(t, err, codes.InvalidArgument)
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("checkNodePath(%q) = %q, %v, want %q", tc.path, got, err, tc.want)
+		}
+	}
+}
+
+func TestRequestedBytes(t *testing.T) {
+	for _, tc := range []struct {
+		r    *csi.CapacityRange
+		want int64
+		code codes.Code
+	}{
+		{nil, defaultVolumeBytes, codes.OK},
+		{&csi.CapacityRange{}, defaultVolumeBytes, codes.OK},
+		{&csi.CapacityRange{RequiredBytes: 5}, 5, codes.OK},
+		{&csi.CapacityRange{RequiredBytes: 5, LimitBytes: 5}, 5, codes.OK},
+		{&csi.CapacityRange{LimitBytes: 1 << 20}, 1 << 20, codes.OK},
+		{&csi.CapacityRange{LimitBytes: 1 << 40}, defaultVolumeBytes, codes.OK},
+		{&csi.CapacityRange{RequiredBytes: maxVolumeBytes}, maxVolumeBytes, codes.OK},
+		{&csi.CapacityRange{RequiredBytes: -1}, 0, codes.InvalidArgument},
+		{&csi.CapacityRange{LimitBytes: -1}, 0, codes.InvalidArgument},
+		{&csi.CapacityRange{RequiredBytes: 10, LimitBytes: 5}, 0, codes.OutOfRange},
+		{&csi.CapacityRange{RequiredBytes: maxVolumeBytes + 1}, 0, codes.OutOfRange},
+		{&csi.CapacityRange{RequiredBytes: 1<<63 - 1}, 0, codes.OutOfRange},
+	} {
+		got, err := requestedBytes(tc.r)
+		if tc.code != codes.OK {
+			wantCode(t, err, tc.code)
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("requestedBytes(%v) = %d, %v, want %d", tc.r, got, err, tc.want)
+		}
+	}
+}
+
+func TestCheckCapabilities(t *testing.T) {
+	multi := mountCap()
+	multi.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	noType := mountCap()
+	noType.AccessType = nil
+	noMode := blockCap()
+	noMode.AccessMode = nil
+	for _, tc := range []struct {
+		name string
+		caps []*csi.VolumeCapability
+		want accessType
+	}{
+		{"mount", []*csi.VolumeCapability{mountCap()}, accessMount},
+		{"block", []*csi.VolumeCapability{blockCap(), blockCap()}, accessBlock},
+		{"none", nil, ""},
+		{"nil entry", []*csi.VolumeCapability{nil}, ""},
+		{"both access types", []*csi.VolumeCapability{mountCap(), blockCap()}, ""},
+		{"multi-node mode", []*csi.VolumeCapability{multi}, ""},
+		{"no access type", []*csi.VolumeCapability{noType}, ""},
+		{"no access mode", []*csi.VolumeCapability{noMode}, ""},
+	} {
+		got, err := checkCapabilities(tc.caps)
+		if tc.want == "" {
+			wantCode(t, err, codes.InvalidArgument)
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v, want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestIssuedIDs(t *testing.T) {
+	id := volumeIDFor("pvc-1")
+	if id != volumeIDFor("pvc-1") {
+		t.Fatal("volume IDs are not deterministic")
+	}
+	if !isIssuedID(volumeIDPrefix, id) || isIssuedID(snapshotIDPrefix, id) {
+		t.Fatalf("%q is not recognized as a volume ID only", id)
+	}
+	for _, bad := range []string{"", "vol-", "vol-../../etc", id + "0", strings.ToUpper(id), "fake-vol-id", id[:len(id)-1] + "/"} {
+		if isIssuedID(volumeIDPrefix, bad) {
+			t.Errorf("%q is taken for an issued volume ID", bad)
+		}
+	}
+}
+
+func TestPageTokens(t *testing.T) {
+	ids := []string{"vol-c", "vol-a", "vol-e", "vol-b", "vol-d"}
+	var got []string
+	token := ""
+	for range 10 {
+		pageIDs, next := page(slices.Clone(ids), token, 2)
+		got = append(got, pageIDs...)
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	if want := []string{"vol-a", "vol-b", "vol-c", "vol-d", "vol-e"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("pages gave %v, want %v", got, want)
+	}
+	// A token whose entry was deleted meanwhile starts at the next one.
+	if pageIDs, _ := page([]string{"vol-a", "vol-d"}, "vol-c", 0); strings.Join(pageIDs, ",") != "vol-d" {
+		t.Errorf("page after a deleted token = %v, want [vol-d]", pageIDs)
+	}
+	wantCode(t, checkPageToken("invalid-token", volumeIDPrefix), codes.Aborted)
+	wantCode(t, checkPageToken(snapshotIDFor("x"), volumeIDPrefix), codes.Aborted)
+	if err := checkPageToken(volumeIDFor("x"), volumeIDPrefix); err != nil {
+		t.Errorf("a volume ID is refused as a token: %v", err)
+	}
+}
+
+// FuzzValidateNames checks, for any string, that validation never panics,
+// that what it accepts has the documented properties, and that no accepted
+// name, no ID and no node path resolves to a place it must not.
+func FuzzValidateNames(f *testing.F) {
+	for _, seed := range []string{
+		"pvc-1234", "", "..", "../etc", "a/b", `a\b`, "\x00", "a\x00b", "\n", "naïve",
+		strings.Repeat("a", 128), strings.Repeat("a", 129), volumeIDFor("x"), snapshotIDFor("x") + ".img",
+		"/var/lib/kubelet/pods/x/mount", "/data/hp/volumes", "/data/hp/../hp/state.json", "/", "//data//hp//",
+	} {
+		f.Add(seed)
+	}
+	disk := layout{root: "/data/hp"}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkName("name", s) == nil {
+			assertAcceptableName(t, s)
+			for _, tp := range []accessType{accessMount, accessBlock} {
+				assertDataPath(t, disk.volumesDir(), volumeIDFor(s), tp, disk.volumePath)
+				assertDataPath(t, disk.snapshotsDir(), snapshotIDFor(s), tp, disk.snapshotPath)
+			}
+		}
+		// Any string used as an ID either is refused or stays in its directory.
+		for _, tp := range []accessType{accessMount, accessBlock} {
+			if p, err := disk.volumePath(s, tp); err == nil && filepath.Dir(p) != disk.volumesDir() {
+				t.Fatalf("ID %q resolves to %q, outside %s", s, p, disk.volumesDir())
+			}
+			if p, err := disk.snapshotPath(s, tp); err == nil && filepath.Dir(p) != disk.snapshotsDir() {
+				t.Fatalf("ID %q resolves to %q, outside %s", s, p, disk.snapshotsDir())
+			}
+		}
+		if p, err := checkNodePath("target path", s, disk.root); err == nil {
+			if !filepath.IsAbs(p) || within(disk.root, p) || within(p, disk.root) {
+				t.Fatalf("node path %q accepted as %q, which touches the data dir %s", s, p, disk.root)
+			}
+		}
+	})
+}
+
+func assertAcceptableName(t *testing.T, s string) {
+	t.Helper()
+	switch {
+	case s == "" || len(s) > maxNameBytes:
+		t.Fatalf("accepted %q of %d bytes", s, len(s))
+	case !utf8.ValidString(s):
+		t.Fatalf("accepted invalid UTF-8 %q", s)
+	case strings.ContainsAny(s, `/\`) || strings.Contains(s, ".."):
+		t.Fatalf("accepted %q, which could walk a path", s)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		t.Fatalf("accepted %q with a control character", s)
+	}
+}
+
+func assertDataPath(t *testing.T, dir, id string, tp accessType, resolve func(string, accessType) (string, error)) {
+	t.Helper()
+	p, err := resolve(id, tp)
+	if err != nil {
+		t.Fatalf("issued ID %q does not resolve: %v", id, err)
+	}
+	if filepath.Dir(p) != dir || !within(dir, p) || p == dir {
+		t.Fatalf("issued ID %q resolves to %q, outside %s", id, p, dir)
+	}
+}
