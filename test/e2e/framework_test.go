@@ -21,7 +21,7 @@ import (
 // env is one test's world: a client, a namespace, and a storage class name
 // private to the test so its claims never see another test's PVs.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string

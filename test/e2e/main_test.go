@@ -9,25 +9,60 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
+// sharedBinder is the binder most tests run against. Tests that need a
+// binder of their own (crash points, races, benchmarks) stop it first and
+// start it again when done.
+var sharedBinder *binderRun
+
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, startBinder)
+	clustertest.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
+		sharedBinder = startBinder(cp.RESTConfig, 4)
+		return func() { sharedBinder.stop() }, nil
+	})
 }
 
-// startBinder runs the binder as `volplane up` does, with a short resync so
-// that tests of the safety net stay quick.
-func startBinder(cp *cluster.ControlPlane) (func(), error) {
+// binderRun is one binder running in this process, as `volplane up` runs it
+// but with a short resync so that tests of the safety net stay quick.
+type binderRun struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startBinder(rc *rest.Config, workers int) *binderRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	r := &binderRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		done <- manager.Run(ctx, manager.Config{
-			REST: cp.RESTConfig, Controllers: []string{manager.Binder},
-			Workers: 4, ResyncPeriod: 2 * time.Second,
+		r.done <- manager.Run(ctx, manager.Config{
+			REST: rc, Controllers: []string{manager.Binder},
+			Workers: workers, ResyncPeriod: 2 * time.Second,
 		})
 	}()
-	return func() { cancel(); <-done }, nil
+	return r
+}
+
+// stop cancels the binder and waits for it; safe to call twice.
+func (r *binderRun) stop() error {
+	if r.done == nil {
+		return nil
+	}
+	r.cancel()
+	err := <-r.done
+	r.done = nil
+	return err
+}
+
+// withoutSharedBinder stops the shared binder for the rest of the test.
+func withoutSharedBinder(t testing.TB) {
+	cp := clustertest.ControlPlane(t)
+	if err := sharedBinder.stop(); err != nil {
+		t.Fatalf("stop shared binder: %v", err)
+	}
+	t.Cleanup(func() { sharedBinder = startBinder(cp.RESTConfig, 4) })
 }

@@ -104,7 +104,11 @@ func (c *Controller) applyClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		}
 		return err
 	case binding.ClaimProvision:
-		updated, err := c.updateClaim(ctx, binding.SetClaimProvisioner(claim, d.Provisioner))
+		// updateClaimOr, not updateClaim: once the annotations are set the
+		// step is nil and the claim we hold must carry on to the phase write
+		// (updateClaim returns nil for a nil update, which crashed the worker
+		// on every later sync of a claim waiting for its provisioner).
+		updated, err := c.updateClaimOr(ctx, claim, binding.SetClaimProvisioner(claim, d.Provisioner))
 		if err != nil {
 			return err
 		}

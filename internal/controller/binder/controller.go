@@ -147,7 +147,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.volumeQ.ShutDown()
 	logger := klog.FromContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("binder: caches not synced: %w", ctx.Err())
+		return nil // stopped before the caches synced: a normal shutdown
 	}
 	c.ready.Store(true)
 	defer c.ready.Store(false)

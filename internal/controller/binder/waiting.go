@@ -97,9 +97,11 @@ func (w *waitingClaims) keys() []string {
 	return keys
 }
 
-// wake finds the oldest waiting claim, not already woken, that pv fits and
-// marks it woken by pv. fits decides with the claim's binding mode. The scan
-// stops at the first fit; claims that do not fit are passed over in memory.
+// wake finds the oldest waiting claim that pv fits, preferring one no other
+// PV has woken yet, and marks it woken by pv. fits decides with the claim's
+// binding mode. A claim already woken by another PV is still better than
+// none: the PV then waits for that claim's sync instead of being written
+// Available just before a bind makes it Bound.
 func (w *waitingClaims) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) (string, bool) {
 	if key, ok := w.woke[pv.Name]; ok {
 		return key, true
@@ -108,16 +110,30 @@ func (w *waitingClaims) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVo
 	if l == nil {
 		return "", false
 	}
+	fallback := ""
 	for el := l.Front(); el != nil; el = el.Next() {
 		wc := el.Value.(*waitingClaim)
-		if len(w.wokenFor[wc.key]) > 0 || !fits(wc.claim) {
+		busy := len(w.wokenFor[wc.key]) > 0
+		if (busy && fallback != "") || !fits(wc.claim) {
 			continue
 		}
-		w.wokenFor[wc.key] = append(w.wokenFor[wc.key], pv.Name)
-		w.woke[pv.Name] = wc.key
+		if busy {
+			fallback = wc.key
+			continue
+		}
+		w.mark(wc.key, pv.Name)
 		return wc.key, true
 	}
+	if fallback != "" {
+		w.mark(fallback, pv.Name)
+		return fallback, true
+	}
 	return "", false
+}
+
+func (w *waitingClaims) mark(key, pvName string) {
+	w.wokenFor[key] = append(w.wokenFor[key], pvName)
+	w.woke[pvName] = key
 }
 
 // release ends the wake-ups of a claim whose sync ran and returns the PVs

@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"math"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+)
+
+// The API server creates every PV in phase Pending. Binding it must not
+// spend a write on marking it Available first: four writes per bind, never
+// five, whether the PV comes after its claim or both wait for the binder.
+func TestBindingAFreshVolumeTakesFourWrites(t *testing.T) {
+	cases := map[string]bool{"PV created after the claim": false, "both created before the binder starts": true}
+	for name, before := range cases {
+		t.Run(name, func(t *testing.T) {
+			withoutSharedBinder(t)
+			e := newEnv(t)
+			counter := &writeBudget{allowed: math.MaxInt64, paths: []string{
+				"/persistentvolumes/" + e.ns + "-fresh",
+				"/namespaces/" + e.ns + "/persistentvolumeclaims/data",
+			}}
+			rc := counter.config(clustertest.ControlPlane(t).RESTConfig)
+			if !before {
+				b := startBinder(rc, 4)
+				defer b.stop()
+			}
+			e.createClaim(e.claim("data", "1Gi"))
+			if !before {
+				e.waitClaimPhase("data", v1.ClaimPending)
+			}
+			e.createPV(e.pv("fresh", "1Gi"))
+			if before {
+				b := startBinder(rc, 4)
+				defer b.stop()
+			}
+			e.waitBound("data", e.ns+"-fresh")
+			if n := counter.done.Load(); n != 4 {
+				t.Errorf("binding took %d writes to the PV and claim, want 4", n)
+			}
+		})
+	}
+}
