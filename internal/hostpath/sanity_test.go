@@ -1,17 +1,27 @@
 package hostpath
 
 import (
+	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	"google.golang.org/grpc"
 )
 
 // sanityAccessTypeEnv tells TestSanitySuite, in a child process, which
 // access type to test.
 const sanityAccessTypeEnv = "HOSTPATH_SANITY_ACCESS_TYPE"
+
+// sanityRealMountsEnv=1 runs csi-sanity with real mounts and loop devices
+// instead of FakeMounter. It needs root (and loop devices for block), so it
+// is off by default.
+const sanityRealMountsEnv = "HOSTPATH_SANITY_REAL_MOUNTS"
 
 // TestSanity runs csi-sanity against the driver once per access type, with
 // attaching, snapshots, cloning and expansion on. Ginkgo runs one suite per
@@ -39,15 +49,35 @@ func TestSanitySuite(t *testing.T) {
 		t.Skip("run by TestSanity in a child process")
 	}
 	dir := shortTempDir(t)
-	r := startDriver(t, testConfig(dir, NewFakeMounter()))
+	cfg := testConfig(dir, NewFakeMounter())
+	if os.Getenv(sanityRealMountsEnv) == "1" {
+		cfg.Mounter = nil // the kernel's bind mounts and loop devices
+	}
+	r := startDriver(t, cfg)
 
-	cfg := sanity.NewTestConfig()
-	cfg.Address = r.cfg.Endpoint
-	cfg.TargetPath = filepath.Join(dir, "target")
-	cfg.StagingPath = filepath.Join(dir, "staging")
-	cfg.TestVolumeAccessType = accessType
-	cfg.TestVolumeSize = 1 << 30
-	cfg.TestVolumeExpandSize = 3 << 30
-	cfg.TestNodeVolumeAttachLimit = true
-	sanity.Test(t, cfg)
+	sc := sanity.NewTestConfig()
+	// csi-test's connect watches for the connection to become ready only
+	// after dialing, and waits a minute in vain if it already is: on a unix
+	// socket it can be. So the test dials itself, after a pause that keeps
+	// the connection "connecting" until csi-test watches. A "passthrough"
+	// address makes csi-test keep this dialer instead of adding its own.
+	sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.Endpoint, unixPrefix)
+	sc.DialOptions = append(sc.DialOptions, grpc.WithContextDialer(slowUnixDial))
+	sc.TargetPath = filepath.Join(dir, "target")
+	sc.StagingPath = filepath.Join(dir, "staging")
+	sc.TestVolumeAccessType = accessType
+	sc.TestVolumeSize = 1 << 30
+	sc.TestVolumeExpandSize = 3 << 30
+	sc.TestNodeVolumeAttachLimit = true
+	sanity.Test(t, sc)
+}
+
+func slowUnixDial(ctx context.Context, path string) (net.Conn, error) {
+	select {
+	case <-time.After(200 * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", path)
 }
