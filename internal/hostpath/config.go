@@ -52,8 +52,8 @@ type Config struct {
 	Mounter Mounter
 }
 
-// New checks cfg and returns a Driver ready to Run. It touches nothing on
-// disk: DataDir and the socket are claimed by Run.
+// New checks cfg and returns a Driver ready to Run. It claims nothing yet:
+// DataDir and the socket are Run's.
 func New(cfg Config) (*Driver, error) {
 	socket, err := socketPath(cfg.Endpoint)
 	if err != nil {

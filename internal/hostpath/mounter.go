@@ -37,7 +37,10 @@ var ErrLoopUnavailable = errors.New("loop devices are unavailable on this node")
 // NewMounter returns the Mounter that mounts for real: bind mounts through
 // k8s.io/mount-utils, loop devices through losetup. It needs root.
 func NewMounter() Mounter {
-	return &kernelMounter{m: mount.New("")}
+	// Without systemd: a systemd scope only matters for mounts that leave a
+	// process behind (FUSE), never for bind mounts, and mount-utils detects
+	// systemd lazily without a lock, which concurrent node calls would race on.
+	return &kernelMounter{m: mount.NewWithoutSystemd("")}
 }
 
 type kernelMounter struct {

@@ -194,3 +194,21 @@ func TestDamagedStateFileIsAnError(t *testing.T) {
 		t.Fatalf("Run with a damaged state file: %v, want an error saying so", err)
 	}
 }
+
+func TestDataDirOfAnotherNodeIsRefused(t *testing.T) {
+	dir := shortTempDir(t)
+	cfg := testConfig(dir, NewFakeMounter())
+	r := startDriver(t, cfg)
+	must[*csi.CreateVolumeResponse](t)(r.controller.CreateVolume(context.Background(), createReq("v")))
+	r.stop(t)
+
+	cfg.NodeID = "node-2"
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "volumes cannot move between nodes") {
+		t.Fatalf("Run on another node's data dir: %v, want an error saying so", err)
+	}
+}

@@ -47,7 +47,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer removeSocket(d.socket)
+	defer removeSocket(logger, d.socket)
 	srv := d.newServer(logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -79,6 +79,11 @@ func (d *Driver) open() (release func(), err error) {
 	if err != nil {
 		unlock()
 		return nil, err
+	}
+	if v := st.current().foreignVolume(d.cfg.NodeID); v != nil {
+		unlock()
+		return nil, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
+			d.cfg.DataDir, v.ID, v.NodeID, d.cfg.NodeID)
 	}
 	if err := d.disk.sweep(st.current()); err != nil {
 		unlock()
@@ -141,9 +146,9 @@ func socketAlive(path string) bool {
 	return true
 }
 
-func removeSocket(path string) {
+func removeSocket(logger klog.Logger, path string) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		klog.Background().Error(err, "could not remove the socket", "path", path)
+		logger.Error(err, "could not remove the socket", "path", path)
 	}
 }
 

@@ -105,6 +105,16 @@ func (s *state) claimedBytes() int64 {
 	return n
 }
 
+// foreignVolume returns a volume that belongs to a node other than node.
+func (s *state) foreignVolume(node string) *volume {
+	for _, v := range s.Volumes {
+		if v.NodeID != node {
+			return v
+		}
+	}
+	return nil
+}
+
 func (s *state) attachedTo(node string) int64 {
 	var n int64
 	for _, v := range s.Volumes {
