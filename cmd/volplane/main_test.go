@@ -133,6 +133,12 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 		t.Errorf("volplane kubectl get nodes printed %q, want node-1 and node-2", out)
 	}
 
+	// up runs the binder: a static pair applied with kubectl gets bound.
+	if out, err := kubectlStdin(t, dir, staticPair, "apply", "-f", "-"); err != nil {
+		t.Fatalf("volplane kubectl apply: %v\n%s", err, out)
+	}
+	waitClaimBound(t, client, "default", "pair")
+
 	second, err := volplane(t, "up", "--data-dir", dir).CombinedOutput()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
@@ -152,6 +158,46 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 		t.Errorf("object data after restart = %v", got.Data)
 	}
 	restarted.stop(t)
+}
+
+const staticPair = `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pair}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  hostPath: {path: /tmp/volplane-pair}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: pair, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 1Gi}}
+`
+
+func waitClaimBound(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && c.Status.Phase == corev1.ClaimBound {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("claim %s/%s not Bound under volplane up", ns, name)
+}
+
+func kubectlStdin(t *testing.T, dir, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := volplane(t, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(cmd.Env, "KUBECONFIG=", dataDirEnv+"="+dir)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 func kubectl(t *testing.T, dir string, args ...string) (string, error) {
@@ -181,5 +227,37 @@ func TestUnknownSubcommandFails(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `unknown command "frobnicate"`) {
 		t.Errorf("output %q does not name the unknown command", out)
+	}
+}
+
+func TestControllerRejectsBadInvocationsClearly(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller"}, "no cluster: pass --kubeconfig"},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "attacher"}, `controller "attacher" is not implemented yet`},
+		{[]string{"controller", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, "kubeconfig"},
+	}
+	for _, c := range cases {
+		root := newRootCommand()
+		root.SetArgs(c.args)
+		root.SetOut(io.Discard)
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("volplane %s: error = %v, want it to say %q", strings.Join(c.args, " "), err, c.want)
+		}
 	}
 }
