@@ -45,22 +45,27 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if _, ok := vol.Attachments[s.d.cfg.NodeID]; s.d.cfg.AttachRequired && !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s; ControllerPublishVolume comes first", id, s.d.cfg.NodeID)
 	}
-	if vol.Staging != nil {
-		if vol.Staging.Path == path {
-			return &csi.NodeStageVolumeResponse{}, nil
-		}
+	if vol.Staging != nil && vol.Staging.Path != path {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already", id, vol.Staging.Path)
 	}
+	// Staging a recorded volume again is not skipped: after a reboot the
+	// record is there but the mount or loop device is not, and this redoes it.
 	device, err := s.d.stage(vol, path)
 	if err != nil {
 		return nil, err
 	}
+	want := &staging{Path: path, Device: device}
+	if vol.Staging != nil && *vol.Staging == *want {
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
 	err = s.d.store.update(func(st *state) error {
-		st.Volumes[id].Staging = &staging{Path: path, Device: device}
+		st.Volumes[id].Staging = want
 		return nil
 	})
 	if err != nil {
-		_ = s.d.unstage(s.d.store.current(), vol, path)
+		if vol.Staging == nil {
+			_ = s.d.unstage(s.d.store.current(), vol, path)
+		}
 		return nil, status.Errorf(codes.Internal, "stage volume %s: %v", id, err)
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
@@ -213,8 +218,8 @@ func ensureDir(path string) error {
 	return nil
 }
 
-// ensureFile creates the empty file path, the mount point of a block
-// volume, unless something that is not a directory is there already.
+// ensureFile creates the empty file path, which a block volume's device is
+// bound onto; an existing file is reused, a directory is an error.
 func ensureFile(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o640)
 	if err != nil {

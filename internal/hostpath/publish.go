@@ -47,15 +47,16 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		ReadOnly: req.GetReadonly() || isReadOnlyMode(req.GetVolumeCapability()),
 		Mode:     req.GetVolumeCapability().GetAccessMode().GetMode().String(),
 	}
-	done, err := s.d.checkPublication(vol, stagingPath, target, want)
+	recorded, err := s.d.checkPublication(vol, stagingPath, target, want)
 	if err != nil {
 		return nil, err
 	}
-	if done {
-		return &csi.NodePublishVolumeResponse{}, nil
-	}
+	// Publishing a recorded publication again redoes a mount a reboot undid.
 	if err := s.d.publish(vol, stagingPath, target, want.ReadOnly, req.GetVolumeCapability().GetMount().GetMountFlags()); err != nil {
 		return nil, err
+	}
+	if recorded {
+		return &csi.NodePublishVolumeResponse{}, nil
 	}
 	err = s.d.store.update(func(st *state) error {
 		v := st.Volumes[id]
@@ -72,9 +73,9 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// checkPublication decides whether publishing vol at target is done
-// already (a repeated call), refused, or to be done.
-func (d *Driver) checkPublication(vol *volume, stagingPath, target string, want publication) (done bool, err error) {
+// checkPublication decides whether publishing vol at target is refused, and
+// whether it is recorded already (a repeated call).
+func (d *Driver) checkPublication(vol *volume, stagingPath, target string, want publication) (recorded bool, err error) {
 	if vol.Staging == nil || vol.Staging.Path != stagingPath {
 		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", vol.ID, stagingPath)
 	}

@@ -212,3 +212,25 @@ func TestDataDirOfAnotherNodeIsRefused(t *testing.T) {
 		t.Fatalf("Run on another node's data dir: %v, want an error saying so", err)
 	}
 }
+
+// TestRebootRedoesMounts plays a node reboot: the state still records the
+// staging and the publication, but the kernel (a fresh FakeMounter) has
+// forgotten them. The kubelet stages and publishes again, and the mounts
+// must come back.
+func TestRebootRedoesMounts(t *testing.T) {
+	dir := shortTempDir(t)
+	cfg := testConfig(dir, NewFakeMounter())
+	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
+	r := startDriver(t, cfg)
+	vol := must[*csi.CreateVolumeResponse](t)(r.controller.CreateVolume(context.Background(), createReq("v"))).Volume
+	stageAndPublish(t, r, vol.VolumeId, staging, target)
+	r.stop(t)
+
+	rebooted := NewFakeMounter()
+	cfg.Mounter = rebooted
+	stageAndPublish(t, startDriver(t, cfg), vol.VolumeId, staging, target)
+	mounts := rebooted.Mounts()
+	if mounts[staging].Source != filepath.Join(cfg.DataDir, "volumes", vol.VolumeId) || mounts[target].Source != staging {
+		t.Fatalf("mounts after the reboot: %v, want the staging and the target mounted again", mounts)
+	}
+}
