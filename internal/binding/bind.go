@@ -174,9 +174,12 @@ func SetClaimProvisioner(claim *v1.PersistentVolumeClaim, provisioner string) *v
 }
 
 // SetVolumePhase sets a PV's status phase and message. Like the reference it
-// compares the phase only: an unchanged phase means no write.
+// compares the phase only: an unchanged phase means no write. An empty phase
+// is a decision's "leave the phase alone" and never writes: written, the API
+// server would default it to Pending, and a Released or Failed PV would flip
+// to Pending and back on every sync (repeating its reclaim and its events).
 func SetVolumePhase(pv *v1.PersistentVolume, phase v1.PersistentVolumePhase, message string) *v1.PersistentVolume {
-	if pv.Status.Phase == phase {
+	if phase == "" || pv.Status.Phase == phase {
 		return nil
 	}
 	out := pv.DeepCopy()

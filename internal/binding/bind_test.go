@@ -196,3 +196,13 @@ func TestSetVolumePhaseComparesThePhaseOnly(t *testing.T) {
 		t.Errorf("got %+v (input %+v)", out.Status, pv.Status)
 	}
 }
+
+// A decision that leaves the phase alone (Phase "") must not write it: the
+// API server would default an empty phase to Pending.
+func TestSetVolumePhaseLeavesThePhaseAloneWhenEmpty(t *testing.T) {
+	pv := newPV("pv1", "1Gi")
+	pv.Status.Phase = v1.VolumeReleased
+	if out := binding.SetVolumePhase(pv, "", ""); out != nil {
+		t.Errorf("empty phase wants a write: %+v", out.Status)
+	}
+}
