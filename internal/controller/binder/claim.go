@@ -101,8 +101,12 @@ func (c *Controller) applyClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		c.metrics.retroactive.Inc()
 		if err != nil {
 			c.metrics.retroactiveErrors.Inc()
+			return err
 		}
-		return err
+		// With its class the claim can now bind or be provisioned; our own
+		// write's event does not re-sync it.
+		c.claimQ.Add(binding.ClaimKey(claim))
+		return nil
 	case binding.ClaimProvision:
 		// updateClaimOr, not updateClaim: once the annotations are set the
 		// step is nil and the claim we hold must carry on to the phase write

@@ -78,6 +78,9 @@ func (c *Controller) onVolume(obj any) {
 	if !ok {
 		return
 	}
+	if c.newPV.isOwnWrite(pv.Name, pv) {
+		return // index and newest copy were updated when we wrote it
+	}
 	pv = c.newPV.observe(pv.Name, pv)
 	c.mu.Lock()
 	c.index.Upsert(pv)
@@ -111,6 +114,9 @@ func (c *Controller) onClaim(obj any) {
 		return
 	}
 	key := binding.ClaimKey(claim)
+	if c.newClaim.isOwnWrite(key, claim) {
+		return // waiting set and newest copy were updated when we wrote it
+	}
 	claim = c.newClaim.observe(key, claim)
 	c.mu.Lock()
 	c.waiting.update(claim)

@@ -14,9 +14,33 @@ import (
 type newest[T metav1.Object] struct {
 	mu   sync.Mutex
 	objs map[string]T
+	// own holds the resourceVersion of our last write per key: the informer
+	// event of that version tells us nothing we do not know.
+	own map[string]string
 }
 
-func newNewest[T metav1.Object]() *newest[T] { return &newest[T]{objs: map[string]T{}} }
+func newNewest[T metav1.Object]() *newest[T] {
+	return &newest[T]{objs: map[string]T{}, own: map[string]string{}}
+}
+
+// wrote records what one of our writes returned.
+func (n *newest[T]) wrote(key string, obj T) T {
+	obj = n.observe(key, obj)
+	n.mu.Lock()
+	n.own[key] = obj.GetResourceVersion()
+	n.mu.Unlock()
+	return obj
+}
+
+// isOwnWrite says whether obj is exactly the version our last write made.
+// The sync that wrote it already decided what follows, so its informer event
+// needs no sync of its own: skipping those halves the syncs per bind.
+func (n *newest[T]) isOwnWrite(key string, obj T) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	rv, ok := n.own[key]
+	return ok && rv == obj.GetResourceVersion()
+}
 
 // observe records obj if it is at least as new as what is held and returns
 // the newer of the two.
@@ -36,6 +60,7 @@ func (n *newest[T]) forget(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.objs, key)
+	delete(n.own, key)
 }
 
 // olderThan compares resourceVersions numerically. The API server documents

@@ -72,8 +72,8 @@ func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, c
 	case binding.VolumeRecycle:
 		return c.recycle(ctx, pv, d)
 	}
-	if d.Phase == v1.VolumeAvailable && c.offer(pv) {
-		// A claim will bind this PV: its bind writes phase Bound, so
+	if d.Phase == v1.VolumeAvailable && c.offer(pv) && pv.Status.Phase == v1.VolumePending {
+		// A claim will bind this new PV: its bind writes phase Bound, so
 		// writing Available first would be a wasted fifth write.
 		return nil
 	}

@@ -38,11 +38,17 @@ func (c *Controller) updateVolumeStatusOr(ctx context.Context, cur, upd *v1.Pers
 	return c.storeVolume(out), nil
 }
 
+// storeVolume records a PV we wrote. A PV that became Available is offered
+// to the waiting claims through its volume sync: its own informer event will
+// not trigger one (see newest.isOwnWrite).
 func (c *Controller) storeVolume(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	pv = c.newPV.observe(pv.Name, pv)
+	pv = c.newPV.wrote(pv.Name, pv)
 	c.mu.Lock()
 	c.index.Upsert(pv)
 	c.mu.Unlock()
+	if pv.Status.Phase == v1.VolumeAvailable {
+		c.volumeQ.Add(pv.Name)
+	}
 	return pv
 }
 
@@ -85,7 +91,7 @@ func (c *Controller) updateClaimStatus(ctx context.Context, claim *v1.Persistent
 }
 
 func (c *Controller) storeClaim(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
-	claim = c.newClaim.observe(binding.ClaimKey(claim), claim)
+	claim = c.newClaim.wrote(binding.ClaimKey(claim), claim)
 	c.mu.Lock()
 	c.waiting.update(claim)
 	c.mu.Unlock()

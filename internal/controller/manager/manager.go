@@ -118,8 +118,18 @@ func (l *loops) ready() bool {
 	return l.binder != nil && l.binder.Ready()
 }
 
+// Protobuf is what kube-controller-manager speaks too: several times cheaper
+// than JSON to encode on the API server and to decode in our informers,
+// which at a thousand binds a second is most of the CPU we spend.
+func protobuf(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return rc
+}
+
 func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops) error {
-	client, err := kubernetes.NewForConfig(cfg.REST)
+	client, err := kubernetes.NewForConfig(protobuf(cfg.REST))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
