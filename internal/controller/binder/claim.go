@@ -85,14 +85,22 @@ func (c *Controller) afterClaimSync(key string) {
 	}
 }
 
-// applyClaim performs a claim decision's writes, in order, and records its
-// events. Events are recorded even when a write fails: they describe the
-// state the controller found.
+// applyClaim performs a claim decision's writes, in order, then records its
+// events. Like the reference, an event is recorded once the write it reports
+// succeeded: a write that fails is retried, and recording first would report
+// a ClaimLost (say) once per attempt.
 func (c *Controller) applyClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, d binding.ClaimDecision) error {
 	if len(d.Events) == 0 {
 		c.events.settled(claim.UID)
 	}
+	if err := c.writeClaimDecision(ctx, claim, d); err != nil {
+		return err
+	}
 	c.record(d.Events, claim, d.Volume)
+	return nil
+}
+
+func (c *Controller) writeClaimDecision(ctx context.Context, claim *v1.PersistentVolumeClaim, d binding.ClaimDecision) error {
 	switch d.Action {
 	case binding.ClaimBind:
 		return c.bind(ctx, claim, d.Volume)
@@ -138,6 +146,9 @@ func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	unlock := c.pvLocks.lock(pv.Name)
 	defer unlock()
 	pv = c.newPV.observe(pv.Name, pv)
+	if err := c.stillFor(pv, claim); err != nil {
+		return err
+	}
 	var err error
 	if pv, err = c.updateVolumeOr(ctx, pv, binding.BindVolumeSpec(pv, claim)); err != nil {
 		return fmt.Errorf("bind %s: write volume claimRef: %w", pv.Name, err)
@@ -152,5 +163,24 @@ func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 		return fmt.Errorf("bind %s: write claim phase: %w", pv.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Bound", "pvc", klog.KObj(claim), "pv", pv.Name)
+	return nil
+}
+
+// stillFor checks, under the PV's lock and on the newest copy of the PV, that
+// the decision to bind still holds: the PV is free or already this claim's,
+// and no other claim has reserved it. A claim naming its volume in
+// spec.volumeName decides without a reservation, so without this check it
+// could overwrite the claimRef another worker's bind has just written. The
+// error requeues the claim, which then decides from the newer copy.
+func (c *Controller) stillFor(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) error {
+	if ref := pv.Spec.ClaimRef; ref != nil && !binding.IsBoundToClaim(pv, claim) {
+		return fmt.Errorf("bind %s: the volume was taken by claim %s meanwhile; deciding again", pv.Name, binding.ClaimRefKey(ref))
+	}
+	c.mu.Lock()
+	holder, held := c.index.ReservedBy(pv.Name)
+	c.mu.Unlock()
+	if held && holder != binding.ClaimKey(claim) {
+		return fmt.Errorf("bind %s: the volume is reserved by claim %s; deciding again", pv.Name, holder)
+	}
 	return nil
 }
