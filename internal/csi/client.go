@@ -1,0 +1,205 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+const unixScheme = "unix://"
+
+// Timeouts of one call each. CreateVolume may copy a whole source volume,
+// hence the longer one; a timed-out call is Transient and is retried with
+// the same name, so the driver's idempotency picks up where it left off.
+const (
+	dialTimeout   = 30 * time.Second
+	probeTimeout  = 30 * time.Second
+	createTimeout = 5 * time.Minute
+	deleteTimeout = 2 * time.Minute
+	listTimeout   = time.Minute
+)
+
+// Info is what a probe learned about the driver behind an endpoint.
+type Info struct {
+	Driver string
+	// Accessibility: the driver has VOLUME_ACCESSIBILITY_CONSTRAINTS, so
+	// CreateVolume takes topology requirements and answers with topology.
+	Accessibility bool
+	Clone         bool
+	List          bool
+	// Node: the endpoint serves the node service; Topology is then the
+	// segment NodeGetInfo reported (possibly empty).
+	Node     bool
+	NodeID   string
+	Topology map[string]string
+}
+
+// Endpoint is one dialed driver socket.
+type Endpoint struct {
+	Address string
+	Info    Info
+
+	conn       *grpc.ClientConn
+	controller csi.ControllerClient
+	metrics    *Metrics
+}
+
+// Dial connects to "unix:///absolute/path", waits until the connection is
+// ready (at most 30 s or until ctx ends) and probes the driver. metrics may
+// be nil.
+func Dial(ctx context.Context, address string, metrics *Metrics) (*Endpoint, error) {
+	path, err := socketPath(address)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("csi endpoint %s: no socket: %w", address, err)
+	}
+	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer))
+	if err != nil {
+		return nil, fmt.Errorf("csi endpoint %s: %w", address, err)
+	}
+	e := &Endpoint{Address: address, conn: conn, controller: csi.NewControllerClient(conn), metrics: metrics}
+	if err := e.waitConnected(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	if e.Info, err = e.probe(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("csi endpoint %s: %w", address, err)
+	}
+	return e, nil
+}
+
+func socketPath(address string) (string, error) {
+	path, ok := strings.CutPrefix(address, unixScheme)
+	if !ok || !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("csi endpoint %q: want unix:///absolute/path", address)
+	}
+	return path, nil
+}
+
+func (e *Endpoint) waitConnected(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, dialTimeout)
+	defer cancel()
+	e.conn.Connect()
+	for {
+		s := e.conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		if !e.conn.WaitForStateChange(ctx, s) {
+			if parent.Err() != nil {
+				return fmt.Errorf("csi endpoint %s: %w", e.Address, parent.Err())
+			}
+			return fmt.Errorf("csi endpoint %s: not connected after %s (state %s)", e.Address, dialTimeout, s)
+		}
+	}
+}
+
+// Close closes the connection.
+func (e *Endpoint) Close() error { return e.conn.Close() }
+
+func (e *Endpoint) probe(ctx context.Context) (Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	ids := csi.NewIdentityClient(e.conn)
+	var info Info
+	pi, err := ids.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return info, fmt.Errorf("GetPluginInfo: %w", err)
+	}
+	if info.Driver = pi.GetName(); info.Driver == "" {
+		return info, errors.New("GetPluginInfo: the driver has no name")
+	}
+	pc, err := ids.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		return info, fmt.Errorf("GetPluginCapabilities: %w", err)
+	}
+	for _, c := range pc.GetCapabilities() {
+		if c.GetService().GetType() == csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS {
+			info.Accessibility = true
+		}
+	}
+	cc, err := e.controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+	if err != nil {
+		return info, fmt.Errorf("ControllerGetCapabilities: %w", err)
+	}
+	for _, c := range cc.GetCapabilities() {
+		switch c.GetRpc().GetType() {
+		case csi.ControllerServiceCapability_RPC_CLONE_VOLUME:
+			info.Clone = true
+		case csi.ControllerServiceCapability_RPC_LIST_VOLUMES:
+			info.List = true
+		}
+	}
+	ni, err := csi.NewNodeClient(e.conn).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		return info, nil
+	case err != nil:
+		return info, fmt.Errorf("NodeGetInfo: %w", err)
+	}
+	info.Node, info.NodeID = true, ni.GetNodeId()
+	info.Topology = ni.GetAccessibleTopology().GetSegments()
+	return info, nil
+}
+
+// CreateVolume calls the driver with a timeout of its own.
+func (e *Endpoint) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.Volume, error) {
+	ctx, cancel := context.WithTimeout(ctx, createTimeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := e.controller.CreateVolume(ctx, req)
+	e.metrics.observe(e.Info.Driver, "CreateVolume", err, start)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetVolume(), nil
+}
+
+// DeleteVolume calls the driver with a timeout of its own.
+func (e *Endpoint) DeleteVolume(ctx context.Context, volumeID string) error {
+	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	defer cancel()
+	start := time.Now()
+	_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: volumeID})
+	e.metrics.observe(e.Info.Driver, "DeleteVolume", err, start)
+	return err
+}
+
+// ListVolumes returns every volume the endpoint reports, following pages.
+func (e *Endpoint) ListVolumes(ctx context.Context) ([]*csi.ListVolumesResponse_Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	var out []*csi.ListVolumesResponse_Entry
+	token := ""
+	for {
+		start := time.Now()
+		resp, err := e.controller.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: token})
+		e.metrics.observe(e.Info.Driver, "ListVolumes", err, start)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetEntries()...)
+		if token = resp.GetNextToken(); token == "" {
+			return out, nil
+		}
+	}
+}

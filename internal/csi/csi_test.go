@@ -1,0 +1,169 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// startDriver serves the bundled driver for node on a socket in a short
+// temp dir (unix socket paths are limited) and stops it with the test.
+func startDriver(t *testing.T, node string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vp-csi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
+	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, DataDir: filepath.Join(dir, "data"),
+		Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = os.RemoveAll(dir) })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "csi.sock")); err == nil {
+			return endpoint
+		}
+	}
+	t.Fatal("driver socket never appeared")
+	return ""
+}
+
+func TestDialProbesTheHostpathDriver(t *testing.T) {
+	endpoint := startDriver(t, "node-a")
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Dial(context.Background(), endpoint, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	want := Info{Driver: hostpath.DriverName, Accessibility: true, Clone: true, List: true, Node: true, NodeID: "node-a",
+		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
+	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
+		t.Errorf("Info = %+v, want %+v", e.Info, want)
+	}
+
+	ctx := context.Background()
+	req := &csi.CreateVolumeRequest{Name: "pvc-1", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20},
+		VolumeCapabilities: []*csi.VolumeCapability{{
+			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}}
+	v1, err := e.CreateVolume(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := e.CreateVolume(ctx, req)
+	if err != nil || v2.GetVolumeId() != v1.GetVolumeId() {
+		t.Fatalf("second CreateVolume = %v, %v; want the same volume %s", v2, err, v1.GetVolumeId())
+	}
+	list, err := e.ListVolumes(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListVolumes = %v, %v; want one volume", list, err)
+	}
+	if err := e.DeleteVolume(ctx, v1.GetVolumeId()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DeleteVolume(ctx, v1.GetVolumeId()); err != nil && !IsNotFound(err) {
+		t.Fatalf("second DeleteVolume: %v", err)
+	}
+
+	other := &csi.CreateVolumeRequest{Name: "pvc-2", CapacityRange: req.CapacityRange, VolumeCapabilities: req.VolumeCapabilities,
+		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{{Segments: map[string]string{hostpath.TopologyKey: "node-b"}}}}}
+	_, err = e.CreateVolume(ctx, other)
+	if status.Code(err) != codes.ResourceExhausted || Classify(err) != Final {
+		t.Errorf("CreateVolume for another node: %v (%s), want final ResourceExhausted", err, Classify(err))
+	}
+	if got, _ := reg.Gather(); len(got) != 1 || got[0].GetName() != "csi_sidecar_operations_seconds" {
+		t.Errorf("metrics gathered: %v", got)
+	}
+}
+
+func TestDialNamesAMissingSocket(t *testing.T) {
+	for _, addr := range []string{"unix:///nonexistent/csi.sock", "tcp://127.0.0.1:1", "unix://relative.sock"} {
+		_, err := Dial(context.Background(), addr, nil)
+		if err == nil || !strings.Contains(err.Error(), addr) {
+			t.Errorf("Dial(%s) = %v, want an error naming it", addr, err)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Class
+	}{
+		{status.Error(codes.Canceled, ""), Transient},
+		{status.Error(codes.DeadlineExceeded, ""), Transient},
+		{status.Error(codes.Unavailable, ""), Transient},
+		{status.Error(codes.Aborted, ""), Transient},
+		{fmt.Errorf("wrapped: %w", status.Error(codes.Aborted, "")), Transient},
+		{errors.New("connection reset"), Transient},
+		{status.Error(codes.ResourceExhausted, ""), Final},
+		{status.Error(codes.InvalidArgument, ""), Final},
+		{status.Error(codes.NotFound, ""), Final},
+		{status.Error(codes.Internal, ""), Final},
+		{fmt.Errorf("wrapped: %w", status.Error(codes.OutOfRange, "")), Final},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestPoolChoosesDeterministically(t *testing.T) {
+	ep := func(addr, driver, node string) *Endpoint {
+		e := &Endpoint{Address: addr, Info: Info{Driver: driver}}
+		if node != "" {
+			e.Info.Topology = map[string]string{"zone": node}
+		}
+		return e
+	}
+	p := NewPool(ep("none", "d", ""), ep("a", "d", "a"), ep("b", "d", "b"), ep("x", "other", "a"))
+	seg := func(n string) *csi.Topology { return &csi.Topology{Segments: map[string]string{"zone": n}} }
+	for _, tc := range []struct {
+		name string
+		req  *csi.TopologyRequirement
+		want string
+	}{
+		{"no requirements: first", nil, "none"},
+		{"first preferred", &csi.TopologyRequirement{Requisite: []*csi.Topology{seg("a"), seg("b")}, Preferred: []*csi.Topology{seg("b"), seg("a")}}, "b"},
+		{"requisite when no preferred matches", &csi.TopologyRequirement{Requisite: []*csi.Topology{seg("c"), seg("a")}, Preferred: []*csi.Topology{seg("c")}}, "a"},
+		{"nothing matches: first", &csi.TopologyRequirement{Requisite: []*csi.Topology{seg("c")}}, "none"},
+	} {
+		if got := p.ForCreate("d", tc.req); got.Address != tc.want {
+			t.Errorf("%s: ForCreate = %s, want %s", tc.name, got.Address, tc.want)
+		}
+	}
+	if got := p.ForDelete("d", func(t map[string]string) bool { return t["zone"] == "b" }); got.Address != "b" {
+		t.Errorf("ForDelete = %s, want b", got.Address)
+	}
+	if got := p.ForDelete("d", func(map[string]string) bool { return false }); got.Address != "none" {
+		t.Errorf("ForDelete fallback = %s, want none", got.Address)
+	}
+	if p.ForCreate("missing", nil) != nil || p.Serves("missing") || !p.Serves("other") {
+		t.Error("a driver not served must have no endpoint")
+	}
+	if got := p.TopologyKeys("d"); fmt.Sprint(got) != "[zone]" {
+		t.Errorf("TopologyKeys = %v", got)
+	}
+}

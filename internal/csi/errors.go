@@ -1,0 +1,52 @@
+package csi
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Class says what a failed CSI call means for the caller.
+type Class int
+
+const (
+	// Final: the driver answered and refused; the operation is not running
+	// and retrying the same request will not help by itself.
+	Final Class = iota
+	// Transient: the call may still be in progress in the driver (or never
+	// arrived); the caller must retry the same request and keep every
+	// decision the request was built from (e.g. the selected node).
+	Transient
+)
+
+func (c Class) String() string {
+	if c == Transient {
+		return "transient"
+	}
+	return "final"
+}
+
+// Classify tells transient from final errors. The transient codes are the
+// ones the CSI spec and the Kubernetes sidecars treat as "the operation may
+// still be running": Canceled, DeadlineExceeded, Unavailable and Aborted.
+// An error that is not a gRPC status at all (a local timeout of the context,
+// a broken connection) is transient too: we do not know what the driver did.
+func Classify(err error) Class {
+	st, ok := status.FromError(err)
+	if !ok {
+		return Transient
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Aborted:
+		return Transient
+	}
+	return Final
+}
+
+// IsFinal is Classify(err) == Final for a non-nil err.
+func IsFinal(err error) bool { return err != nil && Classify(err) == Final }
+
+// IsNotFound says whether the driver answered NotFound.
+func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// code is the status code of err for metrics ("OK" for nil).
+func code(err error) string { return status.Code(err).String() }
