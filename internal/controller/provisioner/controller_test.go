@@ -1,0 +1,409 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// world is a controller test: the fake API, a real hostpath driver per
+// node served in process, and a running provisioner.
+type world struct {
+	t        *testing.T
+	ctx      context.Context
+	client   *fake.Clientset
+	pool     *csi.Pool
+	recorder *record.FakeRecorder
+	events   []string
+}
+
+func newWorld(t *testing.T, objs ...runtime.Object) *world {
+	t.Helper()
+	var eps []string
+	for _, n := range []string{"a", "b"} {
+		eps = append(eps, serveDriver(t, n))
+		objs = append(objs, node(n))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := csi.DialPool(ctx, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, ctx: ctx, client: fake.NewClientset(objs...), pool: pool, recorder: record.NewFakeRecorder(100)}
+	t.Cleanup(func() { cancel(); _ = pool.Close() })
+	return w
+}
+
+// start runs the provisioner until the test ends.
+func (w *world) start() {
+	w.t.Helper()
+	factory := informers.NewSharedInformerFactory(w.client, 0)
+	c, err := New(Config{Client: w.client, Informers: factory, Pool: w.pool, Workers: 2, ResyncPeriod: 200 * time.Millisecond,
+		Recorder: func(string) record.EventRecorder { return w.recorder }})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan error, 1)
+	factory.Start(ctx.Done())
+	go func() { done <- c.Run(ctx) }()
+	w.t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+}
+
+func serveDriver(t *testing.T, nodeID string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vp-prov-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
+	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: nodeID, DataDir: filepath.Join(dir, "data"),
+		Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = os.RemoveAll(dir) })
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "csi.sock")); err == nil {
+			return endpoint
+		}
+	}
+	t.Fatal("driver socket never appeared")
+	return ""
+}
+
+// backend lists the volume IDs every driver holds.
+func (w *world) backend() []string {
+	w.t.Helper()
+	var ids []string
+	for _, e := range w.pool.Endpoints(testDriver) {
+		vols, err := e.ListVolumes(w.ctx)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, v := range vols {
+			ids = append(ids, e.Info.NodeID+"/"+v.GetVolume().GetVolumeId())
+		}
+	}
+	return ids
+}
+
+func (w *world) eventually(what string, cond func() string) {
+	w.t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		wrong := cond()
+		if wrong == "" {
+			return
+		}
+		if time.Now().After(end) {
+			w.t.Fatalf("%s: %s", what, wrong)
+		}
+	}
+}
+
+func (w *world) claim() *v1.PersistentVolumeClaim {
+	c, err := w.client.CoreV1().PersistentVolumeClaims("ns").Get(w.ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+func (w *world) pv(name string) *v1.PersistentVolume {
+	pv, err := w.client.CoreV1().PersistentVolumes().Get(w.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return pv
+}
+
+// sawEvent drains the recorder and says whether an event starting with
+// prefix ("Type Reason message") was recorded so far.
+func (w *world) sawEvent(prefix string) bool {
+	for {
+		select {
+		case e := <-w.recorder.Events:
+			w.events = append(w.events, e)
+			continue
+		default:
+		}
+		break
+	}
+	for _, e := range w.events {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestProvisionsOnePreboundVolume(t *testing.T) {
+	w := newWorld(t, claim(), class())
+	w.start()
+	w.eventually("PV made and finalizer gone", func() string {
+		pv := w.pv("pvc-uid-1")
+		switch {
+		case pv == nil:
+			return "no PV"
+		case hasFinalizer(w.claim().Finalizers, ClaimFinalizer):
+			return "claim still has the in-progress finalizer"
+		case !w.sawEvent("Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid-1"):
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 1 {
+		t.Errorf("backend volumes %v, want one", b)
+	}
+	if !w.sawEvent(`Normal Provisioning External provisioner is provisioning volume for claim "ns/data"`) {
+		t.Errorf("no Provisioning event: %v", w.events)
+	}
+}
+
+// The PV create keeps failing after CreateVolume succeeded, then the claim
+// is deleted: the backend volume is deleted, and the finalizer goes.
+func TestFailingPVCreateThenDeletedClaimLeavesNoVolume(t *testing.T) {
+	w := newWorld(t, claim(), class())
+	w.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("injected: PV create refused")
+	})
+	w.start()
+	w.eventually("the backend volume made and the finalizer kept", func() string {
+		if b := w.backend(); len(b) != 1 {
+			return fmt.Sprintf("backend %v", b)
+		}
+		if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+			return "no finalizer"
+		}
+		return ""
+	})
+	c := w.claim()
+	c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if _, err := w.client.CoreV1().PersistentVolumeClaims("ns").Update(w.ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("backend volume deleted, finalizer gone", func() string {
+		if b := w.backend(); len(b) != 0 {
+			return fmt.Sprintf("backend %v", b)
+		}
+		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+			return "finalizer still there"
+		}
+		return ""
+	})
+}
+
+// A final error for a claim on a selected node removes the node, so the
+// scheduler chooses again; nothing is made and no finalizer is left.
+func TestFinalErrorRemovesSelectedNode(t *testing.T) {
+	rwx := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	}
+	w := newWorld(t, claim(selectedNode("b"), rwx), class(waitForConsumer))
+	w.start()
+	w.eventually("selected node removed", func() string {
+		c := w.claim()
+		switch {
+		case c.Annotations[annSelectedNode] != "":
+			return "selected-node still " + c.Annotations[annSelectedNode]
+		case hasFinalizer(c.Finalizers, ClaimFinalizer):
+			return "finalizer left"
+		case !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": `):
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 0 || w.pv("pvc-uid-1") != nil {
+		t.Errorf("backend %v, PV %v; want nothing", b, w.pv("pvc-uid-1"))
+	}
+}
+
+// A provisioner that crashed after the PV create finds the PV and only
+// drops the finalizer: no second CreateVolume.
+func TestExistingPVOnlyDropsTheFinalizer(t *testing.T) {
+	made := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	w := newWorld(t, claim(withFinalizer), class(), made)
+	w.start()
+	w.eventually("finalizer gone", func() string {
+		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+			return "finalizer still there"
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 0 {
+		t.Errorf("backend %v: CreateVolume was called again", b)
+	}
+}
+
+// A released PV under Delete: the backend volume goes (NotFound counts as
+// gone), then the PV.
+func TestReleasedVolumeIsDeleted(t *testing.T) {
+	w := newWorld(t, claim(), class())
+	w.start()
+	w.eventually("provisioned", func() string {
+		if w.pv("pvc-uid-1") == nil || len(w.backend()) != 1 {
+			return "not yet"
+		}
+		return ""
+	})
+	pv := w.pv("pvc-uid-1")
+	pv.Status.Phase = v1.VolumeReleased
+	if _, err := w.client.CoreV1().PersistentVolumes().UpdateStatus(w.ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("backend volume and PV deleted", func() string {
+		if b := w.backend(); len(b) != 0 {
+			return fmt.Sprintf("backend %v", b)
+		}
+		if w.pv("pvc-uid-1") != nil {
+			return "PV still there"
+		}
+		return ""
+	})
+
+	gone := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	gone.Name = "pvc-gone"
+	gone.Status.Phase = v1.VolumeReleased
+	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, gone, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("PV whose backend volume is gone deleted", func() string {
+		if w.pv("pvc-gone") != nil {
+			return "PV still there"
+		}
+		return ""
+	})
+}
+
+// Retain PVs of ours lose the finalizer and are never deleted.
+func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
+	retained := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	retained.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	retained.Status.Phase = v1.VolumeReleased
+	w := newWorld(t, retained)
+	w.start()
+	w.eventually("finalizer removed", func() string {
+		pv := w.pv(retained.Name)
+		if pv == nil {
+			return "PV deleted"
+		}
+		if hasFinalizer(pv.Finalizers, VolumeFinalizer) {
+			return "finalizer still there"
+		}
+		return ""
+	})
+}
+
+// A deleted claim that may have a backend volume but whose class is gone
+// cannot be cleaned up: the user is told, and the finalizer stays.
+func TestCleanupWithoutClassIsReported(t *testing.T) {
+	w := newWorld(t, claim(withFinalizer, deleting))
+	w.start()
+	w.eventually("ProvisioningCleanupFailed", func() string {
+		if !w.sawEvent("Warning ProvisioningCleanupFailed ") {
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		t.Error("finalizer removed though the volume may exist")
+	}
+}
+
+// A data source of another kind is refused with a reason naming it, and
+// nothing is made.
+func TestUnsupportedDataSourceIsNamed(t *testing.T) {
+	snap := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "VolumeSnapshot", Name: "snap", APIGroup: ptr.To("snapshot.storage.k8s.io")}
+	}
+	w := newWorld(t, claim(snap), class())
+	w.start()
+	w.eventually("ProvisioningFailed naming the source", func() string {
+		if !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 0 || hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		t.Errorf("backend %v finalizers %v; want nothing", b, w.claim().Finalizers)
+	}
+}
+
+// The first attempt's CreateVolume succeeded on one node, its PV create
+// failed, and then that node left the node list (or the list changed the
+// claim's preferred node): the retry asks the endpoint the first attempt
+// asked, named on the claim, so exactly one backend volume exists and the
+// PV is accessible where it lives.
+func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
+	w := newWorld(t, claim(), class())
+	var refuse atomic.Bool
+	refuse.Store(true)
+	w.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, errors.New("injected: PV create refused")
+		}
+		return false, nil, nil
+	})
+	w.start()
+	var first string
+	w.eventually("one backend volume, the claim pinned to its node", func() string {
+		b, c := w.backend(), w.claim()
+		switch {
+		case len(b) != 1:
+			return fmt.Sprintf("backend %v", b)
+		case !hasFinalizer(c.Finalizers, ClaimFinalizer):
+			return "no in-progress finalizer"
+		case c.Annotations[AnnEndpointNode]+"/" != b[0][:len(c.Annotations[AnnEndpointNode])+1]:
+			return fmt.Sprintf("pinned to %q, volume %s", c.Annotations[AnnEndpointNode], b[0])
+		}
+		first = c.Annotations[AnnEndpointNode]
+		return ""
+	})
+	if err := w.client.CoreV1().Nodes().Delete(w.ctx, first, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a few retries against the changed node list
+	refuse.Store(false)
+	w.eventually("PV made, finalizer and pin gone", func() string {
+		c := w.claim()
+		switch {
+		case w.pv("pvc-uid-1") == nil:
+			return "no PV"
+		case hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "":
+			return fmt.Sprintf("finalizers %v annotations %v", c.Finalizers, c.Annotations)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 1 || !strings.HasPrefix(b[0], first+"/") {
+		t.Errorf("backend %v, want one volume on node %s", b, first)
+	}
+	terms := w.pv("pvc-uid-1").Spec.NodeAffinity.Required.NodeSelectorTerms
+	if got := terms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != first {
+		t.Errorf("PV accessible from %v, want [%s]", got, first)
+	}
+}

@@ -1,0 +1,20 @@
+// Package provisioner is the dynamic provisioning loop (the role of the CSI
+// external-provisioner): it creates a backend volume and a pre-bound PV for
+// each claim handed to a CSI driver it serves, and deletes both once a
+// released PV's reclaim policy says Delete.
+//
+// Nouns: Config and Controller (the loop), request (the CreateVolumeRequest
+// built purely from claim, class, nodes and driver), claimAction and
+// volumeAction (what a sync decided), the in-progress claim finalizer (the
+// persisted record that a backend volume may exist without its PV yet).
+//
+// No leaks, no duplicates: the backend volume is named pvc-<claim UID>, and
+// every driver must make CreateVolume idempotent by name. Before the first
+// CreateVolume the claim gets the finalizer ClaimFinalizer; it is removed
+// only once the PV exists, or once the backend volume is deleted again
+// because the claim went away first. A crash at any point therefore leaves
+// either a finalizer the next run acts on, or a PV that owns the volume.
+//
+// Events on claims come from the component "<driver>_volplane" (one per
+// driver served), as the external-provisioner reports "<driver>_<identity>".
+package provisioner

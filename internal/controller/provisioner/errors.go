@@ -1,0 +1,31 @@
+package provisioner
+
+import (
+	"errors"
+
+	"github.com/volplane/volplane/internal/csi"
+)
+
+// finalError is an error retrying the same request cannot fix by itself: a
+// class or claim the driver cannot serve, or a final answer from the driver.
+// With a selected node it asks the scheduler to choose again.
+type finalError struct{ err error }
+
+func (e *finalError) Error() string { return e.err.Error() }
+func (e *finalError) Unwrap() error { return e.err }
+
+func final(err error) error { return &finalError{err} }
+
+func isFinal(err error) bool {
+	var f *finalError
+	return errors.As(err, &f)
+}
+
+// fromDriver marks a CSI error final if csi classifies it so; every other
+// CSI error may still be running in the driver.
+func fromDriver(err error) error {
+	if csi.IsFinal(err) {
+		return final(err)
+	}
+	return err
+}

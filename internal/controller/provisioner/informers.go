@@ -1,0 +1,122 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
+)
+
+func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
+	pvInf := f.Core().V1().PersistentVolumes()
+	claimInf := f.Core().V1().PersistentVolumeClaims()
+	classInf := f.Storage().V1().StorageClasses()
+	nodeInf := f.Core().V1().Nodes()
+	c.pvs, c.claims, c.classes, c.nodes = pvInf.Lister(), claimInf.Lister(), classInf.Lister(), nodeInf.Lister()
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{pvInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		{claimInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		{classInf.Informer(), cache.ResourceEventHandlerFuncs{}},
+		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{}},
+	}
+	for _, h := range handlers {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
+			return fmt.Errorf("provisioner: event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return nil
+}
+
+// updated ignores re-deliveries of an unchanged object.
+func updated(h func(any)) func(any, any) {
+	return func(old, cur any) {
+		o, okO := old.(interface{ GetResourceVersion() string })
+		n, okN := cur.(interface{ GetResourceVersion() string })
+		if okO && okN && o.GetResourceVersion() == n.GetResourceVersion() {
+			return
+		}
+		h(cur)
+	}
+}
+
+func claimKey(ns, name string) string { return ns + "/" + name }
+
+// onClaim queues claims handed to a driver we serve, and claims carrying
+// our finalizer whatever else changed.
+func (c *Controller) onClaim(obj any) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	key := claimKey(claim.Namespace, claim.Name)
+	claim = c.newClaim.observe(key, claim)
+	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
+		c.claimQ.Add(key)
+	}
+}
+
+func (c *Controller) onClaimDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
+		c.newClaim.forget(claimKey(claim.Namespace, claim.Name))
+		c.events.forget(claim.UID)
+	}
+}
+
+// onVolume queues our PVs, and the claim a PV of ours was made for (a PV
+// appearing finishes that claim's provisioning).
+func (c *Controller) onVolume(obj any) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok || !c.pool.Serves(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]) {
+		return
+	}
+	c.volumeQ.Add(pv.Name)
+	if ref := pv.Spec.ClaimRef; ref != nil && pv.Name == volumeNamePrefix+string(ref.UID) {
+		c.claimQ.Add(claimKey(ref.Namespace, ref.Name))
+	}
+}
+
+func (c *Controller) onVolumeDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pv, ok := obj.(*v1.PersistentVolume); ok {
+		c.madePVs.forget(pv.Name)
+		c.events.forget(pv.UID)
+	}
+}
+
+// resyncPending revisits what still has work to do: a safety net for
+// changes no event announces (a class or node created late, a driver that
+// recovered).
+func (c *Controller) resyncPending(context.Context) {
+	claims, _ := c.claims.List(labels.Everything())
+	for _, claim := range claims {
+		if c.decide(claim).action != claimNone {
+			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+		}
+	}
+	pvs, _ := c.pvs.List(labels.Everything())
+	for _, pv := range pvs {
+		if decideVolume(pv, c.pool.Serves) != volumeNone {
+			c.volumeQ.Add(pv.Name)
+		}
+	}
+}
+
+func splitKey(key string) (string, string) {
+	ns, name, _ := strings.Cut(key, "/")
+	return ns, name
+}

@@ -1,0 +1,176 @@
+package provisioner
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/csi"
+)
+
+const annSelectedNode = volumehelpers.AnnSelectedNode
+
+// plan is a CreateVolume request and the endpoint it goes to.
+type plan struct {
+	request  *csipb.CreateVolumeRequest
+	endpoint *csi.Endpoint
+}
+
+// plan reads what the request is built from and builds it. Building the
+// same plan again for the same claim gives the same request to the same
+// endpoint, which is what makes a retry (or the cleanup of a deleted claim)
+// reach the volume an earlier attempt made. withSource false skips the data
+// source (cleanup: the source claim may be gone by then).
+func (c *Controller) plan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, withSource bool) (plan, error) {
+	info, ok := c.pool.Info(driver)
+	if !ok {
+		return plan{}, final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
+	}
+	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
+	if info.Accessibility && len(in.topologyKeys) > 0 {
+		var err error
+		if in.selected, err = c.selectedNode(claim, driver); err != nil {
+			return plan{}, err
+		}
+		if in.selected == nil && len(class.AllowedTopologies) == 0 {
+			if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
+				return plan{}, err
+			}
+		}
+	}
+	if withSource {
+		src, err := c.sourceVolume(claim, class, driver, info)
+		if err != nil {
+			return plan{}, err
+		}
+		if src != nil {
+			in.sourceHandle, in.sourceAt = src.Spec.CSI.VolumeHandle, accessibleFrom(src)
+		}
+	}
+	req, err := buildRequest(in)
+	if err != nil {
+		return plan{}, err
+	}
+	if node := claim.Annotations[AnnEndpointNode]; node != "" {
+		return c.pinnedPlan(req, driver, node)
+	}
+	return plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements())}, nil
+}
+
+// pinnedPlan sends the request to the endpoint an earlier attempt asked
+// (AnnEndpointNode), narrowed to that endpoint's topology, since that is
+// where a volume of this name may already exist. If that endpoint is not
+// served now the claim waits (a retryable error): asking another could
+// make a second volume.
+func (c *Controller) pinnedPlan(req *csipb.CreateVolumeRequest, driver, node string) (plan, error) {
+	for _, e := range c.pool.Endpoints(driver) {
+		if e.Info.NodeID != node {
+			continue
+		}
+		if req.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
+			req.AccessibilityRequirements = &csipb.TopologyRequirement{
+				Requisite: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
+				Preferred: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
+			}
+		}
+		return plan{request: req, endpoint: e}, nil
+	}
+	return plan{}, fmt.Errorf("an earlier attempt asked the %s endpoint of node %q, which is not served now; waiting for it", driver, node)
+}
+
+// selectedNode is the claim's selected node, nil without one. A node the
+// lister does not know is taken from the endpoint of the driver that runs
+// on it (node ID = node name), so that a claim whose node went away can
+// still be cleaned up; otherwise it is a final error: the scheduler must
+// choose again.
+func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string) (*v1.Node, error) {
+	name := claim.Annotations[annSelectedNode]
+	if name == "" {
+		return nil, nil
+	}
+	node, err := c.nodes.Get(name)
+	if err == nil {
+		return node, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	for _, d := range c.pool.Endpoints(driver) {
+		if d.Info.NodeID == name && len(d.Info.Topology) > 0 {
+			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.Info.Topology}}, nil
+		}
+	}
+	return nil, final(fmt.Errorf("selected node %q does not exist", name))
+}
+
+// sourceVolume resolves a clone source to its PV (nil without a source):
+// only another claim of the same namespace and class, Bound to a PV of the
+// same driver, and only for a driver that can clone.
+func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (*v1.PersistentVolume, error) {
+	kind, name, group, ns := dataSource(claim)
+	switch {
+	case kind == "":
+		return nil, nil
+	case kind != persistentVolumeClaimKind || group != "":
+		return nil, final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
+	case ns != "" && ns != claim.Namespace:
+		return nil, final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
+	case !info.Clone:
+		return nil, final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver))
+	}
+	src, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("data source claim %q does not exist", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case binding.ClaimClass(src) != class.Name:
+		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), class.Name))
+	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
+		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
+	}
+	pv, err := c.pvs.Get(src.Spec.VolumeName)
+	if err != nil {
+		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver {
+		return nil, final(errors.New("data source claim " + name + " is not a volume of driver " + driver))
+	}
+	return pv, nil
+}
+
+// dataSource prefers dataSourceRef, which may name a namespace.
+func dataSource(claim *v1.PersistentVolumeClaim) (kind, name, group, ns string) {
+	if r := claim.Spec.DataSourceRef; r != nil {
+		return r.Kind, r.Name, deref(r.APIGroup), deref(r.Namespace)
+	}
+	if r := claim.Spec.DataSource; r != nil {
+		return r.Kind, r.Name, deref(r.APIGroup), ""
+	}
+	return "", "", "", ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func qualified(kind, group string) string {
+	if group == "" {
+		return kind
+	}
+	return kind + "." + group
+}

@@ -1,0 +1,128 @@
+package provisioner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/volplane/volplane/internal/csi"
+)
+
+// requestInput is everything a CreateVolumeRequest is built from; the sync
+// reads it from listers, buildRequest decides.
+type requestInput struct {
+	claim  *v1.PersistentVolumeClaim
+	class  *storagev1.StorageClass
+	driver csi.Info
+	// topologyKeys are the keys the driver's endpoints report.
+	topologyKeys []string
+	// selected is the claim's selected node, nil without one.
+	selected *v1.Node
+	// nodes are all known nodes (used without selected node and allowed
+	// topologies).
+	nodes []*v1.Node
+	// sourceHandle is the volume handle of the claim to clone, "" if none.
+	sourceHandle string
+	// sourceAt, with a clone source, says whether a segment can reach the
+	// source volume (its PV's node affinity): a clone is made where its
+	// source lives, which node-local drivers need. nil: anywhere.
+	sourceAt func(segment map[string]string) bool
+}
+
+// knownReserved are the class parameters under reservedPrefix the
+// provisioner understands. Secret references are accepted but not resolved
+// yet: drivers that need provisioning secrets are not supported.
+var knownReserved = []string{
+	"fstype",
+	"provisioner-secret-name", "provisioner-secret-namespace",
+	"controller-publish-secret-name", "controller-publish-secret-namespace",
+	"node-stage-secret-name", "node-stage-secret-namespace",
+	"node-publish-secret-name", "node-publish-secret-namespace",
+	"controller-expand-secret-name", "controller-expand-secret-namespace",
+	"node-expand-secret-name", "node-expand-secret-namespace",
+}
+
+// volumeName is the backend volume's and the PV's name for a claim.
+func volumeName(claim *v1.PersistentVolumeClaim) string {
+	return volumeNamePrefix + string(claim.UID)
+}
+
+// buildRequest builds the CreateVolumeRequest; every error is final.
+func buildRequest(in requestInput) (*csipb.CreateVolumeRequest, error) {
+	params, err := driverParameters(in.class.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := volumeCapabilities(in.claim, in.class)
+	if err != nil {
+		return nil, err
+	}
+	size := in.claim.Spec.Resources.Requests[v1.ResourceStorage]
+	req := &csipb.CreateVolumeRequest{
+		Name:               volumeName(in.claim),
+		CapacityRange:      &csipb.CapacityRange{RequiredBytes: size.Value()},
+		Parameters:         params,
+		VolumeCapabilities: caps,
+	}
+	if in.sourceHandle != "" {
+		req.VolumeContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
+			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: in.sourceHandle}}}
+	}
+	if in.driver.Accessibility {
+		if req.AccessibilityRequirements, err = accessibility(in); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// driverParameters are the class parameters minus the provisioner's own; an
+// unknown key in the provisioner's namespace is a mistake in the class.
+func driverParameters(class map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(class)) {
+		name, reserved := strings.CutPrefix(k, reservedPrefix)
+		switch {
+		case !reserved:
+			out[k] = class[k]
+		case !slices.Contains(knownReserved, name):
+			return nil, final(fmt.Errorf("invalid StorageClass parameter %q: the prefix %s is reserved for parameters the provisioner knows", k, reservedPrefix))
+		}
+	}
+	return out, nil
+}
+
+// volumeCapabilities: one per access mode, all of the claim's volume mode.
+func volumeCapabilities(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) ([]*csipb.VolumeCapability, error) {
+	if len(claim.Spec.AccessModes) == 0 {
+		return nil, final(fmt.Errorf("the claim has no access modes"))
+	}
+	var caps []*csipb.VolumeCapability
+	for _, m := range claim.Spec.AccessModes {
+		mode, ok := accessModes[m]
+		if !ok {
+			return nil, final(fmt.Errorf("access mode %q is not supported", m))
+		}
+		c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode}}
+		if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == v1.PersistentVolumeBlock {
+			c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+		} else {
+			c.AccessType = &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
+				FsType: class.Parameters[paramFSType], MountFlags: class.MountOptions}}
+		}
+		caps = append(caps, c)
+	}
+	return caps, nil
+}
+
+var accessModes = map[v1.PersistentVolumeAccessMode]csipb.VolumeCapability_AccessMode_Mode{
+	v1.ReadWriteOnce:    csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+	v1.ReadOnlyMany:     csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY,
+	v1.ReadWriteMany:    csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+	v1.ReadWriteOncePod: csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
+}

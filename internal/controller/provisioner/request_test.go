@@ -1,0 +1,147 @@
+package provisioner
+
+import (
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/csi"
+)
+
+func TestBuildRequest(t *testing.T) {
+	topo := csi.Info{Driver: testDriver, Accessibility: true, Clone: true}
+	keys := []string{topoKey}
+	nodes := []*v1.Node{node("b"), node("a"), {}} // the unlabelled node is no segment
+	seg := func(n string) string { return topoKey + "=" + n }
+	cases := []struct {
+		name      string
+		in        requestInput
+		wantErr   string
+		requisite []string
+		preferred []string
+		check     func(*testing.T, *csipb.CreateVolumeRequest)
+	}{{
+		name: "name, size, parameters minus the reserved ones, mount capability",
+		in: requestInput{claim: claim(), driver: csi.Info{Driver: testDriver}, class: class(func(c *storagev1.StorageClass) {
+			c.Parameters = map[string]string{"kind": "ssd", paramFSType: "ext4", reservedPrefix + "provisioner-secret-name": "s"}
+			c.MountOptions = []string{"noatime"}
+		})},
+		check: func(t *testing.T, r *csipb.CreateVolumeRequest) {
+			if r.Name != "pvc-uid-1" || r.CapacityRange.RequiredBytes != 1<<20 {
+				t.Errorf("name %s size %d", r.Name, r.CapacityRange.RequiredBytes)
+			}
+			if len(r.Parameters) != 1 || r.Parameters["kind"] != "ssd" {
+				t.Errorf("parameters %v, want only kind=ssd", r.Parameters)
+			}
+			m := r.VolumeCapabilities[0].GetMount()
+			if m == nil || m.FsType != "ext4" || strings.Join(m.MountFlags, ",") != "noatime" ||
+				r.VolumeCapabilities[0].AccessMode.Mode != csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER {
+				t.Errorf("capability %v", r.VolumeCapabilities[0])
+			}
+			if r.AccessibilityRequirements != nil {
+				t.Error("a driver without accessibility constraints gets no requirements")
+			}
+		},
+	}, {
+		name: "block, one capability per access mode",
+		in: requestInput{driver: csi.Info{}, class: class(), claim: claim(func(c *v1.PersistentVolumeClaim) {
+			c.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock)
+			c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadOnlyMany, v1.ReadWriteMany, v1.ReadWriteOncePod}
+		})},
+		check: func(t *testing.T, r *csipb.CreateVolumeRequest) {
+			want := []csipb.VolumeCapability_AccessMode_Mode{csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY,
+				csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER}
+			for i, c := range r.VolumeCapabilities {
+				if c.GetBlock() == nil || c.AccessMode.Mode != want[i] {
+					t.Errorf("capability %d: %v", i, c)
+				}
+			}
+		},
+	}, {
+		name:    "unknown reserved parameter is named",
+		in:      requestInput{claim: claim(), class: class(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{reservedPrefix + "nope": "x"} })},
+		wantErr: "csi.storage.k8s.io/nope",
+	}, {
+		name:      "selected node: requisite = preferred = its segment",
+		in:        requestInput{claim: claim(selectedNode("a")), class: class(), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes},
+		requisite: []string{seg("a")}, preferred: []string{seg("a")},
+	}, {
+		name:    "selected node without the topology label",
+		in:      requestInput{claim: claim(selectedNode("x")), class: class(), driver: topo, topologyKeys: keys, selected: &v1.Node{}},
+		wantErr: "no label",
+	}, {
+		name: "allowed topologies, flattened, preferred rotated",
+		in: requestInput{claim: claim(), driver: topo, topologyKeys: keys, nodes: nodes, class: class(func(c *storagev1.StorageClass) {
+			c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"x", "y"}}}}}
+		})},
+		requisite: []string{seg("x"), seg("y")}, preferred: rotated([]string{seg("x"), seg("y")}, "uid-1"),
+	}, {
+		name:      "every labelled node, sorted",
+		in:        requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes},
+		requisite: []string{seg("a"), seg("b")}, preferred: rotated([]string{seg("a"), seg("b")}, "uid-1"),
+	}, {
+		name: "clone: only where the source lives",
+		in: requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes, sourceHandle: "vol-src",
+			sourceAt: func(s map[string]string) bool { return s[topoKey] == "b" }},
+		requisite: []string{seg("b")}, preferred: []string{seg("b")},
+	}, {
+		name:    "clone source reachable from no allowed topology",
+		in:      requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes, sourceAt: func(map[string]string) bool { return false }},
+		wantErr: "not accessible",
+	}, {
+		name:    "no labelled node",
+		in:      requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys},
+		wantErr: "no node carries",
+	}, {
+		name: "clone source",
+		in:   requestInput{claim: claim(), class: class(), sourceHandle: "vol-src"},
+		check: func(t *testing.T, r *csipb.CreateVolumeRequest) {
+			if r.GetVolumeContentSource().GetVolume().GetVolumeId() != "vol-src" {
+				t.Errorf("content source %v", r.VolumeContentSource)
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := buildRequest(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isFinal(err) {
+					t.Fatalf("error %v, want a final one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.requisite != nil {
+				ar := req.AccessibilityRequirements
+				if got := segments(ar.GetRequisite()); strings.Join(got, " ") != strings.Join(tc.requisite, " ") {
+					t.Errorf("requisite %v, want %v", got, tc.requisite)
+				}
+				if got := segments(ar.GetPreferred()); strings.Join(got, " ") != strings.Join(tc.preferred, " ") {
+					t.Errorf("preferred %v, want %v", got, tc.preferred)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, req)
+			}
+		})
+	}
+}
+
+func segments(ts []*csipb.Topology) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
+	}
+	return out
+}
+
+func rotated(s []string, uid string) []string {
+	k := int(hashUID(uid) % uint32(len(s)))
+	return append(append([]string{}, s[k:]...), s[:k]...)
+}

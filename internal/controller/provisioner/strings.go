@@ -1,0 +1,39 @@
+package provisioner
+
+// Strings users and other tools depend on.
+const (
+	// ClaimFinalizer is on a claim while a backend volume may exist for it
+	// without a PV.
+	ClaimFinalizer = "provisioning.volplane.io/in-progress"
+	// AnnEndpointNode names, next to ClaimFinalizer, the node ID of the
+	// driver endpoint asked to create the claim's volume (a node-local
+	// driver has one endpoint per node). Retries and the cleanup of a
+	// deleted claim ask that endpoint again, even when the set of nodes,
+	// and so the endpoint the claim's topology would choose now, changed:
+	// otherwise a retry could make a second volume on another node and leak
+	// the first.
+	AnnEndpointNode = "provisioning.volplane.io/endpoint-node"
+	// VolumeFinalizer is on our PVs with reclaim policy Delete: the backend
+	// volume must go before the PV does. The external-provisioner's name, so
+	// either can take over from the other.
+	VolumeFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
+	// reservedPrefix marks class parameters meant for the provisioner, never
+	// passed to the driver.
+	reservedPrefix = "csi.storage.k8s.io/"
+	paramFSType    = reservedPrefix + "fstype"
+)
+
+// Event reasons, as the reference's.
+const (
+	reasonProvisioning        = "Provisioning"
+	reasonSucceeded           = "ProvisioningSucceeded"
+	reasonFailed              = "ProvisioningFailed"
+	reasonCleanupFailed       = "ProvisioningCleanupFailed"
+	reasonVolumeFailedDelete  = "VolumeFailedDelete"
+	eventComponentSuffix      = "_volplane"
+	volumeNamePrefix          = "pvc-"
+	persistentVolumeClaimKind = "PersistentVolumeClaim"
+)
+
+// EventComponent is the event source of the claim events for driver.
+func EventComponent(driver string) string { return driver + eventComponentSuffix }

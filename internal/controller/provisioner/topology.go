@@ -1,0 +1,127 @@
+package provisioner
+
+import (
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+)
+
+// accessibility says where the volume may live: exactly the selected node's
+// segment; else the class's allowed topologies; else every segment some
+// node carries. Preferred is requisite rotated by a hash of the claim UID,
+// so claims spread over segments and a retry prefers the same one.
+func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
+	if len(in.topologyKeys) == 0 {
+		return nil, nil
+	}
+	if in.selected != nil {
+		seg, ok := nodeSegment(in.selected, in.topologyKeys)
+		if !ok {
+			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
+		}
+		t := []*csipb.Topology{{Segments: seg}}
+		return &csipb.TopologyRequirement{Requisite: t, Preferred: []*csipb.Topology{{Segments: maps.Clone(seg)}}}, nil
+	}
+	var segs []map[string]string
+	if len(in.class.AllowedTopologies) > 0 {
+		segs = allowedSegments(in.class.AllowedTopologies)
+	} else {
+		segs = nodeSegments(in.nodes, in.topologyKeys)
+	}
+	if len(segs) == 0 {
+		return nil, final(fmt.Errorf("no node carries the topology keys %v of the driver", in.topologyKeys))
+	}
+	if in.sourceAt != nil {
+		segs = slices.DeleteFunc(segs, func(s map[string]string) bool { return !in.sourceAt(s) })
+		if len(segs) == 0 {
+			return nil, final(fmt.Errorf("the data source's volume is not accessible from any topology the claim may use"))
+		}
+	}
+	req := &csipb.TopologyRequirement{}
+	for _, s := range segs {
+		req.Requisite = append(req.Requisite, &csipb.Topology{Segments: s})
+	}
+	start := int(hashUID(string(in.claim.UID)) % uint32(len(segs)))
+	for i := range segs {
+		req.Preferred = append(req.Preferred, &csipb.Topology{Segments: maps.Clone(segs[(start+i)%len(segs)])})
+	}
+	return req, nil
+}
+
+func hashUID(uid string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return h.Sum32()
+}
+
+// nodeSegment is the node's labels for keys; ok is false if one is missing.
+func nodeSegment(node *v1.Node, keys []string) (map[string]string, bool) {
+	seg := map[string]string{}
+	for _, k := range keys {
+		v, ok := node.Labels[k]
+		if !ok {
+			return nil, false
+		}
+		seg[k] = v
+	}
+	return seg, true
+}
+
+// nodeSegments are the distinct segments of the nodes carrying every key,
+// sorted so that the order does not depend on the lister's.
+func nodeSegments(nodes []*v1.Node, keys []string) []map[string]string {
+	byID := map[string]map[string]string{}
+	for _, n := range nodes {
+		if seg, ok := nodeSegment(n, keys); ok {
+			byID[segmentID(seg)] = seg
+		}
+	}
+	var out []map[string]string
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		out = append(out, byID[id])
+	}
+	return out
+}
+
+// allowedSegments flattens each term (a key with several values means any
+// of them) into segments, in the class's order, without duplicates.
+func allowedSegments(terms []v1.TopologySelectorTerm) []map[string]string {
+	var out []map[string]string
+	seen := map[string]bool{}
+	for _, term := range terms {
+		segs := []map[string]string{{}}
+		for _, e := range term.MatchLabelExpressions {
+			var next []map[string]string
+			for _, s := range segs {
+				for _, v := range e.Values {
+					n := maps.Clone(s)
+					n[e.Key] = v
+					next = append(next, n)
+				}
+			}
+			segs = next
+		}
+		for _, s := range segs {
+			if id := segmentID(s); len(s) > 0 && !seen[id] {
+				seen[id] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func segmentID(seg map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(seg)) {
+		fmt.Fprintf(&b, "%s=%s,", k, seg[k])
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

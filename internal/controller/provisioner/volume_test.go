@@ -1,0 +1,47 @@
+package provisioner
+
+import (
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/utils/ptr"
+)
+
+func TestBuildVolume(t *testing.T) {
+	vol := &csipb.Volume{VolumeId: "h1", CapacityBytes: 2 << 20, VolumeContext: map[string]string{"k": "v"},
+		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{topoKey: "a"}}, {Segments: map[string]string{topoKey: "b"}}}}
+	c := claim()
+	pv := buildVolume(c, class(func(s *storagev1.StorageClass) {
+		s.MountOptions = []string{"noatime"}
+		s.Parameters = map[string]string{paramFSType: "xfs"}
+	}), testDriver, vol)
+	switch {
+	case pv.Name != "pvc-uid-1" || pv.Annotations[volumehelpers.AnnDynamicallyProvisioned] != testDriver:
+		t.Errorf("meta %v", pv.ObjectMeta)
+	case pv.Spec.ClaimRef.UID != c.UID || pv.Spec.ClaimRef.Name != "data" || pv.Spec.ClaimRef.Namespace != "ns" || pv.Spec.ClaimRef.Kind != "PersistentVolumeClaim":
+		t.Errorf("claimRef %v", pv.Spec.ClaimRef)
+	case pv.Spec.Capacity.Storage().Value() != 2<<20:
+		t.Errorf("capacity %v, want the driver's", pv.Spec.Capacity)
+	case pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !hasFinalizer(pv.Finalizers, VolumeFinalizer):
+		t.Errorf("policy %s finalizers %v", pv.Spec.PersistentVolumeReclaimPolicy, pv.Finalizers)
+	case pv.Spec.CSI.VolumeHandle != "h1" || pv.Spec.CSI.FSType != "xfs" || pv.Spec.CSI.VolumeAttributes["k"] != "v":
+		t.Errorf("csi %v", pv.Spec.CSI)
+	case pv.Spec.StorageClassName != "fast" || pv.Spec.MountOptions[0] != "noatime":
+		t.Errorf("class %s mount options %v", pv.Spec.StorageClassName, pv.Spec.MountOptions)
+	case len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) != 2:
+		t.Errorf("node affinity %v, want one term per topology", pv.Spec.NodeAffinity)
+	}
+	if !accessibleFrom(pv)(map[string]string{topoKey: "b"}) || accessibleFrom(pv)(map[string]string{topoKey: "c"}) {
+		t.Error("accessibleFrom does not follow the node affinity")
+	}
+
+	retained := buildVolume(c, class(func(s *storagev1.StorageClass) {
+		s.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
+	}), testDriver, &csipb.Volume{VolumeId: "h2"})
+	if len(retained.Finalizers) != 0 || retained.Spec.NodeAffinity != nil || retained.Spec.Capacity.Storage().Value() != 1<<20 {
+		t.Errorf("retain PV: finalizers %v affinity %v capacity %v", retained.Finalizers, retained.Spec.NodeAffinity, retained.Spec.Capacity)
+	}
+}

@@ -1,0 +1,91 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Every claim write is an Update carrying the resourceVersion we decided
+// from: a stale copy conflicts and is retried from a newer one, so we never
+// act on a claim older than one we wrote.
+
+func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	out, err := c.client.CoreV1().PersistentVolumeClaims(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update claim %s/%s: %w", upd.Namespace, upd.Name, err)
+	}
+	return c.newClaim.observe(claimKey(out.Namespace, out.Name), out), nil
+}
+
+// addFinalizer persists that a backend volume may exist from now on, and
+// which endpoint may hold it (node "" pins nothing: an endpoint without a
+// node ID is not one of several).
+func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) (*v1.PersistentVolumeClaim, error) {
+	pinned := node == "" || claim.Annotations[AnnEndpointNode] != ""
+	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && pinned {
+		return claim, nil
+	}
+	upd := claim.DeepCopy()
+	if !hasFinalizer(upd.Finalizers, ClaimFinalizer) {
+		upd.Finalizers = append(upd.Finalizers, ClaimFinalizer)
+	}
+	if !pinned {
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[AnnEndpointNode] = node
+	}
+	return c.updateClaim(ctx, upd)
+}
+
+// dropFinalizer says no backend volume can exist without a PV any more:
+// the finalizer and the endpoint pin go together.
+func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	if !hasFinalizer(claim.Finalizers, ClaimFinalizer) && claim.Annotations[AnnEndpointNode] == "" {
+		return claim, nil
+	}
+	upd := claim.DeepCopy()
+	unpin(upd)
+	out, err := c.updateClaim(ctx, upd)
+	if apierrors.IsNotFound(err) {
+		return claim, nil // the claim went away once our finalizer was its last
+	}
+	return out, err
+}
+
+// unpin removes the in-progress finalizer and the endpoint pin from upd.
+func unpin(upd *v1.PersistentVolumeClaim) {
+	upd.Finalizers = without(upd.Finalizers, ClaimFinalizer)
+	delete(upd.Annotations, AnnEndpointNode)
+}
+
+func without(list []string, s string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x == s })
+}
+
+// createVolume creates the PV; one that exists already for this claim (an
+// earlier attempt's) is fine, one for another claim is a final error.
+func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
+	out, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err == nil {
+		c.madePVs.observe(out.Name, out)
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PV %s: %w", pv.Name, err)
+	}
+	have, err := c.client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get existing PV %s: %w", pv.Name, err)
+	}
+	if ref := have.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
+		return final(fmt.Errorf("PV %s exists and was not made for this claim", pv.Name))
+	}
+	c.madePVs.observe(have.Name, have)
+	return nil
+}
