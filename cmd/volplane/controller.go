@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,7 +35,11 @@ func newControllerCommand() *cobra.Command {
 Without --kubeconfig and with KUBECONFIG unset it uses the in-cluster
 configuration. Turn off the matching loops of the cluster's
 kube-controller-manager first (for the binder: --controllers=*,-persistentvolume-binder),
-or two controllers will fight over the same objects.`,
+or two controllers will fight over the same objects.
+
+The provisioner serves the CSI drivers behind --csi-endpoint (their names
+come from the drivers); turn off the external-provisioner sidecar of those
+drivers first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rc, err := loadRESTConfig(f.kubeconfig)
@@ -59,7 +64,10 @@ or two controllers will fight over the same objects.`,
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
 	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers (events have their own budget)")
 	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers")
-	fl.StringSliceVar(&f.cfg.Controllers, "controllers", manager.Known(), "control loops to run")
+	fl.StringSliceVar(&f.cfg.Controllers, "controllers", []string{manager.Binder},
+		"control loops to run: "+strings.Join(manager.Known(), ", "))
+	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
+		"a CSI driver's socket, unix:///absolute/path, for the provisioner; repeat for several (one per node of a node-local driver)")
 	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
 	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")

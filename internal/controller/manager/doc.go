@@ -3,5 +3,8 @@
 // metrics/health endpoint that every loop shares.
 //
 // Nouns: Config (what `volplane controller` and `volplane up` pass in),
-// Run (blocks until the context ends or leadership is lost).
+// Run (blocks until the context ends or leadership is lost). The loops
+// (binder, provisioner) share one informer factory; the provisioner's CSI
+// endpoints are dialed when the loops start, and /readyz answers ok only
+// once every selected loop has synced its caches.
 package manager

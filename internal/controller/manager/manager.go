@@ -28,14 +28,19 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/controller/binder"
+	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/csi"
 )
 
-// Binder is the only loop built so far; the others of the design
-// (provisioner, attacher, expander, protection) come with their issues.
-const Binder = "binder"
+// The loops by the names --controllers takes. The others of the design
+// (attacher, expander, protection) come with their issues.
+const (
+	Binder      = "binder"
+	Provisioner = "provisioner"
+)
 
 // Known lists the loops this build can run.
-func Known() []string { return []string{Binder} }
+func Known() []string { return []string{Binder, Provisioner} }
 
 // Config says which loops to run against which cluster.
 type Config struct {
@@ -50,6 +55,10 @@ type Config struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	LeaderElectName      string
+	// CSIEndpoints are the CSI drivers the provisioner serves, each
+	// "unix:///absolute/path"; several endpoints may report the same driver
+	// name (one per node of a node-local driver).
+	CSIEndpoints []string
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Ready, if set, is told the address the metrics server listens on
@@ -70,6 +79,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
+	if slices.Contains(c.Controllers, Provisioner) && len(c.CSIEndpoints) == 0 {
+		return errors.New("the provisioner needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)")
+	}
+	for _, e := range c.CSIEndpoints {
+		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("CSI endpoint %q: want unix:///absolute/path", e)
+		}
+	}
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return errors.New("leader election needs a namespace and a lease name")
 	}
@@ -85,7 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loops := &loops{}
+	loops := &loops{want: len(slices.Compact(slices.Sorted(slices.Values(cfg.Controllers))))}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -106,16 +123,31 @@ func Run(ctx context.Context, cfg Config) error {
 	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops) })
 }
 
-// loops tracks readiness for /readyz.
+// loops tracks readiness for /readyz: ready once every selected loop is.
 type loops struct {
-	mu     sync.Mutex
-	binder *binder.Controller
+	mu      sync.Mutex
+	running []interface{ Ready() bool }
+	want    int
+}
+
+func (l *loops) started(loop interface{ Ready() bool }) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running = append(l.running, loop)
 }
 
 func (l *loops) ready() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.binder != nil && l.binder.Ready()
+	if len(l.running) == 0 || len(l.running) < l.want {
+		return false
+	}
+	for _, r := range l.running {
+		if !r.Ready() {
+			return false
+		}
+	}
+	return true
 }
 
 // Protobuf is what kube-controller-manager speaks too: several times cheaper
@@ -128,44 +160,117 @@ func protobuf(rc *rest.Config) *rest.Config {
 	return rc
 }
 
+// runLoops builds the selected loops over one shared informer factory and
+// runs them until ctx ends or one of them fails.
 func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops) error {
 	client, err := kubernetes.NewForConfig(protobuf(cfg.REST))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	recorder, stopEvents, err := newRecorder(ctx, cfg.REST, binder.EventComponent)
+	events, err := newBroadcaster(ctx, cfg.REST)
 	if err != nil {
 		return err
 	}
-	defer stopEvents()
+	defer events.Shutdown()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	b, err := binder.New(binder.Config{
-		Client: client, Informers: factory, Recorder: recorder, Metrics: reg,
+	// Nodes: the provisioner's topology, and the binder's to come.
+	factory.Core().V1().Nodes().Informer()
+	var runs []func(context.Context) error
+	if slices.Contains(cfg.Controllers, Binder) {
+		b, err := binder.New(binder.Config{
+			Client: client, Informers: factory, Recorder: recorder(events, binder.EventComponent), Metrics: reg,
+			Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		})
+		if err != nil {
+			return err
+		}
+		l.started(b)
+		runs = append(runs, b.Run)
+	}
+	if slices.Contains(cfg.Controllers, Provisioner) {
+		p, closePool, err := newProvisioner(ctx, cfg, client, factory, events, reg)
+		if err != nil && ctx.Err() != nil {
+			return nil // stopped while dialing: a normal shutdown
+		}
+		if err != nil {
+			return err
+		}
+		defer closePool()
+		l.started(p)
+		runs = append(runs, p.Run)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return runAll(ctx, runs)
+}
+
+// newProvisioner dials the CSI endpoints and builds the provisioner.
+func newProvisioner(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	events record.EventBroadcaster, reg prometheus.Registerer) (*provisioner.Controller, func(), error) {
+	m, err := csi.NewMetrics(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := csi.DialPool(ctx, cfg.CSIEndpoints, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := provisioner.New(provisioner.Config{
+		Client: client, Informers: factory, Pool: pool,
+		Recorder: func(driver string) record.EventRecorder {
+			return recorder(events, provisioner.EventComponent(driver))
+		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
 	})
 	if err != nil {
-		return err
+		_ = pool.Close()
+		return nil, nil, err
 	}
-	l.mu.Lock()
-	l.binder = b
-	l.mu.Unlock()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	return b.Run(ctx)
+	for _, d := range pool.Drivers() {
+		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
+	}
+	return p, func() { _ = pool.Close() }, nil
 }
 
-// newRecorder records events through a client of its own: events must not
-// eat the QPS budget of the writes that bind volumes (the reference shares
-// one, so a burst of waiting events slows binding down).
-func newRecorder(ctx context.Context, cfg *rest.Config, component string) (record.EventRecorder, func(), error) {
+// runAll runs every loop; the first to fail stops the others.
+func runAll(ctx context.Context, runs []func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() {
+			err := run(ctx)
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range runs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// newBroadcaster records events through a client of its own: events must
+// not eat the QPS budget of the writes that bind volumes (the reference
+// shares one, so a burst of waiting events slows binding down).
+func newBroadcaster(ctx context.Context, cfg *rest.Config) (record.EventBroadcaster, error) {
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
-		return nil, nil, fmt.Errorf("event client: %w", err)
+		return nil, fmt.Errorf("event client: %w", err)
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(3)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component}), b.Shutdown, nil
+	return b, nil
+}
+
+func recorder(b record.EventBroadcaster, component string) record.EventRecorder {
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {

@@ -1,0 +1,52 @@
+package manager
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+func TestValidateProvisionerConfig(t *testing.T) {
+	rc := &rest.Config{Host: "https://127.0.0.1:1"}
+	cases := []struct {
+		cfg  Config
+		want string // "" = valid
+	}{
+		{Config{REST: rc, Controllers: []string{Binder}}, ""},
+		{Config{REST: rc, Controllers: []string{Binder}, CSIEndpoints: []string{"unix:///tmp/a.sock"}}, ""},
+		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock", "unix:///tmp/b.sock"}}, ""},
+		{Config{REST: rc, Controllers: []string{Binder, Provisioner}}, "at least one CSI endpoint"},
+		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock", "/tmp/b.sock"}}, `"/tmp/b.sock"`},
+	}
+	for _, tc := range cases {
+		err := tc.cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v, want valid", tc.cfg.Controllers, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v %v: error %v, want it to say %s", tc.cfg.Controllers, tc.cfg.CSIEndpoints, err, tc.want)
+		}
+	}
+}
+
+func TestReadyOnlyOnceEverySelectedLoopIs(t *testing.T) {
+	l := &loops{want: 2}
+	a, b := &fakeLoop{ready: true}, &fakeLoop{}
+	l.started(a)
+	if l.ready() {
+		t.Error("ready with one of two loops built")
+	}
+	l.started(b)
+	if l.ready() {
+		t.Error("ready while a loop is not")
+	}
+	b.ready = true
+	if !l.ready() {
+		t.Error("not ready with every loop ready")
+	}
+}
+
+type fakeLoop struct{ ready bool }
+
+func (f *fakeLoop) Ready() bool { return f.ready }
