@@ -133,11 +133,22 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 		t.Errorf("volplane kubectl get nodes printed %q, want node-1 and node-2", out)
 	}
 
-	// up runs the binder: a static pair applied with kubectl gets bound.
-	if out, err := kubectlStdin(t, dir, staticPair, "apply", "-f", "-"); err != nil {
-		t.Fatalf("volplane kubectl apply: %v\n%s", err, out)
+	// The README walkthrough: every example applied with kubectl ends Bound —
+	// the static pair by the binder, the others by the bundled driver through
+	// the provisioner (the WaitForFirstConsumer one once its pod is scheduled).
+	for _, example := range []string{"static.yaml", "claim.yaml", "wait-for-first-consumer.yaml"} {
+		path := filepath.Join("..", "..", "examples", example)
+		if out, err := kubectl(t, dir, "apply", "-f", path); err != nil {
+			t.Fatalf("volplane kubectl apply -f %s: %v\n%s", path, err, out)
+		}
 	}
-	waitClaimBound(t, client, "default", "pair")
+	for _, claim := range []string{"static", "data", "scratch"} {
+		waitClaimBound(t, client, "default", claim)
+	}
+	provisioned, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	second, err := volplane(t, "up", "--data-dir", dir).CombinedOutput()
 	var exitErr *exec.ExitError
@@ -157,26 +168,13 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	if got.Data["k"] != "v" {
 		t.Errorf("object data after restart = %v", got.Data)
 	}
+	// The provisioned volume and its binding survive too.
+	waitClaimBound(t, clientFor(t, dir), "default", "data")
+	if _, err := clientFor(t, dir).CoreV1().PersistentVolumes().Get(ctx, provisioned.Spec.VolumeName, metav1.GetOptions{}); err != nil {
+		t.Errorf("provisioned PV %s after restart: %v", provisioned.Spec.VolumeName, err)
+	}
 	restarted.stop(t)
 }
-
-const staticPair = `apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pair}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  hostPath: {path: /tmp/volplane-pair}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: pair, namespace: default}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  resources: {requests: {storage: 1Gi}}
-`
 
 func waitClaimBound(t *testing.T, client kubernetes.Interface, ns, name string) {
 	t.Helper()
@@ -189,15 +187,6 @@ func waitClaimBound(t *testing.T, client kubernetes.Interface, ns, name string) 
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("claim %s/%s not Bound under volplane up", ns, name)
-}
-
-func kubectlStdin(t *testing.T, dir, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := volplane(t, append([]string{"kubectl"}, args...)...)
-	cmd.Env = append(cmd.Env, "KUBECONFIG=", dataDirEnv+"="+dir)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 func kubectl(t *testing.T, dir string, args ...string) (string, error) {

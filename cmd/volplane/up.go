@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/hostpath"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default
@@ -32,7 +34,10 @@ func defaultDataDir() string {
 }
 
 func newUpCommand() *cobra.Command {
-	var cfg cluster.Config
+	var (
+		cfg      cluster.Config
+		capacity = resource.MustParse("100Gi")
+	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run an embedded control plane with volplane on it",
@@ -44,7 +49,7 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runUp(ctx, cmd, cfg)
+			return runUp(ctx, cmd, cfg, capacity)
 		},
 	}
 	f := cmd.Flags()
@@ -53,10 +58,14 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 	f.IntVar(&cfg.APIServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 0, "etcd client port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
+	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, as a quantity")
 	return cmd
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config) error {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity) error {
+	if capacity.Sign() <= 0 {
+		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
+	}
 	out := cmd.OutOrStdout()
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -70,19 +79,38 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config) error {
 		return err
 	}
 	defer cp.Stop()
-	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s).\n",
-		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes))
+	// Everything below stops before the control plane does: the loops first,
+	// then the drivers they call.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drivers, err := startDrivers(ctx, dir, cp.Nodes, capacity.Value())
+	if err != nil {
+		return err
+	}
+	defer drivers.stop()
+	if err := registerBundle(ctx, cp.RESTConfig); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each.\n",
+		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName)
+	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer).\n", ImmediateClass, WaitClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
-	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig)) }()
+	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.endpoints)) }()
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
 		<-loops
 		return nil
 	case err := <-cp.Failed():
+		cancel()
+		<-loops
 		return fmt.Errorf("control plane failed: %w", err)
+	case err := <-drivers.failed:
+		cancel()
+		<-loops
+		return fmt.Errorf("bundled driver stopped: %w", err)
 	case err := <-loops:
 		return fmt.Errorf("volplane controllers stopped: %w", err)
 	}
@@ -90,9 +118,31 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config) error {
 
 // upLoops runs every built loop against the embedded control plane. The API
 // server is ours alone, so the client limits are generous.
-func upLoops(admin *rest.Config) manager.Config {
+func upLoops(admin *rest.Config, endpoints []string) manager.Config {
 	rc := rest.CopyConfig(admin)
 	rc.QPS, rc.Burst = 200, 400
 	rc.UserAgent = "volplane-controller"
-	return manager.Config{REST: rc, Controllers: manager.Known(), Workers: 4, ResyncPeriod: 15 * time.Second}
+	return manager.Config{REST: rc, Controllers: manager.Known(),
+		Workers: 4, ResyncPeriod: 15 * time.Second, CSIEndpoints: endpoints}
 }
+
+// quantityFlag is a flag holding a resource quantity such as 100Gi.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f *quantityFlag) String() string {
+	if f.q == nil {
+		return ""
+	}
+	return f.q.String()
+}
+
+func (f *quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity such as 100Gi", s)
+	}
+	*f.q = q
+	return nil
+}
+
+func (f *quantityFlag) Type() string { return "quantity" }

@@ -125,8 +125,25 @@ func benchEnv(b *testing.B) *env {
 	cp := clustertest.ControlPlane(b)
 	e := &env{t: b, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(b)}
 	e.class = e.ns + "-class"
-	b.Cleanup(e.deleteVolumes)
+	b.Cleanup(func() {
+		// Claims go before their PVs, or the next benchmark's binder would
+		// spend its budget marking a thousand leftover claims Lost.
+		e.deleteAllClaims()
+		e.deleteVolumes()
+	})
 	return e
+}
+
+// deleteAllClaims deletes every claim of the namespace and waits until they
+// are gone (no pvc-protection loop runs here to release them).
+func (e *env) deleteAllClaims() {
+	claims, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, c := range claims.Items {
+		e.deleteClaim(c.Name)
+	}
 }
 
 func createPairs(e *env, n int) {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// The StorageClasses `up` registers for the bundled driver.
+const (
+	// ImmediateClass is the default class: a claim is provisioned as soon as
+	// it is created, on a node the provisioner picks.
+	ImmediateClass = "volplane-hostpath"
+	// WaitClass provisions on the node the scheduler picks for the first pod
+	// that uses the claim.
+	WaitClass = "volplane-hostpath-wffc"
+)
+
+// bundledDrivers is one hostpath driver per simulated node, served from this
+// process the way a DaemonSet would serve them in a real cluster.
+type bundledDrivers struct {
+	endpoints []string
+	// failed carries the error of a driver that stopped on its own.
+	failed chan error
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startDrivers runs a driver for each node, its socket at DIR/csi/NODE.sock
+// and its volumes under DIR/hostpath/NODE, and returns once every socket
+// is there. The drivers run until stop (or ctx ends).
+func startDrivers(ctx context.Context, dir string, nodes []string, capacity int64) (*bundledDrivers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	b := &bundledDrivers{failed: make(chan error, len(nodes)), cancel: cancel}
+	var sockets []string
+	for _, node := range nodes {
+		socket := filepath.Join(dir, "csi", node+".sock")
+		endpoint := "unix://" + socket
+		d, err := hostpath.New(hostpath.Config{
+			Endpoint: endpoint, NodeID: node, Capacity: capacity,
+			DataDir: filepath.Join(dir, "hostpath", node),
+		})
+		if err != nil {
+			b.stop()
+			return nil, fmt.Errorf("driver for %s: %w", node, err)
+		}
+		b.wg.Go(func() {
+			if err := d.Run(ctx); err != nil {
+				b.failed <- fmt.Errorf("driver for %s: %w", node, err)
+			}
+		})
+		b.endpoints = append(b.endpoints, endpoint)
+		sockets = append(sockets, socket)
+	}
+	if err := b.waitServing(sockets, 30*time.Second); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// waitServing returns once every socket exists, or the error of a driver that
+// failed to start.
+func (b *bundledDrivers) waitServing(sockets []string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for _, socket := range sockets {
+		for {
+			if _, err := os.Stat(socket); err == nil {
+				break
+			}
+			select {
+			case err := <-b.failed:
+				return err
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("driver socket %s did not appear within %s", socket, limit)
+			}
+		}
+	}
+	return nil
+}
+
+// stop stops every driver gracefully and waits for them.
+func (b *bundledDrivers) stop() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+// bundleObjects are the API objects that describe the bundled driver: its
+// CSIDriver and the two classes. A user may edit or delete them; `up` creates
+// what is missing and never overwrites what is there.
+func bundleObjects() (*storagev1.CSIDriver, []*storagev1.StorageClass) {
+	driver := &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:       ptr.To(false),
+			PodInfoOnMount:       ptr.To(false),
+			StorageCapacity:      ptr.To(false),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
+		},
+	}
+	class := func(name string, mode storagev1.VolumeBindingMode, isDefault bool) *storagev1.StorageClass {
+		sc := &storagev1.StorageClass{
+			ObjectMeta:           metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
+			Provisioner:          hostpath.DriverName,
+			ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode:    ptr.To(mode),
+			AllowVolumeExpansion: ptr.To(true),
+		}
+		if isDefault {
+			sc.Annotations["storageclass.kubernetes.io/is-default-class"] = "true"
+		}
+		return sc
+	}
+	return driver, []*storagev1.StorageClass{
+		class(ImmediateClass, storagev1.VolumeBindingImmediate, true),
+		class(WaitClass, storagev1.VolumeBindingWaitForFirstConsumer, false),
+	}
+}
+
+// registerBundle creates the bundled driver's objects that do not exist yet.
+func registerBundle(ctx context.Context, rc *rest.Config) error {
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	driver, classes := bundleObjects()
+	if _, err := client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register CSIDriver %s: %w", driver.Name, err)
+	}
+	for _, sc := range classes {
+		if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("register StorageClass %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
