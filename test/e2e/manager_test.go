@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 )
@@ -58,6 +61,56 @@ func TestControllerServesMetricsAndHoldsItsLease(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("Lease has no holder: %+v", lease.Spec)
 	}
+}
+
+// The binder times what it hands off, under the reference's metric names:
+// a provisioning from the ExternalProvisioning hand-off until the claim is
+// bound, and it counts a deletion no one here can perform as an error.
+func TestOperationMetricsTimeHandOffsAndCountFailedDeletes(t *testing.T) {
+	withoutSharedBinder(t)
+	e := newEnv(t)
+	addr := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, manager.Config{
+			REST: clustertest.ControlPlane(t).RESTConfig, Controllers: []string{manager.Binder},
+			Workers: 2, ResyncPeriod: 2 * time.Second,
+			MetricsAddr: "127.0.0.1:0", Ready: func(a string) { addr <- a },
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	base := "http://" + <-addr
+
+	class := e.createClass(e.ns+"-ext", "example.com/external", storagev1.VolumeBindingImmediate, false)
+	e.createClaim(e.claim("handed-off", "1Gi", claimClass(class.Name)))
+	e.waitClaimEvent("handed-off", v1.EventTypeNormal, binding.EventExternalProvisioning,
+		binding.MsgExternalProvisioning("example.com/external"))
+	pv := e.createPV(e.pv("made-outside", "1Gi", pvClass(class.Name)))
+	e.waitBound("handed-off", pv.Name)
+
+	e.bindAndReleaseForMetrics()
+	want := []string{
+		`volume_operation_total_seconds_count{operation_name="provision",plugin_name="example.com/external"} 1`,
+		`volume_operation_total_errors{operation_name="delete",plugin_name="N/A"} 1`,
+	}
+	e.eventually("operation metrics", func() string {
+		body := httpGet(t, base+"/metrics")
+		for _, series := range want {
+			if !strings.Contains(body, series) {
+				return "/metrics lacks " + series
+			}
+		}
+		return ""
+	})
+}
+
+// bindAndReleaseForMetrics releases a hostPath PV under Delete, which no
+// one here can delete: the PV goes Failed.
+func (e *env) bindAndReleaseForMetrics() {
+	e.t.Helper()
+	pv, _ := bindAndRelease(e, e.pv("undeletable", "1Gi", pvPolicy(v1.PersistentVolumeReclaimDelete)))
+	e.waitPVPhase(pv.Name, v1.VolumeFailed)
 }
 
 func httpGetOK(url string) string {

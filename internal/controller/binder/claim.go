@@ -124,6 +124,7 @@ func (c *Controller) writeClaimDecision(ctx context.Context, claim *v1.Persisten
 		if err != nil {
 			return err
 		}
+		c.ops.start(binding.ClaimKey(claim), d.Provisioner, opProvision)
 		return c.setClaimPhase(ctx, updated, v1.ClaimPending)
 	case binding.ClaimPending:
 		return c.setClaimPhase(ctx, claim, v1.ClaimPending)
@@ -163,6 +164,7 @@ func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 		return fmt.Errorf("bind %s: write claim phase: %w", pv.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Bound", "pvc", klog.KObj(claim), "pv", pv.Name)
+	c.ops.done(binding.ClaimKey(claim))
 	return nil
 }
 

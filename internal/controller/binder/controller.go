@@ -56,6 +56,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	metrics  *metrics
+	ops      *operations
 	workers  int
 	resync   time.Duration
 
@@ -127,6 +128,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("binder: register metrics: %w", err)
 	}
 	c.metrics = m
+	c.ops = newOperations(m)
 	return c, nil
 }
 

@@ -102,6 +102,7 @@ func (c *Controller) onVolumeDeleted(obj any) {
 	c.waiting.forgetVolume(pv.Name)
 	c.mu.Unlock()
 	c.events.forget(pv.UID)
+	c.ops.done(pv.Name)
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		// Its claim may have just lost its volume.
 		c.claimQ.Add(binding.ClaimRefKey(ref))
@@ -138,6 +139,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 	c.waiting.remove(key)
 	c.mu.Unlock()
 	c.events.forget(claim.UID)
+	c.ops.forget(key)
 	if claim.Spec.VolumeName != "" {
 		// Its volume is released now.
 		c.volumeQ.Add(claim.Spec.VolumeName)

@@ -84,6 +84,7 @@ func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, c
 	if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message)); err != nil {
 		return err
 	}
+	c.volumeReclaimed(pv, d)
 	c.record(d.Events, claim, pv)
 	return nil
 }
