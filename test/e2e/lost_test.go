@@ -108,3 +108,39 @@ func describeRef(ref *v1.ObjectReference) string {
 	}
 	return ref.Namespace + "/" + ref.Name + " uid " + string(ref.UID)
 }
+
+// A claim marked bind-completed without a volumeName (restored from a
+// backup that lost it, say) is Lost with the reference's warning, once.
+func TestBoundClaimWithoutVolumeNameIsLost(t *testing.T) {
+	e := newEnv(t)
+	e.createClaim(e.claim("data", "1Gi", claimAnnotation(annBindCompleted, "yes")))
+	e.waitClaimPhase("data", v1.ClaimLost)
+	e.waitClaimEvent("data", v1.EventTypeWarning, binding.EventClaimLost, binding.MsgClaimLostReference)
+	time.Sleep(quietPeriodForEvent)
+	if evs := e.binderEvents("PersistentVolumeClaim", e.ns, "data", binding.EventClaimLost); len(evs) != 1 || evs[0].Count != 1 {
+		t.Errorf("ClaimLost recorded %v, want once", summarize(evs))
+	}
+}
+
+// A claim marked bind-completed whose volume is bound to another claim is
+// Lost with ClaimMisbound; the volume stays with its claim.
+func TestClaimWhoseVolumeIsBoundToAnotherClaimIsMisbound(t *testing.T) {
+	e := newEnv(t)
+	pv := e.availablePV(e.pv("data", "1Gi"))
+	e.createClaim(e.claim("owner", "1Gi"))
+	e.waitBound("owner", pv.Name)
+
+	e.createClaim(e.claim("impostor", "1Gi", claimVolume(pv.Name),
+		claimAnnotation(annBindCompleted, "yes"), claimAnnotation(annBoundByCtrl, "yes")))
+	e.waitClaimPhase("impostor", v1.ClaimLost)
+	e.waitClaimEvent("impostor", v1.EventTypeWarning, binding.EventClaimMisbound, binding.MsgClaimMisbound)
+	e.stays("the volume stays with its owner", 2*time.Second, func() string {
+		if got := e.getPV(pv.Name); got.Spec.ClaimRef == nil || got.Spec.ClaimRef.Name != "owner" || got.Status.Phase != v1.VolumeBound {
+			return "PV " + describeRef(got.Spec.ClaimRef) + " phase " + string(got.Status.Phase)
+		}
+		if c := e.getClaim("owner"); c.Status.Phase != v1.ClaimBound {
+			return "owner is " + string(c.Status.Phase)
+		}
+		return ""
+	})
+}
