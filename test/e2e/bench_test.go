@@ -87,7 +87,7 @@ func BenchmarkBinderArrivalLatency(b *testing.B) {
 			e.createClaim(e.claim(fmt.Sprintf("c-%04d", i), "1Gi"))
 		}
 		binder := startBinder(rc, 4)
-		e.waitClaimPhase(fmt.Sprintf("c-%04d", n-1), v1.ClaimPending)
+		e.waitClaimsSeen(n)
 		watch := watchBinds(e)
 		created := make([]time.Time, n)
 		tick := time.NewTicker(every)

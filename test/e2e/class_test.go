@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/volplane/volplane/internal/binding"
 )
@@ -61,9 +62,21 @@ func TestNewestDefaultClassIsAssigned(t *testing.T) {
 	if !newer.CreationTimestamp.After(older.CreationTimestamp.Time) {
 		t.Fatalf("creation times %v and %v do not order the classes", older.CreationTimestamp, newer.CreationTimestamp)
 	}
-	// The binder learns of classes through its own watch; give it a moment
-	// to have seen both before the claim change reaches it.
-	time.Sleep(500 * time.Millisecond)
+	// The binder learns of classes through its own watch: wait until it has
+	// seen the newer one, which a probe claim given the newer class proves
+	// (a probe given the older one came too early; try another).
+	e.eventually("the binder knows the newer default class", func() string {
+		probe := e.createClaim(e.claim("probe-"+rand.String(5), "1Gi", claimNoClass(), claimSelector("e2e-ns", e.ns)))
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if class := e.getClaim(probe.Name).Spec.StorageClassName; class != nil {
+				if *class == newer.Name {
+					return ""
+				}
+				return "a probe claim got " + *class
+			}
+		}
+		return "a probe claim got no class"
+	})
 
 	patch := []byte(`{"metadata":{"annotations":{"` + annBetaClass + `":null}}}`)
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(e.ctx, "data", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

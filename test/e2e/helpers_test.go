@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // binderComponent is the event source of every binder event: users filter
@@ -283,4 +285,38 @@ func claimRefUID(pv *v1.PersistentVolume) types.UID {
 		return ""
 	}
 	return pv.Spec.ClaimRef.UID
+}
+
+// waitClaimSeen waits until the binder has synced a claim of the test's
+// class that no PV fits: no StorageClass of that name exists, so it records
+// the reference's ProvisioningFailed warning. The API server creates claims
+// Pending already, so waiting for the phase proves nothing.
+func (e *env) waitClaimSeen(claim string) {
+	e.t.Helper()
+	e.waitClaimEvent(claim, v1.EventTypeWarning, binding.EventProvisioningFailed, e.classNotFound())
+}
+
+// waitClaimsSeen is waitClaimSeen for n claims of the namespace at once.
+func (e *env) waitClaimsSeen(n int) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("the binder saw %d claims", n), func() string {
+		list, err := e.client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		seen := map[string]bool{}
+		for _, ev := range list.Items {
+			if ev.Reason == binding.EventProvisioningFailed && ev.Message == e.classNotFound() && ev.Source.Component == binderComponent {
+				seen[ev.InvolvedObject.Name] = true
+			}
+		}
+		if len(seen) < n {
+			return fmt.Sprintf("%d of %d", len(seen), n)
+		}
+		return ""
+	})
+}
+
+func (e *env) classNotFound() string {
+	return fmt.Sprintf("storageclass.storage.k8s.io %q not found", e.class)
 }

@@ -10,9 +10,10 @@ import (
 // by the controller, and the claim's status copies the PV's.
 func TestStaticBindPicksSmallestFit(t *testing.T) {
 	e := newEnv(t)
-	e.createPV(e.pv("small", "1Gi"))
-	e.createPV(e.pv("fit", "5Gi"))
-	e.createPV(e.pv("big", "10Gi"))
+	// Available: the binder has seen each one before the claim comes.
+	e.availablePV(e.pv("small", "1Gi"))
+	e.availablePV(e.pv("fit", "5Gi"))
+	e.availablePV(e.pv("big", "10Gi"))
 	e.createClaim(e.claim("data", "2Gi"))
 	e.waitBound("data", e.ns+"-fit")
 	c, pv := e.getClaim("data"), e.getPV(e.ns+"-fit")
@@ -34,7 +35,7 @@ func TestStaticBindPicksSmallestFit(t *testing.T) {
 func TestPVCreatedLaterBindsWaitingClaim(t *testing.T) {
 	e := newEnv(t)
 	e.createClaim(e.claim("data", "1Gi"))
-	e.waitClaimPhase("data", v1.ClaimPending)
+	e.waitClaimSeen("data")
 	e.createPV(e.pv("late", "1Gi"))
 	e.waitBound("data", e.ns+"-late")
 }

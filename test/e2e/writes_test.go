@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 )
 
@@ -29,7 +27,7 @@ func TestBindingAFreshVolumeTakesFourWrites(t *testing.T) {
 			}
 			e.createClaim(e.claim("data", "1Gi"))
 			if !before {
-				e.waitClaimPhase("data", v1.ClaimPending)
+				e.waitClaimSeen("data")
 			}
 			e.createPV(e.pv("fresh", "1Gi"))
 			if before {

@@ -35,7 +35,12 @@ func recyclerPodName(pvName string) string { return "recycler-for-" + pvName }
 // the reference, we do not start a new scrub on every resync.
 func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d binding.VolumeDecision) error {
 	if pv.Status.Phase == v1.VolumeFailed {
-		return nil
+		// Not scrubbed again; only a recycler pod whose delete failed
+		// is left to remove.
+		if pod, err := c.recyclerPod(pv.Name); err != nil || pod == nil {
+			return err
+		}
+		return c.deleteRecycler(ctx, pv.Name)
 	}
 	pv, err := c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message))
 	if err != nil {
@@ -120,16 +125,20 @@ func (c *Controller) recycleSucceeded(ctx context.Context, pv *v1.PersistentVolu
 	if _, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, v1.VolumeAvailable, "")); err != nil {
 		return err
 	}
+	// The pod goes before the event, so that whoever reads the event finds
+	// the scrub cleaned up; a failed delete is retried by the next sync.
+	err = c.deleteRecycler(ctx, pv.Name)
 	c.recorder.Event(pv, v1.EventTypeNormal, EventVolumeRecycled, "Volume recycled")
-	return c.deleteRecycler(ctx, pv.Name)
+	return err
 }
 
 func (c *Controller) recycleFailed(ctx context.Context, pv *v1.PersistentVolume, message string) error {
 	if _, err := c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, v1.VolumeFailed, message)); err != nil {
 		return err
 	}
+	err := c.deleteRecycler(ctx, pv.Name)
 	c.recorder.Event(pv, v1.EventTypeWarning, binding.EventVolumeFailedRecycle, message)
-	return c.deleteRecycler(ctx, pv.Name)
+	return err
 }
 
 func (c *Controller) deleteRecycler(ctx context.Context, pvName string) error {
