@@ -42,6 +42,9 @@ come from the drivers); turn off the external-provisioner sidecar of those
 drivers first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
 			rc, err := loadRESTConfig(f.kubeconfig)
 			if err != nil {
 				return err
@@ -94,4 +97,18 @@ func loadRESTConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	return rc, nil
+}
+
+// check rejects flag values the loops would otherwise quietly replace with
+// their defaults.
+func (f *controllerFlags) check() error {
+	switch {
+	case f.cfg.Workers < 1:
+		return fmt.Errorf("--workers %d: want at least 1", f.cfg.Workers)
+	case f.cfg.ResyncPeriod <= 0:
+		return fmt.Errorf("--resync-period %s: want a positive duration such as 15s", f.cfg.ResyncPeriod)
+	case f.qps > 0 && f.burst < 1:
+		return fmt.Errorf("--kube-api-burst %d: want at least 1 while --kube-api-qps limits requests", f.burst)
+	}
+	return nil
 }

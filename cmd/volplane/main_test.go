@@ -239,6 +239,9 @@ current-context: c
 		{[]string{"controller"}, "no cluster: pass --kubeconfig"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "attacher"}, `controller "attacher" is not implemented yet`},
 		{[]string{"controller", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, "kubeconfig"},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--workers", "0"}, "--workers 0: want at least 1"},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--resync-period", "0s"}, "--resync-period 0s: want a positive duration"},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--kube-api-burst", "0"}, "--kube-api-burst 0: want at least 1"},
 	}
 	for _, c := range cases {
 		root := newRootCommand()
