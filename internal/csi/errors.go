@@ -45,6 +45,10 @@ func Classify(err error) Class {
 // IsFinal is Classify(err) == Final for a non-nil err.
 func IsFinal(err error) bool { return err != nil && Classify(err) == Final }
 
+// IsOutOfRoom says whether the driver answered ResourceExhausted: it made
+// nothing, and a driver instance elsewhere (another node) may have room.
+func IsOutOfRoom(err error) bool { return status.Code(err) == codes.ResourceExhausted }
+
 // IsNotFound says whether the driver answered NotFound.
 func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 

@@ -109,6 +109,12 @@ func (p *Pool) ForCreate(driver string, req *csi.TopologyRequirement) *Endpoint 
 	return eps[0]
 }
 
+// ForSegment is the first endpoint of the driver whose topology has every
+// key and value of segment; nil if none has.
+func (p *Pool) ForSegment(driver string, segment map[string]string) *Endpoint {
+	return firstMatching(p.byDriver[driver], func(t map[string]string) bool { return contains(t, segment) })
+}
+
 // ForDelete chooses the endpoint whose topology the volume is accessible
 // from (accessible is usually the PV's node affinity), else the first.
 func (p *Pool) ForDelete(driver string, accessible func(segment map[string]string) bool) *Endpoint {

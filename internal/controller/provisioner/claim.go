@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // claimDecision is a decision with the facts it was made from.
@@ -70,12 +71,27 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if err != nil {
 		return c.failed(ctx, claim, class, driver, err, false)
 	}
+	// Decided before the pin below is written: a claim pinned by an
+	// earlier attempt has no fallbacks.
+	fallbacks := c.fallbacks(claim, driver, plan)
 	if claim, err = c.addFinalizer(ctx, claim, plan.endpoint.Info.NodeID); err != nil {
 		return err
 	}
 	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
 		"External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
 	vol, err := plan.endpoint.CreateVolume(ctx, plan.request)
+	for _, next := range fallbacks {
+		if !csi.IsOutOfRoom(err) {
+			break
+		}
+		// The endpoint made nothing, so the pin may move on with the request.
+		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", plan.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
+		if claim, err = c.repin(ctx, claim, next.endpoint.Info.NodeID); err != nil {
+			return err
+		}
+		plan = next
+		vol, err = plan.endpoint.CreateVolume(ctx, plan.request)
+	}
 	if err != nil {
 		return c.failed(ctx, claim, class, driver, fromDriver(err), true)
 	}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -405,5 +407,52 @@ func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
 	terms := w.pv("pvc-uid-1").Spec.NodeAffinity.Required.NodeSelectorTerms
 	if got := terms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != first {
 		t.Errorf("PV accessible from %v, want [%s]", got, first)
+	}
+}
+
+// An Immediate claim whose preferred node has no room is made on the next
+// node that has, in one sync: ResourceExhausted means the full node made
+// nothing, so the endpoint pin moves on with the request.
+func TestFullPreferredNodeFallsBackToTheNextNode(t *testing.T) {
+	big := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("600Mi")
+	}
+	w := newWorld(t, claim(big), class())
+	nodes := []string{"a", "b"}
+	preferred, other := nodes[hashUID("uid-1")%2], nodes[1-hashUID("uid-1")%2]
+	full := w.pool.ForSegment(testDriver, map[string]string{topoKey: preferred})
+	if _, err := full.CreateVolume(w.ctx, fillerRequest(600<<20)); err != nil {
+		t.Fatalf("fill node %s: %v", preferred, err)
+	}
+	w.start()
+	w.eventually("provisioned on the other node", func() string {
+		pv, c := w.pv("pvc-uid-1"), w.claim()
+		switch {
+		case pv == nil:
+			return fmt.Sprintf("no PV; events %v", w.events)
+		case hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "":
+			return "claim still pinned"
+		}
+		if got := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != other {
+			return fmt.Sprintf("PV accessible from %v, want [%s]", got, other)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 2 {
+		t.Errorf("backend %v, want the filler and the claim's volume", b)
+	}
+	if w.sawEvent("Warning ProvisioningFailed") {
+		t.Errorf("a node with room was left, yet: %v", w.events)
+	}
+}
+
+func fillerRequest(bytes int64) *csipb.CreateVolumeRequest {
+	return &csipb.CreateVolumeRequest{
+		Name:          "filler",
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes},
+		VolumeCapabilities: []*csipb.VolumeCapability{{
+			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		}},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,14 +78,40 @@ func (c *Controller) pinnedPlan(req *csipb.CreateVolumeRequest, driver, node str
 			continue
 		}
 		if req.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
-			req.AccessibilityRequirements = &csipb.TopologyRequirement{
-				Requisite: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
-				Preferred: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
-			}
+			req.AccessibilityRequirements = narrowedTo(e)
 		}
 		return plan{request: req, endpoint: e}, nil
 	}
 	return plan{}, fmt.Errorf("an earlier attempt asked the %s endpoint of node %q, which is not served now; waiting for it", driver, node)
+}
+
+// fallbacks are the plans to try, in the claim's order of preference, when
+// the planned endpoint has no room: one per other preferred segment served,
+// each narrowed to its endpoint. None for a claim pinned to an endpoint or
+// to a selected node: those must go where they were sent.
+func (c *Controller) fallbacks(claim *v1.PersistentVolumeClaim, driver string, p plan) []plan {
+	if claim.Annotations[AnnEndpointNode] != "" || claim.Annotations[annSelectedNode] != "" {
+		return nil
+	}
+	var out []plan
+	for _, seg := range p.request.GetAccessibilityRequirements().GetPreferred() {
+		e := c.pool.ForSegment(driver, seg.GetSegments())
+		if e == nil || e == p.endpoint || e.Info.NodeID == "" {
+			continue
+		}
+		req := proto.Clone(p.request).(*csipb.CreateVolumeRequest)
+		req.AccessibilityRequirements = narrowedTo(e)
+		out = append(out, plan{request: req, endpoint: e})
+	}
+	return out
+}
+
+// narrowedTo asks for exactly the endpoint's segment.
+func narrowedTo(e *csi.Endpoint) *csipb.TopologyRequirement {
+	return &csipb.TopologyRequirement{
+		Requisite: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
+		Preferred: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
+	}
 }
 
 // selectedNode is the claim's selected node, nil without one. A node the

@@ -43,6 +43,20 @@ func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolum
 	return c.updateClaim(ctx, upd)
 }
 
+// repin moves the endpoint pin to node: only after the pinned endpoint
+// answered that it made nothing.
+func (c *Controller) repin(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) (*v1.PersistentVolumeClaim, error) {
+	if claim.Annotations[AnnEndpointNode] == node {
+		return claim, nil
+	}
+	upd := claim.DeepCopy()
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnEndpointNode] = node
+	return c.updateClaim(ctx, upd)
+}
+
 // dropFinalizer says no backend volume can exist without a PV any more:
 // the finalizer and the endpoint pin go together.
 func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
