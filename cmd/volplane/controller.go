@@ -73,6 +73,7 @@ drivers first.`,
 		"a CSI driver's socket, unix:///absolute/path, for the provisioner; repeat for several (one per node of a node-local driver)")
 	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
+	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", 5*time.Minute, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
 	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
 	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
 	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", "volplane-controller", "name of the leader election Lease")
@@ -107,6 +108,8 @@ func (f *controllerFlags) check() error {
 		return fmt.Errorf("--workers %d: want at least 1", f.cfg.Workers)
 	case f.cfg.ResyncPeriod <= 0:
 		return fmt.Errorf("--resync-period %s: want a positive duration such as 15s", f.cfg.ResyncPeriod)
+	case f.cfg.RecycleTimeout <= 0:
+		return fmt.Errorf("--recycle-timeout %s: want a positive duration such as 5m", f.cfg.RecycleTimeout)
 	case f.qps > 0 && f.burst < 1:
 		return fmt.Errorf("--kube-api-burst %d: want at least 1 while --kube-api-qps limits requests", f.burst)
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
 )
 
 // bindAndRelease binds a new claim "data" to a new PV and deletes the claim.
@@ -178,4 +181,36 @@ func assertRecyclerPod(t *testing.T, pod *v1.Pod, pv *v1.PersistentVolume) {
 	if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
 		t.Errorf("recycler pod restartPolicy %s, want Never", pod.Spec.RestartPolicy)
 	}
+}
+
+// A scrub that outlives --recycle-timeout leaves the PV Failed with a
+// Warning naming the pod, and the pod is told to go.
+func TestRecycleThatOutlivesItsTimeoutFails(t *testing.T) {
+	withoutSharedBinder(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, manager.Config{
+			REST: clustertest.ControlPlane(t).RESTConfig, Controllers: []string{manager.Binder},
+			Workers: 2, ResyncPeriod: 2 * time.Second, RecycleTimeout: 2 * time.Second,
+		})
+	}()
+	defer func() { cancel(); <-done }()
+
+	pv, _ := bindAndRelease(e, e.pv("data", "1Gi", pvPolicy(v1.PersistentVolumeReclaimRecycle)))
+	pod := e.waitPod(recyclerNamespace, "recycler-for-"+pv.Name)
+	t.Cleanup(func() { e.forceDeletePod(recyclerNamespace, pod.Name) })
+	msg := "Recycle failed: recycler pod " + pod.Name + " did not finish in 2s"
+	e.waitPVEvent(pv.Name, v1.EventTypeWarning, binding.EventVolumeFailedRecycle, msg)
+	if got := e.waitPVPhase(pv.Name, v1.VolumeFailed); got.Status.Message != msg {
+		t.Errorf("PV status message %q, want %q", got.Status.Message, msg)
+	}
+	e.eventually("recycler pod being deleted", func() string {
+		p, err := e.client.CoreV1().Pods(recyclerNamespace).Get(e.ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && p.DeletionTimestamp != nil {
+			return ""
+		}
+		return fmt.Sprintf("pod still running (%v)", err)
+	})
 }

@@ -37,7 +37,7 @@ func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d bin
 	if pv.Status.Phase == v1.VolumeFailed {
 		// Not scrubbed again; only a recycler pod whose delete failed
 		// is left to remove.
-		if pod, err := c.recyclerPod(pv.Name); err != nil || pod == nil {
+		if pod, err := c.recyclerPod(pv.Name); err != nil || pod == nil || pod.DeletionTimestamp != nil {
 			return err
 		}
 		return c.deleteRecycler(ctx, pv.Name)

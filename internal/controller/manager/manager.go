@@ -50,6 +50,8 @@ type Config struct {
 	Workers     int
 	// ResyncPeriod is the binder's safety-net resync.
 	ResyncPeriod time.Duration
+	// RecycleTimeout bounds a recycler pod's scrub (0: the binder's default).
+	RecycleTimeout time.Duration
 	// LeaderElect runs the loops only while holding the Lease
 	// LeaderElectNamespace/LeaderElectName.
 	LeaderElect          bool
@@ -179,7 +181,7 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	if slices.Contains(cfg.Controllers, Binder) {
 		b, err := binder.New(binder.Config{
 			Client: client, Informers: factory, Recorder: recorder(events, binder.EventComponent), Metrics: reg,
-			Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+			Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, RecycleTimeout: cfg.RecycleTimeout,
 		})
 		if err != nil {
 			return err
