@@ -36,7 +36,7 @@ func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass,
 			MountOptions:                  class.MountOptions,
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
 				Driver: driver, VolumeHandle: vol.GetVolumeId(),
-				FSType: class.Parameters[paramFSType], VolumeAttributes: vol.GetVolumeContext(),
+				FSType: fsType(claim, class), VolumeAttributes: vol.GetVolumeContext(),
 			}},
 			NodeAffinity: nodeAffinity(vol.GetAccessibleTopology()),
 		},
@@ -74,4 +74,13 @@ func accessibleFrom(pv *v1.PersistentVolume) func(map[string]string) bool {
 	return func(seg map[string]string) bool {
 		return volumehelpers.CheckNodeAffinity(pv, seg) == nil
 	}
+}
+
+// fsType is the class's csi.storage.k8s.io/fstype for a filesystem volume;
+// a raw block volume has no filesystem, so none is recorded.
+func fsType(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) string {
+	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == v1.PersistentVolumeBlock {
+		return ""
+	}
+	return class.Parameters[paramFSType]
 }

@@ -41,6 +41,11 @@ func TestBuildVolume(t *testing.T) {
 	retained := buildVolume(c, class(func(s *storagev1.StorageClass) {
 		s.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	}), testDriver, &csipb.Volume{VolumeId: "h2"})
+	block := buildVolume(claim(func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock) }),
+		class(func(s *storagev1.StorageClass) { s.Parameters = map[string]string{paramFSType: "xfs"} }), testDriver, vol)
+	if block.Spec.CSI.FSType != "" || *block.Spec.VolumeMode != v1.PersistentVolumeBlock {
+		t.Errorf("block PV: fsType %q volumeMode %v, want no filesystem", block.Spec.CSI.FSType, block.Spec.VolumeMode)
+	}
 	if len(retained.Finalizers) != 0 || retained.Spec.NodeAffinity != nil || retained.Spec.Capacity.Storage().Value() != 1<<20 {
 		t.Errorf("retain PV: finalizers %v affinity %v capacity %v", retained.Finalizers, retained.Spec.NodeAffinity, retained.Spec.Capacity)
 	}
