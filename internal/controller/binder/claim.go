@@ -26,7 +26,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	claim = c.newClaim.observe(key, claim)
+	claim = c.newClaim.Observe(key, claim)
 	in, err := c.claimInput(claim)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (c *Controller) setClaimPhase(ctx context.Context, claim *v1.PersistentVolu
 func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	unlock := c.pvLocks.lock(pv.Name)
 	defer unlock()
-	pv = c.newPV.observe(pv.Name, pv)
+	pv = c.newPV.Observe(pv.Name, pv)
 	if err := c.stillFor(pv, claim); err != nil {
 		return err
 	}

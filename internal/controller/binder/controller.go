@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -19,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/index"
 )
 
@@ -72,14 +69,13 @@ type Controller struct {
 	claimQ   workqueue.TypedRateLimitingInterface[string]
 	volumeQ  workqueue.TypedRateLimitingInterface[string]
 	pvLocks  *keyedMutex
-	newPV    *newest[*v1.PersistentVolume]
-	newClaim *newest[*v1.PersistentVolumeClaim]
+	newPV    *loop.Newest[*v1.PersistentVolume]
+	newClaim *loop.Newest[*v1.PersistentVolumeClaim]
 	events   *eventMemory
+	runner   *loop.Runner
 
 	// mu guards the index, the reservations it holds and the waiting claims:
 	// choosing a PV and reserving it must be one step.
-	ready atomic.Bool
-
 	mu      sync.Mutex
 	index   *index.Index
 	waiting *waitingClaims
@@ -111,11 +107,11 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: cfg.Client, recorder: cfg.Recorder, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		recycleNamespace: cfg.RecyclerNamespace, recycleImage: cfg.RecyclerImage, recycleTimeout: cfg.RecycleTimeout,
-		claimQ:   newQueue("claims"),
-		volumeQ:  newQueue("volumes"),
+		claimQ:   loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
+		volumeQ:  loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
 		pvLocks:  newKeyedMutex(),
-		newPV:    newNewest[*v1.PersistentVolume](),
-		newClaim: newNewest[*v1.PersistentVolumeClaim](),
+		newPV:    loop.NewNewest[*v1.PersistentVolume](),
+		newClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 		events:   newEventMemory(),
 		index:    index.New(),
 		waiting:  newWaitingClaims(),
@@ -123,6 +119,11 @@ func New(cfg Config) (*Controller, error) {
 	if err := c.registerInformers(cfg.Informers); err != nil {
 		return nil, err
 	}
+	// Conflicts are harmless and frequent across thousands of binds: retry them
+	// fast, per key, with no global cap.
+	c.runner = &loop.Runner{Name: "Binder", Synced: c.synced, Workers: c.workers,
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim}, {Q: c.volumeQ, Sync: c.syncVolume}},
+		Resync: c.resyncUnsettled, ResyncPeriod: c.resync}
 	m, err := newMetrics(cfg.Metrics, c.pvs, c.claims)
 	if err != nil {
 		return nil, fmt.Errorf("binder: register metrics: %w", err)
@@ -132,72 +133,9 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// newQueue retries failed keys with per-key exponential backoff only: the
-// default controller limiter also caps all retries at 10/s together, which
-// would throttle a burst of harmless conflicts across thousands of binds.
-func newQueue(name string) workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "binder-" + name})
-}
-
 // Run starts the workers once the caches are synced and blocks until ctx is
 // done. The informer factory must be started by the caller after New.
-func (c *Controller) Run(ctx context.Context) error {
-	defer utilruntime.HandleCrash()
-	defer c.claimQ.ShutDown()
-	defer c.volumeQ.ShutDown()
-	logger := klog.FromContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil // stopped before the caches synced: a normal shutdown
-	}
-	c.ready.Store(true)
-	defer c.ready.Store(false)
-	logger.Info("Binder started", "workers", c.workers)
-	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.claimWorker, time.Second) })
-		wg.Go(func() { wait.UntilWithContext(ctx, c.volumeWorker, time.Second) })
-	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.resyncUnsettled, c.resync) })
-	<-ctx.Done()
-	c.claimQ.ShutDown()
-	c.volumeQ.ShutDown()
-	wg.Wait()
-	logger.Info("Binder stopped")
-	return nil
-}
+func (c *Controller) Run(ctx context.Context) error { return c.runner.Run(ctx) }
 
 // Ready reports whether the caches are synced and the workers run.
-func (c *Controller) Ready() bool { return c.ready.Load() }
-
-func (c *Controller) claimWorker(ctx context.Context) {
-	for c.processNext(ctx, c.claimQ, c.syncClaim) {
-	}
-}
-
-func (c *Controller) volumeWorker(ctx context.Context) {
-	for c.processNext(ctx, c.volumeQ, c.syncVolume) {
-	}
-}
-
-// processNext runs one sync. A conflict means our copy was stale: it is
-// retried like any failure, but is not worth a log line.
-func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) bool {
-	key, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(key)
-	err := sync(ctx, key)
-	switch {
-	case err == nil:
-		q.Forget(key)
-	case isConflict(err):
-		q.AddRateLimited(key)
-	default:
-		klog.FromContext(ctx).V(2).Info("Sync failed, will retry", "key", key, "err", err)
-		q.AddRateLimited(key)
-	}
-	return true
-}
+func (c *Controller) Ready() bool { return c.runner.Ready() }

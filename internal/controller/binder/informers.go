@@ -78,10 +78,10 @@ func (c *Controller) onVolume(obj any) {
 	if !ok {
 		return
 	}
-	if c.newPV.isOwnWrite(pv.Name, pv) {
+	if c.newPV.IsOwnWrite(pv.Name, pv) {
 		return // index and newest copy were updated when we wrote it
 	}
-	pv = c.newPV.observe(pv.Name, pv)
+	pv = c.newPV.Observe(pv.Name, pv)
 	c.mu.Lock()
 	c.index.Upsert(pv)
 	c.mu.Unlock()
@@ -96,7 +96,7 @@ func (c *Controller) onVolumeDeleted(obj any) {
 	if !ok {
 		return
 	}
-	c.newPV.forget(pv.Name)
+	c.newPV.Forget(pv.Name)
 	c.mu.Lock()
 	c.index.Delete(pv.Name)
 	c.waiting.forgetVolume(pv.Name)
@@ -115,10 +115,10 @@ func (c *Controller) onClaim(obj any) {
 		return
 	}
 	key := binding.ClaimKey(claim)
-	if c.newClaim.isOwnWrite(key, claim) {
+	if c.newClaim.IsOwnWrite(key, claim) {
 		return // waiting set and newest copy were updated when we wrote it
 	}
-	claim = c.newClaim.observe(key, claim)
+	claim = c.newClaim.Observe(key, claim)
 	c.mu.Lock()
 	c.waiting.update(claim)
 	c.mu.Unlock()
@@ -134,7 +134,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 		return
 	}
 	key := binding.ClaimKey(claim)
-	c.newClaim.forget(key)
+	c.newClaim.Forget(key)
 	c.mu.Lock()
 	c.waiting.remove(key)
 	c.mu.Unlock()

@@ -92,20 +92,3 @@ func TestADeletedVolumeStopsHoldingItsClaim(t *testing.T) {
 		t.Errorf("claim still busy after its PV was deleted: pv2 woke %q", key)
 	}
 }
-
-func TestNewestKeepsTheNewerCopy(t *testing.T) {
-	n := newNewest[*v1.PersistentVolume]()
-	at := func(rv string, uid types.UID) *v1.PersistentVolume {
-		return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", ResourceVersion: rv, UID: uid}}
-	}
-	n.observe("pv", at("10", "a"))
-	if got := n.observe("pv", at("9", "a")); got.ResourceVersion != "10" {
-		t.Errorf("an older informer copy replaced our newer write: got rv %s", got.ResourceVersion)
-	}
-	if got := n.observe("pv", at("11", "a")); got.ResourceVersion != "11" {
-		t.Errorf("a newer copy was ignored: got rv %s", got.ResourceVersion)
-	}
-	if got := n.observe("pv", at("3", "b")); got.UID != "b" {
-		t.Error("a re-created object (new UID) must replace the old one whatever its version")
-	}
-}

@@ -42,7 +42,7 @@ func (c *Controller) updateVolumeStatusOr(ctx context.Context, cur, upd *v1.Pers
 // to the waiting claims through its volume sync: its own informer event will
 // not trigger one (see newest.isOwnWrite).
 func (c *Controller) storeVolume(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	pv = c.newPV.wrote(pv.Name, pv)
+	pv = c.newPV.Wrote(pv.Name, pv)
 	c.mu.Lock()
 	c.index.Upsert(pv)
 	c.mu.Unlock()
@@ -91,15 +91,11 @@ func (c *Controller) updateClaimStatus(ctx context.Context, claim *v1.Persistent
 }
 
 func (c *Controller) storeClaim(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
-	claim = c.newClaim.wrote(binding.ClaimKey(claim), claim)
+	claim = c.newClaim.Wrote(binding.ClaimKey(claim), claim)
 	c.mu.Lock()
 	c.waiting.update(claim)
 	c.mu.Unlock()
 	return claim
-}
-
-func isConflict(err error) bool {
-	return apierrors.IsConflict(err)
 }
 
 // Reads. Listers first, then our newest copies on top.
@@ -112,7 +108,7 @@ func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.newPV.observe(name, pv), nil
+	return c.newPV.Observe(name, pv), nil
 }
 
 func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, error) {
@@ -123,7 +119,7 @@ func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, e
 	if err != nil {
 		return nil, err
 	}
-	return c.newClaim.observe(namespace+"/"+name, claim), nil
+	return c.newClaim.Observe(namespace+"/"+name, claim), nil
 }
 
 func (c *Controller) claimClass(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {

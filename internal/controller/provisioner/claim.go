@@ -29,7 +29,7 @@ func (c *Controller) decide(claim *v1.PersistentVolumeClaim) claimDecision {
 	pvName := volumeName(claim)
 	if _, err := c.pvs.Get(pvName); err == nil {
 		f.pvExists = true
-	} else if _, ok := c.madePVs.get(pvName); ok {
+	} else if _, ok := c.madePVs.Get(pvName); ok {
 		f.pvExists = true
 	}
 	return claimDecision{action: decideClaim(f), facts: f}
@@ -44,7 +44,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	claim = c.newClaim.observe(key, claim)
+	claim = c.newClaim.Observe(key, claim)
 	d := c.decide(claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
 	if d.action != claimNone {

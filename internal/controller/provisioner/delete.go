@@ -22,8 +22,8 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := c.madePVs.get(name); ok {
-		pv = c.madePVs.observe(name, pv)
+	if _, ok := c.madePVs.Get(name); ok {
+		pv = c.madePVs.Observe(name, pv)
 	}
 	action := decideVolume(pv, c.pool.Serves)
 	logger := klog.FromContext(ctx).WithValues("pv", klog.KObj(pv))
@@ -87,6 +87,6 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	c.madePVs.observe(out.Name, out)
+	c.madePVs.Observe(out.Name, out)
 	return nil
 }

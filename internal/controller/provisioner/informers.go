@@ -59,7 +59,7 @@ func (c *Controller) onClaim(obj any) {
 		return
 	}
 	key := claimKey(claim.Namespace, claim.Name)
-	claim = c.newClaim.observe(key, claim)
+	claim = c.newClaim.Observe(key, claim)
 	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
 		c.claimQ.Add(key)
 	}
@@ -70,7 +70,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 		obj = t.Obj
 	}
 	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
-		c.newClaim.forget(claimKey(claim.Namespace, claim.Name))
+		c.newClaim.Forget(claimKey(claim.Namespace, claim.Name))
 		c.events.forget(claim.UID)
 	}
 }
@@ -93,7 +93,7 @@ func (c *Controller) onVolumeDeleted(obj any) {
 		obj = t.Obj
 	}
 	if pv, ok := obj.(*v1.PersistentVolume); ok {
-		c.madePVs.forget(pv.Name)
+		c.madePVs.Forget(pv.Name)
 		c.events.forget(pv.UID)
 	}
 }

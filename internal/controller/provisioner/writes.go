@@ -19,7 +19,7 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 	if err != nil {
 		return nil, fmt.Errorf("update claim %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
-	return c.newClaim.observe(claimKey(out.Namespace, out.Name), out), nil
+	return c.newClaim.Observe(claimKey(out.Namespace, out.Name), out), nil
 }
 
 // addFinalizer persists that a backend volume may exist from now on, and
@@ -87,7 +87,7 @@ func without(list []string, s string) []string {
 func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	out, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if err == nil {
-		c.madePVs.observe(out.Name, out)
+		c.madePVs.Observe(out.Name, out)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -100,6 +100,6 @@ func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolum
 	if ref := have.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
 		return final(fmt.Errorf("PV %s exists and was not made for this claim", pv.Name))
 	}
-	c.madePVs.observe(have.Name, have)
+	c.madePVs.Observe(have.Name, have)
 	return nil
 }

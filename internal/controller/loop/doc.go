@@ -1,0 +1,8 @@
+// Package loop holds what every control loop of volplane shares: keyed work
+// queues drained by workers once the informer caches are synced (Runner),
+// and the newest copy of each object a loop has seen or written (Newest).
+//
+// Nouns: Runner (the workers and the safety-net resync of one loop), Queue
+// (a work queue and the sync that handles its keys), Newest (per key, the
+// newer of the informer's copy and our last write's).
+package loop

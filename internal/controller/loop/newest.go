@@ -1,0 +1,87 @@
+package loop
+
+import (
+	"strconv"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Newest remembers, per key, the newest copy of an object seen from the
+// informer or returned by our own writes. Informers lag behind writes;
+// without this a sync could act on (and write back) a copy older than the
+// one it just wrote, which is how the reference ends up fighting itself
+// with 409s.
+type Newest[T metav1.Object] struct {
+	mu   sync.Mutex
+	objs map[string]T
+	// own holds the resourceVersion of our last write per key: the informer
+	// event of that version tells us nothing we do not know.
+	own map[string]string
+}
+
+// NewNewest returns an empty Newest.
+func NewNewest[T metav1.Object]() *Newest[T] {
+	return &Newest[T]{objs: map[string]T{}, own: map[string]string{}}
+}
+
+// Wrote records what one of our writes returned and returns the newest copy.
+func (n *Newest[T]) Wrote(key string, obj T) T {
+	obj = n.Observe(key, obj)
+	n.mu.Lock()
+	n.own[key] = obj.GetResourceVersion()
+	n.mu.Unlock()
+	return obj
+}
+
+// IsOwnWrite says whether obj is exactly the version our last write made.
+// The sync that wrote it already decided what follows, so its informer event
+// needs no sync of its own.
+func (n *Newest[T]) IsOwnWrite(key string, obj T) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	rv, ok := n.own[key]
+	return ok && rv == obj.GetResourceVersion()
+}
+
+// Observe records obj unless the held copy of the same object is newer, and
+// returns the newer of the two.
+func (n *Newest[T]) Observe(key string, obj T) T {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if held, ok := n.objs[key]; ok && olderThan(obj, held) {
+		return held
+	}
+	n.objs[key] = obj
+	return obj
+}
+
+// Get returns the held copy.
+func (n *Newest[T]) Get(key string) (T, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	obj, ok := n.objs[key]
+	return obj, ok
+}
+
+// Forget drops the key when the object is deleted.
+func (n *Newest[T]) Forget(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.objs, key)
+	delete(n.own, key)
+}
+
+// olderThan compares the resourceVersions of one object numerically. The API
+// server documents them as opaque, but etcd3 storage makes them increasing
+// integers, and the reference controller relies on the same; a re-created
+// object (another UID) replaces the old one, and an unparsable version
+// counts as newer so that we never pin a stale copy.
+func olderThan(a, b metav1.Object) bool {
+	if a.GetUID() != b.GetUID() {
+		return false
+	}
+	av, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	bv, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	return errA == nil && errB == nil && av < bv
+}

@@ -1,0 +1,47 @@
+package loop
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func pvAt(rv string, uid types.UID) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", ResourceVersion: rv, UID: uid}}
+}
+
+func TestNewestKeepsTheNewerCopy(t *testing.T) {
+	n := NewNewest[*v1.PersistentVolume]()
+	n.Observe("pv", pvAt("10", "a"))
+	if got := n.Observe("pv", pvAt("9", "a")); got.ResourceVersion != "10" {
+		t.Errorf("an older informer copy replaced our newer write: got rv %s", got.ResourceVersion)
+	}
+	if got := n.Observe("pv", pvAt("11", "a")); got.ResourceVersion != "11" {
+		t.Errorf("a newer copy was ignored: got rv %s", got.ResourceVersion)
+	}
+	if got := n.Observe("pv", pvAt("3", "b")); got.UID != "b" {
+		t.Error("a re-created object (new UID) must replace the old one whatever its version")
+	}
+	if got := n.Observe("pv", pvAt("x", "b")); got.ResourceVersion != "x" {
+		t.Error("an unparsable version must not pin the held copy")
+	}
+}
+
+// Only the exact version our last write returned counts as our own write,
+// and forgetting the key forgets that too.
+func TestOwnWritesAreRecognisedByVersion(t *testing.T) {
+	n := NewNewest[*v1.PersistentVolume]()
+	n.Wrote("pv", pvAt("5", "a"))
+	if !n.IsOwnWrite("pv", pvAt("5", "a")) || n.IsOwnWrite("pv", pvAt("6", "a")) {
+		t.Error("own write not told apart by resourceVersion")
+	}
+	if got, ok := n.Get("pv"); !ok || got.ResourceVersion != "5" {
+		t.Errorf("held copy %v, %v; want rv 5", got, ok)
+	}
+	n.Forget("pv")
+	if _, ok := n.Get("pv"); ok || n.IsOwnWrite("pv", pvAt("5", "a")) {
+		t.Error("a forgotten key is still held")
+	}
+}
