@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,37 +13,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
-// startDriver serves the bundled driver for node on a socket in a short
-// temp dir (unix socket paths are limited) and stops it with the test.
-func startDriver(t *testing.T, node string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "vp-csi-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, DataDir: filepath.Join(dir, "data"),
-		Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- drv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; _ = os.RemoveAll(dir) })
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "csi.sock")); err == nil {
-			return endpoint
-		}
-	}
-	t.Fatal("driver socket never appeared")
-	return ""
-}
-
 func TestDialProbesTheHostpathDriver(t *testing.T) {
-	endpoint := startDriver(t, "node-a")
+	endpoint := hostpathtest.Serve(t, "node-a", 1<<30)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {

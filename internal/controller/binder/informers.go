@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // podsByClaim indexes pods by namespace/claimName of every claim they use.
@@ -24,36 +25,17 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 		return fmt.Errorf("binder: pod index: %w", err)
 	}
 	c.pods = podInf.Informer().GetIndexer()
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{pvInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
-		{claimInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
-		{classInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClass, UpdateFunc: updated(c.onClass)}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: updated(c.onPod), DeleteFunc: c.onPod}},
+	synced, err := loop.Register(
+		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		loop.Handler{Informer: classInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClass, UpdateFunc: loop.Updated(c.onClass)}},
+		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: loop.Updated(c.onPod), DeleteFunc: c.onPod}},
+	)
+	if err != nil {
+		return fmt.Errorf("binder: %w", err)
 	}
-	for _, h := range handlers {
-		reg, err := h.inf.AddEventHandler(h.h)
-		if err != nil {
-			return fmt.Errorf("binder: event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
-	}
+	c.synced = synced
 	return nil
-}
-
-// updated adapts an add handler to updates, ignoring re-deliveries of an
-// unchanged object (informer resyncs): we run our own, narrower resync.
-func updated(h func(any)) func(any, any) {
-	return func(old, cur any) {
-		o, okO := old.(interface{ GetResourceVersion() string })
-		n, okN := cur.(interface{ GetResourceVersion() string })
-		if okO && okN && o.GetResourceVersion() == n.GetResourceVersion() {
-			return
-		}
-		h(cur)
-	}
 }
 
 func claimsOfPod(obj any) ([]string, error) {

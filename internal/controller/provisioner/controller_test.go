@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
 // world is a controller test: the fake API, a real hostpath driver per
@@ -42,7 +40,7 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	t.Helper()
 	var eps []string
 	for _, n := range []string{"a", "b"} {
-		eps = append(eps, serveDriver(t, n))
+		eps = append(eps, hostpathtest.Serve(t, n, 1<<30))
 		objs = append(objs, node(n))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,31 +67,6 @@ func (w *world) start() {
 	factory.Start(ctx.Done())
 	go func() { done <- c.Run(ctx) }()
 	w.t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
-}
-
-func serveDriver(t *testing.T, nodeID string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "vp-prov-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: nodeID, DataDir: filepath.Join(dir, "data"),
-		Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- drv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; _ = os.RemoveAll(dir) })
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "csi.sock")); err == nil {
-			return endpoint
-		}
-	}
-	t.Fatal("driver socket never appeared")
-	return ""
 }
 
 // backend lists the volume IDs every driver holds.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
@@ -18,35 +20,17 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	classInf := f.Storage().V1().StorageClasses()
 	nodeInf := f.Core().V1().Nodes()
 	c.pvs, c.claims, c.classes, c.nodes = pvInf.Lister(), claimInf.Lister(), classInf.Lister(), nodeInf.Lister()
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{pvInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
-		{claimInf.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
-		{classInf.Informer(), cache.ResourceEventHandlerFuncs{}},
-		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{}},
+	synced, err := loop.Register(
+		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		loop.Handler{Informer: classInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
+		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
+	)
+	if err != nil {
+		return fmt.Errorf("provisioner: %w", err)
 	}
-	for _, h := range handlers {
-		reg, err := h.inf.AddEventHandler(h.h)
-		if err != nil {
-			return fmt.Errorf("provisioner: event handler: %w", err)
-		}
-		c.synced = append(c.synced, reg.HasSynced)
-	}
+	c.synced = synced
 	return nil
-}
-
-// updated ignores re-deliveries of an unchanged object.
-func updated(h func(any)) func(any, any) {
-	return func(old, cur any) {
-		o, okO := old.(interface{ GetResourceVersion() string })
-		n, okN := cur.(interface{ GetResourceVersion() string })
-		if okO && okN && o.GetResourceVersion() == n.GetResourceVersion() {
-			return
-		}
-		h(cur)
-	}
 }
 
 func claimKey(ns, name string) string { return ns + "/" + name }

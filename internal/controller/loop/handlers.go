@@ -1,0 +1,42 @@
+package loop
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// Handler is what a loop wants to hear from one informer.
+type Handler struct {
+	Informer cache.SharedIndexInformer
+	Funcs    cache.ResourceEventHandlerFuncs
+}
+
+// Register adds every handler and returns what a Runner must wait for: each
+// registration's HasSynced, so the workers start only once every handler
+// has been given every object of its informer's first list.
+func Register(handlers ...Handler) ([]cache.InformerSynced, error) {
+	var synced []cache.InformerSynced
+	for _, h := range handlers {
+		reg, err := h.Informer.AddEventHandler(h.Funcs)
+		if err != nil {
+			return nil, fmt.Errorf("event handler: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	return synced, nil
+}
+
+// Updated adapts an add handler to updates, ignoring re-deliveries of an
+// unchanged object (informer resyncs): the loops run their own, narrower
+// resync.
+func Updated(h func(any)) func(any, any) {
+	return func(old, cur any) {
+		o, okO := old.(interface{ GetResourceVersion() string })
+		n, okN := cur.(interface{ GetResourceVersion() string })
+		if okO && okN && o.GetResourceVersion() == n.GetResourceVersion() {
+			return
+		}
+		h(cur)
+	}
+}
