@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,16 +10,7 @@ import (
 // The provisioner's flags fail before anything runs, naming what is wrong.
 func TestControllerProvisionerFlagsFailClearly(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	missing := "unix://" + filepath.Join(t.TempDir(), "csi.sock")
 	cases := []struct {
 		args []string

@@ -222,16 +222,7 @@ func TestUnknownSubcommandFails(t *testing.T) {
 func TestControllerRejectsBadInvocationsClearly(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	cases := []struct {
 		args []string
 		want string
@@ -252,4 +243,21 @@ current-context: c
 			t.Errorf("volplane %s: error = %v, want it to say %q", strings.Join(c.args, " "), err, c.want)
 		}
 	}
+}
+
+// unreachableKubeconfig writes a kubeconfig naming a cluster nobody serves:
+// enough for flag checks, which must fail before any request is made.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -66,3 +66,33 @@ func withoutSharedBinder(t testing.TB) {
 	}
 	t.Cleanup(func() { sharedBinder = startBinder(cp.RESTConfig, 4) })
 }
+
+// runManager runs the loops of cfg (by default the binder, against the test
+// control plane) until the test ends, when they must stop cleanly. It
+// returns the base URL of the metrics server, "" without cfg.MetricsAddr.
+func runManager(t testing.TB, cfg manager.Config) string {
+	t.Helper()
+	if cfg.REST == nil {
+		cfg.REST = clustertest.ControlPlane(t).RESTConfig
+	}
+	if cfg.Controllers == nil {
+		cfg.Controllers = []string{manager.Binder}
+	}
+	addr := make(chan string, 1)
+	if cfg.MetricsAddr != "" {
+		cfg.Ready = func(a string) { addr <- a }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- manager.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller stopped with %v", err)
+		}
+	})
+	if cfg.MetricsAddr == "" {
+		return ""
+	}
+	return "http://" + <-addr
+}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
@@ -23,23 +21,10 @@ func TestControllerServesMetricsAndHoldsItsLease(t *testing.T) {
 	withoutSharedBinder(t)
 	e := newEnv(t)
 	e.createPV(e.pv("counted", "1Gi"))
-	addr := make(chan string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Config{
-			REST: clustertest.ControlPlane(t).RESTConfig, Controllers: []string{manager.Binder},
-			LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-e2e",
-			MetricsAddr: "127.0.0.1:0", Ready: func(a string) { addr <- a },
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with %v", err)
-		}
-	}()
-	base := "http://" + <-addr
+	base := runManager(t, manager.Config{
+		LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-e2e",
+		MetricsAddr: "127.0.0.1:0",
+	})
 	e.eventually("/readyz ok", func() string { return httpGetOK(base + "/readyz") })
 	if msg := httpGetOK(base + "/healthz"); msg != "" {
 		t.Errorf("/healthz: %s", msg)
@@ -69,18 +54,7 @@ func TestControllerServesMetricsAndHoldsItsLease(t *testing.T) {
 func TestOperationMetricsTimeHandOffsAndCountFailedDeletes(t *testing.T) {
 	withoutSharedBinder(t)
 	e := newEnv(t)
-	addr := make(chan string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Config{
-			REST: clustertest.ControlPlane(t).RESTConfig, Controllers: []string{manager.Binder},
-			Workers: 2, ResyncPeriod: 2 * time.Second,
-			MetricsAddr: "127.0.0.1:0", Ready: func(a string) { addr <- a },
-		})
-	}()
-	defer func() { cancel(); <-done }()
-	base := "http://" + <-addr
+	base := runManager(t, manager.Config{Workers: 2, ResyncPeriod: 2 * time.Second, MetricsAddr: "127.0.0.1:0"})
 
 	class := e.createClass(e.ns+"-ext", "example.com/external", storagev1.VolumeBindingImmediate, false)
 	e.createClaim(e.claim("handed-off", "1Gi", claimClass(class.Name)))

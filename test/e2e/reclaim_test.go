@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
@@ -188,15 +186,7 @@ func assertRecyclerPod(t *testing.T, pod *v1.Pod, pv *v1.PersistentVolume) {
 func TestRecycleThatOutlivesItsTimeoutFails(t *testing.T) {
 	withoutSharedBinder(t)
 	e := newEnv(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Config{
-			REST: clustertest.ControlPlane(t).RESTConfig, Controllers: []string{manager.Binder},
-			Workers: 2, ResyncPeriod: 2 * time.Second, RecycleTimeout: 2 * time.Second,
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	runManager(t, manager.Config{Workers: 2, ResyncPeriod: 2 * time.Second, RecycleTimeout: 2 * time.Second})
 
 	pv, _ := bindAndRelease(e, e.pv("data", "1Gi", pvPolicy(v1.PersistentVolumeReclaimRecycle)))
 	pod := e.waitPod(recyclerNamespace, "recycler-for-"+pv.Name)
