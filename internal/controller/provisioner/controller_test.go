@@ -277,10 +277,17 @@ func TestReleasedVolumeIsDeleted(t *testing.T) {
 
 // Retain PVs of ours lose the finalizer and are never deleted.
 func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
-	retained := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	w := newWorld(t)
+	made, err := w.pool.ForSegment(testDriver, map[string]string{topoKey: "a"}).CreateVolume(w.ctx, fillerRequest(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained := buildVolume(claim(), class(), testDriver, made)
 	retained.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	retained.Status.Phase = v1.VolumeReleased
-	w := newWorld(t, retained)
+	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, retained, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	w.start()
 	w.eventually("finalizer removed", func() string {
 		pv := w.pv(retained.Name)
@@ -292,6 +299,10 @@ func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
 		}
 		return ""
 	})
+	time.Sleep(500 * time.Millisecond) // a few resyncs of the provisioner
+	if b := w.backend(); len(b) != 1 || w.pv(retained.Name) == nil {
+		t.Errorf("backend %v, PV %v: a Retain volume must keep both", b, w.pv(retained.Name))
+	}
 }
 
 // A deleted claim that may have a backend volume but whose class is gone
