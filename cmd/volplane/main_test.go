@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,8 @@ type upProcess struct {
 	cmd    *exec.Cmd
 	output *bytes.Buffer
 	done   chan error
+	// metrics receives the URL of /metrics once up prints it.
+	metrics chan string
 }
 
 // startUp runs `volplane up` on dir and waits until it says it is up.
@@ -59,7 +62,7 @@ func startUp(t *testing.T, dir string, extra ...string) *upProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &upProcess{cmd: cmd, output: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &upProcess{cmd: cmd, output: &bytes.Buffer{}, done: make(chan error, 1), metrics: make(chan string, 1)}
 	cmd.Stderr = p.output
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -73,6 +76,9 @@ func startUp(t *testing.T, dir string, extra ...string) *upProcess {
 			if !signalled && strings.HasPrefix(scanner.Text(), "volplane is up") {
 				close(up)
 				signalled = true
+			}
+			if url, ok := strings.CutPrefix(scanner.Text(), "Metrics: "); ok {
+				p.metrics <- strings.Fields(url)[0]
 			}
 		}
 		p.done <- cmd.Wait()
@@ -148,6 +154,16 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	provisioned, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The loops' metrics are served on the address up prints.
+	select {
+	case url := <-first.metrics:
+		body := httpGetBody(t, url)
+		if !strings.Contains(body, `pv_collector_bound_pvc_count{namespace="default",storage_class="volplane-hostpath"`) {
+			t.Errorf("%s lacks the bound claim of volplane-hostpath:\n%.2000s", url, body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("up never printed where its metrics are served")
 	}
 
 	second, err := volplane(t, "up", "--data-dir", dir).CombinedOutput()
@@ -260,4 +276,19 @@ current-context: c
 		t.Fatal(err)
 	}
 	return path
+}
+
+func httpGetBody(t *testing.T, url string) string {
+	t.Helper()
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return string(b)
 }

@@ -35,8 +35,9 @@ func defaultDataDir() string {
 
 func newUpCommand() *cobra.Command {
 	var (
-		cfg      cluster.Config
-		capacity = resource.MustParse("100Gi")
+		cfg         cluster.Config
+		capacity    = resource.MustParse("100Gi")
+		metricsAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -49,7 +50,7 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runUp(ctx, cmd, cfg, capacity)
+			return runUp(ctx, cmd, cfg, capacity, metricsAddr)
 		},
 	}
 	f := cmd.Flags()
@@ -59,10 +60,11 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 0, "etcd client port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
 	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, as a quantity")
+	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	return cmd
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity) error {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string) error {
 	if capacity.Sign() <= 0 {
 		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
 	}
@@ -97,7 +99,10 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
-	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.endpoints)) }()
+	lc := upLoops(cp.RESTConfig, drivers.endpoints)
+	lc.MetricsAddr = metricsAddr
+	lc.Ready = func(addr string) { fmt.Fprintf(out, "Metrics: http://%s/metrics (and /healthz, /readyz)\n", addr) }
+	go func() { loops <- manager.Run(ctx, lc) }()
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
