@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -99,10 +100,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
-	lc := upLoops(cp.RESTConfig, drivers.endpoints)
-	lc.MetricsAddr = metricsAddr
-	lc.Ready = func(addr string) { fmt.Fprintf(out, "Metrics: http://%s/metrics (and /healthz, /readyz)\n", addr) }
-	go func() { loops <- manager.Run(ctx, lc) }()
+	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.endpoints, metricsAddr, out)) }()
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
@@ -122,13 +120,16 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 }
 
 // upLoops runs every built loop against the embedded control plane. The API
-// server is ours alone, so the client limits are generous.
-func upLoops(admin *rest.Config, endpoints []string) manager.Config {
+// server is ours alone, so the client limits are generous. Where the metrics
+// are served is told on out once the loops are ready.
+func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.Writer) manager.Config {
 	rc := rest.CopyConfig(admin)
 	rc.QPS, rc.Burst = 200, 400
 	rc.UserAgent = "volplane-controller"
 	return manager.Config{REST: rc, Controllers: manager.Known(),
-		Workers: 4, ResyncPeriod: 15 * time.Second, CSIEndpoints: endpoints}
+		Workers: 4, ResyncPeriod: 15 * time.Second, CSIEndpoints: endpoints,
+		MetricsAddr: metricsAddr,
+		Ready:       func(addr string) { fmt.Fprintf(out, "Metrics: http://%s/metrics (and /healthz, /readyz)\n", addr) }}
 }
 
 // quantityFlag is a flag holding a resource quantity such as 100Gi.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,27 +72,36 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if err != nil {
 		return c.failed(ctx, claim, class, driver, err, false)
 	}
-	// Decided before the pin below is written: a claim pinned by an
-	// earlier attempt has no fallbacks.
-	fallbacks := c.fallbacks(claim, driver, plan)
+	// Decided before the pin below is written: only a claim that no earlier
+	// attempt pinned, and that waits for no selected node, may move on.
+	movable := claim.Annotations[AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
 	if claim, err = c.addFinalizer(ctx, claim, plan.endpoint.Info.NodeID); err != nil {
 		return err
 	}
 	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
 		"External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
 	vol, err := plan.endpoint.CreateVolume(ctx, plan.request)
-	for _, next := range fallbacks {
-		if !csi.IsOutOfRoom(err) {
-			break
-		}
+	if !movable || !csi.IsOutOfRoom(err) {
+		return c.provisioned(ctx, claim, class, driver, vol, err)
+	}
+	for _, next := range c.fallbacks(driver, plan) {
 		// The endpoint made nothing, so the pin may move on with the request.
 		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", plan.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
 		if claim, err = c.repin(ctx, claim, next.endpoint.Info.NodeID); err != nil {
 			return err
 		}
 		plan = next
-		vol, err = plan.endpoint.CreateVolume(ctx, plan.request)
+		if vol, err = plan.endpoint.CreateVolume(ctx, plan.request); !csi.IsOutOfRoom(err) {
+			break
+		}
 	}
+	return c.provisioned(ctx, claim, class, driver, vol, err)
+}
+
+// provisioned finishes after CreateVolume answered: a failure is reported
+// (and, if final, lets the in-progress finalizer go); a volume gets its PV,
+// and then the finalizer goes.
+func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume, err error) error {
 	if err != nil {
 		return c.failed(ctx, claim, class, driver, fromDriver(err), true)
 	}

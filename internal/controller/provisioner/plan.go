@@ -87,12 +87,9 @@ func (c *Controller) pinnedPlan(req *csipb.CreateVolumeRequest, driver, node str
 
 // fallbacks are the plans to try, in the claim's order of preference, when
 // the planned endpoint has no room: one per other preferred segment served,
-// each narrowed to its endpoint. None for a claim pinned to an endpoint or
-// to a selected node: those must go where they were sent.
-func (c *Controller) fallbacks(claim *v1.PersistentVolumeClaim, driver string, p plan) []plan {
-	if claim.Annotations[AnnEndpointNode] != "" || claim.Annotations[annSelectedNode] != "" {
-		return nil
-	}
+// each narrowed to its endpoint. Only for a claim free to move (provision
+// decides): a pinned claim or one on a selected node goes where it was sent.
+func (c *Controller) fallbacks(driver string, p plan) []plan {
 	var out []plan
 	for _, seg := range p.request.GetAccessibilityRequirements().GetPreferred() {
 		e := c.pool.ForSegment(driver, seg.GetSegments())

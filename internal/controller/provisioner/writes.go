@@ -26,15 +26,15 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 // which endpoint may hold it (node "" pins nothing: an endpoint without a
 // node ID is not one of several).
 func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) (*v1.PersistentVolumeClaim, error) {
-	pinned := node == "" || claim.Annotations[AnnEndpointNode] != ""
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && pinned {
+	needsPin := node != "" && claim.Annotations[AnnEndpointNode] == ""
+	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin {
 		return claim, nil
 	}
 	upd := claim.DeepCopy()
 	if !hasFinalizer(upd.Finalizers, ClaimFinalizer) {
 		upd.Finalizers = append(upd.Finalizers, ClaimFinalizer)
 	}
-	if !pinned {
+	if needsPin {
 		if upd.Annotations == nil {
 			upd.Annotations = map[string]string{}
 		}
