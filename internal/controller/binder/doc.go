@@ -14,4 +14,30 @@
 //     write, so two workers can never give one PV to two claims.
 //   - waiting claims: unbound claims with no volume yet; a free PV wakes the
 //     oldest one it fits, so binding never waits for the periodic resync.
+//
+// The invariant. A PV and a claim are bound to each other when the PV's
+// claimRef names the claim (namespace, name and UID) and the claim's
+// spec.volumeName names the PV. At rest, a PV is the volume of at most one
+// Bound claim, and every Bound claim's PV points back at it by UID. Every
+// decision in package binding is written so that applying any prefix of its
+// writes keeps this true and the next sync completes the rest.
+//
+// The four writes of a bind, in this order, each skipped when it would change
+// nothing (package binding returns nil for a no-op):
+//  1. PV spec: claimRef (with the claim's UID) and the bind-completed annotations;
+//  2. PV status: phase Bound;
+//  3. claim spec: volumeName and the bind annotations;
+//  4. claim status: phase Bound, capacity and access modes from the PV.
+//
+// A crash after write 1 leaves a PV that names the claim: the claim's next
+// sync finds it through spec.volumeName or the claimRef and continues at
+// write 2. The claim is never written before the PV names it, so no claim can
+// point at a PV that another claim holds.
+//
+// Lock order. Work on one object is serialized by its queue (one key, one
+// worker). Across the two queues, a PV's writes happen under pvLocks (a
+// mutex per PV name), taken first; Controller.mu, which guards the index, the
+// reservations and the waiting claims, is taken second and only for memory
+// updates, never across an API call. Nothing takes a PV lock while holding
+// Controller.mu, and no sync holds two PV locks at once.
 package binder
