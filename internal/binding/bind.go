@@ -172,7 +172,9 @@ func SetClaimProvisioner(claim *v1.PersistentVolumeClaim, provisioner string) *v
 	out := claim.DeepCopy()
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, storagehelpers.AnnStorageProvisioner, provisioner)
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, storagehelpers.AnnBetaStorageProvisioner, provisioner)
-	migrateAnnotations(out.Annotations, true)
+	if want, change := migratedTo(out.Annotations, true); change {
+		setMigratedTo(out.Annotations, want)
+	}
 	return out
 }
 

@@ -61,10 +61,12 @@ func ExternalProvisioner(class *storagev1.StorageClass) (string, error) {
 // every claim sync): set to the CSI driver when the provisioner is a
 // migrated in-tree plugin, removed otherwise. Nil when nothing changes.
 func ClaimMigration(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
-	out := claim.DeepCopy()
-	if !migrateAnnotations(out.Annotations, true) {
+	want, change := migratedTo(claim.Annotations, true)
+	if !change {
 		return nil
 	}
+	out := claim.DeepCopy()
+	setMigratedTo(out.Annotations, want)
 	return out
 }
 
@@ -74,25 +76,26 @@ func ClaimMigration(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 // (deletionFinalizers). Both changes travel in one Update; nil when nothing
 // changes. Statically provisioned PVs are left alone.
 func VolumeMigration(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	out := pv.DeepCopy()
-	annotated := migrateAnnotations(out.Annotations, false)
-	finalizers, refinalized := deletionFinalizers(out)
-	if !annotated && !refinalized {
+	want, annotate := migratedTo(pv.Annotations, false)
+	finalizers, refinalize := deletionFinalizers(pv)
+	if !annotate && !refinalize {
 		return nil
 	}
-	if refinalized {
+	out := pv.DeepCopy()
+	if annotate {
+		setMigratedTo(out.Annotations, want)
+	}
+	if refinalize {
 		out.Finalizers = finalizers
 	}
 	return out
 }
 
-// migrateAnnotations is updateMigrationAnnotations: it reads the provisioner
-// from provisioned-by (a PV) or storage-provisioner, else its beta (a claim),
-// and reports whether it changed ann.
-func migrateAnnotations(ann map[string]string, claim bool) bool {
-	if ann == nil {
-		return false
-	}
+// migratedTo decides migrated-to as updateMigrationAnnotations does: the
+// provisioner is read from provisioned-by (a PV) or storage-provisioner,
+// else its beta (a claim); without one nothing changes. want is the value
+// to hold, "" for none; change says whether ann holds something else.
+func migratedTo(ann map[string]string, claim bool) (want string, change bool) {
 	key := storagehelpers.AnnDynamicallyProvisioned
 	if claim {
 		key = storagehelpers.AnnStorageProvisioner
@@ -102,21 +105,24 @@ func migrateAnnotations(ann map[string]string, claim bool) bool {
 		provisioner, ok = ann[storagehelpers.AnnBetaStorageProvisioner]
 	}
 	if !ok {
-		return false
+		return "", false
 	}
-	migratedTo := ann[storagehelpers.AnnMigratedTo]
-	if driver := MigratedDriver(provisioner); driver != "" {
-		if migratedTo == driver {
-			return false
-		}
-		ann[storagehelpers.AnnMigratedTo] = driver
-		return true
+	have, has := ann[storagehelpers.AnnMigratedTo]
+	want = MigratedDriver(provisioner)
+	if want == "" {
+		return "", has && have != "" // an empty value is left, as the reference leaves it
 	}
-	if migratedTo == "" {
-		return false
+	return want, have != want
+}
+
+// setMigratedTo writes migratedTo's decision into ann (never nil here: the
+// decision to change came from an annotation).
+func setMigratedTo(ann map[string]string, want string) {
+	if want == "" {
+		delete(ann, storagehelpers.AnnMigratedTo)
+		return
 	}
-	delete(ann, storagehelpers.AnnMigratedTo)
-	return true
+	ann[storagehelpers.AnnMigratedTo] = want
 }
 
 // deletionFinalizers is modifyDeletionFinalizers: only for dynamically
@@ -129,28 +135,28 @@ func deletionFinalizers(pv *v1.PersistentVolume) ([]string, bool) {
 		return pv.Finalizers, false
 	}
 	provisioner := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]
-	out := slices.Clone(pv.Finalizers)
 	if MigratedDriver(provisioner) != "" {
-		return removed(out, InTreeFinalizer)
+		return without(pv.Finalizers, InTreeFinalizer)
 	}
 	if !strings.HasPrefix(provisioner, inTreePrefix) {
 		return pv.Finalizers, false
 	}
-	modified := false
+	out, modified := pv.Finalizers, false
 	switch policy := pv.Spec.PersistentVolumeReclaimPolicy; {
 	case policy == v1.PersistentVolumeReclaimDelete && !slices.Contains(out, InTreeFinalizer):
-		out, modified = append(out, InTreeFinalizer), true
+		out, modified = append(slices.Clone(out), InTreeFinalizer), true
 	case policy == v1.PersistentVolumeReclaimRetain || policy == v1.PersistentVolumeReclaimRecycle:
-		out, modified = removed(out, InTreeFinalizer)
+		out, modified = without(out, InTreeFinalizer)
 	}
-	out, externalRemoved := removed(out, ExternalFinalizer)
+	out, externalRemoved := without(out, ExternalFinalizer)
 	return out, modified || externalRemoved
 }
 
-// removed drops every f from list and reports whether there was one.
-func removed(list []string, f string) ([]string, bool) {
+// without is list without any f, and whether there was one; list itself is
+// never modified (it may be an informer cache's).
+func without(list []string, f string) ([]string, bool) {
 	if !slices.Contains(list, f) {
 		return list, false
 	}
-	return slices.DeleteFunc(list, func(s string) bool { return s == f }), true
+	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == f }), true
 }
