@@ -128,7 +128,9 @@ func (e *env) inTreeEBSClass() string {
 	}
 	_, err := e.client.StorageV1().StorageClasses().Create(e.ctx, sc, metav1.CreateOptions{})
 	e.noError(err, "create class")
-	e.t.Cleanup(func() { _ = e.client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+	})
 	return sc.Name
 }
 
