@@ -160,7 +160,9 @@ func SetClaimClass(claim *v1.PersistentVolumeClaim, class string) *v1.Persistent
 }
 
 // SetClaimProvisioner names the provisioner in both storage-provisioner
-// annotations; external provisioners still read either one.
+// annotations; external provisioners still read either one. Like
+// setClaimProvisioner, the same write brings migrated-to in step with the
+// new name (a CSI driver's name drops it).
 func SetClaimProvisioner(claim *v1.PersistentVolumeClaim, provisioner string) *v1.PersistentVolumeClaim {
 	ga, gaSet := claim.Annotations[storagehelpers.AnnStorageProvisioner]
 	beta, betaSet := claim.Annotations[storagehelpers.AnnBetaStorageProvisioner]
@@ -170,6 +172,9 @@ func SetClaimProvisioner(claim *v1.PersistentVolumeClaim, provisioner string) *v
 	out := claim.DeepCopy()
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, storagehelpers.AnnStorageProvisioner, provisioner)
 	metav1.SetMetaDataAnnotation(&out.ObjectMeta, storagehelpers.AnnBetaStorageProvisioner, provisioner)
+	if want, change := migratedTo(out.Annotations, true); change {
+		setMigratedTo(out.Annotations, want)
+	}
 	return out
 }
 

@@ -142,25 +142,24 @@ func decideNoMatch(in ClaimInput) ClaimDecision {
 		Events: []Event{claimEvent(v1.EventTypeNormal, EventFailedBinding, MsgNoVolumesNoClass, true)}}
 }
 
-// decideProvision hands the claim to the provisioner of its class. There are
-// no in-tree volume plugins here, so a "kubernetes.io/" provisioner (including
-// kubernetes.io/no-provisioner) fails the way the reference fails when it finds
-// no plugin by that name.
+// decideProvision hands the claim to the provisioner of its class
+// (ExternalProvisioner): a migrated in-tree plugin's claims go to its CSI
+// driver; any other in-tree name fails, as there are no in-tree plugins here.
 func decideProvision(className string, class *storagev1.StorageClass) ClaimDecision {
 	if class == nil {
 		msg := fmt.Sprintf("storageclass.storage.k8s.io %q not found", className)
 		return ClaimDecision{Action: ClaimPending, Note: "the claim's class does not exist",
 			Events: []Event{claimEvent(v1.EventTypeWarning, EventProvisioningFailed, msg, true)}}
 	}
-	if strings.HasPrefix(class.Provisioner, "kubernetes.io/") {
-		msg := "no volume plugin matched name: " + class.Provisioner
+	provisioner, err := ExternalProvisioner(class)
+	if err != nil {
 		return ClaimDecision{Action: ClaimPending, Note: "the class has no external provisioner",
-			Events: []Event{claimEvent(v1.EventTypeWarning, EventProvisioningFailed, msg, true)}}
+			Events: []Event{claimEvent(v1.EventTypeWarning, EventProvisioningFailed, err.Error(), true)}}
 	}
-	return ClaimDecision{Action: ClaimProvision, Provisioner: class.Provisioner,
+	return ClaimDecision{Action: ClaimProvision, Provisioner: provisioner,
 		Note: "waiting for the provisioner of class " + className,
 		Events: []Event{claimEvent(v1.EventTypeNormal, EventExternalProvisioning,
-			MsgExternalProvisioning(class.Provisioner), true)}}
+			MsgExternalProvisioning(provisioner), true)}}
 }
 
 func waitForConsumerEvent(pods []*v1.Pod) Event {

@@ -50,6 +50,13 @@ type Config struct {
 	// Mounter mounts and attaches loop devices. Nil means the kernel, through
 	// k8s.io/mount-utils and losetup.
 	Mounter Mounter
+	// Name is the driver name GetPluginInfo reports; "" means DriverName.
+	// Tests set another to stand in for a driver the bundled one is not
+	// (e.g. the CSI driver an in-tree plugin migrated to).
+	Name string
+	// TopologyKey is the key of the one topology segment reported; ""
+	// means TopologyKey. Its value is always NodeID.
+	TopologyKey string
 }
 
 // New checks cfg and returns a Driver ready to Run. It claims nothing yet:
@@ -76,6 +83,12 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("max volumes per node must be 0 (no limit) or positive, got %d", cfg.MaxVolumesPerNode)
 	}
 	cfg.DataDir = dataDir
+	if cfg.Name == "" {
+		cfg.Name = DriverName
+	}
+	if cfg.TopologyKey == "" {
+		cfg.TopologyKey = TopologyKey
+	}
 	if cfg.Mounter == nil {
 		cfg.Mounter = NewMounter()
 	}

@@ -305,7 +305,7 @@ func (d *Driver) csiVolume(v *volume) *csi.Volume {
 		VolumeId:           v.ID,
 		CapacityBytes:      v.CapacityBytes,
 		ContentSource:      v.Source.csi(),
-		AccessibleTopology: []*csi.Topology{nodeTopology(v.NodeID)},
+		AccessibleTopology: []*csi.Topology{d.nodeTopology(v.NodeID)},
 	}
 }
 
@@ -323,8 +323,8 @@ func (c contentSource) csi() *csi.VolumeContentSource {
 	return nil
 }
 
-func nodeTopology(node string) *csi.Topology {
-	return &csi.Topology{Segments: map[string]string{TopologyKey: node}}
+func (d *Driver) nodeTopology(node string) *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{d.cfg.TopologyKey: node}}
 }
 
 // reachable reports whether a volume on this node satisfies req: no
@@ -344,5 +344,5 @@ func (d *Driver) reachable(req *csi.TopologyRequirement) bool {
 
 func (d *Driver) isThisNode(t *csi.Topology) bool {
 	segs := t.GetSegments()
-	return len(segs) == 1 && segs[TopologyKey] == d.cfg.NodeID
+	return len(segs) == 1 && segs[d.cfg.TopologyKey] == d.cfg.NodeID
 }

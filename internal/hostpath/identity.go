@@ -16,7 +16,7 @@ type identityServer struct {
 }
 
 func (s *identityServer) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: DriverName, VendorVersion: Version}, nil
+	return &csi.GetPluginInfoResponse{Name: s.d.cfg.Name, VendorVersion: Version}, nil
 }
 
 func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {

@@ -14,7 +14,7 @@ func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi
 	return &csi.NodeGetInfoResponse{
 		NodeId:             s.d.cfg.NodeID,
 		MaxVolumesPerNode:  s.d.cfg.MaxVolumesPerNode,
-		AccessibleTopology: nodeTopology(s.d.cfg.NodeID),
+		AccessibleTopology: s.d.nodeTopology(s.d.cfg.NodeID),
 	}, nil
 }
 

@@ -37,7 +37,7 @@ type Driver struct {
 // error if DataDir is in use by another driver, the state cannot be read, or
 // serving fails.
 func (d *Driver) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx).WithValues("driver", DriverName, "node", d.cfg.NodeID)
+	logger := klog.FromContext(ctx).WithValues("driver", d.cfg.Name, "node", d.cfg.NodeID)
 	release, err := d.open()
 	if err != nil {
 		return err

@@ -27,6 +27,10 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		return err
 	}
 	claim = c.newClaim.Observe(key, claim)
+	// As the reference's syncClaim, migrated-to is brought in step first.
+	if claim, err = c.updateClaimOr(ctx, claim, binding.ClaimMigration(claim)); err != nil {
+		return fmt.Errorf("update migration annotation: %w", err)
+	}
 	in, err := c.claimInput(claim)
 	if err != nil {
 		return err

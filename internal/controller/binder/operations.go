@@ -79,13 +79,15 @@ func (o *operations) forget(key string) {
 // volumeReclaimed starts timing the deletion of a volume released under
 // Delete, and counts an error when no one can delete it. plugin_name is the
 // class's provisioner (not the provisioned-by annotation, whose values
-// would make the series explode), "N/A" without a deleter or a class.
+// would make the series explode), "N/A" without a deleter or a class. A
+// migrated volume is not timed: the reference's reclaimVolume stands down
+// before it starts the timer.
 func (c *Controller) volumeReclaimed(pv *v1.PersistentVolume, d binding.VolumeDecision) {
 	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		return
 	}
 	switch d.Reclaim {
-	case binding.ReclaimExternal, binding.ReclaimMigrated:
+	case binding.ReclaimExternal:
 		plugin := pluginUnknown
 		if class, err := c.classes.Get(binding.VolumeClass(pv)); err == nil {
 			plugin = class.Provisioner

@@ -21,6 +21,11 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if err != nil || pv == nil {
 		return err
 	}
+	// As the reference's syncVolume, migrated-to and the deletion
+	// finalizers are brought in step first; the decision sees the result.
+	if pv, err = c.updateVolumeOr(ctx, pv, binding.VolumeMigration(pv)); err != nil {
+		return fmt.Errorf("update migration annotation and finalizers of %s: %w", name, err)
+	}
 	in := binding.VolumeInput{Volume: pv}
 	ref := pv.Spec.ClaimRef
 	if ref != nil && ref.UID != "" {

@@ -52,14 +52,20 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		logger.V(4).Info("Claim sync", "action", d.action)
 	}
 	ctx = klog.NewContext(ctx, logger)
+	class := d.facts.class
+	if d.action == claimProvision || d.action == claimCleanup {
+		if class, err = c.driverClass(claim, class); err != nil {
+			return err
+		}
+	}
 	switch d.action {
 	case claimProvision:
-		return c.provision(ctx, claim, d.facts.class)
+		return c.provision(ctx, claim, class)
 	case claimFinish:
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case claimCleanup:
-		return c.cleanup(ctx, claim, d.facts.class)
+		return c.cleanup(ctx, claim, class)
 	}
 	return nil
 }
@@ -105,8 +111,11 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	if err != nil {
 		return c.failed(ctx, claim, class, driver, fromDriver(err), true)
 	}
-	pv := buildVolume(claim, class, driver, vol)
-	if err := c.createVolume(ctx, claim, pv); err != nil {
+	pv, err := provisionedVolume(claim, class, driver, vol)
+	if err == nil {
+		err = c.createVolume(ctx, claim, pv)
+	}
+	if err != nil {
 		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed,
 			"failed to provision volume with StorageClass %q: %v", class.Name, err)
 		return err

@@ -70,8 +70,9 @@ func boundElsewhere(c *v1.PersistentVolumeClaim) bool {
 }
 
 // wantsProvisioning: a Pending claim without a volume, handed to a driver we
-// serve whose class exists and names that driver; for WaitForFirstConsumer
-// only once the scheduler selected a node.
+// serve whose class exists and names that driver (or the in-tree plugin
+// migrated to it); for WaitForFirstConsumer only once the scheduler selected
+// a node.
 func wantsProvisioning(f claimFacts) bool {
 	c := f.claim
 	driver := claimDriver(c)
@@ -80,7 +81,7 @@ func wantsProvisioning(f claimFacts) bool {
 		return false
 	case c.Spec.VolumeName != "" || driver == "" || !f.serves(driver):
 		return false
-	case f.class == nil || f.class.Provisioner != driver:
+	case f.class == nil || !provisionsFor(f.class, driver):
 		return false
 	}
 	wait := f.class.VolumeBindingMode != nil && *f.class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
@@ -102,10 +103,9 @@ func (a volumeAction) String() string {
 	return [...]string{"none", "delete", "unfinalize"}[a]
 }
 
-// decideVolume decides a PV sync for the PVs we provisioned.
+// decideVolume decides a PV sync for the PVs we provisioned (volumeDriver).
 func decideVolume(pv *v1.PersistentVolume, serves func(string) bool) volumeAction {
-	driver := pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver || !serves(driver) {
+	if volumeDriver(pv, serves) == "" {
 		return volumeNone
 	}
 	ours := hasFinalizer(pv.Finalizers, VolumeFinalizer)

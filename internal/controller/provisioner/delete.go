@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -35,17 +34,17 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	case volumeUnfinalize:
 		return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
 	case volumeDelete:
-		return c.deleteReleased(ctx, pv)
+		return c.deleteReleasedVolume(ctx, pv)
 	}
 	return nil
 }
 
-// deleteReleased reclaims a Released PV under Delete: the backend volume
+// deleteReleased reclaims a Released CSI PV under Delete: the backend volume
 // first (NotFound means already gone), then the PV object, then our
 // finalizer, which is what lets the object go. A crash between the steps
 // repeats the sync, every step of which is idempotent.
 func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume) error {
-	driver := pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]
+	driver := pv.Spec.CSI.Driver
 	ep := c.pool.ForDelete(driver, accessibleFrom(pv))
 	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle); err != nil && !csi.IsNotFound(err) {
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)

@@ -63,7 +63,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 // appearing finishes that claim's provisioning).
 func (c *Controller) onVolume(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
-	if !ok || !c.pool.Serves(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]) {
+	if !ok || !ownProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
 		return
 	}
 	c.volumeQ.Add(pv.Name)

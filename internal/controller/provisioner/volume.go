@@ -11,6 +11,8 @@ import (
 
 // buildVolume is the PV for a backend volume made for claim: pre-bound to
 // the claim's UID, so the binder completes the bind and nobody else can.
+// provisioned-by names the class's provisioner, as the external-provisioner
+// does: the driver itself, or the in-tree plugin of a migrated class.
 func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume) *v1.PersistentVolume {
 	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
 	if vol.GetCapacityBytes() > 0 {
@@ -23,7 +25,7 @@ func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass,
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        volumeName(claim),
-			Annotations: map[string]string{volumehelpers.AnnDynamicallyProvisioned: driver},
+			Annotations: map[string]string{volumehelpers.AnnDynamicallyProvisioned: class.Provisioner},
 		},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:    v1.ResourceList{v1.ResourceStorage: size},
