@@ -314,22 +314,6 @@ func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
 	}
 }
 
-// A deleted claim that may have a backend volume but whose class is gone
-// cannot be cleaned up: the user is told, and the finalizer stays.
-func TestCleanupWithoutClassIsReported(t *testing.T) {
-	w := newWorld(t, claim(withFinalizer, deleting))
-	w.start()
-	w.eventually("ProvisioningCleanupFailed", func() string {
-		if !w.sawEvent("Warning ProvisioningCleanupFailed ") {
-			return fmt.Sprintf("events %v", w.events)
-		}
-		return ""
-	})
-	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
-		t.Error("finalizer removed though the volume may exist")
-	}
-}
-
 // A data source of another kind is refused with a reason naming it, and
 // nothing is made.
 func TestUnsupportedDataSourceIsNamed(t *testing.T) {
