@@ -22,7 +22,9 @@ func pinnedTo(node string) func(*v1.PersistentVolumeClaim) {
 
 // The cleanup asks the endpoint the provisioning attempt asked, or waits.
 func TestCleanupAsksTheEndpointTheAttemptAsked(t *testing.T) {
-	ep := func(node string) *csi.Endpoint { return &csi.Endpoint{Address: "at-" + node, Info: csi.Info{NodeID: node}} }
+	ep := func(node string) *csi.Endpoint {
+		return &csi.Endpoint{Address: "at-" + node, Info: csi.Info{NodeID: node}}
+	}
 	for _, tc := range []struct {
 		name    string
 		eps     []*csi.Endpoint
