@@ -48,9 +48,8 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 // The decision was made on the informer's copy; the live PV is read again
 // right before anything is deleted, so an administrator who switched the
 // PV to Retain a moment ago keeps the data.
-func (c *Controller) deleteReleased(ctx context.Context, cached *v1.PersistentVolume) error {
-	pv, err := c.liveToDelete(ctx, cached)
-	if err != nil || pv == nil {
+func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume) error {
+	if ok, err := c.stillToDelete(ctx, pv); !ok || err != nil {
 		return err
 	}
 	driver := pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]
@@ -78,21 +77,23 @@ func (c *Controller) deleteReleased(ctx context.Context, cached *v1.PersistentVo
 	return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
 }
 
-// liveToDelete reads the PV from the API server and returns it if it must
-// still be deleted, nil if not (the informer will bring the change).
-func (c *Controller) liveToDelete(ctx context.Context, cached *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+// stillToDelete reads the PV from the API server and says whether it must
+// still be deleted (if not, the informer will bring the change). The
+// decision goes on with the object it was made from: the live one only
+// confirms it.
+func (c *Controller) stillToDelete(ctx context.Context, cached *v1.PersistentVolume) (bool, error) {
 	live, err := c.client.CoreV1().PersistentVolumes().Get(ctx, cached.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get PV: %w", err)
+		return false, fmt.Errorf("get PV: %w", err)
 	}
 	if why := whyNotDelete(cached, live); why != "" {
 		klog.FromContext(ctx).V(2).Info("Not deleting the volume after all", "reason", why)
-		return nil, nil
+		return false, nil
 	}
-	return live, nil
+	return true, nil
 }
 
 // deleteEndpoint is the endpoint to delete pv's volume through, or why

@@ -6,17 +6,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
 // The checks made right before a backend volume is deleted, pure.
 
 // whyNotDelete says why the live PV must not be deleted although its
 // informer copy was decided for deletion, "" if it must still be: the same
-// object (UID), still Released under Delete, still bound to the claim that
-// went away, the same backend volume, and, once the PV is being deleted,
-// still holding our finalizer (without it the backend volume is not ours to
-// delete any more).
+// object (UID; its volume source is immutable, so the same backend volume),
+// still Released under Delete, still bound to the claim that went away,
+// and, once the PV is being deleted, still holding our finalizer (without
+// it the backend volume is not ours to delete any more).
 func whyNotDelete(cached, live *v1.PersistentVolume) string {
 	switch {
 	case live.UID != cached.UID:
@@ -29,8 +28,6 @@ func whyNotDelete(cached, live *v1.PersistentVolume) string {
 		return "the PV names no claim"
 	case !sameClaim(live.Spec.ClaimRef, cached.Spec.ClaimRef):
 		return fmt.Sprintf("the PV now names claim %s/%s (UID %s)", live.Spec.ClaimRef.Namespace, live.Spec.ClaimRef.Name, live.Spec.ClaimRef.UID)
-	case !apiequality.Semantic.DeepEqual(live.Spec.CSI, cached.Spec.CSI):
-		return "the PV's volume source changed"
 	case live.DeletionTimestamp != nil && !hasFinalizer(live.Finalizers, VolumeFinalizer):
 		return "the PV is being deleted without our finalizer"
 	}

@@ -45,7 +45,6 @@ func TestLivePVIsCheckedAgainBeforeDeletion(t *testing.T) {
 		}), "now Available"},
 		{"claimRef cleared", releasedPV(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }), "names no claim"},
 		{"claimRef to another claim", releasedPV(func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = types.UID("uid-2") }), "now names claim ns/data (UID uid-2)"},
-		{"another backend volume", releasedPV(func(pv *v1.PersistentVolume) { pv.Spec.CSI.VolumeHandle = "other" }), "volume source changed"},
 		{"being deleted, our finalizer gone", releasedPV(func(pv *v1.PersistentVolume) {
 			pv.DeletionTimestamp = &metav1.Time{}
 			pv.Finalizers = nil
