@@ -47,12 +47,13 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 
 // deleteBackend replays the request that may have made the claim's volume:
 // the driver returns the volume if it exists (or makes it), and then it is
-// deleted. A final answer other than AlreadyExists means the driver holds
-// no such volume. AlreadyExists means a volume of that name exists but the
-// replayed request does not match it: its ID cannot be learned, so the
-// finalizer stays and the user is told.
+// deleted. To the exact request a final answer other than AlreadyExists
+// means the driver holds no such volume. AlreadyExists means a volume of
+// that name exists that the replayed request does not match: its ID cannot
+// be learned, so the finalizer stays and the user is told. To a request
+// rebuilt without what made the volume, no final answer proves anything.
 func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) error {
-	p, err := c.cleanupPlan(claim, class, driver)
+	p, exact, err := c.cleanupPlan(claim, class, driver)
 	if err != nil {
 		return err
 	}
@@ -61,6 +62,9 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 	case status.Code(err) == codes.AlreadyExists:
 		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
 			p.request.GetName(), err, ClaimFinalizer)
+	case csi.IsFinal(err) && !exact:
+		return fmt.Errorf("the request rebuilt without the claim's class or clone source was refused (%w), which does not prove that no volume %s exists; if none does, remove the finalizer %s from the claim",
+			err, p.request.GetName(), ClaimFinalizer)
 	case csi.IsFinal(err):
 		klog.FromContext(ctx).V(2).Info("No backend volume to clean up", "err", err)
 		return nil
@@ -74,43 +78,44 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 }
 
 // cleanupPlan is the request that may have made the claim's volume and the
-// endpoint it went to:
+// endpoint it went to; exact says the request is the one sent:
 //   - the request recorded with the finalizer (AnnCreateRequest), which
-//     needs neither the class nor the clone source any more;
+//     needs neither the class nor the clone source any more: exact;
 //   - for a claim from before requests were recorded: the class's plan, as
-//     when provisioning (without the clone source if that is gone);
+//     when provisioning (exact), or without the clone source if that is gone;
 //   - with its class gone too: a request built from the claim alone.
 //
-// The last two go to the pinned endpoint like the first, so each finds the
-// volume if the driver matches volumes by name, size and access type.
-func (c *Controller) cleanupPlan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (plan, error) {
+// All go to the pinned endpoint, so each finds the volume if the driver
+// matches existing volumes by name, size and access type.
+func (c *Controller) cleanupPlan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
 	req, recorded, err := recordedRequest(claim)
 	if err != nil {
-		return plan{}, err
+		return plan{}, false, err
 	}
 	if !recorded && class != nil {
 		if p, err := c.plan(claim, class, driver, true); err == nil {
-			return p, nil
+			return p, true, nil
 		}
-		return c.plan(claim, class, driver, false)
+		p, err := c.plan(claim, class, driver, false)
+		return p, false, err
 	}
 	info, ok := c.pool.Info(driver)
 	if !ok {
-		return plan{}, fmt.Errorf("no CSI endpoint serves driver %q; waiting for it", driver)
+		return plan{}, false, fmt.Errorf("no CSI endpoint serves driver %q; waiting for it", driver)
 	}
 	if !recorded {
 		if req, err = claimOnlyRequest(claim, info); err != nil {
-			return plan{}, err
+			return plan{}, false, err
 		}
 	}
 	ep, err := cleanupEndpoint(c.pool.Endpoints(driver), claim.Annotations[AnnEndpointNode])
 	if err != nil {
-		return plan{}, err
+		return plan{}, false, err
 	}
 	if info.Accessibility && len(ep.Info.Topology) > 0 {
 		req.AccessibilityRequirements = narrowedTo(ep)
 	}
-	return plan{request: req, endpoint: ep}, nil
+	return plan{request: req, endpoint: ep}, recorded, nil
 }
 
 // cleanupEndpoint is the endpoint an earlier attempt asked: the pinned

@@ -190,3 +190,23 @@ func (w *world) createOn(node string, req *csipb.CreateVolumeRequest) *csipb.Vol
 	}
 	return vol
 }
+
+// A refusal of a request rebuilt from the claim alone proves nothing (the
+// class's parameters, say, are missing from it): the finalizer stays and
+// the user is told.
+func TestRefusedRebuiltRequestKeepsTheFinalizer(t *testing.T) {
+	rwx := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	}
+	w := newWorld(t, claim(withFinalizer, deleting, pinnedTo("b"), rwx))
+	w.start()
+	w.eventually("ProvisioningCleanupFailed", func() string {
+		if !w.sawEvent("Warning ProvisioningCleanupFailed failed to delete the volume that may have been provisioned for the claim: the request rebuilt without the claim's class or clone source was refused") {
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		t.Error("finalizer removed on a refusal that proves nothing")
+	}
+}
