@@ -49,6 +49,56 @@ func TestReleasedVolumeStillAttachedWaitsForItsVolumeAttachment(t *testing.T) {
 	})
 }
 
+// A Released PV whose volume lives on a node whose driver the provisioner
+// does not serve is not handed to another node's driver (which would answer
+// NotFound, so the PV would go and the data stay): the PV gets
+// VolumeFailedDelete naming its node and waits; a provisioner serving that
+// node's driver deletes both.
+func TestReleasedVolumeWaitsWhileItsNodesDriverIsNotServed(t *testing.T) {
+	e, rc := crashBed(t)
+	full := startLoops(rc, provisionerOnly...)
+	t.Cleanup(func() { _ = full.stop() })
+	_, pv, vol := e.provisioned("data", classImmediate)
+	e.noError(full.stop(), "provisioner")
+	var others []string
+	for _, d := range bed.drivers {
+		if d.node != vol.node {
+			others = append(others, d.endpoint)
+		}
+	}
+	partial := startLoopsServing(rc, others, provisionerOnly...)
+	t.Cleanup(func() { _ = partial.stop() })
+
+	e.deleteClaim("data")
+	e.waitClaimGone("data")
+	e.waitPVEvent(pv.Name, corev1.EventTypeWarning, "VolumeFailedDelete",
+		fmt.Sprintf("cannot delete volume %s yet: ", vol.id))
+	for _, ev := range e.events("PersistentVolume", metav1.NamespaceDefault, pv.Name) {
+		if ev.Reason == "VolumeFailedDelete" && !strings.Contains(ev.Message, topologyKey+" in ["+vol.node+"]") {
+			t.Errorf("VolumeFailedDelete %q does not name the volume's node %s", ev.Message, vol.node)
+		}
+	}
+	e.holds("PV and backend volume kept", time.Second, func() string {
+		if p := e.findPV(pv.Name); p == nil || p.DeletionTimestamp != nil {
+			return "PV deleted"
+		}
+		if vols := e.newVolumes(); len(vols) != 1 {
+			return fmt.Sprintf("backend volumes %v, want %s", vols, vol)
+		}
+		return ""
+	})
+	e.noError(partial.stop(), "provisioner of the other nodes")
+
+	runLoops(t, rc, provisionerOnly...)
+	e.waitPVDeleted(pv.Name)
+	e.eventually("backend volume deleted by its node's driver", func() string {
+		if vols := e.newVolumes(); len(vols) > 0 {
+			return fmt.Sprintf("still there: %v", vols)
+		}
+		return ""
+	})
+}
+
 // The class is deleted while a provisioning is in progress (backend volume
 // made, PV create not done: the provisioner crashed), then the claim: the
 // next provisioner finds the volume from the request recorded on the claim,
@@ -76,6 +126,7 @@ func TestClassDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t 
 func TestCloneSourceDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t *testing.T) {
 	e, rc := crashBed(t)
 	first := startLoops(rc, provisionerOnly...)
+	t.Cleanup(func() { _ = first.stop() })
 	e.provisioned("origin", classImmediate)
 	e.noError(first.stop(), "provisioner")
 	c := e.createClaim(e.claim("copy", classImmediate, "100Mi", clonedFrom("origin")))
