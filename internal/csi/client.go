@@ -38,6 +38,9 @@ type Info struct {
 	Accessibility bool
 	Clone         bool
 	List          bool
+	// Publish: the driver has PUBLISH_UNPUBLISH_VOLUME, so its volumes are
+	// attached to nodes (VolumeAttachments) before use.
+	Publish bool
 	// Node: the endpoint serves the node service; Topology is then the
 	// segment NodeGetInfo reported (possibly empty).
 	Node     bool
@@ -147,6 +150,8 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.Clone = true
 		case csi.ControllerServiceCapability_RPC_LIST_VOLUMES:
 			info.List = true
+		case csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME:
+			info.Publish = true
 		}
 	}
 	ni, err := csi.NewNodeClient(e.conn).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})

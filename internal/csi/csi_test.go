@@ -69,6 +69,17 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	}
 }
 
+func TestDialSeesTheAttachStep(t *testing.T) {
+	e, err := Dial(context.Background(), hostpathtest.ServeAttachRequired(t, "node-a", 1<<30), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !e.Info.Publish {
+		t.Errorf("Info = %+v: an attach-required driver has PUBLISH_UNPUBLISH_VOLUME", e.Info)
+	}
+}
+
 func TestDialNamesAMissingSocket(t *testing.T) {
 	for _, addr := range []string{"unix:///nonexistent/csi.sock", "tcp://127.0.0.1:1", "unix://relative.sock"} {
 		_, err := Dial(context.Background(), addr, nil)
@@ -125,16 +136,53 @@ func TestPoolChoosesDeterministically(t *testing.T) {
 			t.Errorf("%s: ForCreate = %s, want %s", tc.name, got.Address, tc.want)
 		}
 	}
-	if got := p.ForDelete("d", func(t map[string]string) bool { return t["zone"] == "b" }); got.Address != "b" {
-		t.Errorf("ForDelete = %s, want b", got.Address)
-	}
-	if got := p.ForDelete("d", func(map[string]string) bool { return false }); got.Address != "none" {
-		t.Errorf("ForDelete fallback = %s, want none", got.Address)
-	}
 	if p.ForCreate("missing", nil) != nil || p.Serves("missing") || !p.Serves("other") {
 		t.Error("a driver not served must have no endpoint")
 	}
 	if got := p.TopologyKeys("d"); fmt.Sprint(got) != "[zone]" {
 		t.Errorf("TopologyKeys = %v", got)
+	}
+}
+
+// A volume is deleted only through the driver instance that can hold it:
+// never through another node's, which would answer NotFound (or OK) for an
+// ID it never made, so the PV would go and the data stay.
+func TestDeleteGoesOnlyToTheEndpointThatCanHoldTheVolume(t *testing.T) {
+	ep := func(addr, zone string) *Endpoint {
+		e := &Endpoint{Address: addr, Info: Info{Driver: "d"}}
+		if zone != "" {
+			e.Info.Topology = map[string]string{"zone": zone}
+		}
+		return e
+	}
+	in := func(zone string) func(map[string]string) bool {
+		return func(seg map[string]string) bool { return seg["zone"] == zone }
+	}
+	nodes := []*Endpoint{ep("a", "a"), ep("b", "b")}
+	for _, tc := range []struct {
+		name       string
+		eps        []*Endpoint
+		accessible func(map[string]string) bool
+		want       string
+		wantErr    error
+	}{
+		{"the endpoint of the volume's node", nodes, in("b"), "b", nil},
+		{"the volume's node is not served: wait", nodes, in("c"), "", ErrTopologyNotServed},
+		{"one node endpoint, the volume on another node: wait", nodes[:1], in("c"), "", ErrTopologyNotServed},
+		{"no node affinity, several endpoints: cannot tell", nodes, nil, "", ErrAmbiguous},
+		{"no node affinity, one endpoint", nodes[:1], nil, "a", nil},
+		{"central driver, one endpoint, no node affinity", []*Endpoint{ep("central", "")}, nil, "central", nil},
+		{"central driver, one endpoint, volume with node affinity", []*Endpoint{ep("central", "")}, in("a"), "central", nil},
+		{"several endpoints without topology: cannot tell", []*Endpoint{ep("x", ""), ep("y", "")}, in("a"), "", ErrAmbiguous},
+		{"endpoints without topology are never matched by affinity", []*Endpoint{ep("x", ""), ep("b", "b")}, in("b"), "b", nil},
+		{"driver not served", nil, in("a"), "", ErrDriverNotServed},
+	} {
+		got, err := chooseForDelete("d", tc.eps, tc.accessible)
+		switch {
+		case tc.wantErr != nil && (!errors.Is(err, tc.wantErr) || got != nil):
+			t.Errorf("%s: got %v, %v; want no endpoint and %v", tc.name, got, err, tc.wantErr)
+		case tc.wantErr == nil && (err != nil || got == nil || got.Address != tc.want):
+			t.Errorf("%s: got %v, %v; want %s", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -115,17 +116,51 @@ func (p *Pool) ForSegment(driver string, segment map[string]string) *Endpoint {
 	return firstMatching(p.byDriver[driver], func(t map[string]string) bool { return contains(t, segment) })
 }
 
-// ForDelete chooses the endpoint whose topology the volume is accessible
-// from (accessible is usually the PV's node affinity), else the first.
-func (p *Pool) ForDelete(driver string, accessible func(segment map[string]string) bool) *Endpoint {
-	eps := p.byDriver[driver]
+// ForDelete chooses the endpoint that holds a volume, or says why none can
+// be told. accessible is the volume's node affinity as a test on segments
+// (an endpoint's topology, taken as node labels); nil means the volume has
+// none. See chooseForDelete for the rule.
+func (p *Pool) ForDelete(driver string, accessible func(segment map[string]string) bool) (*Endpoint, error) {
+	return chooseForDelete(driver, p.byDriver[driver], accessible)
+}
+
+// Reasons ForDelete gives for choosing no endpoint. Each means "wait": the
+// volume may exist on a driver instance that is not served now, and asking
+// another instance would hear NotFound (or OK) for an ID it never made,
+// dropping the PV while the data stays.
+var (
+	ErrDriverNotServed = errors.New("no endpoint serves the driver")
+	// ErrTopologyNotServed: the volume is accessible only from segments no
+	// served endpoint reports (its node's driver is not served).
+	ErrTopologyNotServed = errors.New("no served endpoint of the driver reports a topology the volume is accessible from")
+	// ErrAmbiguous: several endpoints could hold the volume and nothing
+	// tells which (no node affinity, or endpoints without topology).
+	ErrAmbiguous = errors.New("several endpoints serve the driver and nothing tells which one holds the volume")
+)
+
+// chooseForDelete is ForDelete's rule, pure:
+//   - an endpoint whose topology the volume is accessible from, the first
+//     in the order given;
+//   - else, with a single endpoint: that one, only if it reports no topology
+//     (a central driver serves every node) or the volume has no node
+//     affinity (accessible from everywhere);
+//   - else no endpoint, with the reason.
+func chooseForDelete(driver string, eps []*Endpoint, accessible func(map[string]string) bool) (*Endpoint, error) {
 	if len(eps) == 0 {
-		return nil
+		return nil, fmt.Errorf("%w %q", ErrDriverNotServed, driver)
 	}
-	if e := firstMatching(eps, accessible); e != nil {
-		return e
+	if accessible != nil {
+		if e := firstMatching(eps, accessible); e != nil {
+			return e, nil
+		}
 	}
-	return eps[0]
+	if len(eps) == 1 && (accessible == nil || len(eps[0].Info.Topology) == 0) {
+		return eps[0], nil
+	}
+	if accessible != nil && slices.ContainsFunc(eps, func(e *Endpoint) bool { return len(e.Info.Topology) > 0 }) {
+		return nil, fmt.Errorf("%w (driver %q)", ErrTopologyNotServed, driver)
+	}
+	return nil, fmt.Errorf("%w (driver %q, %d endpoints)", ErrAmbiguous, driver, len(eps))
 }
 
 // firstMatching skips endpoints without topology: they are only ever the

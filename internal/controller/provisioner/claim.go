@@ -81,7 +81,7 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	// Decided before the pin below is written: only a claim that no earlier
 	// attempt pinned, and that waits for no selected node, may move on.
 	movable := claim.Annotations[AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
-	if claim, err = c.addFinalizer(ctx, claim, plan.endpoint.Info.NodeID); err != nil {
+	if claim, err = c.addFinalizer(ctx, claim, plan.endpoint.Info.NodeID, plan.request); err != nil {
 		return err
 	}
 	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
@@ -146,7 +146,7 @@ func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim
 		delete(upd.Annotations, annSelectedNode)
 		changed = true
 	}
-	if fromCreate && (hasFinalizer(upd.Finalizers, ClaimFinalizer) || upd.Annotations[AnnEndpointNode] != "") {
+	if fromCreate && markedInProgress(upd) {
 		unpin(upd)
 		changed = true
 	}

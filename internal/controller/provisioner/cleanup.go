@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,30 +45,130 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 	return err
 }
 
+// deleteBackend replays the request that may have made the claim's volume:
+// the driver returns the volume if it exists (or makes it), and then it is
+// deleted. To the exact request a final answer other than AlreadyExists
+// means the driver holds no such volume. AlreadyExists means a volume of
+// that name exists that the replayed request does not match: its ID cannot
+// be learned, so the finalizer stays and the user is told. To a request
+// rebuilt without what made the volume, no final answer proves anything.
 func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) error {
-	if class == nil {
-		return errors.New("the claim's StorageClass does not exist, so the request that made the volume cannot be rebuilt")
-	}
-	// The same request as the attempt that may have made the volume; without
-	// the clone source only if that cannot be resolved any more.
-	p, err := c.plan(claim, class, driver, true)
+	p, exact, err := c.cleanupPlan(claim, class, driver)
 	if err != nil {
-		if p, err = c.plan(claim, class, driver, false); err != nil {
-			return err
-		}
+		return err
 	}
 	vol, err := p.endpoint.CreateVolume(ctx, p.request)
-	if csi.IsFinal(err) && status.Code(err) != codes.AlreadyExists {
-		// A final answer other than AlreadyExists (a volume of that name
-		// made from another request) means the driver holds no such volume.
+	switch {
+	case status.Code(err) == codes.AlreadyExists:
+		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
+			p.request.GetName(), err, ClaimFinalizer)
+	case csi.IsFinal(err) && !exact:
+		return fmt.Errorf("the request rebuilt without the claim's class or clone source was refused (%w), which does not prove that no volume %s exists; if none does, remove the finalizer %s from the claim",
+			err, p.request.GetName(), ClaimFinalizer)
+	case csi.IsFinal(err):
 		klog.FromContext(ctx).V(2).Info("No backend volume to clean up", "err", err)
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId()); err != nil && !csi.IsNotFound(err) {
 		return err
 	}
 	return nil
+}
+
+// cleanupPlan is the request that may have made the claim's volume and the
+// endpoint it went to; exact says the request is the one sent:
+//   - the request recorded with the finalizer (AnnCreateRequest), which
+//     needs neither the class nor the clone source any more: exact;
+//   - for a claim from before requests were recorded: the class's plan, as
+//     when provisioning (exact), or without the clone source if that is gone;
+//   - with its class gone too: a request built from the claim alone.
+//
+// All go to the pinned endpoint, so each finds the volume if the driver
+// matches existing volumes by name, size and access type.
+func (c *Controller) cleanupPlan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
+	req, recorded, err := recordedRequest(claim)
+	if err != nil {
+		return plan{}, false, err
+	}
+	if !recorded && class != nil {
+		if p, err := c.plan(claim, class, driver, true); err == nil {
+			return p, true, nil
+		}
+		p, err := c.plan(claim, class, driver, false)
+		return p, false, err
+	}
+	info, ok := c.pool.Info(driver)
+	if !ok {
+		return plan{}, false, fmt.Errorf("no CSI endpoint serves driver %q; waiting for it", driver)
+	}
+	if !recorded {
+		if req, err = claimOnlyRequest(claim, info); err != nil {
+			return plan{}, false, err
+		}
+	}
+	ep, err := cleanupEndpoint(c.pool.Endpoints(driver), claim.Annotations[AnnEndpointNode])
+	if err != nil {
+		return plan{}, false, err
+	}
+	if info.Accessibility && len(ep.Info.Topology) > 0 {
+		req.AccessibilityRequirements = narrowedTo(ep)
+	}
+	return plan{request: req, endpoint: ep}, recorded, nil
+}
+
+// cleanupEndpoint is the endpoint an earlier attempt asked: the pinned
+// node's. A claim is pinned whenever the endpoint asked has a node ID, so
+// an unpinned one went to an endpoint without, which ForCreate only
+// chooses as the first; a single endpoint is the only one it can have
+// asked. Otherwise which one was asked cannot be told: wait and report.
+func cleanupEndpoint(eps []*csi.Endpoint, pin string) (*csi.Endpoint, error) {
+	switch {
+	case len(eps) == 0:
+		return nil, errors.New("no CSI endpoint serves the driver; waiting for it")
+	case pin != "":
+		for _, e := range eps {
+			if e.Info.NodeID == pin {
+				return e, nil
+			}
+		}
+		return nil, fmt.Errorf("the endpoint of node %q, which the provisioning attempt asked, is not served now; waiting for it", pin)
+	case eps[0].Info.NodeID == "" || len(eps) == 1:
+		return eps[0], nil
+	}
+	return nil, fmt.Errorf("the claim does not record which of the driver's %d endpoints was asked, so which one may hold its volume cannot be told", len(eps))
+}
+
+// claimOnlyRequest is the request for the claim's volume built without its
+// class: name, size, access modes and volume mode; no parameters, clone
+// source or topology.
+func claimOnlyRequest(claim *v1.PersistentVolumeClaim, info csi.Info) (*csipb.CreateVolumeRequest, error) {
+	return buildRequest(requestInput{claim: claim, class: &storagev1.StorageClass{}, driver: info})
+}
+
+// recordRequest is the AnnCreateRequest value for req: without secrets,
+// which must not be written to the claim, and without topology, which the
+// endpoint pin decides again (and which can list every node).
+func recordRequest(req *csipb.CreateVolumeRequest) (string, error) {
+	r := proto.Clone(req).(*csipb.CreateVolumeRequest)
+	r.Secrets, r.AccessibilityRequirements = nil, nil
+	b, err := protojson.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("record the CreateVolume request: %w", err)
+	}
+	return string(b), nil
+}
+
+// recordedRequest reads AnnCreateRequest; ok is false without one.
+func recordedRequest(claim *v1.PersistentVolumeClaim) (req *csipb.CreateVolumeRequest, ok bool, err error) {
+	rec := claim.Annotations[AnnCreateRequest]
+	if rec == "" {
+		return nil, false, nil
+	}
+	req = &csipb.CreateVolumeRequest{}
+	if err := protojson.Unmarshal([]byte(rec), req); err != nil {
+		return nil, false, fmt.Errorf("annotation %s: %w", AnnCreateRequest, err)
+	}
+	return req, true, nil
 }

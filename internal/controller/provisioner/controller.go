@@ -23,7 +23,8 @@ type Config struct {
 	// Client creates and deletes PVs and updates claims.
 	Client kubernetes.Interface
 	// Informers must not be started yet; New registers what it needs
-	// (claims, PVs, classes, nodes).
+	// (claims, PVs, classes, nodes; VolumeAttachments when a driver served
+	// attaches volumes).
 	Informers informers.SharedInformerFactory
 	// Pool holds the CSI endpoints of the drivers served.
 	Pool *csi.Pool
@@ -49,7 +50,10 @@ type Controller struct {
 	claims  corelisters.PersistentVolumeClaimLister
 	classes storagelisters.StorageClassLister
 	nodes   corelisters.NodeLister
-	synced  []cache.InformerSynced
+	// attachments indexes VolumeAttachments by PV name; nil when no
+	// driver served attaches volumes.
+	attachments cache.Indexer
+	synced      []cache.InformerSynced
 
 	claimQ   workqueue.TypedRateLimitingInterface[string]
 	volumeQ  workqueue.TypedRateLimitingInterface[string]

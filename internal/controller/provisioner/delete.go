@@ -43,9 +43,22 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 // first (NotFound means already gone), then the PV object, then our
 // finalizer, which is what lets the object go. A crash between the steps
 // repeats the sync, every step of which is idempotent.
+//
+// The decision was made on the informer's copy; the live PV is read again
+// right before anything is deleted, so an administrator who switched the
+// PV to Retain a moment ago keeps the data.
 func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume) error {
+	if ok, err := c.stillToDelete(ctx, pv); !ok || err != nil {
+		return err
+	}
+	// The driver of the CSI form: a migrated in-tree PV was translated
+	// before it got here, and its provisioned-by names the in-tree plugin.
 	driver := pv.Spec.CSI.Driver
-	ep := c.pool.ForDelete(driver, accessibleFrom(pv))
+	ep, err := c.deleteEndpoint(pv, driver)
+	if err != nil {
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		return err
+	}
 	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle); err != nil && !csi.IsNotFound(err) {
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
@@ -61,8 +74,46 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 			return fmt.Errorf("delete PV: %w", err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted released volume", "driver", driver, "handle", pv.Spec.CSI.VolumeHandle)
+	klog.FromContext(ctx).V(2).Info("Deleted released volume", "driver", driver, "handle", pv.Spec.CSI.VolumeHandle, "node", ep.Info.NodeID)
 	return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
+}
+
+// stillToDelete reads the PV from the API server and says whether it must
+// still be deleted (if not, the informer will bring the change). The
+// decision goes on with the object it was made from: the live one only
+// confirms it.
+func (c *Controller) stillToDelete(ctx context.Context, cached *v1.PersistentVolume) (bool, error) {
+	live, err := c.client.CoreV1().PersistentVolumes().Get(ctx, cached.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get PV: %w", err)
+	}
+	if why := whyNotDelete(cached, live); why != "" {
+		klog.FromContext(ctx).V(2).Info("Not deleting the volume after all", "reason", why)
+		return false, nil
+	}
+	return true, nil
+}
+
+// deleteEndpoint is the endpoint to delete pv's volume through, or why
+// there is none yet: still attached, or its node's driver is not served.
+func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*csi.Endpoint, error) {
+	info, _ := c.pool.Info(driver)
+	if err := attachmentBlocks(pv.Name, info.Publish, c.attachmentsOf(pv.Name)); err != nil {
+		return nil, err
+	}
+	var accessible func(map[string]string) bool
+	if hasNodeAffinity(pv) {
+		accessible = accessibleFrom(pv)
+	}
+	ep, err := c.pool.ForDelete(driver, accessible)
+	if err != nil {
+		return nil, fmt.Errorf("cannot delete volume %s yet: %w; the volume is accessible from %s; waiting until the driver there is served",
+			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv))
+	}
+	return ep, nil
 }
 
 // dropVolumeFinalizer removes our finalizer from the live PV (the delete

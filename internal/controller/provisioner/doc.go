@@ -15,6 +15,21 @@
 // because the claim went away first. A crash at any point therefore leaves
 // either a finalizer the next run acts on, or a PV that owns the volume.
 //
+// The cleanup of a claim that went away before its PV existed replays the
+// CreateVolume request recorded on the claim with the finalizer
+// (AnnCreateRequest) to the endpoint pinned there (AnnEndpointNode): the
+// driver returns the volume if it exists, and it is deleted. Neither the
+// class nor a clone source need exist any more. The finalizer stays while
+// the volume may exist and cannot be found (AlreadyExists, or a pin whose
+// endpoint is not served).
+//
+// A Released PV under Delete is reclaimed only after three checks: the
+// live PV (not the informer's copy) still asks for it (whyNotDelete); no
+// VolumeAttachment still names it, for drivers with an attach step; and
+// the endpoint that can hold the volume is served (csi.Pool.ForDelete),
+// never another node's, which would answer NotFound for an ID it never
+// made. Each wait is a VolumeFailedDelete event on the PV and a retry.
+//
 // Events on claims come from the component "<driver>_volplane" (one per
 // driver served), as the external-provisioner reports "<driver>_<identity>".
 package provisioner

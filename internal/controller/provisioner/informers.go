@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -30,7 +31,72 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 		return fmt.Errorf("provisioner: %w", err)
 	}
 	c.synced = synced
+	if !c.anyDriverAttaches() {
+		return nil
+	}
+	vaSynced, err := c.registerAttachments(f)
+	if err != nil {
+		return fmt.Errorf("provisioner: %w", err)
+	}
+	c.synced = append(c.synced, vaSynced...)
 	return nil
+}
+
+// vaByVolume indexes VolumeAttachments by the PV they attach.
+const vaByVolume = "provisioner.volplane.io/persistentVolumeName"
+
+// anyDriverAttaches: some driver served has PUBLISH_UNPUBLISH_VOLUME, so a
+// Released PV may still be attached (only then are VolumeAttachments
+// watched, as the external-provisioner does).
+func (c *Controller) anyDriverAttaches() bool {
+	for _, d := range c.pool.Drivers() {
+		if info, _ := c.pool.Info(d); info.Publish {
+			return true
+		}
+	}
+	return false
+}
+
+// registerAttachments watches VolumeAttachments: a PV whose deletion waits
+// for one to go is synced again when it goes.
+func (c *Controller) registerAttachments(f informers.SharedInformerFactory) ([]cache.InformerSynced, error) {
+	inf := f.Storage().V1().VolumeAttachments().Informer()
+	err := inf.AddIndexers(cache.Indexers{vaByVolume: func(obj any) ([]string, error) {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+			return []string{*va.Spec.Source.PersistentVolumeName}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("VolumeAttachment index: %w", err)
+	}
+	c.attachments = inf.GetIndexer()
+	return loop.Register(loop.Handler{Informer: inf, Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onAttachmentDeleted}})
+}
+
+// attachmentsOf are the VolumeAttachments naming the PV (none when no
+// driver served attaches).
+func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {
+	if c.attachments == nil {
+		return nil
+	}
+	objs, _ := c.attachments.ByIndex(vaByVolume, pv)
+	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
+	for _, o := range objs {
+		if va, ok := o.(*storagev1.VolumeAttachment); ok {
+			out = append(out, va)
+		}
+	}
+	return out
+}
+
+func (c *Controller) onAttachmentDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+		c.volumeQ.Add(*va.Spec.Source.PersistentVolumeName)
+	}
 }
 
 func claimKey(ns, name string) string { return ns + "/" + name }

@@ -13,6 +13,12 @@ const (
 	// otherwise a retry could make a second volume on another node and leak
 	// the first.
 	AnnEndpointNode = "provisioning.volplane.io/endpoint-node"
+	// AnnCreateRequest records, next to ClaimFinalizer, the CreateVolume
+	// request of the first attempt (JSON, without secrets and topology):
+	// the cleanup of a claim deleted before its PV existed replays it to
+	// find the volume, even once the claim's StorageClass or clone source
+	// is gone.
+	AnnCreateRequest = "provisioning.volplane.io/create-request"
 	// VolumeFinalizer is on our PVs with reclaim policy Delete: the backend
 	// volume must go before the PV does. The external-provisioner's name, so
 	// either can take over from the other.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,23 +23,31 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 	return c.newClaim.Observe(claimKey(out.Namespace, out.Name), out), nil
 }
 
-// addFinalizer persists that a backend volume may exist from now on, and
-// which endpoint may hold it (node "" pins nothing: an endpoint without a
-// node ID is not one of several).
-func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) (*v1.PersistentVolumeClaim, error) {
+// addFinalizer persists that a backend volume may exist from now on, which
+// endpoint may hold it (node "" pins nothing: an endpoint without a node
+// ID is not one of several), and the request that may make it.
+func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string, req *csipb.CreateVolumeRequest) (*v1.PersistentVolumeClaim, error) {
 	needsPin := node != "" && claim.Annotations[AnnEndpointNode] == ""
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin {
+	needsRecord := claim.Annotations[AnnCreateRequest] == ""
+	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin && !needsRecord {
 		return claim, nil
 	}
 	upd := claim.DeepCopy()
 	if !hasFinalizer(upd.Finalizers, ClaimFinalizer) {
 		upd.Finalizers = append(upd.Finalizers, ClaimFinalizer)
 	}
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
 	if needsPin {
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
 		upd.Annotations[AnnEndpointNode] = node
+	}
+	if needsRecord {
+		rec, err := recordRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		upd.Annotations[AnnCreateRequest] = rec
 	}
 	return c.updateClaim(ctx, upd)
 }
@@ -60,7 +69,7 @@ func (c *Controller) repin(ctx context.Context, claim *v1.PersistentVolumeClaim,
 // dropFinalizer says no backend volume can exist without a PV any more:
 // the finalizer and the endpoint pin go together.
 func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-	if !hasFinalizer(claim.Finalizers, ClaimFinalizer) && claim.Annotations[AnnEndpointNode] == "" {
+	if !markedInProgress(claim) {
 		return claim, nil
 	}
 	upd := claim.DeepCopy()
@@ -72,10 +81,17 @@ func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolu
 	return out, err
 }
 
-// unpin removes the in-progress finalizer and the endpoint pin from upd.
+// markedInProgress: the claim carries any of what unpin removes.
+func markedInProgress(c *v1.PersistentVolumeClaim) bool {
+	return hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "" || c.Annotations[AnnCreateRequest] != ""
+}
+
+// unpin removes the in-progress finalizer, the endpoint pin and the
+// recorded request from upd.
 func unpin(upd *v1.PersistentVolumeClaim) {
 	upd.Finalizers = without(upd.Finalizers, ClaimFinalizer)
 	delete(upd.Annotations, AnnEndpointNode)
+	delete(upd.Annotations, AnnCreateRequest)
 }
 
 func without(list []string, s string) []string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/cluster/clustertest"
@@ -34,6 +35,9 @@ type env struct {
 	client  kubernetes.Interface
 	ns      string
 	earlier map[string]bool
+	// brokenBefore are the PVs already without their backend volume when
+	// the test began: the test that broke them reported them.
+	brokenBefore map[types.UID]bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -41,9 +45,11 @@ func newEnv(t *testing.T) *env {
 	cp := clustertest.ControlPlane(t)
 	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
 	e.earlier = map[string]bool{}
-	for _, v := range e.backendVolumes() {
+	before := e.snapshot()
+	for _, v := range before.backend {
 		e.earlier[v.id] = true
 	}
+	e.brokenBefore = brokenPVs(before)
 	t.Cleanup(func() {
 		e.checkInvariants()
 		e.removeEverything()

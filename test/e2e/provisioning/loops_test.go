@@ -28,10 +28,15 @@ type loops struct {
 }
 
 func startLoops(rc *rest.Config, names ...string) *loops {
+	return startLoopsServing(rc, endpoints(), names...)
+}
+
+// startLoopsServing is startLoops with only the given CSI endpoints served.
+func startLoopsServing(rc *rest.Config, eps []string, names ...string) *loops {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &loops{cancel: cancel, result: make(chan error, 1)}
 	cfg := manager.Config{
-		REST: rc, Controllers: names, CSIEndpoints: endpoints(),
+		REST: rc, Controllers: names, CSIEndpoints: eps,
 		Workers: 4, ResyncPeriod: 2 * time.Second,
 	}
 	go func() { l.result <- manager.Run(ctx, cfg) }()

@@ -91,12 +91,14 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	return teardown, nil
 }
 
-// registerStorage creates the CSIDriver of the bundled driver (no attach
-// step) and the test classes.
+// registerStorage creates the CSIDriver of the bundled driver and the test
+// classes. The drivers run with attach required (PUBLISH_UNPUBLISH_VOLUME),
+// so the provisioner refuses to delete a volume a VolumeAttachment still
+// names; no attacher runs here, so only tests make VolumeAttachments.
 func registerStorage(ctx context.Context, client kubernetes.Interface) error {
 	driver := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)},
+		Spec:       storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)},
 	}
 	if _, err := client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("CSIDriver: %w", err)
@@ -133,6 +135,7 @@ func serveDriver(ctx context.Context, node, dir string) (*nodeDriver, error) {
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	drv, err := hostpath.New(hostpath.Config{
 		Endpoint: endpoint, NodeID: node, Capacity: nodeCapacity, DataDir: filepath.Join(dir, "data"),
+		AttachRequired: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("driver of %s: %w", node, err)
