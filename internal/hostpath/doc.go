@@ -23,7 +23,11 @@
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
 //     stagings and publications. It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver
-//     restarts with everything it had acknowledged.
+//     restarts with everything it had acknowledged. It is the only record of
+//     what the data on disk is, so the driver never deletes data it has no
+//     record of: it refuses to start when the file is damaged, or missing
+//     while volumes are on disk, and moves data the file does not record
+//     (a creation that died half way) under DataDir/unrecorded (recovery.go).
 //
 // Names and IDs. Every name and ID in a request (volume and snapshot names,
 // volume, snapshot and node IDs) is checked in one place, validate.go: it must

@@ -30,6 +30,9 @@ type Driver struct {
 	locks  *keyedMutex
 	// store is loaded by open, before the first call is served.
 	store *store
+	// realDataDir is DataDir with symlinks resolved, set by open: node
+	// paths are checked against it after their own symlinks are resolved.
+	realDataDir string
 }
 
 // Run claims DataDir, loads the state and serves CSI on the endpoint until ctx
@@ -38,11 +41,15 @@ type Driver struct {
 // serving fails.
 func (d *Driver) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("driver", DriverName, "node", d.cfg.NodeID)
-	release, err := d.open()
+	release, aside, err := d.open()
 	if err != nil {
 		return err
 	}
 	defer release()
+	if aside.dir != "" {
+		logger.Info("Moved volume and snapshot data the state does not record out of the way; nothing was deleted",
+			"dir", aside.dir, "entries", entryList(aside.entries))
+	}
 	lis, err := listenUnix(d.socket)
 	if err != nil {
 		return err
@@ -64,33 +71,53 @@ func (d *Driver) Run(ctx context.Context) error {
 }
 
 // open prepares DataDir, locks it against a second driver and loads the
-// state. The returned func releases the lock.
-func (d *Driver) open() (release func(), err error) {
+// state. The returned func releases the lock; aside says what data the
+// state does not record was moved where (nothing if aside.dir is "").
+func (d *Driver) open() (release func(), aside movedAside, err error) {
 	for _, dir := range []string{d.disk.root, d.disk.volumesDir(), d.disk.snapshotsDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("data dir: %w", err)
+			return nil, aside, fmt.Errorf("data dir: %w", err)
 		}
 	}
 	unlock, err := lockDir(d.disk.lockPath())
 	if err != nil {
-		return nil, err
+		return nil, aside, err
 	}
-	st, err := loadStore(d.disk.statePath())
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
+	if d.realDataDir, err = filepath.EvalSymlinks(d.disk.root); err != nil {
+		return nil, aside, fmt.Errorf("data dir: %w", err)
+	}
+	st, found, err := loadStore(d.disk.statePath())
 	if err != nil {
-		unlock()
-		return nil, err
+		return nil, aside, err
+	}
+	onDisk, err := d.disk.dataEntries()
+	if err != nil {
+		return nil, aside, err
+	}
+	if problem := lostStateProblem(found, onDisk, d.cfg.DataDir); problem != "" {
+		return nil, aside, errors.New(problem)
 	}
 	if v := st.current().foreignVolume(d.cfg.NodeID); v != nil {
-		unlock()
-		return nil, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
+		return nil, aside, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
 			d.cfg.DataDir, v.ID, v.NodeID, d.cfg.NodeID)
 	}
-	if err := d.disk.sweep(st.current()); err != nil {
-		unlock()
-		return nil, err
+	if !found {
+		if err := st.saveInitial(); err != nil {
+			return nil, aside, err
+		}
+	}
+	if aside.entries = unrecorded(st.current(), onDisk); len(aside.entries) > 0 {
+		if aside.dir, err = d.disk.setAside(aside.entries, time.Now()); err != nil {
+			return nil, aside, err
+		}
 	}
 	d.store = st
-	return unlock, nil
+	return unlock, aside, nil
 }
 
 // lockDir takes an exclusive flock on path, so two drivers never share one
