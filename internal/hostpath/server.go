@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -135,48 +133,6 @@ func lockDir(path string) (unlock func(), err error) {
 		return nil, fmt.Errorf("data dir lock: %w", err)
 	}
 	return func() { f.Close() }, nil
-}
-
-// listenUnix listens on path, replacing a socket left behind by a driver that
-// died, but never a live socket or a file that is not a socket.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("socket dir: %w", err)
-	}
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("socket: %w", err)
-	case fi.Mode()&fs.ModeSocket == 0:
-		return nil, fmt.Errorf("socket %s: a file that is not a socket is in the way", path)
-	case socketAlive(path):
-		return nil, fmt.Errorf("socket %s: another process is serving it", path)
-	default:
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	return lis, nil
-}
-
-func socketAlive(path string) bool {
-	conn, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
-func removeSocket(logger klog.Logger, path string) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		logger.Error(err, "could not remove the socket", "path", path)
-	}
 }
 
 func stopGracefully(srv *grpc.Server, grace time.Duration) {
