@@ -18,6 +18,12 @@
 //   - Staging and publication: the node side. Staging bind-mounts a mount
 //     volume's directory onto the staging path, or attaches a block volume's
 //     file to a loop device; publishing bind-mounts that onto the target path.
+//     Both are recorded in the state before anything is mounted, and the
+//     node calls undo only what the state records: a path the driver did not
+//     stage or publish is never unmounted or removed. Every node path is
+//     resolved (symlinks followed) before it is checked, mounted onto,
+//     unmounted or removed, and a recorded path is undone only while it still
+//     resolves where it was mounted (nodepath.go).
 //   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,

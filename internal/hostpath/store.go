@@ -33,9 +33,11 @@ type volume struct {
 	CreatedAt     time.Time     `json:"createdAt"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
-	// Staging is set while the volume is staged on this node.
+	// Staging is set while the volume is staged on this node, from before
+	// the driver mounts anything: the node calls undo only what is recorded.
 	Staging *staging `json:"staging,omitempty"`
-	// Publications are keyed by target path.
+	// Publications are keyed by target path as the CO gave it; each is
+	// recorded before its mount, like Staging.
 	Publications map[string]publication `json:"publications,omitempty"`
 }
 
@@ -50,14 +52,37 @@ type attachment struct {
 }
 
 type staging struct {
+	// Path is the staging path as the CO gave it.
 	Path string `json:"path"`
+	// RealPath is Path with its symlinks resolved: where the driver mounted.
+	RealPath string `json:"realPath,omitempty"`
 	// Device is the loop device of a staged block volume.
 	Device string `json:"device,omitempty"`
+}
+
+// realPath is where the staging is; a state written before RealPath
+// existed mounted at Path itself.
+func (s *staging) realPath() string {
+	if s.RealPath == "" {
+		return s.Path
+	}
+	return s.RealPath
 }
 
 type publication struct {
 	ReadOnly bool   `json:"readOnly"`
 	Mode     string `json:"mode"`
+	// RealPath is the target path with its symlinks resolved: where the
+	// driver mounted.
+	RealPath string `json:"realPath,omitempty"`
+}
+
+// realPath is where the publication at target is (see staging.realPath).
+func (p publication) realPath(target string) string {
+	if p.RealPath == "" {
+		return target
+	}
+	return p.RealPath
 }
 
 // inUse says why the volume cannot be deleted now, or "".
