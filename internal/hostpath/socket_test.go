@@ -72,24 +72,30 @@ func TestSocketInASharedDirIsPrivate(t *testing.T) {
 	wantPerm(t, shared, 0o777)
 }
 
-// TestLongSocketPathInAPrivateDirIsPrivate: a path too long to bind in a
-// private subdirectory first is bound in place, which is safe in a directory
-// only the owner can enter, and still gets mode 0600.
+// longSocketDir is a directory under dir whose path is so long that a
+// socket in it cannot be bound in a private subdirectory first.
+func longSocketDir(dir string) string {
+	return filepath.Join(dir, strings.Repeat("d", maxSocketPath-len(privateBindName)-len(dir)))
+}
+
+// TestLongSocketPathInAPrivateDirIsPrivate: a socket in a directory too long
+// to bind in a private subdirectory first is bound in place, which is safe
+// in a directory only the owner can enter, and still gets mode 0600.
 func TestLongSocketPathInAPrivateDirIsPrivate(t *testing.T) {
 	permissiveUmask(t)
 	dir := shortTempDir(t)
 	cfg := testConfig(dir, NewFakeMounter())
-	name := strings.Repeat("s", maxSocketPath-len(dir)-len("/csi/")-len(".sock")) + ".sock"
-	sock := filepath.Join(dir, "csi", name)
-	if len(sock) != maxSocketPath {
-		t.Fatalf("socket path is %d bytes, want %d", len(sock), maxSocketPath)
+	sockDir := longSocketDir(dir)
+	sock := filepath.Join(sockDir, "c.sock")
+	if len(sock) > maxSocketPath || len(filepath.Join(sockDir, privateBindName)) <= maxSocketPath {
+		t.Fatalf("socket path %s does not need the in-place bind", sock)
 	}
 	leaveStaleSocket(t, sock)
 	cfg.Endpoint = "unix://" + sock
 	serving(t, startDriver(t, cfg))
 
 	wantPerm(t, sock, 0o600)
-	wantPerm(t, filepath.Join(dir, "csi"), 0o700)
+	wantPerm(t, sockDir, 0o700)
 }
 
 // serving waits until the driver answers on its socket: with a stale socket
@@ -114,4 +120,27 @@ func leaveStaleSocket(t *testing.T, path string) {
 	}
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	lis.Close()
+}
+
+// TestLongSocketPathInASharedDirIsRefused: a socket in a directory others
+// can enter, too long to bind privately first, cannot be private from the
+// start, so the driver refuses it rather than expose the socket.
+func TestLongSocketPathInASharedDirIsRefused(t *testing.T) {
+	permissiveUmask(t)
+	shared := longSocketDir(shortTempDir(t))
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(shared, "c.sock")
+	lis, err := listenUnix(sock)
+	if err == nil {
+		lis.Close()
+		t.Fatalf("listenUnix(%s) succeeded, want a refusal", sock)
+	}
+	if !strings.Contains(err.Error(), "too long") {
+		t.Errorf("error %q does not say the path is too long", err)
+	}
+	if entries, _ := os.ReadDir(shared); len(entries) != 0 {
+		t.Errorf("the refused listen left %v behind", entries)
+	}
 }
