@@ -43,11 +43,15 @@ type bundledDrivers struct {
 // and its volumes under DIR/hostpath/NODE, and returns once every socket
 // is there. The drivers run until stop (or ctx ends).
 func startDrivers(ctx context.Context, dir string, nodes []string, capacity int64) (*bundledDrivers, error) {
+	socketDir := filepath.Join(dir, "csi")
+	if err := privateSocketDir(socketDir); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	b := &bundledDrivers{failed: make(chan error, len(nodes)), cancel: cancel}
 	var sockets []string
 	for _, node := range nodes {
-		socket := filepath.Join(dir, "csi", node+".sock")
+		socket := filepath.Join(socketDir, node+".sock")
 		endpoint := "unix://" + socket
 		d, err := hostpath.New(hostpath.Config{
 			Endpoint: endpoint, NodeID: node, Capacity: capacity,
@@ -70,6 +74,20 @@ func startDrivers(ctx context.Context, dir string, nodes []string, capacity int6
 		return nil, err
 	}
 	return b, nil
+}
+
+// privateSocketDir makes the directory of the drivers' sockets owner-only,
+// whatever the umask. It is up's own, so an existing one (an older up made
+// it 0750) is made owner-only too: whoever can reach a socket can delete
+// volumes.
+func privateSocketDir(dir string) error {
+	if err := hostpath.MkdirPrivate(dir); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	return nil
 }
 
 // waitServing returns once every socket exists, or the error of a driver that

@@ -24,7 +24,9 @@ func newDriverCommand() *cobra.Command {
 on a unix socket. Volumes are directories (mount) or sparse files (block) under
 the data dir of this node, and are accessible from this node only (topology key
 ` + hostpath.TopologyKey + `). State survives restarts on the same data dir.
-Mounting needs root; block volumes also need loop devices (losetup).
+The socket is owner-only (mode 0600) whatever the umask; a missing socket
+directory is created owner-only (0700). Mounting needs root; block volumes
+also need loop devices (losetup).
 SIGINT or SIGTERM stops it gracefully.`,
 		Example: `  volplane driver --endpoint unix:///var/lib/kubelet/plugins/` + hostpath.DriverName + `/csi.sock \
     --node-id "$NODE_NAME" --data-dir /var/lib/volplane/hostpath --capacity 500Gi`,

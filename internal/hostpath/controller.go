@@ -131,7 +131,7 @@ func volumeConflict(existing, want *volume, r *csi.CapacityRange) string {
 }
 
 // createVolume makes want's data, then records it; until it is recorded,
-// nothing was created (and a crash leaves only data that sweep removes).
+// nothing was created (and a crash leaves only data the next start sets aside).
 func (d *Driver) createVolume(ctx context.Context, want *volume, limit int64) (*volume, error) {
 	srcPath, err := d.sourceData(want, limit)
 	if err != nil {

@@ -18,12 +18,22 @@
 //   - Staging and publication: the node side. Staging bind-mounts a mount
 //     volume's directory onto the staging path, or attaches a block volume's
 //     file to a loop device; publishing bind-mounts that onto the target path.
+//     Both are recorded in the state before anything is mounted, and the
+//     node calls undo only what the state records: a path the driver did not
+//     stage or publish is never unmounted or removed. Every node path is
+//     resolved (symlinks followed) before it is checked, mounted onto,
+//     unmounted or removed, and a recorded path is undone only while it still
+//     resolves where it was mounted (nodepath.go).
 //   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
 //     stagings and publications. It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver
-//     restarts with everything it had acknowledged.
+//     restarts with everything it had acknowledged. It is the only record of
+//     what the data on disk is, so the driver never deletes data it has no
+//     record of: it refuses to start when the file is damaged, or missing
+//     while volumes are on disk, and moves data the file does not record
+//     (a creation that died half way) under DataDir/unrecorded (recovery.go).
 //
 // Names and IDs. Every name and ID in a request (volume and snapshot names,
 // volume, snapshot and node IDs) is checked in one place, validate.go: it must

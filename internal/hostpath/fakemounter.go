@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -16,7 +17,8 @@ const fakeLoopPrefix = "/dev/fake-loop"
 // asking the kernel, for tests and for running the driver without root. It
 // is as strict as the kernel where that catches driver bugs: the target of a
 // mount must exist, a mount point cannot be mounted over, and unmounting
-// what is not mounted fails. Nothing is written to the filesystem, so a
+// what is not mounted fails, and a symlink on the way to a target is
+// followed, as mount, umount and the mount point check follow it. Nothing is written to the filesystem, so a
 // published target stays the empty directory or file the driver created.
 // Keep one FakeMounter across driver restarts, as the kernel would keep its
 // mounts.
@@ -43,7 +45,7 @@ func NewFakeMounter() *FakeMounter {
 	return &FakeMounter{mounts: map[string]FakeMount{}, loops: map[string]string{}}
 }
 
-// Mounts returns the mounts by target path.
+// Mounts returns the mounts by target path, symlinks resolved.
 func (f *FakeMounter) Mounts() map[string]FakeMount {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,6 +62,7 @@ func (f *FakeMounter) LoopDevices() map[string]string {
 func (f *FakeMounter) BindMount(source, target string, readOnly bool, options []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	target = followed(target)
 	if _, err := os.Lstat(target); err != nil {
 		return fmt.Errorf("mount %s on %s: %w", source, target, err)
 	}
@@ -78,6 +81,7 @@ func (f *FakeMounter) BindMount(source, target string, readOnly bool, options []
 func (f *FakeMounter) Unmount(target string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	target = followed(target)
 	if _, ok := f.mounts[target]; !ok {
 		return fmt.Errorf("umount %s: not mounted", target)
 	}
@@ -88,8 +92,17 @@ func (f *FakeMounter) Unmount(target string) error {
 func (f *FakeMounter) IsMountPoint(path string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ok := f.mounts[path]
+	_, ok := f.mounts[followed(path)]
 	return ok, nil
+}
+
+// followed is path with its symlinks followed, as the kernel follows them;
+// a path that does not resolve is taken as it is.
+func followed(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 func (f *FakeMounter) AttachLoop(file string) (string, error) {

@@ -35,14 +35,17 @@ const (
 //	volumes/vol-<hex>.img    a block volume (sparse file)
 //	snapshots/snap-<hex>     a snapshot of a mount volume (directory)
 //	snapshots/snap-<hex>.img a snapshot of a block volume (sparse file)
+//	unrecorded/<time>-<n>/   volumes and snapshots found at start without a
+//	                         record in the state, moved aside (see recovery.go)
 type layout struct {
 	root string
 }
 
-func (l layout) volumesDir() string   { return filepath.Join(l.root, "volumes") }
-func (l layout) snapshotsDir() string { return filepath.Join(l.root, "snapshots") }
-func (l layout) statePath() string    { return filepath.Join(l.root, "state.json") }
-func (l layout) lockPath() string     { return filepath.Join(l.root, "lock") }
+func (l layout) volumesDir() string    { return filepath.Join(l.root, "volumes") }
+func (l layout) snapshotsDir() string  { return filepath.Join(l.root, "snapshots") }
+func (l layout) statePath() string     { return filepath.Join(l.root, "state.json") }
+func (l layout) lockPath() string      { return filepath.Join(l.root, "lock") }
+func (l layout) unrecordedDir() string { return filepath.Join(l.root, "unrecorded") }
 
 func volumeIDFor(name string) string   { return issueID(volumeIDPrefix, name) }
 func snapshotIDFor(name string) string { return issueID(snapshotIDPrefix, name) }
@@ -83,35 +86,6 @@ func dataPath(dir, prefix, id string, t accessType) (string, error) {
 		id += blockSuffix
 	}
 	return filepath.Join(dir, id), nil
-}
-
-// sweep removes volume and snapshot data the state does not know: what a
-// creation left behind when the driver died before recording it. Entries
-// whose names this driver would never issue are left alone.
-func (l layout) sweep(st *state) error {
-	known := func(id string) bool {
-		_, vol := st.Volumes[id]
-		_, snap := st.Snapshots[id]
-		return vol || snap
-	}
-	for _, dir := range []struct{ path, prefix string }{
-		{l.volumesDir(), volumeIDPrefix}, {l.snapshotsDir(), snapshotIDPrefix},
-	} {
-		entries, err := os.ReadDir(dir.path)
-		if err != nil {
-			return fmt.Errorf("sweep: %w", err)
-		}
-		for _, e := range entries {
-			id := strings.TrimSuffix(e.Name(), blockSuffix)
-			if !isIssuedID(dir.prefix, id) || known(id) {
-				continue
-			}
-			if err := os.RemoveAll(filepath.Join(dir.path, e.Name())); err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-		}
-	}
-	return nil
 }
 
 // createData makes an empty volume at path, replacing whatever an earlier,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -19,13 +20,15 @@ type nodeServer struct {
 
 // NodeStageVolume makes a volume ready on this node: a mount volume's
 // directory is bind-mounted onto the staging path, a block volume's file is
-// attached to a loop device.
+// attached to a loop device. The staging is recorded before anything is
+// done, so that NodeUnstageVolume can undo it even if the driver dies half
+// way.
 func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	path, err := checkNodePath("staging target path", req.GetStagingTargetPath(), s.d.cfg.DataDir)
+	path, err := s.d.newNodePath("staging target path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -42,33 +45,65 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := vol.Attachments[s.d.cfg.NodeID]; s.d.cfg.AttachRequired && !ok {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s; ControllerPublishVolume comes first", id, s.d.cfg.NodeID)
-	}
-	if vol.Staging != nil && vol.Staging.Path != path {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already", id, vol.Staging.Path)
-	}
-	// Staging a recorded volume again is not skipped: after a reboot the
-	// record is there but the mount or loop device is not, and this redoes it.
-	device, err := s.d.stage(vol, path)
+	recorded, err := s.d.checkStaging(vol, path)
 	if err != nil {
 		return nil, err
 	}
-	want := &staging{Path: path, Device: device}
-	if vol.Staging != nil && *vol.Staging == *want {
-		return &csi.NodeStageVolumeResponse{}, nil
+	if !recorded {
+		if err := s.d.setStaging(id, &staging{Path: path.given, RealPath: path.real}); err != nil {
+			return nil, err
+		}
 	}
-	err = s.d.store.update(func(st *state) error {
-		st.Volumes[id].Staging = want
+	// Staging a recorded volume again is not skipped: after a reboot the
+	// record is there but the mount or loop device is not, and this redoes it.
+	device, err := s.d.stage(vol, path.real)
+	if err != nil {
+		if !recorded {
+			_ = s.d.setStaging(id, nil) // nothing was staged; if this fails, unstaging cleans up
+		}
+		return nil, err
+	}
+	if want := (staging{Path: path.given, RealPath: path.real, Device: device}); want.Device != "" &&
+		(vol.Staging == nil || *vol.Staging != want) {
+		if err := s.d.setStaging(id, &want); err != nil {
+			return nil, err
+		}
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// checkStaging decides whether staging vol at path is refused, and whether
+// it is recorded already (a repeated call).
+func (d *Driver) checkStaging(vol *volume, path nodePath) (recorded bool, err error) {
+	if _, ok := vol.Attachments[d.cfg.NodeID]; d.cfg.AttachRequired && !ok {
+		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s; ControllerPublishVolume comes first", vol.ID, d.cfg.NodeID)
+	}
+	if s := vol.Staging; s != nil {
+		switch {
+		case s.Path != path.given:
+			return false, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already", vol.ID, s.Path)
+		case s.realPath() != path.real:
+			return false, status.Errorf(codes.FailedPrecondition, "volume %s was staged at %s, which resolved to %s and now resolves to %s",
+				vol.ID, s.Path, s.realPath(), path.real)
+		}
+		return true, nil
+	}
+	if who := otherClaim(d.store.current(), path.real, claimRef{volumeID: vol.ID}); who != "" {
+		return false, status.Errorf(codes.FailedPrecondition, "staging target path %s is in use: %s", path.given, who)
+	}
+	return false, nil
+}
+
+// setStaging records (or, with nil, forgets) the staging of volume id.
+func (d *Driver) setStaging(id string, s *staging) error {
+	err := d.store.update(func(st *state) error {
+		st.Volumes[id].Staging = s
 		return nil
 	})
 	if err != nil {
-		if vol.Staging == nil {
-			_ = s.d.unstage(s.d.store.current(), vol, path)
-		}
-		return nil, status.Errorf(codes.Internal, "stage volume %s: %v", id, err)
+		return status.Errorf(codes.Internal, "record the staging of volume %s: %v", id, err)
 	}
-	return &csi.NodeStageVolumeResponse{}, nil
+	return nil
 }
 
 // nodeVolume finds a volume for a node call asking for access type t.
@@ -122,15 +157,15 @@ func (d *Driver) bindOnce(source, target string, readOnly bool, options []string
 	return d.cfg.Mounter.BindMount(source, target, readOnly, options)
 }
 
-// NodeUnstageVolume undoes NodeStageVolume. It also cleans up a staging the
-// driver made but did not record before dying, unless another volume
-// claims the path.
+// NodeUnstageVolume undoes NodeStageVolume. It acts only on a staging the
+// state records at this path: anything else is not the driver's to unmount,
+// and the spec asks for OK when the volume is not staged there.
 func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	path, err := checkNodePath("staging target path", req.GetStagingTargetPath(), s.d.cfg.DataDir)
+	given, err := checkNodePath("staging target path", req.GetStagingTargetPath(), s.d.cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -139,33 +174,30 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 		return nil, err
 	}
 	defer unlock()
-	st := s.d.store.current()
-	vol := st.Volumes[id]
+	vol := s.d.store.current().Volumes[id]
 	switch {
 	case vol == nil:
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
-	case vol.Staging != nil && vol.Staging.Path != path:
-		return &csi.NodeUnstageVolumeResponse{}, nil // staged elsewhere, not here
+	case vol.Staging == nil || vol.Staging.Path != given:
+		return &csi.NodeUnstageVolumeResponse{}, nil // not staged here: nothing to undo
 	case len(vol.Publications) > 0:
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published; unpublish it first", id)
 	}
-	if err := s.d.unstage(st, vol, path); err != nil {
-		return nil, status.Errorf(codes.Internal, "unstage volume %s: %v", id, err)
-	}
-	if vol.Staging == nil {
-		return &csi.NodeUnstageVolumeResponse{}, nil
-	}
-	err = s.d.store.update(func(st *state) error {
-		st.Volumes[id].Staging = nil
-		return nil
-	})
+	real, err := recordedPath("staging target path", given, vol.Staging.realPath())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.d.unstage(vol, real); err != nil {
 		return nil, status.Errorf(codes.Internal, "unstage volume %s: %v", id, err)
+	}
+	if err := s.d.setStaging(id, nil); err != nil {
+		return nil, err
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
-func (d *Driver) unstage(st *state, vol *volume, path string) error {
+// unstage undoes stage; real is the recorded staging path, resolved.
+func (d *Driver) unstage(vol *volume, real string) error {
 	if vol.AccessType == accessBlock {
 		data, err := d.disk.volumePath(vol.ID, vol.AccessType)
 		if err != nil {
@@ -173,24 +205,7 @@ func (d *Driver) unstage(st *state, vol *volume, path string) error {
 		}
 		return d.cfg.Mounter.DetachLoop(data)
 	}
-	if claimedByOther(st, vol.ID, path) {
-		return nil
-	}
-	return d.unmountIfMounted(path)
-}
-
-// claimedByOther reports whether a volume other than id is staged or
-// published at path.
-func claimedByOther(st *state, id, path string) bool {
-	for _, v := range st.Volumes {
-		if v.ID == id {
-			continue
-		}
-		if _, ok := v.Publications[path]; ok || (v.Staging != nil && v.Staging.Path == path) {
-			return true
-		}
-	}
-	return false
+	return d.unmountIfMounted(real)
 }
 
 func (d *Driver) unmountIfMounted(path string) error {
@@ -202,13 +217,14 @@ func (d *Driver) unmountIfMounted(path string) error {
 }
 
 // ensureDir creates the directory path (its parent must exist) unless it is
-// there already.
+// there already. A symlink there is refused, not followed: it may have been
+// planted after the path was resolved.
 func ensureDir(path string) error {
 	err := os.Mkdir(path, 0o750)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
@@ -219,9 +235,10 @@ func ensureDir(path string) error {
 }
 
 // ensureFile creates the empty file path, which a block volume's device is
-// bound onto; an existing file is reused, a directory is an error.
+// bound onto; an existing file is reused, a directory or a symlink is an
+// error.
 func ensureFile(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return err
 	}

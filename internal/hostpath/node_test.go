@@ -149,43 +149,6 @@ func TestReaderOnlyModePublishesReadOnly(t *testing.T) {
 	}
 }
 
-// TestUnpublishCleansUpWhatWasNotRecorded plays a driver that mounted a
-// target and died before recording it: unpublishing still unmounts and
-// removes it. A target recorded for another volume is left alone.
-func TestUnpublishCleansUpWhatWasNotRecorded(t *testing.T) {
-	f := newNodeFixture(t, NewFakeMounter(), mountCap())
-	if err := os.Mkdir(f.target, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mounter.BindMount(f.staging, f.target, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.unpublish(f.vol.VolumeId); err != nil {
-		t.Fatal(err)
-	}
-	if _, mounted := f.mounter.Mounts()[f.target]; mounted {
-		t.Error("the unrecorded mount is still there")
-	}
-	if _, err := os.Stat(f.target); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the unrecorded target is still there: %v", err)
-	}
-
-	if err := f.stage(mountCap()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.publish(mountCap(), false); err != nil {
-		t.Fatal(err)
-	}
-	other := must[*csi.CreateVolumeResponse](t)(f.r.controller.CreateVolume(context.Background(), createReq("other"))).Volume
-	if err := f.unpublish(other.VolumeId); err != nil {
-		t.Fatal(err)
-	}
-	if _, mounted := f.mounter.Mounts()[f.target]; !mounted {
-		t.Error("unpublishing another volume unmounted this volume's target")
-	}
-	wantCode(t, f.unpublish(volumeIDFor("missing")), codes.NotFound)
-}
-
 func TestNodeGetVolumeStats(t *testing.T) {
 	f := newNodeFixture(t, NewFakeMounter(), mountCap())
 	if err := f.stage(mountCap()); err != nil {

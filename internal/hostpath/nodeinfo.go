@@ -34,25 +34,34 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// servedVolume finds a volume staged or published at path; anything else is
-// NotFound, as the spec asks for a volume that does not exist at a path.
-func (d *Driver) servedVolume(id, path string) (*volume, string, error) {
+// servedVolume finds a volume staged or published at path and returns it
+// with the resolved path it was mounted at. A volume not recorded there, or
+// a path that no longer resolves where it was mounted, is NotFound, as the
+// spec asks for a volume that does not exist at a path.
+func (d *Driver) servedVolume(id, path string) (*volume, nodePath, error) {
 	if err := checkName("volume ID", id); err != nil {
-		return nil, "", err
+		return nil, nodePath{}, err
 	}
 	if path == "" {
-		return nil, "", status.Error(codes.InvalidArgument, "volume path is required")
+		return nil, nodePath{}, status.Error(codes.InvalidArgument, "volume path is required")
 	}
 	vol := d.store.current().Volumes[id]
 	if vol == nil {
-		return nil, "", status.Errorf(codes.NotFound, "volume %q does not exist", id)
+		return nil, nodePath{}, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
-	path = filepath.Clean(path)
-	_, published := vol.Publications[path]
-	if !published && (vol.Staging == nil || vol.Staging.Path != path) {
-		return nil, "", status.Errorf(codes.NotFound, "volume %s is neither staged nor published at %q", id, path)
+	given := filepath.Clean(path)
+	var real string
+	if p, ok := vol.Publications[given]; ok {
+		real = p.realPath(given)
+	} else if vol.Staging != nil && vol.Staging.Path == given {
+		real = vol.Staging.realPath()
+	} else {
+		return nil, nodePath{}, status.Errorf(codes.NotFound, "volume %s is neither staged nor published at %q", id, path)
 	}
-	return vol, path, nil
+	if now, err := resolveExisting(given); err != nil || now != real {
+		return nil, nodePath{}, status.Errorf(codes.NotFound, "volume %s was mounted at %s, which %q no longer resolves to", id, real, given)
+	}
+	return vol, nodePath{given: given, real: real}, nil
 }
 
 // NodeGetVolumeStats reports a volume's size and, for a mount volume, the
@@ -81,19 +90,19 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 
 // nodeCondition is abnormal when the volume's data is gone or path is no
 // longer mounted.
-func (d *Driver) nodeCondition(vol *volume, path string) *csi.VolumeCondition {
+func (d *Driver) nodeCondition(vol *volume, path nodePath) *csi.VolumeCondition {
 	if c := d.dataCondition(vol); c.Abnormal {
 		return c
 	}
-	if vol.AccessType == accessBlock && vol.Staging != nil && vol.Staging.Path == path {
+	if vol.AccessType == accessBlock && vol.Staging != nil && vol.Staging.Path == path.given {
 		return &csi.VolumeCondition{Message: "the volume is attached to a loop device"}
 	}
-	mounted, err := d.cfg.Mounter.IsMountPoint(path)
+	mounted, err := d.cfg.Mounter.IsMountPoint(path.real)
 	switch {
 	case err != nil:
-		return &csi.VolumeCondition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path, err)}
+		return &csi.VolumeCondition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path.given, err)}
 	case !mounted:
-		return &csi.VolumeCondition{Abnormal: true, Message: path + " is not mounted"}
+		return &csi.VolumeCondition{Abnormal: true, Message: path.given + " is not mounted"}
 	}
 	return &csi.VolumeCondition{Message: "the volume is mounted"}
 }

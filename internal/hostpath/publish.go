@@ -13,13 +13,15 @@ import (
 
 // NodePublishVolume bind-mounts a staged volume onto the target path: the
 // staging directory of a mount volume, the loop device of a block volume
-// (onto a file the driver creates).
+// (onto a file the driver creates). The publication is recorded before the
+// mount, so that NodeUnpublishVolume can undo it even if the driver dies
+// half way.
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	target, err := checkNodePath("target path", req.GetTargetPath(), s.d.cfg.DataDir)
+	target, err := s.d.newNodePath("target path", req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if req.GetStagingTargetPath() == "" {
 		return nil, status.Error(codes.FailedPrecondition, "staging target path is required: this driver stages volumes before publishing them")
 	}
-	stagingPath, err := checkNodePath("staging target path", req.GetStagingTargetPath(), s.d.cfg.DataDir)
+	stagingPath, err := s.d.nodePath("staging target path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -46,42 +48,45 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	want := publication{
 		ReadOnly: req.GetReadonly() || isReadOnlyMode(req.GetVolumeCapability()),
 		Mode:     req.GetVolumeCapability().GetAccessMode().GetMode().String(),
+		RealPath: target.real,
 	}
 	recorded, err := s.d.checkPublication(vol, stagingPath, target, want)
 	if err != nil {
 		return nil, err
 	}
-	// Publishing a recorded publication again redoes a mount a reboot undid.
-	if err := s.d.publish(vol, stagingPath, target, want.ReadOnly, req.GetVolumeCapability().GetMount().GetMountFlags()); err != nil {
-		return nil, err
-	}
-	if recorded {
-		return &csi.NodePublishVolumeResponse{}, nil
-	}
-	err = s.d.store.update(func(st *state) error {
-		v := st.Volumes[id]
-		if v.Publications == nil {
-			v.Publications = map[string]publication{}
+	if !recorded {
+		if err := s.d.setPublication(id, target.given, &want); err != nil {
+			return nil, err
 		}
-		v.Publications[target] = want
-		return nil
-	})
+	}
+	// Publishing a recorded publication again redoes a mount a reboot undid.
+	err = s.d.publish(vol, stagingPath.real, target.real, want.ReadOnly, req.GetVolumeCapability().GetMount().GetMountFlags())
 	if err != nil {
-		_ = s.d.unmountIfMounted(target)
-		return nil, status.Errorf(codes.Internal, "publish volume %s: %v", id, err)
+		if !recorded {
+			_ = s.d.setPublication(id, target.given, nil) // nothing was mounted; if this fails, unpublishing cleans up
+		}
+		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
 // checkPublication decides whether publishing vol at target is refused, and
 // whether it is recorded already (a repeated call).
-func (d *Driver) checkPublication(vol *volume, stagingPath, target string, want publication) (recorded bool, err error) {
-	if vol.Staging == nil || vol.Staging.Path != stagingPath {
-		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", vol.ID, stagingPath)
+func (d *Driver) checkPublication(vol *volume, stagingPath, target nodePath, want publication) (recorded bool, err error) {
+	switch s := vol.Staging; {
+	case s == nil || s.Path != stagingPath.given:
+		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", vol.ID, stagingPath.given)
+	case s.realPath() != stagingPath.real:
+		return false, status.Errorf(codes.FailedPrecondition, "volume %s was staged at %s, which resolved to %s and now resolves to %s",
+			vol.ID, s.Path, s.realPath(), stagingPath.real)
 	}
-	if p, ok := vol.Publications[target]; ok {
-		if p != want {
-			return false, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly=%t and mode %s", vol.ID, target, p.ReadOnly, p.Mode)
+	if p, ok := vol.Publications[target.given]; ok {
+		switch {
+		case p.ReadOnly != want.ReadOnly || p.Mode != want.Mode:
+			return false, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly=%t and mode %s", vol.ID, target.given, p.ReadOnly, p.Mode)
+		case p.realPath(target.given) != target.real:
+			return false, status.Errorf(codes.FailedPrecondition, "volume %s was published at %s, which resolved to %s and now resolves to %s",
+				vol.ID, target.given, p.realPath(target.given), target.real)
 		}
 		return true, nil
 	}
@@ -91,12 +96,34 @@ func (d *Driver) checkPublication(vol *volume, stagingPath, target string, want 
 			return false, status.Errorf(codes.FailedPrecondition, "volume %s is published at %s and a %s volume allows one publication", vol.ID, path, single)
 		}
 	}
-	if claimedByOther(d.store.current(), vol.ID, target) {
-		return false, status.Errorf(codes.FailedPrecondition, "target path %s is in use by another volume", target)
+	if who := otherClaim(d.store.current(), target.real, claimRef{volumeID: vol.ID, target: target.given}); who != "" {
+		return false, status.Errorf(codes.FailedPrecondition, "target path %s is in use: %s", target.given, who)
 	}
 	return false, nil
 }
 
+// setPublication records (or, with nil, forgets) the publication of volume
+// id at target.
+func (d *Driver) setPublication(id, target string, p *publication) error {
+	err := d.store.update(func(st *state) error {
+		v := st.Volumes[id]
+		if p == nil {
+			delete(v.Publications, target)
+			return nil
+		}
+		if v.Publications == nil {
+			v.Publications = map[string]publication{}
+		}
+		v.Publications[target] = *p
+		return nil
+	})
+	if err != nil {
+		return status.Errorf(codes.Internal, "record the publication of volume %s at %s: %v", id, target, err)
+	}
+	return nil
+}
+
+// publish mounts vol onto target; both paths are resolved.
 func (d *Driver) publish(vol *volume, stagingPath, target string, readOnly bool, flags []string) error {
 	source := stagingPath
 	if vol.AccessType == accessBlock {
@@ -122,9 +149,10 @@ func (d *Driver) publish(vol *volume, stagingPath, target string, readOnly bool,
 }
 
 // NodeUnpublishVolume unmounts the target and removes the file or directory
-// the driver created there. A target the state does not record is cleaned
-// up too (the driver may have died before recording it), unless another
-// volume claims it.
+// there. It acts only on a publication the state records at this target,
+// and only while the target still resolves where it was mounted: a path the
+// driver did not publish is left untouched, with OK as the spec asks of a
+// volume not published there.
 func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkName("volume ID", id); err != nil {
@@ -139,32 +167,28 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, err
 	}
 	defer unlock()
-	st := s.d.store.current()
-	vol := st.Volumes[id]
+	vol := s.d.store.current().Volumes[id]
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
-	_, recorded := vol.Publications[target]
-	if !recorded && claimedByOther(st, id, target) {
+	p, recorded := vol.Publications[target]
+	if !recorded {
 		return &csi.NodeUnpublishVolumeResponse{}, nil
 	}
-	if err := s.d.unmountIfMounted(target); err != nil {
+	real, err := recordedPath("target path", target, p.realPath(target))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.unmountIfMounted(real); err != nil {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", id, err)
 	}
 	// os.Remove, never RemoveAll: if the unmount did not happen, the volume's
 	// data is behind target and must not be deleted.
-	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) && recorded {
+	if err := os.Remove(real); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", id, err)
 	}
-	if !recorded {
-		return &csi.NodeUnpublishVolumeResponse{}, nil
-	}
-	err = s.d.store.update(func(st *state) error {
-		delete(st.Volumes[id].Publications, target)
-		return nil
-	})
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", id, err)
+	if err := s.d.setPublication(id, target, nil); err != nil {
+		return nil, err
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }

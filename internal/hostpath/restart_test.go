@@ -114,12 +114,14 @@ func sameElements(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
-// TestDataLeftByACrashIsSwept plays a driver that died after writing a
-// volume's data but before recording it: the next driver removes the data,
-// and creating the volume again works.
-func TestDataLeftByACrashIsSwept(t *testing.T) {
+// TestDataLeftByACrashIsSetAsideNotDeleted plays a driver that died after
+// writing a volume's data but before recording it, on its very first
+// creation: the next driver starts, moves the data under unrecorded/
+// instead of deleting it, and creating the volume again starts empty.
+func TestDataLeftByACrashIsSetAsideNotDeleted(t *testing.T) {
 	dir := shortTempDir(t)
 	cfg := testConfig(dir, NewFakeMounter())
+	startDriver(t, cfg).stop(t) // a new data dir gets its state file at once
 	leftover := filepath.Join(cfg.DataDir, "volumes", volumeIDFor("crashed"))
 	if err := os.MkdirAll(leftover, 0o700); err != nil {
 		t.Fatal(err)
@@ -132,10 +134,17 @@ func TestDataLeftByACrashIsSwept(t *testing.T) {
 
 	r := startDriver(t, cfg)
 	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("unrecorded volume data survived the start: %v", err)
+		t.Errorf("unrecorded volume data is still in volumes/: %v", err)
+	}
+	moved, _ := filepath.Glob(filepath.Join(cfg.DataDir, "unrecorded", "*", "volumes", volumeIDFor("crashed"), "partial"))
+	if len(moved) != 1 {
+		t.Fatalf("unrecorded data under unrecorded/: %v, want the one volume moved there", moved)
+	}
+	if data, err := os.ReadFile(moved[0]); err != nil || string(data) != "half a copy" {
+		t.Errorf("moved data = %q, %v; want it intact", data, err)
 	}
 	if _, err := os.Stat(stranger); err != nil {
-		t.Errorf("a file the driver never names was removed: %v", err)
+		t.Errorf("a file the driver never names was touched: %v", err)
 	}
 	vol := must[*csi.CreateVolumeResponse](t)(r.controller.CreateVolume(context.Background(), createReq("crashed"))).Volume
 	if entries, _ := os.ReadDir(filepath.Join(cfg.DataDir, "volumes", vol.VolumeId)); len(entries) != 0 {
@@ -192,6 +201,9 @@ func TestDamagedStateFileIsAnError(t *testing.T) {
 	err = d.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("Run with a damaged state file: %v, want an error saying so", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "state.json")); err != nil {
+		t.Errorf("the damaged state file was not left in place: %v", err)
 	}
 }
 

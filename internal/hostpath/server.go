@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -30,6 +28,9 @@ type Driver struct {
 	locks  *keyedMutex
 	// store is loaded by open, before the first call is served.
 	store *store
+	// realDataDir is DataDir with symlinks resolved, set by open: node
+	// paths are checked against it after their own symlinks are resolved.
+	realDataDir string
 }
 
 // Run claims DataDir, loads the state and serves CSI on the endpoint until ctx
@@ -38,11 +39,15 @@ type Driver struct {
 // serving fails.
 func (d *Driver) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("driver", d.cfg.Name, "node", d.cfg.NodeID)
-	release, err := d.open()
+	release, aside, err := d.open()
 	if err != nil {
 		return err
 	}
 	defer release()
+	if aside.dir != "" {
+		logger.Info("Moved volume and snapshot data the state does not record out of the way; nothing was deleted",
+			"dir", aside.dir, "entries", entryList(aside.entries))
+	}
 	lis, err := listenUnix(d.socket)
 	if err != nil {
 		return err
@@ -64,33 +69,53 @@ func (d *Driver) Run(ctx context.Context) error {
 }
 
 // open prepares DataDir, locks it against a second driver and loads the
-// state. The returned func releases the lock.
-func (d *Driver) open() (release func(), err error) {
+// state. The returned func releases the lock; aside says what data the
+// state does not record was moved where (nothing if aside.dir is "").
+func (d *Driver) open() (release func(), aside movedAside, err error) {
 	for _, dir := range []string{d.disk.root, d.disk.volumesDir(), d.disk.snapshotsDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("data dir: %w", err)
+			return nil, aside, fmt.Errorf("data dir: %w", err)
 		}
 	}
 	unlock, err := lockDir(d.disk.lockPath())
 	if err != nil {
-		return nil, err
+		return nil, aside, err
 	}
-	st, err := loadStore(d.disk.statePath())
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
+	if d.realDataDir, err = filepath.EvalSymlinks(d.disk.root); err != nil {
+		return nil, aside, fmt.Errorf("data dir: %w", err)
+	}
+	st, found, err := loadStore(d.disk.statePath())
 	if err != nil {
-		unlock()
-		return nil, err
+		return nil, aside, err
+	}
+	onDisk, err := d.disk.dataEntries()
+	if err != nil {
+		return nil, aside, err
+	}
+	if problem := lostStateProblem(found, onDisk, d.cfg.DataDir); problem != "" {
+		return nil, aside, errors.New(problem)
 	}
 	if v := st.current().foreignVolume(d.cfg.NodeID); v != nil {
-		unlock()
-		return nil, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
+		return nil, aside, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
 			d.cfg.DataDir, v.ID, v.NodeID, d.cfg.NodeID)
 	}
-	if err := d.disk.sweep(st.current()); err != nil {
-		unlock()
-		return nil, err
+	if !found {
+		if err := st.saveInitial(); err != nil {
+			return nil, aside, err
+		}
+	}
+	if aside.entries = unrecorded(st.current(), onDisk); len(aside.entries) > 0 {
+		if aside.dir, err = d.disk.setAside(aside.entries, time.Now()); err != nil {
+			return nil, aside, err
+		}
 	}
 	d.store = st
-	return unlock, nil
+	return unlock, aside, nil
 }
 
 // lockDir takes an exclusive flock on path, so two drivers never share one
@@ -108,48 +133,6 @@ func lockDir(path string) (unlock func(), err error) {
 		return nil, fmt.Errorf("data dir lock: %w", err)
 	}
 	return func() { f.Close() }, nil
-}
-
-// listenUnix listens on path, replacing a socket left behind by a driver that
-// died, but never a live socket or a file that is not a socket.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("socket dir: %w", err)
-	}
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("socket: %w", err)
-	case fi.Mode()&fs.ModeSocket == 0:
-		return nil, fmt.Errorf("socket %s: a file that is not a socket is in the way", path)
-	case socketAlive(path):
-		return nil, fmt.Errorf("socket %s: another process is serving it", path)
-	default:
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	return lis, nil
-}
-
-func socketAlive(path string) bool {
-	conn, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
-func removeSocket(logger klog.Logger, path string) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		logger.Error(err, "could not remove the socket", "path", path)
-	}
 }
 
 func stopGracefully(srv *grpc.Server, grace time.Duration) {

@@ -33,9 +33,11 @@ type volume struct {
 	CreatedAt     time.Time     `json:"createdAt"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
-	// Staging is set while the volume is staged on this node.
+	// Staging is set while the volume is staged on this node, from before
+	// the driver mounts anything: the node calls undo only what is recorded.
 	Staging *staging `json:"staging,omitempty"`
-	// Publications are keyed by target path.
+	// Publications are keyed by target path as the CO gave it; each is
+	// recorded before its mount, like Staging.
 	Publications map[string]publication `json:"publications,omitempty"`
 }
 
@@ -50,14 +52,37 @@ type attachment struct {
 }
 
 type staging struct {
+	// Path is the staging path as the CO gave it.
 	Path string `json:"path"`
+	// RealPath is Path with its symlinks resolved: where the driver mounted.
+	RealPath string `json:"realPath,omitempty"`
 	// Device is the loop device of a staged block volume.
 	Device string `json:"device,omitempty"`
+}
+
+// realPath is where the staging is; a state written before RealPath
+// existed mounted at Path itself.
+func (s *staging) realPath() string {
+	if s.RealPath == "" {
+		return s.Path
+	}
+	return s.RealPath
 }
 
 type publication struct {
 	ReadOnly bool   `json:"readOnly"`
 	Mode     string `json:"mode"`
+	// RealPath is the target path with its symlinks resolved: where the
+	// driver mounted.
+	RealPath string `json:"realPath,omitempty"`
+}
+
+// realPath is where the publication at target is (see staging.realPath).
+func (p publication) realPath(target string) string {
+	if p.RealPath == "" {
+		return target
+	}
+	return p.RealPath
 }
 
 // inUse says why the volume cannot be deleted now, or "".
@@ -141,31 +166,49 @@ type store struct {
 
 var errNoCapacity = errors.New("not enough capacity")
 
-func loadStore(path string) (*store, error) {
-	st, err := readState(path)
+// loadStore reads the state file at path. found is false when there is no
+// file, which open must tell apart from a data dir that never had one.
+func loadStore(path string) (st *store, found bool, err error) {
+	cur, found, err := readState(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &store{path: path, cur: st, reserved: map[string]int64{}}, nil
+	return &store{path: path, cur: cur, reserved: map[string]int64{}}, found, nil
 }
 
-func readState(path string) (*state, error) {
+func readState(path string) (st *state, found bool, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return emptyState(), nil
+		return emptyState(), false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read state: %w", err)
+		return nil, false, fmt.Errorf("read state: %w", err)
 	}
-	st := emptyState()
+	st = emptyState()
 	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("state file %s is damaged (move it away to start empty): %w", path, err)
+		return nil, false, fmt.Errorf("state file %s is damaged: %w; %s", path, err, damagedStateAdvice(path))
 	}
 	if st.Version > stateVersion {
-		return nil, fmt.Errorf("state file %s has version %d; this driver reads up to %d", path, st.Version, stateVersion)
+		return nil, false, fmt.Errorf("state file %s has version %d; this driver reads up to %d", path, st.Version, stateVersion)
 	}
 	st.Version = stateVersion
-	return st, nil
+	return st, true, nil
+}
+
+// damagedStateAdvice says what to do about an unreadable state file. Moving
+// the file alone is never the advice: the volumes it records would then be
+// data without a record, which open refuses to start with.
+func damagedStateAdvice(path string) string {
+	dir := filepath.Dir(path)
+	return fmt.Sprintf("the driver does not start without it, as it is the only record of the volumes under %s: "+
+		"restore it from a backup, or, to start with no volumes, move it together with the volumes and snapshots "+
+		"directories out of %s (their data stays wherever you move it)", dir, dir)
+}
+
+// saveInitial writes the current state when there is no state file yet, so
+// a later start can tell a data dir that lost its state from a new one.
+func (s *store) saveInitial() error {
+	return s.update(func(*state) error { return nil })
 }
 
 func (s *store) current() *state {

@@ -56,7 +56,8 @@ func nameProblem(s string) string {
 
 // checkNodePath checks a staging or target path from the CO and returns it
 // cleaned. The CO owns these paths, but none may point into DataDir, where
-// a mount would hide or expose the driver's own data.
+// a mount would hide or expose the driver's own data. It looks at the path
+// as written: Driver.nodePath checks it again once symlinks are resolved.
 func checkNodePath(field, p, dataDir string) (string, error) {
 	reason := ""
 	switch {
