@@ -17,13 +17,25 @@ import (
 // returns its endpoint once the socket exists, and stops it with the test.
 func Serve(t testing.TB, node string, capacity int64) string {
 	t.Helper()
+	return serve(t, hostpath.Config{NodeID: node, Capacity: capacity})
+}
+
+// ServeAttachRequired is Serve for a driver with attach required: it has
+// the PUBLISH_UNPUBLISH_VOLUME capability.
+func ServeAttachRequired(t testing.TB, node string, capacity int64) string {
+	t.Helper()
+	return serve(t, hostpath.Config{NodeID: node, Capacity: capacity, AttachRequired: true})
+}
+
+func serve(t testing.TB, cfg hostpath.Config) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "vp-hp-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, DataDir: filepath.Join(dir, "data"),
-		Capacity: capacity, Mounter: hostpath.NewFakeMounter()})
+	cfg.Endpoint, cfg.DataDir, cfg.Mounter = endpoint, filepath.Join(dir, "data"), hostpath.NewFakeMounter()
+	drv, err := hostpath.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
