@@ -48,9 +48,9 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 	}
 	// The same request as the attempt that may have made the volume; without
 	// the clone source only if that cannot be resolved any more.
-	p, err := c.plan(claim, class, driver, true)
+	p, err := c.plan(ctx, claim, class, driver, forCleanup)
 	if err != nil {
-		if p, err = c.plan(claim, class, driver, false); err != nil {
+		if p, err = c.plan(ctx, claim, class, driver, forCleanupWithoutSource); err != nil {
 			return err
 		}
 	}
@@ -64,7 +64,7 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 	if err != nil {
 		return err
 	}
-	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId()); err != nil && !csi.IsNotFound(err) {
+	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId(), p.request.Secrets); err != nil && !csi.IsNotFound(err) {
 		return err
 	}
 	return nil

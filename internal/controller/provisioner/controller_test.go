@@ -208,7 +208,7 @@ func TestFinalErrorRemovesSelectedNode(t *testing.T) {
 			return "selected-node still " + c.Annotations[annSelectedNode]
 		case hasFinalizer(c.Finalizers, ClaimFinalizer):
 			return "finalizer left"
-		case !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": `):
+		case !w.sawEvent(`Warning ProvisioningFailed `):
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""
@@ -330,7 +330,7 @@ func TestUnsupportedDataSourceIsNamed(t *testing.T) {
 	w := newWorld(t, claim(snap), class())
 	w.start()
 	w.eventually("ProvisioningFailed naming the source", func() string {
-		if !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
+		if !w.sawEvent(`Warning ProvisioningFailed data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""

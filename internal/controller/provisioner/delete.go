@@ -47,7 +47,12 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume) error {
 	driver := pv.Annotations[volumehelpers.AnnDynamicallyProvisioned]
 	ep := c.pool.ForDelete(driver, accessibleFrom(pv))
-	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle); err != nil && !csi.IsNotFound(err) {
+	secrets, err := c.deletionSecrets(ctx, pv)
+	if err != nil {
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		return err
+	}
+	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil && !csi.IsNotFound(err) {
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
