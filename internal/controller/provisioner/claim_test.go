@@ -191,7 +191,9 @@ func TestOutOfRoomAnswerAfterTheVolumeWasMadeLeaksNothing(t *testing.T) {
 // topology: ProvisioningFailed with the driver's error, selected-node
 // removed, and no in-progress finalizer, since nothing was made.
 func TestOutOfRoomOnTheSelectedNodeAsksForAnotherNode(t *testing.T) {
-	huge := func(c *v1.PersistentVolumeClaim) { c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("2Gi") }
+	huge := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("2Gi")
+	}
 	w := newTappedWorld(t, newTap(), claim(huge, selectedNode("a")), class(waitForConsumer))
 	w.start()
 	w.eventually("rescheduled", func() string {
