@@ -133,6 +133,7 @@ func serveDriver(ctx context.Context, node, dir string) (*nodeDriver, error) {
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	drv, err := hostpath.New(hostpath.Config{
 		Endpoint: endpoint, NodeID: node, Capacity: nodeCapacity, DataDir: filepath.Join(dir, "data"),
+		Interceptor: driverCalls.intercept,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("driver of %s: %w", node, err)
