@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -276,5 +279,70 @@ func TestMissingProvisionerSecretFailsProvisioning(t *testing.T) {
 	})
 	if n := p.creations(); n != 0 || hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
 		t.Errorf("CreateVolume called %d times; finalizers %v", n, w.claim().Finalizers)
+	}
+}
+
+// A claim deleted while its volume may exist is cleaned up by asking for
+// the volume again; a driver that makes it and answers ResourceExhausted
+// is asked once more, and the volume it returns is deleted before the
+// finalizer goes.
+func TestCleanupAfterAnOutOfRoomAnswerDeletesTheVolumeMade(t *testing.T) {
+	p := newTap()
+	p.exhaustOnce = true
+	w := newTappedWorld(t, p, claim(withFinalizer, deleting), class())
+	w.start()
+	w.eventually("finalizer gone", func() string {
+		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+			return "finalizer still there"
+		}
+		return ""
+	})
+	if n, b := p.creations(), w.backend(); n == 0 || len(b) != 0 {
+		t.Errorf("CreateVolume called %d times; backend %v, want the volume made deleted", n, b)
+	}
+}
+
+// Deleting a PV finds the provisioner secret as the external-provisioner
+// does: from the PV's annotations when it has both, else from its class.
+func TestDeletionSecretsFromAnnotationsOrClass(t *testing.T) {
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-creds"}, Data: map[string][]byte{"k": []byte("v")}}
+	templated := class(func(c *storagev1.StorageClass) {
+		c.Parameters = map[string]string{reservedPrefix + "provisioner-secret-name": "${pvc.name}-creds", reservedPrefix + "provisioner-secret-namespace": "${pvc.namespace}"}
+	})
+	byAnnotation := class(func(c *storagev1.StorageClass) {
+		c.Name = "annotated"
+		c.Parameters = map[string]string{reservedPrefix + "provisioner-secret-name": "${pvc.annotations['k']}", reservedPrefix + "provisioner-secret-namespace": "ns"}
+	})
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, sc := range []*storagev1.StorageClass{templated, byAnnotation} {
+		if err := indexer.Add(sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{client: fake.NewClientset(secret), classes: storagelisters.NewStorageClassLister(indexer)}
+	pv := func(className string, ann map[string]string) *v1.PersistentVolume {
+		out := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+		out.Spec.StorageClassName = className
+		maps.Copy(out.Annotations, ann)
+		return out
+	}
+	cases := []struct {
+		name    string
+		pv      *v1.PersistentVolume
+		want    string
+		wantErr bool
+	}{
+		{"annotations name the secret", pv("gone", map[string]string{annDeletionSecretName: "data-creds", annDeletionSecretNamespace: "ns"}), "map[k:v]", false},
+		{"empty annotations: none, whatever the class", pv("fast", map[string]string{annDeletionSecretName: "", annDeletionSecretNamespace: ""}), "map[]", false},
+		{"no annotations: the class's templates", pv("fast", nil), "map[k:v]", false},
+		{"no annotations, class gone: none", pv("gone", nil), "map[]", false},
+		{"secret gone: deleted without", pv("x", map[string]string{annDeletionSecretName: "absent", annDeletionSecretNamespace: "ns"}), "map[]", false},
+		{"template the claimRef cannot resolve", pv("annotated", nil), "", true},
+	}
+	for _, tc := range cases {
+		got, err := c.deletionSecrets(context.Background(), tc.pv)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && fmt.Sprint(got) != tc.want) {
+			t.Errorf("%s: %v, %v; want %s (error %v)", tc.name, got, err, tc.want, tc.wantErr)
+		}
 	}
 }

@@ -395,8 +395,9 @@ func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
 }
 
 // An Immediate claim whose preferred node has no room is made on the next
-// node that has, in one sync: ResourceExhausted means the full node made
-// nothing, so the endpoint pin moves on with the request.
+// node that has, in one sync: ResourceExhausted, answered twice to the same
+// request, means the full node made nothing, so the endpoint pin moves on
+// with the request.
 func TestFullPreferredNodeFallsBackToTheNextNode(t *testing.T) {
 	big := func(c *v1.PersistentVolumeClaim) {
 		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("600Mi")
