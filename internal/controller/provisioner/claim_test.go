@@ -291,14 +291,19 @@ func TestCleanupAfterAnOutOfRoomAnswerDeletesTheVolumeMade(t *testing.T) {
 	p.exhaustOnce = true
 	w := newTappedWorld(t, p, claim(withFinalizer, deleting), class())
 	w.start()
-	w.eventually("finalizer gone", func() string {
+	// Waited for together: the fake API keeps one resourceVersion, so a
+	// resync may run the cleanup once more from the older copy.
+	w.eventually("volume deleted and finalizer gone", func() string {
+		if b := w.backend(); len(b) != 0 {
+			return fmt.Sprintf("backend %v", b)
+		}
 		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
 			return "finalizer still there"
 		}
 		return ""
 	})
-	if n, b := p.creations(), w.backend(); n == 0 || len(b) != 0 {
-		t.Errorf("CreateVolume called %d times; backend %v, want the volume made deleted", n, b)
+	if p.creations() < 2 {
+		t.Errorf("CreateVolume called %d times, want the answer confirmed", p.creations())
 	}
 }
 
