@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,11 +16,13 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -98,6 +102,17 @@ func newTappedWorld(t *testing.T, p *tap, objs ...runtime.Object) *world {
 	}
 	w := &world{t: t, ctx: ctx, client: fake.NewClientset(objs...), pool: pool, recorder: record.NewFakeRecorder(100)}
 	t.Cleanup(func() { cancel(); _ = pool.Close() })
+	// The fake API keeps resourceVersions as given; count them up on claim
+	// writes, as the API server does, so that no sync mistakes an older
+	// copy for the newest.
+	var rv atomic.Int64
+	rv.Store(100)
+	w.client.PrependReactor("update", "persistentvolumeclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if m, err := meta.Accessor(a.(k8stesting.UpdateAction).GetObject()); err == nil {
+			m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+		return false, nil, nil
+	})
 	return w
 }
 
@@ -291,8 +306,6 @@ func TestCleanupAfterAnOutOfRoomAnswerDeletesTheVolumeMade(t *testing.T) {
 	p.exhaustOnce = true
 	w := newTappedWorld(t, p, claim(withFinalizer, deleting), class())
 	w.start()
-	// Waited for together: the fake API keeps one resourceVersion, so a
-	// resync may run the cleanup once more from the older copy.
 	w.eventually("volume deleted and finalizer gone", func() string {
 		if b := w.backend(); len(b) != 0 {
 			return fmt.Sprintf("backend %v", b)
