@@ -179,12 +179,13 @@ func (e *Endpoint) CreateVolume(ctx context.Context, req *csi.CreateVolumeReques
 	return resp.GetVolume(), nil
 }
 
-// DeleteVolume calls the driver with a timeout of its own.
-func (e *Endpoint) DeleteVolume(ctx context.Context, volumeID string) error {
+// DeleteVolume calls the driver with a timeout of its own; secrets are the
+// provisioner secret's data (nil without one).
+func (e *Endpoint) DeleteVolume(ctx context.Context, volumeID string, secrets map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
 	start := time.Now()
-	_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: volumeID})
+	_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: volumeID, Secrets: secrets})
 	e.metrics.observe(e.Info.Driver, "DeleteVolume", err, start)
 	return err
 }

@@ -51,10 +51,10 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListVolumes = %v, %v; want one volume", list, err)
 	}
-	if err := e.DeleteVolume(ctx, v1.GetVolumeId()); err != nil {
+	if err := e.DeleteVolume(ctx, v1.GetVolumeId(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteVolume(ctx, v1.GetVolumeId()); err != nil && !IsNotFound(err) {
+	if err := e.DeleteVolume(ctx, v1.GetVolumeId(), nil); err != nil && !IsNotFound(err) {
 		t.Fatalf("second DeleteVolume: %v", err)
 	}
 

@@ -45,8 +45,15 @@ func Classify(err error) Class {
 // IsFinal is Classify(err) == Final for a non-nil err.
 func IsFinal(err error) bool { return err != nil && Classify(err) == Final }
 
-// IsOutOfRoom says whether the driver answered ResourceExhausted: it made
-// nothing, and a driver instance elsewhere (another node) may have room.
+// IsOutOfRoom says whether the answer is ResourceExhausted. It is Final, as
+// the external-provisioner's checkError takes it: the CSI spec says the
+// driver made nothing and another topology may have room. gRPC uses the
+// same code for its own limits, though, and a driver may answer it while
+// it is still finishing the volume; so a caller that would lose track of a
+// volume on this answer (drop its record of the attempt, or ask another
+// node) first asks the same endpoint the same request again: an idempotent
+// driver that made the volume returns it then, a pending one answers
+// Aborted, and only a second ResourceExhausted confirms that nothing exists.
 func IsOutOfRoom(err error) bool { return status.Code(err) == codes.ResourceExhausted }
 
 // IsNotFound says whether the driver answered NotFound.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// TopologyKey is the key of the one topology segment reported; ""
 	// means TopologyKey. Its value is always NodeID.
 	TopologyKey string
+	// Interceptor, if set, runs around every call, inside the driver's own
+	// logging: for tests that watch what the driver is sent or make it
+	// answer what a faulty driver would. Nil in production.
+	Interceptor grpc.UnaryServerInterceptor
 }
 
 // New checks cfg and returns a Driver ready to Run. It claims nothing yet:

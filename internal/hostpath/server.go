@@ -150,7 +150,11 @@ func stopGracefully(srv *grpc.Server, grace time.Duration) {
 }
 
 func (d *Driver) newServer(logger klog.Logger) *grpc.Server {
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls(logger)))
+	interceptors := []grpc.UnaryServerInterceptor{logCalls(logger)}
+	if d.cfg.Interceptor != nil {
+		interceptors = append(interceptors, d.cfg.Interceptor)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})
 	csi.RegisterControllerServer(srv, &controllerServer{d: d})
 	csi.RegisterNodeServer(srv, &nodeServer{d: d})

@@ -61,6 +61,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	switch d.action {
 	case claimProvision:
 		return c.provision(ctx, claim, class)
+	case claimPopulator:
+		c.leaveToPopulator(ctx, claim)
 	case claimFinish:
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
@@ -70,54 +72,95 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	return nil
 }
 
+// announce is the lib's event before every Provision call.
+func (c *Controller) announce(claim *v1.PersistentVolumeClaim, driver string) {
+	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
+		"External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
+}
+
+// leaveToPopulator is what the external-provisioner does for a data source
+// it does not handle: announce, note that a populator is assumed, and stop
+// without a retry or any change to the claim (which keeps its selected
+// node: the populator needs it).
+func (c *Controller) leaveToPopulator(ctx context.Context, claim *v1.PersistentVolumeClaim) {
+	driver := claimDriver(claim)
+	c.announce(claim, driver)
+	c.eventIn(reasonProvisioning+"/populator", claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
+		"Assuming an external populator will provision the volume")
+	klog.FromContext(ctx).V(4).Info("Volume provision ignored", "reason", fmt.Sprintf(
+		"data source (%s) is not handled by the provisioner, assuming an external populator will provision it", populatorKind(claim)))
+}
+
 // provision runs the three persisted steps: the in-progress finalizer, the
 // backend volume, the PV; then drops the finalizer.
 func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
 	driver := claimDriver(claim)
-	plan, err := c.plan(claim, class, driver, true)
+	c.announce(claim, driver)
+	if err := refusal(claim); err != nil {
+		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
+	}
+	p, err := c.plan(ctx, claim, class, driver, forCreate)
 	if err != nil {
-		return c.failed(ctx, claim, class, driver, err, false)
+		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
 	}
 	// Decided before the pin below is written: only a claim that no earlier
 	// attempt pinned, and that waits for no selected node, may move on.
 	movable := claim.Annotations[AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
-	if claim, err = c.addFinalizer(ctx, claim, plan.endpoint.Info.NodeID, plan.request); err != nil {
+	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
 		return err
 	}
-	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
-		"External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
-	vol, err := plan.endpoint.CreateVolume(ctx, plan.request)
-	if !movable || !csi.IsOutOfRoom(err) {
-		return c.provisioned(ctx, claim, class, driver, vol, err)
+	vol, err := create(ctx, p)
+	if movable && csi.IsOutOfRoom(err) {
+		claim, p, vol, err = c.fallBack(ctx, claim, driver, p, err)
 	}
-	for _, next := range c.fallbacks(driver, plan) {
-		// The endpoint made nothing, so the pin may move on with the request.
-		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", plan.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
-		if claim, err = c.repin(ctx, claim, next.endpoint.Info.NodeID); err != nil {
-			return err
+	return c.provisioned(ctx, claim, class, driver, p, vol, err)
+}
+
+// create asks the plan's endpoint for the volume. ResourceExhausted counts
+// only when the same request gets it twice (see csi.IsOutOfRoom): a driver
+// that made the volume and still answered it returns the volume the second
+// time, and the volume is not lost by moving on or unpinning.
+func create(ctx context.Context, p plan) (*csipb.Volume, error) {
+	vol, err := p.endpoint.CreateVolume(ctx, p.request)
+	if !csi.IsOutOfRoom(err) {
+		return vol, err
+	}
+	klog.FromContext(ctx).V(4).Info("ResourceExhausted; asking once more to confirm", "node", p.endpoint.Info.NodeID, "err", err)
+	return p.endpoint.CreateVolume(ctx, p.request)
+}
+
+// fallBack tries the next preferred nodes after the planned one confirmed
+// it has no room, moving the pin along: the node left made nothing. It
+// returns the last plan tried and its answer.
+func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, p plan, err error) (*v1.PersistentVolumeClaim, plan, *csipb.Volume, error) {
+	var vol *csipb.Volume
+	for _, next := range c.fallbacks(driver, p) {
+		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", p.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
+		upd, rerr := c.repin(ctx, claim, next.endpoint.Info.NodeID)
+		if rerr != nil {
+			return claim, p, nil, rerr
 		}
-		plan = next
-		if vol, err = plan.endpoint.CreateVolume(ctx, plan.request); !csi.IsOutOfRoom(err) {
+		claim, p = upd, next
+		if vol, err = create(ctx, p); !csi.IsOutOfRoom(err) {
 			break
 		}
 	}
-	return c.provisioned(ctx, claim, class, driver, vol, err)
+	return claim, p, vol, err
 }
 
 // provisioned finishes after CreateVolume answered: a failure is reported
-// (and, if final, lets the in-progress finalizer go); a volume gets its PV,
-// and then the finalizer goes.
-func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume, err error) error {
+// (and, once nothing can exist, lets the in-progress finalizer go); a
+// volume gets its PV, and then the finalizer goes.
+func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, p plan, vol *csipb.Volume, err error) error {
 	if err != nil {
-		return c.failed(ctx, claim, class, driver, fromDriver(err), true)
+		return c.failed(ctx, claim, driver, err, afterCreate(err, claim, p.endpoint.Info.Accessibility))
 	}
-	pv, err := provisionedVolume(claim, class, driver, vol)
+	pv, err := provisionedVolume(claim, class, driver, vol, p.secrets)
 	if err == nil {
 		err = c.createVolume(ctx, claim, pv)
 	}
 	if err != nil {
-		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed,
-			"failed to provision volume with StorageClass %q: %v", class.Name, err)
+		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed, "%v", err)
 		return err
 	}
 	// Reported once the PV exists: the finalizer's removal below may
@@ -128,25 +171,18 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	return err
 }
 
-// failed reports a provisioning failure and returns err so the claim is
-// retried with backoff. A final error on a claim with a selected node asks
-// the scheduler to choose again. fromCreate says the error is the driver's
-// answer to CreateVolume: a final one means no backend volume exists, so
-// the in-progress finalizer goes too; any other error leaves the finalizer,
-// since an earlier attempt may have made a volume.
-func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, err error, fromCreate bool) error {
-	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed,
-		"failed to provision volume with StorageClass %q: %v", class.Name, err)
-	if !isFinal(err) {
-		return err
-	}
+// failed reports a provisioning failure as the lib v13 does (Warning
+// ProvisioningFailed with the error itself), applies the outcome and
+// returns err so the claim is retried with backoff.
+func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, err error, out failureOutcome) error {
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed, "%v", err)
 	upd := claim.DeepCopy()
 	changed := false
-	if _, ok := upd.Annotations[annSelectedNode]; ok {
+	if _, ok := upd.Annotations[annSelectedNode]; ok && out.reschedule {
 		delete(upd.Annotations, annSelectedNode)
 		changed = true
 	}
-	if fromCreate && markedInProgress(upd) {
+	if out.unpin && markedInProgress(upd) {
 		unpin(upd)
 		changed = true
 	}
@@ -154,7 +190,7 @@ func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim
 		if _, werr := c.updateClaim(ctx, upd); werr != nil {
 			return fmt.Errorf("%w (and the claim update failed: %v)", err, werr)
 		}
-		klog.FromContext(ctx).V(2).Info("Final provisioning error; claim left for rescheduling", "err", err)
+		klog.FromContext(ctx).V(2).Info("Provisioning failed; claim updated", "err", err, "rescheduled", out.reschedule, "unpinned", out.unpin)
 	}
 	return err
 }

@@ -53,11 +53,13 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 // be learned, so the finalizer stays and the user is told. To a request
 // rebuilt without what made the volume, no final answer proves anything.
 func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) error {
-	p, exact, err := c.cleanupPlan(claim, class, driver)
+	p, exact, err := c.cleanupPlan(ctx, claim, class, driver)
 	if err != nil {
 		return err
 	}
-	vol, err := p.endpoint.CreateVolume(ctx, p.request)
+	// Asked as provisioning asks (create): a ResourceExhausted answer from
+	// a driver that made the volume anyway is confirmed before it counts.
+	vol, err := create(ctx, p)
 	switch {
 	case status.Code(err) == codes.AlreadyExists:
 		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
@@ -71,7 +73,7 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 	case err != nil:
 		return err
 	}
-	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId()); err != nil && !csi.IsNotFound(err) {
+	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId(), p.request.Secrets); err != nil && !csi.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -87,17 +89,23 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 //
 // All go to the pinned endpoint, so each finds the volume if the driver
 // matches existing volumes by name, size and access type.
-func (c *Controller) cleanupPlan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
+func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
 	req, recorded, err := recordedRequest(claim)
 	if err != nil {
 		return plan{}, false, err
 	}
 	if !recorded && class != nil {
-		if p, err := c.plan(claim, class, driver, true); err == nil {
+		if p, err := c.plan(ctx, claim, class, driver, forCleanup); err == nil {
 			return p, true, nil
 		}
-		p, err := c.plan(claim, class, driver, false)
+		p, err := c.plan(ctx, claim, class, driver, forCleanupWithoutSource)
 		return p, false, err
+	}
+	if recorded && class != nil {
+		// The record holds no secrets: the provisioner secret is read
+		// again while the class that names it exists (else the driver
+		// decides without it, as for a secret deleted meanwhile).
+		req.Secrets = c.cleanupSecrets(ctx, claim, class, req.GetName())
 	}
 	info, ok := c.pool.Info(driver)
 	if !ok {
@@ -171,4 +179,18 @@ func recordedRequest(claim *v1.PersistentVolumeClaim) (req *csipb.CreateVolumeRe
 		return nil, false, fmt.Errorf("annotation %s: %w", AnnCreateRequest, err)
 	}
 	return req, true, nil
+}
+
+// cleanupSecrets is the provisioner secret's data for the cleanup of a
+// recorded request; nil, logged, when it cannot be resolved or read.
+func (c *Controller) cleanupSecrets(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, pvName string) map[string]string {
+	refs, err := resolveSecretRefs(class.Parameters, pvName, claim)
+	if err == nil {
+		var creds map[string]string
+		if creds, err = c.credentials(ctx, refs[provisionerSecret]); err == nil {
+			return creds
+		}
+	}
+	klog.FromContext(ctx).Info("Cleaning up without the provisioner secret, which cannot be read", "err", err)
+	return nil
 }

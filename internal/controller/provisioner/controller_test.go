@@ -216,7 +216,7 @@ func TestFinalErrorRemovesSelectedNode(t *testing.T) {
 			return "selected-node still " + c.Annotations[annSelectedNode]
 		case hasFinalizer(c.Finalizers, ClaimFinalizer):
 			return "finalizer left"
-		case !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": `):
+		case !w.sawEvent(`Warning ProvisioningFailed `):
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""
@@ -323,7 +323,7 @@ func TestUnsupportedDataSourceIsNamed(t *testing.T) {
 	w := newWorld(t, claim(snap), class())
 	w.start()
 	w.eventually("ProvisioningFailed naming the source", func() string {
-		if !w.sawEvent(`Warning ProvisioningFailed failed to provision volume with StorageClass "fast": data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
+		if !w.sawEvent(`Warning ProvisioningFailed data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""
@@ -388,8 +388,9 @@ func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
 }
 
 // An Immediate claim whose preferred node has no room is made on the next
-// node that has, in one sync: ResourceExhausted means the full node made
-// nothing, so the endpoint pin moves on with the request.
+// node that has, in one sync: ResourceExhausted, answered twice to the same
+// request, means the full node made nothing, so the endpoint pin moves on
+// with the request.
 func TestFullPreferredNodeFallsBackToTheNextNode(t *testing.T) {
 	big := func(c *v1.PersistentVolumeClaim) {
 		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("600Mi")

@@ -1,11 +1,14 @@
 package provisioner
 
 import (
+	"errors"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // claimAction is what a claim sync decided.
@@ -20,10 +23,14 @@ const (
 	// claimCleanup: the claim no longer wants the volume a previous attempt
 	// may have made; make sure it is deleted, then drop the finalizer.
 	claimCleanup
+	// claimPopulator: the claim wants a volume filled by a populator (its
+	// data source is neither a claim nor a snapshot): say so and leave it
+	// to the populator, changing nothing.
+	claimPopulator
 )
 
 func (a claimAction) String() string {
-	return [...]string{"none", "provision", "finish", "cleanup"}[a]
+	return [...]string{"none", "provision", "finish", "cleanup", "populator"}[a]
 }
 
 // claimFacts is what decideClaim needs, read by the sync.
@@ -58,10 +65,72 @@ func decideClaim(f claimFacts) claimAction {
 		return claimCleanup
 	case c.DeletionTimestamp != nil || f.pvExists:
 		return claimNone
+	case wantsProvisioning(f) && populatorKind(c) != "":
+		return claimPopulator
 	case wantsProvisioning(f):
 		return claimProvision
 	}
 	return claimNone
+}
+
+// populatorKind is the kind of the claim's data source if a populator is
+// to fill the volume, "" otherwise. As the external-provisioner's
+// dataSource() and prepareProvision: dataSource wins over dataSourceRef, and
+// only the kind counts; every kind but VolumeSnapshot and
+// PersistentVolumeClaim is a populator's.
+func populatorKind(c *v1.PersistentVolumeClaim) string {
+	var kind string
+	switch {
+	case c.Spec.DataSource != nil:
+		kind = c.Spec.DataSource.Kind
+	case c.Spec.DataSourceRef != nil:
+		kind = c.Spec.DataSourceRef.Kind
+	}
+	if kind == volumeSnapshotKind || kind == persistentVolumeClaimKind {
+		return ""
+	}
+	return kind
+}
+
+// refusal says why a claim cannot be provisioned whatever the class, node
+// or driver, nil if it can. Like the reference's, the error is retried
+// with backoff and asks for no other node: none would help.
+func refusal(c *v1.PersistentVolumeClaim) error {
+	if c.Spec.Selector != nil {
+		return errors.New("claim Selector is not supported")
+	}
+	return nil
+}
+
+// failureOutcome is what a failed provisioning attempt changes on the
+// claim besides the event: unpin drops the in-progress finalizer and the
+// endpoint pin (nothing can exist), reschedule removes the selected node
+// so the scheduler chooses again.
+type failureOutcome struct{ unpin, reschedule bool }
+
+// beforeCreate is the outcome of an error before CreateVolume: an earlier
+// attempt may have made a volume, so nothing is unpinned. A final error
+// (the class, the request or the node cannot work) on a selected node asks
+// the scheduler to choose again.
+func beforeCreate(err error, c *v1.PersistentVolumeClaim) failureOutcome {
+	return failureOutcome{reschedule: isFinal(err) && c.Annotations[volumehelpers.AnnSelectedNode] != ""}
+}
+
+// afterCreate is the outcome of the driver's answer to CreateVolume
+// (a ResourceExhausted one already confirmed, see create). As the
+// external-provisioner's checkError: an answer that may still be running
+// changes nothing; ResourceExhausted reschedules only if the driver has
+// topology and a node was selected (otherwise the same request is retried);
+// any other final answer means nothing was made.
+func afterCreate(err error, c *v1.PersistentVolumeClaim, topology bool) failureOutcome {
+	selected := c.Annotations[volumehelpers.AnnSelectedNode] != ""
+	switch {
+	case csi.IsOutOfRoom(err):
+		return failureOutcome{unpin: true, reschedule: topology && selected}
+	case csi.IsFinal(err):
+		return failureOutcome{unpin: true, reschedule: selected}
+	}
+	return failureOutcome{}
 }
 
 // boundElsewhere: the claim got a volume other than the one we make for it.

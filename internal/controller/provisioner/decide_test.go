@@ -1,8 +1,11 @@
 package provisioner
 
 import (
+	"errors"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,4 +97,72 @@ func TestDecideVolume(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
+}
+
+// Which data sources are a populator's, as the external-provisioner's
+// prepareProvision tells: only the kind counts, and dataSource wins over
+// dataSourceRef.
+func TestPopulatorKind(t *testing.T) {
+	ref := func(kind, group string) *v1.TypedObjectReference {
+		return &v1.TypedObjectReference{Kind: kind, Name: "src", APIGroup: &group}
+	}
+	local := func(kind string) *v1.TypedLocalObjectReference {
+		return &v1.TypedLocalObjectReference{Kind: kind, Name: "src"}
+	}
+	cases := []struct {
+		name string
+		src  *v1.TypedLocalObjectReference
+		ref  *v1.TypedObjectReference
+		want string
+	}{
+		{"no source", nil, nil, ""},
+		{"clone", local("PersistentVolumeClaim"), nil, ""},
+		{"snapshot", nil, ref("VolumeSnapshot", "snapshot.storage.k8s.io"), ""},
+		{"snapshot of another group is still no populator's", nil, ref("VolumeSnapshot", "example.io"), ""},
+		{"populator in dataSourceRef", nil, ref("Backup", "example.io"), "Backup"},
+		{"populator in dataSource", local("Backup"), nil, "Backup"},
+		{"dataSource wins", local("PersistentVolumeClaim"), ref("Backup", "example.io"), ""},
+	}
+	for _, tc := range cases {
+		c := claim(func(c *v1.PersistentVolumeClaim) { c.Spec.DataSource, c.Spec.DataSourceRef = tc.src, tc.ref })
+		if got := populatorKind(c); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	populated := claim(selectedNode("a"), func(c *v1.PersistentVolumeClaim) { c.Spec.DataSourceRef = ref("Backup", "example.io") })
+	if got := decideClaim(claimFacts{claim: populated, class: class(waitForConsumer), serves: func(string) bool { return true }}); got != claimPopulator {
+		t.Errorf("populated claim: %s, want %s", got, claimPopulator)
+	}
+}
+
+// What a failure changes on the claim, per error and claim; the
+// ResourceExhausted rows are the external-provisioner's checkError.
+func TestFailureOutcome(t *testing.T) {
+	exhausted := status.Error(codes.ResourceExhausted, "full")
+	cases := []struct {
+		name string
+		got  failureOutcome
+		want failureOutcome
+	}{
+		{"out of room, selected node, topology: reschedule", afterCreate(exhausted, claim(selectedNode("a")), true), failureOutcome{unpin: true, reschedule: true}},
+		{"out of room, selected node, no topology: retry here", afterCreate(exhausted, claim(selectedNode("a")), false), failureOutcome{unpin: true}},
+		{"out of room, no node: retry", afterCreate(exhausted, claim(), true), failureOutcome{unpin: true}},
+		{"timeout: the driver may still be working", afterCreate(status.Error(codes.DeadlineExceeded, ""), claim(selectedNode("a")), true), failureOutcome{}},
+		{"not a gRPC error: may be running", afterCreate(errors.New("broken pipe"), claim(selectedNode("a")), true), failureOutcome{}},
+		{"refused for good on a selected node", afterCreate(status.Error(codes.InvalidArgument, ""), claim(selectedNode("a")), true), failureOutcome{unpin: true, reschedule: true}},
+		{"selector: nothing to reschedule", beforeCreate(refusal(claim(withSelector)), claim(selectedNode("a"), withSelector)), failureOutcome{}},
+		{"final before create: reschedule, keep any pin", beforeCreate(final(errors.New("x")), claim(selectedNode("a"))), failureOutcome{reschedule: true}},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)
+		}
+	}
+	if err := refusal(claim(withSelector)); err == nil || err.Error() != "claim Selector is not supported" {
+		t.Errorf("selector refusal %v", err)
+	}
+}
+
+func withSelector(c *v1.PersistentVolumeClaim) {
+	c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
 }

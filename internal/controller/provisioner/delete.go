@@ -59,7 +59,12 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return err
 	}
-	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle); err != nil && !csi.IsNotFound(err) {
+	secrets, err := c.deletionSecrets(ctx, pv)
+	if err != nil {
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		return err
+	}
+	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil && !csi.IsNotFound(err) {
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}

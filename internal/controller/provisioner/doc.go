@@ -30,6 +30,19 @@
 // never another node's, which would answer NotFound for an ID it never
 // made. Each wait is a VolumeFailedDelete event on the PV and a retry.
 //
+// What the external-provisioner v6.3.0 refuses or leaves alone, so do we:
+// a claim with a label selector fails ("claim Selector is not supported"),
+// a claim whose data source is a populator's kind is left to the populator.
+// Class secrets (csi.storage.k8s.io/*-secret-name and -namespace, with
+// their templates) are resolved as it resolves them: the provisioner
+// secret's data goes with CreateVolume and DeleteVolume, the other
+// references are recorded on the PV (secrets.go, credentials.go).
+//
+// ResourceExhausted from CreateVolume is believed ("nothing was made here")
+// only when the same request gets it twice: only then does the finalizer
+// go, the pin move to the next node, or the selected node go back to the
+// scheduler (csi.IsOutOfRoom says why).
+//
 // Events on claims come from the component "<driver>_volplane" (one per
 // driver served), as the external-provisioner reports "<driver>_<identity>".
 package provisioner

@@ -2,8 +2,6 @@ package provisioner
 
 import (
 	"errors"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // finalError is an error retrying the same request cannot fix by itself: a
@@ -19,13 +17,4 @@ func final(err error) error { return &finalError{err} }
 func isFinal(err error) bool {
 	var f *finalError
 	return errors.As(err, &f)
-}
-
-// fromDriver marks a CSI error final if csi classifies it so; every other
-// CSI error may still be running in the driver.
-func fromDriver(err error) error {
-	if csi.IsFinal(err) {
-		return final(err)
-	}
-	return err
 }

@@ -42,11 +42,19 @@ func (m *eventMemory) forget(uid types.UID) {
 }
 
 // event records on obj through the driver's recorder unless it repeats the
-// last event recorded on obj.
+// last event recorded on obj with the same reason.
 func (c *Controller) event(obj runtime.Object, uid types.UID, driver, eventType, reason, format string, args ...any) {
+	c.eventIn(reason, obj, uid, driver, eventType, reason, format, args...)
+}
+
+// eventIn is event remembered under slot rather than the reason: for a
+// second message that follows another of the same reason every time (the
+// populator note after the Provisioning one), which would otherwise never
+// repeat the last message of its reason and be recorded again each sync.
+func (c *Controller) eventIn(slot string, obj runtime.Object, uid types.UID, driver, eventType, reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r := c.recorders[driver]
-	if r == nil || !c.events.due(uid, reason, eventType+"/"+msg) {
+	if r == nil || !c.events.due(uid, slot, eventType+"/"+msg) {
 		return
 	}
 	r.Event(obj, eventType, reason, msg)

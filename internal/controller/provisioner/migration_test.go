@@ -171,7 +171,7 @@ func TestVolumeOfMigratedClassIsWrittenInTree(t *testing.T) {
 	}
 	vol := &csipb.Volume{VolumeId: "vol-1", CapacityBytes: 1 << 20,
 		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{ebsZone: "us-east-1a"}}}}
-	pv, err := provisionedVolume(claim(handedTo(ebsDriver)), cls, ebsDriver, vol)
+	pv, err := provisionedVolume(claim(handedTo(ebsDriver)), cls, ebsDriver, vol, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

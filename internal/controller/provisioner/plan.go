@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
@@ -20,18 +22,34 @@ import (
 
 const annSelectedNode = volumehelpers.AnnSelectedNode
 
-// plan is a CreateVolume request and the endpoint it goes to.
+// plan is a CreateVolume request, the endpoint it goes to, and the secret
+// references the PV records.
 type plan struct {
 	request  *csipb.CreateVolumeRequest
 	endpoint *csi.Endpoint
+	secrets  secretRefs
 }
+
+// planPurpose says what a plan is built for.
+type planPurpose int
+
+const (
+	// forCreate: everything the request is built from must resolve.
+	forCreate planPurpose = iota
+	// forCleanup: the request of an earlier attempt, to find and delete
+	// what it made. The provisioner secret may be gone (deleted with its
+	// namespace): the request goes without it, and the driver decides.
+	forCleanup
+	// forCleanupWithoutSource is forCleanup without the data source, whose
+	// claim may be gone by then.
+	forCleanupWithoutSource
+)
 
 // plan reads what the request is built from and builds it. Building the
 // same plan again for the same claim gives the same request to the same
 // endpoint, which is what makes a retry (or the cleanup of a deleted claim)
-// reach the volume an earlier attempt made. withSource false skips the data
-// source (cleanup: the source claim may be gone by then).
-func (c *Controller) plan(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, withSource bool) (plan, error) {
+// reach the volume an earlier attempt made.
+func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, purpose planPurpose) (plan, error) {
 	info, ok := c.pool.Info(driver)
 	if !ok {
 		return plan{}, final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
@@ -48,7 +66,7 @@ func (c *Controller) plan(claim *v1.PersistentVolumeClaim, class *storagev1.Stor
 			}
 		}
 	}
-	if withSource {
+	if purpose != forCleanupWithoutSource {
 		src, err := c.sourceVolume(claim, class, driver, info)
 		if err != nil {
 			return plan{}, err
@@ -61,10 +79,21 @@ func (c *Controller) plan(claim *v1.PersistentVolumeClaim, class *storagev1.Stor
 	if err != nil {
 		return plan{}, err
 	}
-	if node := claim.Annotations[AnnEndpointNode]; node != "" {
-		return c.pinnedPlan(req, driver, node)
+	refs, err := resolveSecretRefs(class.Parameters, req.Name, claim)
+	if err != nil {
+		return plan{}, err
 	}
-	return plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements())}, nil
+	if req.Secrets, err = c.credentials(ctx, refs[provisionerSecret]); err != nil {
+		if purpose == forCreate {
+			return plan{}, err
+		}
+		klog.FromContext(ctx).Info("Cleaning up without the provisioner secret, which cannot be read", "err", err)
+	}
+	p := plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements()), secrets: refs}
+	if node := claim.Annotations[AnnEndpointNode]; node != "" {
+		return c.pinnedPlan(p, driver, node)
+	}
+	return p, nil
 }
 
 // pinnedPlan sends the request to the endpoint an earlier attempt asked
@@ -72,15 +101,16 @@ func (c *Controller) plan(claim *v1.PersistentVolumeClaim, class *storagev1.Stor
 // where a volume of this name may already exist. If that endpoint is not
 // served now the claim waits (a retryable error): asking another could
 // make a second volume.
-func (c *Controller) pinnedPlan(req *csipb.CreateVolumeRequest, driver, node string) (plan, error) {
+func (c *Controller) pinnedPlan(p plan, driver, node string) (plan, error) {
 	for _, e := range c.pool.Endpoints(driver) {
 		if e.Info.NodeID != node {
 			continue
 		}
-		if req.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
-			req.AccessibilityRequirements = narrowedTo(e)
+		if p.request.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
+			p.request.AccessibilityRequirements = narrowedTo(e)
 		}
-		return plan{request: req, endpoint: e}, nil
+		p.endpoint = e
+		return p, nil
 	}
 	return plan{}, fmt.Errorf("an earlier attempt asked the %s endpoint of node %q, which is not served now; waiting for it", driver, node)
 }
@@ -98,7 +128,7 @@ func (c *Controller) fallbacks(driver string, p plan) []plan {
 		}
 		req := proto.Clone(p.request).(*csipb.CreateVolumeRequest)
 		req.AccessibilityRequirements = narrowedTo(e)
-		out = append(out, plan{request: req, endpoint: e})
+		out = append(out, plan{request: req, endpoint: e, secrets: p.secrets})
 	}
 	return out
 }

@@ -35,16 +35,17 @@ type requestInput struct {
 }
 
 // knownReserved are the class parameters under reservedPrefix the
-// provisioner understands. Secret references are accepted but not resolved
-// yet: drivers that need provisioning secrets are not supported.
+// provisioner understands (the external-provisioner's list in
+// removePrefixedParameters); none of them reaches the driver.
 var knownReserved = []string{
-	"fstype",
+	"fstype", "secret-name", "secret-namespace",
 	"provisioner-secret-name", "provisioner-secret-namespace",
 	"controller-publish-secret-name", "controller-publish-secret-namespace",
 	"node-stage-secret-name", "node-stage-secret-namespace",
 	"node-publish-secret-name", "node-publish-secret-namespace",
 	"controller-expand-secret-name", "controller-expand-secret-namespace",
 	"node-expand-secret-name", "node-expand-secret-namespace",
+	"controller-modify-secret-name", "controller-modify-secret-namespace",
 }
 
 // volumeName is the backend volume's and the PV's name for a claim.
@@ -82,7 +83,9 @@ func buildRequest(in requestInput) (*csipb.CreateVolumeRequest, error) {
 }
 
 // driverParameters are the class parameters minus the provisioner's own; an
-// unknown key in the provisioner's namespace is a mistake in the class.
+// unknown key in the provisioner's namespace is a mistake in the class. The
+// deprecated secret keys (csiProvisionerSecretName...) are not in that
+// namespace and reach the driver, as with the reference.
 func driverParameters(class map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(class)) {
@@ -91,7 +94,7 @@ func driverParameters(class map[string]string) (map[string]string, error) {
 		case !reserved:
 			out[k] = class[k]
 		case !slices.Contains(knownReserved, name):
-			return nil, final(fmt.Errorf("invalid StorageClass parameter %q: the prefix %s is reserved for parameters the provisioner knows", k, reservedPrefix))
+			return nil, final(fmt.Errorf("failed to strip CSI Parameters of prefixed keys: found unknown parameter key \"%s\" with reserved namespace %s", k, reservedPrefix))
 		}
 	}
 	return out, nil

@@ -39,6 +39,7 @@ const (
 	eventComponentSuffix      = "_volplane"
 	volumeNamePrefix          = "pvc-"
 	persistentVolumeClaimKind = "PersistentVolumeClaim"
+	volumeSnapshotKind        = "VolumeSnapshot"
 )
 
 // EventComponent is the event source of the claim events for driver.

@@ -105,7 +105,7 @@ func TestReleasedVolumeWaitsWhileItsNodesDriverIsNotServed(t *testing.T) {
 // deletes it, and lets the claim go.
 func TestClassDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t *testing.T) {
 	e, rc := crashBed(t)
-	class := e.createClass(map[string]string{"tier": "gold"})
+	class := e.createClass("own-"+e.ns, parameters(map[string]string{"tier": "gold"}))
 	c := e.createClaim(e.claim("data", class, "100Mi"))
 	e.crashProvisioner(&faultyWrites{allowed: 1, matches: provisioningWrite(e.ns, c.Name)}, rc)
 	e.expectPartialProvisioning(1, c.Name)
@@ -143,24 +143,6 @@ func TestCloneSourceDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNoth
 	e.deleteClaim(c.Name)
 	runLoops(t, rc, provisionerOnly...)
 	e.expectNothingLeftOf(c.Name)
-}
-
-// createClass makes a Delete, Immediate class of the bundled driver for the
-// test alone (tests delete it), and removes it after the test.
-func (e *env) createClass(params map[string]string) string {
-	e.t.Helper()
-	immediate, del := storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimDelete
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "own-" + e.ns}, Provisioner: hostpath.DriverName,
-		VolumeBindingMode: &immediate, ReclaimPolicy: &del, Parameters: params}
-	_, err := e.client.StorageV1().StorageClasses().Create(e.ctx, sc, metav1.CreateOptions{})
-	e.noError(err, "create class")
-	e.t.Cleanup(func() {
-		err := e.client.StorageV1().StorageClasses().Delete(e.ctx, sc.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			e.t.Errorf("delete class %s: %v", sc.Name, err)
-		}
-	})
-	return sc.Name
 }
 
 // createAttachment makes a VolumeAttachment of the PV to the node, as the
