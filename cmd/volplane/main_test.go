@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -189,7 +190,38 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	if _, err := clientFor(t, dir).CoreV1().PersistentVolumes().Get(ctx, provisioned.Spec.VolumeName, metav1.GetOptions{}); err != nil {
 		t.Errorf("provisioned PV %s after restart: %v", provisioned.Spec.VolumeName, err)
 	}
+	deleteReclaimsWithNoUserAction(t, dir, provisioned.Spec.VolumeName)
 	restarted.stop(t)
+}
+
+// deleteReclaimsWithNoUserAction is the end of the README walkthrough:
+// `kubectl delete pvc data` returns once the claim is gone (the protection
+// loops of up release it), and its Delete-policy PV and backend volume
+// follow, with nothing else done.
+func deleteReclaimsWithNoUserAction(t *testing.T, dir, pvName string) {
+	t.Helper()
+	client := clientFor(t, dir)
+	pv, err := client.CoreV1().PersistentVolumes().Get(context.Background(), pvName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := filepath.Join(dir, "hostpath", "*", "volumes", pv.Spec.CSI.VolumeHandle+"*")
+	if found, _ := filepath.Glob(backend); len(found) == 0 {
+		t.Fatalf("no backend volume at %s before the delete", backend)
+	}
+	if out, err := kubectl(t, dir, "delete", "pvc", "data", "--timeout=60s"); err != nil {
+		t.Fatalf("volplane kubectl delete pvc data: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := client.CoreV1().PersistentVolumes().Get(context.Background(), pvName, metav1.GetOptions{})
+		found, _ := filepath.Glob(backend)
+		if apierrors.IsNotFound(err) && len(found) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the claim went: PV %s lookup %v, backend volume %v", pvName, err, found)
+		}
+	}
 }
 
 func waitClaimBound(t *testing.T, client kubernetes.Interface, ns, name string) {

@@ -17,6 +17,9 @@ func TestValidateProvisionerConfig(t *testing.T) {
 		{Config{REST: rc, Controllers: []string{Binder}, CSIEndpoints: []string{"unix:///tmp/a.sock"}}, ""},
 		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock", "unix:///tmp/b.sock"}}, ""},
 		{Config{REST: rc, Controllers: []string{Binder, Provisioner}}, "at least one CSI endpoint"},
+		// The protection loops need no CSI endpoint, alone or with the binder.
+		{Config{REST: rc, Controllers: []string{PVCProtection}}, ""},
+		{Config{REST: rc, Controllers: []string{PVProtection, Binder}}, ""},
 		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock", "/tmp/b.sock"}}, `"/tmp/b.sock"`},
 	}
 	for _, tc := range cases {

@@ -28,19 +28,23 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/controller/binder"
+	"github.com/volplane/volplane/internal/controller/protection"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/csi"
 )
 
 // The loops by the names --controllers takes. The others of the design
-// (attacher, expander, protection) come with their issues.
+// (attacher, expander) come with their issues. The protection loops have
+// kube-controller-manager's names.
 const (
-	Binder      = "binder"
-	Provisioner = "provisioner"
+	Binder        = "binder"
+	Provisioner   = "provisioner"
+	PVCProtection = "pvc-protection"
+	PVProtection  = "pv-protection"
 )
 
 // Known lists the loops this build can run.
-func Known() []string { return []string{Binder, Provisioner} }
+func Known() []string { return []string{Binder, Provisioner, PVCProtection, PVProtection} }
 
 // Config says which loops to run against which cluster.
 type Config struct {
@@ -201,6 +205,11 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		l.started(p)
 		runs = append(runs, p.Run)
 	}
+	protect, err := newProtection(cfg, client, factory, l)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, protect...)
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	return runAll(ctx, runs)
@@ -232,6 +241,29 @@ func newProvisioner(ctx context.Context, cfg Config, client kubernetes.Interface
 		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
 	}
 	return p, func() { _ = pool.Close() }, nil
+}
+
+// newProtection builds the selected protection loops.
+func newProtection(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, l *loops) ([]func(context.Context) error, error) {
+	pcfg := protection.Config{Client: client, Informers: factory, Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod}
+	var runs []func(context.Context) error
+	if slices.Contains(cfg.Controllers, PVCProtection) {
+		c, err := protection.NewClaimLoop(pcfg)
+		if err != nil {
+			return nil, err
+		}
+		l.started(c)
+		runs = append(runs, c.Run)
+	}
+	if slices.Contains(cfg.Controllers, PVProtection) {
+		v, err := protection.NewVolumeLoop(pcfg)
+		if err != nil {
+			return nil, err
+		}
+		l.started(v)
+		runs = append(runs, v.Run)
+	}
+	return runs, nil
 }
 
 // runAll runs every loop; the first to fail stops the others.

@@ -1,0 +1,152 @@
+package protection
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/protection"
+)
+
+// podsByClaim indexes pods by "namespace/name" of every claim they refer
+// to, generic ephemeral volumes included.
+const podsByClaim = "protection-claims"
+
+// ClaimLoop is the pvc-protection loop. Build it with NewClaimLoop and start
+// it with Run.
+type ClaimLoop struct {
+	client  kubernetes.Interface
+	workers int
+	claims  corelisters.PersistentVolumeClaimLister
+	pods    cache.Indexer
+	// q holds namespaces; pending holds each one's queued claims.
+	q       workqueue.TypedRateLimitingInterface[string]
+	pending *pending
+	newest  *loop.Newest[*v1.PersistentVolumeClaim]
+	runner  *loop.Runner
+}
+
+// NewClaimLoop builds the pvc-protection loop over the given informers.
+func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &ClaimLoop{
+		client: cfg.Client, workers: cfg.Workers,
+		q:       loop.NewQueue("pvcprotection", retryBase, retryMax),
+		pending: newPending(),
+		newest:  loop.NewNewest[*v1.PersistentVolumeClaim](),
+	}
+	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
+	podInf := cfg.Informers.Core().V1().Pods()
+	c.claims = claimInf.Lister()
+	if _, ok := podInf.Informer().GetIndexer().GetIndexers()[podsByClaim]; !ok {
+		if err := podInf.Informer().AddIndexers(cache.Indexers{podsByClaim: indexClaims}); err != nil {
+			return nil, fmt.Errorf("pvc-protection: pod index: %w", err)
+		}
+	}
+	c.pods = podInf.Informer().GetIndexer()
+	synced, err := loop.Register(
+		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onPod(obj, false) },
+			UpdateFunc: c.onPodUpdate,
+			DeleteFunc: func(obj any) { c.onPod(obj, true) }}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("pvc-protection: %w", err)
+	}
+	c.runner = &loop.Runner{Name: "PVC protection", Synced: synced, Workers: cfg.Workers,
+		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNamespace}},
+		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+	return c, nil
+}
+
+// Run starts the workers once the caches are synced and blocks until ctx is
+// done. The informer factory must be started by the caller after New.
+func (c *ClaimLoop) Run(ctx context.Context) error { return c.runner.Run(ctx) }
+
+// Ready reports whether the caches are synced and the workers run.
+func (c *ClaimLoop) Ready() bool { return c.runner.Ready() }
+
+func indexClaims(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	return protection.ClaimKeys(pod), nil
+}
+
+func (c *ClaimLoop) enqueue(key string) {
+	ns, name, _ := strings.Cut(key, "/")
+	c.pending.add(ns, name)
+	c.q.Add(ns)
+}
+
+// onClaim queues a claim that lacks the finalizer or is being deleted with
+// it; claims at rest are not worth a sync.
+func (c *ClaimLoop) onClaim(obj any) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	key := claim.Namespace + "/" + claim.Name
+	claim = c.newest.Observe(key, claim)
+	if protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None {
+		c.enqueue(key)
+	}
+}
+
+func (c *ClaimLoop) onClaimDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
+		c.newest.Forget(claim.Namespace + "/" + claim.Name)
+	}
+}
+
+// onPod queues the claims of a pod whose event may free them.
+func (c *ClaimLoop) onPod(obj any, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !protection.PodEventMayRelease(pod, deleted) {
+		return
+	}
+	for _, key := range protection.ClaimKeys(pod) {
+		c.enqueue(key)
+	}
+}
+
+// onPodUpdate: an update may hide the deletion of a pod and the creation of
+// another of the same name (a new UID); the old pod then counts as deleted,
+// or a claim only it kept would wait forever.
+func (c *ClaimLoop) onPodUpdate(old, cur any) {
+	c.onPod(cur, false)
+	if o, ok := old.(*v1.Pod); ok {
+		if n, ok := cur.(*v1.Pod); ok && o.UID != n.UID {
+			c.onPod(o, true)
+		}
+	}
+}
+
+// resync revisits the claims not at rest: a safety net, the loop is event
+// driven. Claims kept by a pod in the cache cost no request.
+func (c *ClaimLoop) resync(context.Context) {
+	claims, _ := c.claims.List(labels.Everything())
+	for _, claim := range claims {
+		c.onClaim(claim)
+	}
+}

@@ -1,0 +1,88 @@
+package protection
+
+import "fmt"
+
+// The finalizers, as the API server's StorageObjectInUseProtection admission
+// plugin adds them (pkg/volume/util/finalizer.go).
+const (
+	ClaimFinalizer  = "kubernetes.io/pvc-protection"
+	VolumeFinalizer = "kubernetes.io/pv-protection"
+)
+
+// Action is what a sync must do.
+type Action int
+
+const (
+	// None: the object is at rest.
+	None Action = iota
+	// AddFinalizer: the object is not being deleted and lacks the finalizer.
+	AddFinalizer
+	// RemoveFinalizer: the object is being deleted and nothing uses it.
+	RemoveFinalizer
+	// Keep: the object is being deleted but still in use; wait.
+	Keep
+	// ListPods: no pod in the informer cache uses the claim; the
+	// namespace's pods must be listed live before the finalizer may go.
+	ListPods
+)
+
+func (a Action) String() string {
+	return [...]string{"None", "AddFinalizer", "RemoveFinalizer", "Keep", "ListPods"}[a]
+}
+
+// Reason says why. The set is closed; logs and tests use the same values.
+type Reason string
+
+const (
+	// ReasonProtected: not being deleted, finalizer present.
+	ReasonProtected Reason = "Protected"
+	// ReasonUnprotected: not being deleted, finalizer missing.
+	ReasonUnprotected Reason = "Unprotected"
+	// ReasonFinalizerGone: being deleted, our finalizer already removed.
+	ReasonFinalizerGone Reason = "FinalizerGone"
+	// ReasonUsedByPod: a pod uses the claim (Decision.Pod names it).
+	ReasonUsedByPod Reason = "UsedByPod"
+	// ReasonNotInCache: no pod in the informer cache uses the claim.
+	ReasonNotInCache Reason = "NotInCache"
+	// ReasonUnused: no pod of a live list uses the claim.
+	ReasonUnused Reason = "Unused"
+	// ReasonBound: the volume is Bound.
+	ReasonBound Reason = "Bound"
+	// ReasonNotBound: the volume is in any phase but Bound.
+	ReasonNotBound Reason = "NotBound"
+)
+
+// Decision is what a sync decided, and why.
+type Decision struct {
+	Action Action
+	Reason Reason
+	// Pod is "namespace/name" of the pod keeping a claim (ReasonUsedByPod).
+	Pod string
+	// Use says how that pod uses the claim.
+	Use Use
+}
+
+func (d Decision) String() string {
+	if d.Reason == ReasonUsedByPod {
+		return fmt.Sprintf("%s: %s (pod %s, %s)", d.Action, d.Reason, d.Pod, d.Use)
+	}
+	return fmt.Sprintf("%s: %s", d.Action, d.Reason)
+}
+
+// isDeletionCandidate and needsFinalizer are protectionutil's predicates.
+func isDeletionCandidate(deleting bool, finalizers []string, f string) bool {
+	return deleting && has(finalizers, f)
+}
+
+func needsFinalizer(deleting bool, finalizers []string, f string) bool {
+	return !deleting && !has(finalizers, f)
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

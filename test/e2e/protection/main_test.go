@@ -1,0 +1,190 @@
+// Package protection runs the pvc-protection and pv-protection loops end to
+// end, as `volplane up` runs them: next to the binder and the provisioner,
+// against the embedded, real kube-apiserver (whose admission plugin adds the
+// finalizers) and kube-controller-manager (ephemeral volumes, garbage
+// collection), with the bundled hostpath driver served on each simulated
+// node. No kubelet runs: pods are at most scheduled, and their phase is
+// written by the tests when it matters.
+//
+// Tests run one at a time, each in its own namespace.
+package protection
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// The classes the tests use, made once.
+const (
+	classDelete = "protect-delete" // Immediate, Delete
+	classRetain = "protect-retain" // Immediate, Retain
+	// classNone names no StorageClass: its claims stay Pending, which is
+	// all a test of the pvc-protection rule needs.
+	classNone = "no-such-class"
+)
+
+// bed is the package's test bed.
+var bed struct {
+	endpoints []string
+	drivers   []csi.ControllerClient
+	rest      *rest.Config
+	loops     *loops
+}
+
+// everyLoop is what `volplane up` runs.
+var everyLoop = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
+
+func TestMain(m *testing.M) {
+	clustertest.Main(m, 2, setUp)
+}
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	dir, err := os.MkdirTemp("", "vp-prot-") // short: unix socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stopped []chan error
+	teardown := func() {
+		if bed.loops != nil {
+			_ = bed.loops.stop()
+		}
+		cancel()
+		for _, s := range stopped {
+			<-s
+		}
+		_ = os.RemoveAll(dir)
+	}
+	bed.rest = cp.RESTConfig
+	for _, node := range cp.Nodes {
+		endpoint := "unix://" + filepath.Join(dir, node+".sock")
+		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
+			DataDir: filepath.Join(dir, node), Mounter: hostpath.NewFakeMounter()})
+		if err != nil {
+			teardown()
+			return nil, err
+		}
+		s := make(chan error, 1)
+		stopped = append(stopped, s)
+		go func() { s <- drv.Run(ctx) }()
+		client, err := waitServing(ctx, endpoint)
+		if err != nil {
+			teardown()
+			return nil, err
+		}
+		bed.endpoints, bed.drivers = append(bed.endpoints, endpoint), append(bed.drivers, client)
+	}
+	if err := registerStorage(ctx, cp); err != nil {
+		teardown()
+		return nil, err
+	}
+	bed.loops = startLoops(everyLoop...)
+	return teardown, nil
+}
+
+func waitServing(ctx context.Context, endpoint string) (csi.ControllerClient, error) {
+	conn, err := dialCSI(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	client := csi.NewControllerClient(conn)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := client.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+		if err == nil {
+			return client, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("driver at %s not serving: %w", endpoint, err)
+		}
+	}
+}
+
+func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("CSIDriver: %w", err)
+	}
+	for name, policy := range map[string]corev1.PersistentVolumeReclaimPolicy{
+		classDelete: corev1.PersistentVolumeReclaimDelete, classRetain: corev1.PersistentVolumeReclaimRetain} {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: hostpath.DriverName,
+			ReclaimPolicy: ptr.To(policy), VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
+		if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("class %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// loops is one manager.Run in this process.
+type loops struct {
+	cancel context.CancelFunc
+	result chan error
+	err    error
+	ended  bool
+}
+
+func startLoops(names ...string) *loops {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &loops{cancel: cancel, result: make(chan error, 1)}
+	cfg := manager.Config{REST: bed.rest, Controllers: names, CSIEndpoints: bed.endpoints,
+		Workers: 4, ResyncPeriod: 2 * time.Second}
+	go func() { l.result <- manager.Run(ctx, cfg) }()
+	return l
+}
+
+func (l *loops) stop() error {
+	if !l.ended {
+		l.cancel()
+		l.err, l.ended = <-l.result, true
+	}
+	return l.err
+}
+
+// endedEarly returns why the loops ended on their own, nil while they run.
+func (l *loops) endedEarly() error {
+	if l.ended {
+		return nil
+	}
+	select {
+	case err := <-l.result:
+		l.err, l.ended = err, true
+		return fmt.Errorf("ended on their own: %v", err)
+	default:
+		return nil
+	}
+}
+
+// withoutLoops stops the shared loops for the test (or until the returned
+// function starts them again), and starts them again after it.
+func withoutLoops(t *testing.T) (restart func()) {
+	t.Helper()
+	if err := bed.loops.stop(); err != nil {
+		t.Fatalf("shared loops: %v", err)
+	}
+	restarted := false
+	restart = func() {
+		if !restarted {
+			restarted = true
+			bed.loops = startLoops(everyLoop...)
+		}
+	}
+	t.Cleanup(restart)
+	return restart
+}
