@@ -136,7 +136,7 @@ func serveDriver(ctx context.Context, node, dir string) (*nodeDriver, error) {
 	drv, err := hostpath.New(hostpath.Config{
 		Endpoint: endpoint, NodeID: node, Capacity: nodeCapacity, DataDir: filepath.Join(dir, "data"),
 		AttachRequired: true,
-		Interceptor: driverCalls.intercept,
+		Interceptor:    driverCalls.intercept,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("driver of %s: %w", node, err)
