@@ -49,9 +49,7 @@ drivers first.`,
 			if err != nil {
 				return err
 			}
-			rc.QPS, rc.Burst = f.qps, f.burst
-			rc.UserAgent = "volplane-controller"
-			f.cfg.REST = rc
+			f.cfg.REST = f.limit(rc)
 			if err := f.cfg.Validate(); err != nil {
 				return err
 			}
@@ -65,8 +63,8 @@ drivers first.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
-	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers (events have their own budget)")
-	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers")
+	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers, client side (events have their own budget); 0 or less: no client-side limit, the API server's priority and fairness still applies")
+	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers (ignored without a --kube-api-qps limit)")
 	fl.StringSliceVar(&f.cfg.Controllers, "controllers", []string{manager.Binder},
 		"control loops to run: "+strings.Join(manager.Known(), ", "))
 	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
@@ -114,4 +112,17 @@ func (f *controllerFlags) check() error {
 		return fmt.Errorf("--kube-api-burst %d: want at least 1 while --kube-api-qps limits requests", f.burst)
 	}
 	return nil
+}
+
+// limit applies the client-side limits of the flags to rc. client-go reads
+// QPS 0 as "the default, 5/s" and only a negative QPS as "no limiter", so
+// "0 or less: no limit" is spelled QPS -1 here.
+func (f *controllerFlags) limit(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = f.qps, f.burst
+	if f.qps <= 0 {
+		rc.QPS, rc.RateLimiter = -1, nil
+	}
+	rc.UserAgent = "volplane-controller"
+	return rc
 }
