@@ -72,9 +72,17 @@ drivers first.`,
 	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", 5*time.Minute, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
-	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
+	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", true,
+		"run the loops only while holding a coordination.k8s.io Lease, so that replicas never run two binders at once (as kube-controller-manager)")
 	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
 	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", "volplane-controller", "name of the leader election Lease")
+	le := &f.cfg.LeaderElection
+	*le = manager.DefaultLeaderElection
+	fl.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration,
+		"how long replicas wait after the leader's last renewal before one takes over")
+	fl.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline,
+		"how long the leader tries to renew its Lease before it stops leading; less than the lease duration")
+	fl.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "pause between two tries to acquire or renew the Lease")
 	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:9742", `address of /metrics, /healthz and /readyz ("" disables)`)
 	return cmd
 }

@@ -133,7 +133,10 @@ func checkUp(cfg cluster.Config, capacity resource.Quantity) error {
 }
 
 // upLoops runs every built loop against the embedded control plane. The API
-// server is ours alone, so the client limits are generous. Where the metrics
+// server is ours alone, so the client limits are generous. Leader election
+// stays off: the data dir's lock already lets only one `up` run the loops
+// against this API server, and a Lease left by a killed `up` would hold the
+// restarted one idle for a lease duration. Where the metrics
 // are served is told on out once the loops are ready.
 func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.Writer) manager.Config {
 	rc := rest.CopyConfig(admin)

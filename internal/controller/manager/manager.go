@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -57,6 +53,9 @@ type Config struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	LeaderElectName      string
+	// LeaderElection holds the Lease timings; zero values take
+	// kube-controller-manager's defaults (DefaultLeaderElection).
+	LeaderElection LeaseTimings
 	// CSIEndpoints are the CSI drivers the provisioner serves, each
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
@@ -91,6 +90,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return errors.New("leader election needs a namespace and a lease name")
+	}
+	if c.LeaderElect {
+		return c.LeaderElection.orDefaults().validate()
 	}
 	return nil
 }
@@ -293,45 +295,4 @@ func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr().String(), nil
-}
-
-// runElected runs body while holding the Lease.
-func runElected(ctx context.Context, cfg Config, body func(context.Context) error) error {
-	client, err := kubernetes.NewForConfig(cfg.REST)
-	if err != nil {
-		return fmt.Errorf("leader election client: %w", err)
-	}
-	host, _ := os.Hostname()
-	id := fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaderElectNamespace, cfg.LeaderElectName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
-	if err != nil {
-		return fmt.Errorf("leader election lock: %w", err)
-	}
-	var started atomic.Bool
-	done := make(chan error, 1)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectName,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				started.Store(true)
-				klog.FromContext(ctx).Info("Leading", "lease", cfg.LeaderElectNamespace+"/"+cfg.LeaderElectName, "identity", id)
-				done <- body(ctx)
-			},
-			OnStoppedLeading: func() {},
-		},
-	})
-	if !started.Load() {
-		return nil // ctx ended before we led
-	}
-	// RunOrDie returns when leadership ends; the body's context is cancelled
-	// then, so this wait is short.
-	if err := <-done; err != nil {
-		return err
-	}
-	if ctx.Err() == nil {
-		return errors.New("leader election lost")
-	}
-	return nil
 }
