@@ -39,7 +39,12 @@ or two controllers will fight over the same objects.
 
 The provisioner serves the CSI drivers behind --csi-endpoint (their names
 come from the drivers); turn off the external-provisioner sidecar of those
-drivers first.`,
+drivers first.
+
+Leader election is on by default, as in kube-controller-manager: replicas
+share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
+loops and the others wait to take over; SIGTERM releases the Lease at once.
+Use --leader-elect=false only where one instance is guaranteed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
