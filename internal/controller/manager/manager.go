@@ -121,10 +121,19 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Ready(addr)
 		}
 	}
-	if !cfg.LeaderElect {
-		return runLoops(ctx, cfg, reg, loops)
+	// The CSI drivers are dialed before the election, as the CSI sidecars
+	// do: a wrong endpoint fails at start, not once the Lease is won.
+	pool, err := dialDrivers(ctx, cfg, reg)
+	if err != nil || ctx.Err() != nil {
+		return err // nil if stopped while dialing: a normal shutdown
 	}
-	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops) })
+	if pool != nil {
+		defer func() { _ = pool.Close() }()
+	}
+	if !cfg.LeaderElect {
+		return runLoops(ctx, cfg, reg, loops, pool)
+	}
+	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops, pool) })
 }
 
 // loops tracks readiness for /readyz: ready once every selected loop is.
@@ -166,7 +175,7 @@ func protobuf(rc *rest.Config) *rest.Config {
 
 // runLoops builds the selected loops over one shared informer factory and
 // runs them until ctx ends or one of them fails.
-func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops) error {
+func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops, pool *csi.Pool) error {
 	client, err := kubernetes.NewForConfig(protobuf(cfg.REST))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -192,14 +201,10 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		runs = append(runs, b.Run)
 	}
 	if slices.Contains(cfg.Controllers, Provisioner) {
-		p, closePool, err := newProvisioner(ctx, cfg, client, factory, events, reg)
-		if err != nil && ctx.Err() != nil {
-			return nil // stopped while dialing: a normal shutdown
-		}
+		p, err := newProvisioner(cfg, client, factory, events, pool)
 		if err != nil {
 			return err
 		}
-		defer closePool()
 		l.started(p)
 		runs = append(runs, p.Run)
 	}
@@ -208,32 +213,39 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	return runAll(ctx, runs)
 }
 
-// newProvisioner dials the CSI endpoints and builds the provisioner.
-func newProvisioner(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	events record.EventBroadcaster, reg prometheus.Registerer) (*provisioner.Controller, func(), error) {
+// dialDrivers dials the provisioner's CSI endpoints; nil without the
+// provisioner.
+func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*csi.Pool, error) {
+	if !slices.Contains(cfg.Controllers, Provisioner) {
+		return nil, nil
+	}
 	m, err := csi.NewMetrics(reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pool, err := csi.DialPool(ctx, cfg.CSIEndpoints, m)
-	if err != nil {
-		return nil, nil, err
+	if err != nil && ctx.Err() != nil {
+		return nil, nil // stopped while dialing; Run sees ctx is done
 	}
-	p, err := provisioner.New(provisioner.Config{
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range pool.Drivers() {
+		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
+	}
+	return pool, nil
+}
+
+// newProvisioner builds the provisioner over the dialed drivers.
+func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	events record.EventBroadcaster, pool *csi.Pool) (*provisioner.Controller, error) {
+	return provisioner.New(provisioner.Config{
 		Client: client, Informers: factory, Pool: pool,
 		Recorder: func(driver string) record.EventRecorder {
 			return recorder(events, provisioner.EventComponent(driver))
 		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
 	})
-	if err != nil {
-		_ = pool.Close()
-		return nil, nil, err
-	}
-	for _, d := range pool.Drivers() {
-		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
-	}
-	return p, func() { _ = pool.Close() }, nil
 }
 
 // runAll runs every loop; the first to fail stops the others.
