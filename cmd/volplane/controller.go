@@ -40,7 +40,12 @@ fight over the same objects.
 
 The provisioner serves the CSI drivers behind --csi-endpoint (their names
 come from the drivers); turn off the external-provisioner sidecar of those
-drivers first.`,
+drivers first.
+
+Leader election is on by default, as in kube-controller-manager: replicas
+share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
+loops and the others wait to take over; SIGTERM releases the Lease at once.
+Use --leader-elect=false only where one instance is guaranteed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -50,9 +55,7 @@ drivers first.`,
 			if err != nil {
 				return err
 			}
-			rc.QPS, rc.Burst = f.qps, f.burst
-			rc.UserAgent = "volplane-controller"
-			f.cfg.REST = rc
+			f.cfg.REST = f.limit(rc)
 			if err := f.cfg.Validate(); err != nil {
 				return err
 			}
@@ -66,8 +69,8 @@ drivers first.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
-	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers (events have their own budget)")
-	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers")
+	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers, client side (events have their own budget); 0 or less: no client-side limit, the API server's priority and fairness still applies")
+	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers (ignored without a --kube-api-qps limit)")
 	fl.StringSliceVar(&f.cfg.Controllers, "controllers", []string{manager.Binder},
 		"control loops to run: "+strings.Join(manager.Known(), ", "))
 	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
@@ -75,9 +78,17 @@ drivers first.`,
 	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", 5*time.Minute, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
-	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
+	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", true,
+		"run the loops only while holding a coordination.k8s.io Lease, so that replicas never run two binders at once (as kube-controller-manager)")
 	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
 	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", "volplane-controller", "name of the leader election Lease")
+	le := &f.cfg.LeaderElection
+	*le = manager.DefaultLeaderElection
+	fl.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration,
+		"how long replicas wait after the leader's last renewal before one takes over")
+	fl.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline,
+		"how long the leader tries to renew its Lease before it stops leading; less than the lease duration")
+	fl.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "pause between two tries to acquire or renew the Lease")
 	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:9742", `address of /metrics, /healthz and /readyz ("" disables)`)
 	return cmd
 }
@@ -115,4 +126,17 @@ func (f *controllerFlags) check() error {
 		return fmt.Errorf("--kube-api-burst %d: want at least 1 while --kube-api-qps limits requests", f.burst)
 	}
 	return nil
+}
+
+// limit applies the client-side limits of the flags to rc. client-go reads
+// QPS 0 as "the default, 5/s" and only a negative QPS as "no limiter", so
+// "0 or less: no limit" is spelled QPS -1 here.
+func (f *controllerFlags) limit(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = f.qps, f.burst
+	if f.qps <= 0 {
+		rc.QPS, rc.RateLimiter = -1, nil
+	}
+	rc.UserAgent = "volplane-controller"
+	return rc
 }

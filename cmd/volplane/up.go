@@ -66,8 +66,8 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 }
 
 func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string) error {
-	if capacity.Sign() <= 0 {
-		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
+	if err := checkUp(cfg, capacity); err != nil {
+		return err
 	}
 	out := cmd.OutOrStdout()
 	dir, err := filepath.Abs(cfg.DataDir)
@@ -119,8 +119,24 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	}
 }
 
+// checkUp rejects flags that could only fail once the control plane is up.
+// Without a node there is no bundled driver to provision from and no place
+// for a pod, so --nodes 0 is refused here rather than after a 20 s start.
+func checkUp(cfg cluster.Config, capacity resource.Quantity) error {
+	switch {
+	case cfg.Nodes < 1:
+		return fmt.Errorf("--nodes %d: want at least 1 (the bundled CSI driver and every pod run on a simulated node)", cfg.Nodes)
+	case capacity.Sign() <= 0:
+		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
+	}
+	return nil
+}
+
 // upLoops runs every built loop against the embedded control plane. The API
-// server is ours alone, so the client limits are generous. Where the metrics
+// server is ours alone, so the client limits are generous. Leader election
+// stays off: the data dir's lock already lets only one `up` run the loops
+// against this API server, and a Lease left by a killed `up` would hold the
+// restarted one idle for a lease duration. Where the metrics
 // are served is told on out once the loops are ready.
 func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.Writer) manager.Config {
 	rc := rest.CopyConfig(admin)

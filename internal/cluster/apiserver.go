@@ -21,15 +21,22 @@ const (
 // apiServerArgs are the flags of the embedded kube-apiserver. RBAC and the
 // default admission plugins are on, as in a real cluster, because volplane's
 // behaviour depends on them (protection finalizers, default StorageClass).
+// It reaches etcd over TLS with the one client certificate etcd accepts.
 func apiServerArgs(p pki, etcdPort, port int) []string {
 	return []string{
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
+		fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", etcdPort),
+		"--etcd-cafile=" + p.etcdCACert(),
+		"--etcd-certfile=" + p.etcdClientCert(),
+		"--etcd-keyfile=" + p.etcdClientKey(),
 		fmt.Sprintf("--secure-port=%d", port),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--tls-cert-file=" + p.servingCert(),
 		"--tls-private-key-file=" + p.servingKey(),
 		"--client-ca-file=" + p.caCert(),
+		// Every client of ours presents a certificate or a token; anonymous
+		// requests, even to /healthz, get 401.
+		"--anonymous-auth=false",
 		"--service-account-key-file=" + p.serviceAccountPub(),
 		"--service-account-signing-key-file=" + p.serviceAccount(),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",

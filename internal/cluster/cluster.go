@@ -112,7 +112,7 @@ func (cp *ControlPlane) startStorage(ctx context.Context, dir dataDir, cfg Confi
 	if err != nil {
 		return err
 	}
-	cp.etcd, err = startEtcd(ctx, string(dir), dir.logDir()+"/etcd.log", clientPort, peerPort, cfg.UnsafeNoFsync)
+	cp.etcd, err = startEtcd(ctx, string(dir), dir.logDir()+"/etcd.log", etcdTLS(dir.pki()), clientPort, peerPort, cfg.UnsafeNoFsync)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -14,14 +15,29 @@ import (
 // etcd is ready in well under a second, replaying a large WAL takes longer.
 const etcdReadyTimeout = 2 * time.Minute
 
+// etcdTLS says that etcd serves both listeners over TLS and accepts only
+// clients holding a certificate of the etcd CA: other local users reach
+// 127.0.0.1 as well, and etcd holds every Secret of the cluster.
+func etcdTLS(p pki) transport.TLSInfo {
+	return transport.TLSInfo{
+		CertFile:       p.etcdServerCert(),
+		KeyFile:        p.etcdServerKey(),
+		TrustedCAFile:  p.etcdCACert(),
+		ClientCertAuth: true,
+	}
+}
+
 // startEtcd starts the embedded etcd with its data under dir and returns it once
-// it serves. The caller closes it.
-func startEtcd(ctx context.Context, dir, logFile string, clientPort, peerPort int, noFsync bool) (*embed.Etcd, error) {
+// it serves. The caller closes it. A data dir first served over plain HTTP
+// (volplane before etcd TLS) restarts fine: a one-member cluster never dials
+// the peer URLs it keeps.
+func startEtcd(ctx context.Context, dir, logFile string, tls transport.TLSInfo, clientPort, peerPort int, noFsync bool) (*embed.Etcd, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "volplane"
 	cfg.Dir = filepath.Join(dir, "etcd")
-	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
-	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	cfg.ClientTLSInfo, cfg.PeerTLSInfo = tls, tls
+	clientURL := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+	peerURL := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
 	cfg.ListenPeerUrls = []url.URL{peerURL}

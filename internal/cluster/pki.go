@@ -30,6 +30,20 @@ func (p pki) adminCert() string      { return p.path("admin.crt") }
 func (p pki) adminKey() string       { return p.path("admin.key") }
 func (p pki) serviceAccount() string { return p.path("service-account.key") }
 
+// etcd has a CA of its own, as kubeadm sets it up: etcd trusts every client
+// certificate its CA signed, and the cluster CA also signs certificates for
+// anyone whose CertificateSigningRequest is approved; those must not open
+// etcd.
+func (p pki) etcdCACert() string     { return p.path("etcd-ca.crt") }
+func (p pki) etcdCAKey() string      { return p.path("etcd-ca.key") }
+func (p pki) etcdServerCert() string { return p.path("etcd-server.crt") }
+func (p pki) etcdServerKey() string  { return p.path("etcd-server.key") }
+
+// etcdClientCert is the API server's identity towards etcd: the only client
+// certificate the etcd CA signs.
+func (p pki) etcdClientCert() string { return p.path("apiserver-etcd-client.crt") }
+func (p pki) etcdClientKey() string  { return p.path("apiserver-etcd-client.key") }
+
 // serviceAccountPub is separate because --service-account-key-file only
 // accepts public keys (or PKCS#1/SEC1 private keys), not PKCS#8.
 func (p pki) serviceAccountPub() string { return p.path("service-account.pub") }
@@ -39,17 +53,21 @@ func (p pki) serviceAccountPub() string { return p.path("service-account.pub") }
 const certValidity = 10 * 365 * 24 * time.Hour
 
 // ensure creates every missing certificate and key. Existing files are kept,
-// so a restarted control plane keeps its identity and issued tokens stay valid.
+// so a restarted control plane keeps its identity and issued tokens stay
+// valid; a data dir from a version without etcd TLS gets its etcd
+// certificates on its next start.
 func (p pki) ensure() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return fmt.Errorf("create pki dir: %w", err)
 	}
-	if !exists(p.caCert()) || !exists(p.caKey()) {
-		if err := p.writeCA(); err != nil {
-			return err
-		}
+	if err := p.ensureCluster(); err != nil {
+		return err
 	}
-	ca, caKey, err := p.loadCA()
+	return p.ensureEtcd()
+}
+
+func (p pki) ensureCluster() error {
+	ca, caKey, _, err := p.ensureCA("volplane-ca", p.caCert(), p.caKey())
 	if err != nil {
 		return err
 	}
@@ -93,31 +111,71 @@ func (p pki) writeServiceAccountKeys() error {
 	return writeKey(p.serviceAccount(), key)
 }
 
-func (p pki) writeCA() error {
+// ensureEtcd creates etcd's CA, its serving certificate (also its peer
+// identity, hence client auth too) and the API server's client certificate.
+func (p pki) ensureEtcd() error {
+	ca, caKey, fresh, err := p.ensureCA("volplane-etcd-ca", p.etcdCACert(), p.etcdCAKey())
+	if err != nil {
+		return err
+	}
+	// Certificates of a lost CA would no longer be trusted by etcd.
+	if fresh || !exists(p.etcdServerCert()) || !exists(p.etcdServerKey()) {
+		tmpl := leafTemplate("volplane-etcd", nil)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+		if err := p.writeLeaf(tmpl, ca, caKey, p.etcdServerCert(), p.etcdServerKey()); err != nil {
+			return err
+		}
+	}
+	if fresh || !exists(p.etcdClientCert()) || !exists(p.etcdClientKey()) {
+		tmpl := leafTemplate("volplane-apiserver-etcd-client", nil)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		if err := p.writeLeaf(tmpl, ca, caKey, p.etcdClientCert(), p.etcdClientKey()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureCA loads the CA at certPath/keyPath, creating it first if missing
+// (then fresh is true).
+func (p pki) ensureCA(cn, certPath, keyPath string) (ca *x509.Certificate, key crypto.Signer, fresh bool, err error) {
+	if !exists(certPath) || !exists(keyPath) {
+		if err := writeCA(cn, certPath, keyPath); err != nil {
+			return nil, nil, false, err
+		}
+		fresh = true
+	}
+	ca, key, err = loadCA(certPath, keyPath)
+	return ca, key, fresh, err
+}
+
+func writeCA(cn, certPath, keyPath string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fmt.Errorf("generate ca key: %w", err)
+		return fmt.Errorf("generate %s key: %w", cn, err)
 	}
-	tmpl := leafTemplate("volplane-ca", nil)
+	tmpl := leafTemplate(cn, nil)
 	tmpl.IsCA = true
 	tmpl.BasicConstraintsValid = true
 	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return fmt.Errorf("self-sign ca: %w", err)
+		return fmt.Errorf("self-sign %s: %w", cn, err)
 	}
-	if err := writeKey(p.caKey(), key); err != nil {
+	if err := writeKey(keyPath, key); err != nil {
 		return err
 	}
-	return writePEM(p.caCert(), "CERTIFICATE", der, 0o644)
+	return writePEM(certPath, "CERTIFICATE", der, 0o644)
 }
 
-func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {
-	certPEM, err := os.ReadFile(p.caCert())
+func loadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read ca: %w", err)
 	}
-	keyPEM, err := os.ReadFile(p.caKey())
+	keyPEM, err := os.ReadFile(keyPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read ca key: %w", err)
 	}

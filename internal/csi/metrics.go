@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/volplane/volplane/internal/metriclabel"
 )
 
 // Metrics is the latency histogram of CSI calls, under the name the
@@ -39,5 +41,6 @@ func (m *Metrics) observe(driver, method string, err error, start time.Time) {
 	if m == nil {
 		return
 	}
-	m.seconds.WithLabelValues(driver, "/csi.v1.Controller/"+method, code(err)).Observe(time.Since(start).Seconds())
+	// The driver names itself: its name is not ours to trust.
+	m.seconds.WithLabelValues(metriclabel.Value(driver), "/csi.v1.Controller/"+method, code(err)).Observe(time.Since(start).Seconds())
 }

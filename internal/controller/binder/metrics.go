@@ -7,6 +7,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/metriclabel"
 )
 
 // metrics are the binder's Prometheus series, named as kube-controller-manager
@@ -62,7 +63,10 @@ var (
 )
 
 // collector computes the pv_collector gauges from the informer caches at
-// scrape time, so they cost nothing between scrapes.
+// scrape time, so they cost nothing between scrapes. Every label value comes
+// from an object and goes through metriclabel before it is counted (two
+// values made equal must add up, not collide): MustNewConstMetric panics on
+// invalid UTF-8, and here that would kill the process during a scrape.
 type collector struct {
 	pvs    corelisters.PersistentVolumeLister
 	claims corelisters.PersistentVolumeClaimLister
@@ -87,11 +91,12 @@ func (c *collector) collectVolumes(ch chan<- prometheus.Metric) {
 	total := map[[2]string]float64{}
 	bound, unbound := map[string]float64{}, map[string]float64{}
 	for _, pv := range pvs {
-		total[[2]string{pluginName(pv), string(binding.VolumeMode(pv))}]++
+		total[[2]string{metriclabel.Value(pluginName(pv)), string(binding.VolumeMode(pv))}]++
+		class := metriclabel.Value(binding.VolumeClass(pv))
 		if pv.Status.Phase == v1.VolumeBound {
-			bound[binding.VolumeClass(pv)]++
+			bound[class]++
 		} else {
-			unbound[binding.VolumeClass(pv)]++
+			unbound[class]++
 		}
 	}
 	for k, n := range total {
@@ -116,7 +121,7 @@ func (c *collector) collectClaims(ch chan<- prometheus.Metric) {
 		if claim.Spec.VolumeAttributesClassName != nil {
 			vac = *claim.Spec.VolumeAttributesClassName
 		}
-		k := [3]string{claim.Namespace, binding.ClaimClass(claim), vac}
+		k := [3]string{claim.Namespace, metriclabel.Value(binding.ClaimClass(claim)), metriclabel.Value(vac)}
 		if claim.Status.Phase == v1.ClaimBound {
 			bound[k]++
 		} else {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/metriclabel"
 )
 
 // Operation names of volume_operation_total_seconds / _errors, as the
@@ -55,7 +56,7 @@ func (o *operations) done(key string) {
 	delete(o.running, key)
 	o.mu.Unlock()
 	if ok {
-		o.m.operationSeconds.WithLabelValues(op.plugin, op.name).Observe(o.now().Sub(op.started).Seconds())
+		o.m.operationSeconds.WithLabelValues(metriclabel.Values(op.plugin, op.name)...).Observe(o.now().Sub(op.started).Seconds())
 	}
 }
 
@@ -65,7 +66,7 @@ func (o *operations) failed(key string) {
 	op, ok := o.running[key]
 	o.mu.Unlock()
 	if ok {
-		o.m.operationErrors.WithLabelValues(op.plugin, op.name).Inc()
+		o.m.operationErrors.WithLabelValues(metriclabel.Values(op.plugin, op.name)...).Inc()
 	}
 }
 

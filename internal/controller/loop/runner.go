@@ -2,6 +2,9 @@ package loop
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +45,8 @@ type Runner struct {
 	Resync       func(context.Context)
 	ResyncPeriod time.Duration
 
-	ready atomic.Bool
+	ready  atomic.Bool
+	panics atomic.Int64
 }
 
 // Run blocks until ctx is done, then shuts the queues down and waits for the
@@ -60,11 +64,11 @@ func (r *Runner) Run(ctx context.Context, logValues ...any) error {
 	var wg sync.WaitGroup
 	for _, q := range r.Queues {
 		for range r.Workers {
-			wg.Go(func() { wait.UntilWithContext(ctx, func(ctx context.Context) { drain(ctx, q) }, time.Second) })
+			wg.Go(func() { wait.UntilWithContext(ctx, func(ctx context.Context) { r.drain(ctx, q) }, time.Second) })
 		}
 	}
 	if r.Resync != nil {
-		wg.Go(func() { wait.UntilWithContext(ctx, r.Resync, r.ResyncPeriod) })
+		wg.Go(func() { wait.UntilWithContext(ctx, r.resync, r.ResyncPeriod) })
 	}
 	<-ctx.Done()
 	r.shutDown()
@@ -76,6 +80,9 @@ func (r *Runner) Run(ctx context.Context, logValues ...any) error {
 // Ready reports whether the caches are synced and the workers run.
 func (r *Runner) Ready() bool { return r.ready.Load() }
 
+// Panics counts the syncs and resyncs that panicked and were recovered.
+func (r *Runner) Panics() int64 { return r.panics.Load() }
+
 func (r *Runner) shutDown() {
 	for _, q := range r.Queues {
 		q.Q.ShutDown()
@@ -83,28 +90,64 @@ func (r *Runner) shutDown() {
 }
 
 // drain runs syncs until the queue shuts down.
-func drain(ctx context.Context, q Queue) {
-	for processNext(ctx, q) {
+func (r *Runner) drain(ctx context.Context, q Queue) {
+	for r.processNext(ctx, q) {
 	}
 }
 
 // processNext runs one sync. A failed key is retried with backoff; a
-// conflict only means our copy was stale, which is not worth a log line.
-func processNext(ctx context.Context, q Queue) bool {
+// conflict only means our copy was stale, which is not worth a log line. A
+// sync that panics counts as failed: one bad object must not stop the
+// process and with it every other object's sync.
+func (r *Runner) processNext(ctx context.Context, q Queue) bool {
 	key, quit := q.Q.Get()
 	if quit {
 		return false
 	}
 	defer q.Q.Done(key)
-	err := q.Sync(ctx, key)
+	err := r.sync(ctx, q, key)
 	switch {
 	case err == nil:
 		q.Q.Forget(key)
 	case apierrors.IsConflict(err):
+		q.Q.AddRateLimited(key)
+	case errors.As(err, new(*panicError)):
+		// Logged where it was recovered, with the stack.
 		q.Q.AddRateLimited(key)
 	default:
 		klog.FromContext(ctx).V(2).Info("Sync failed, will retry", "key", key, "err", err)
 		q.Q.AddRateLimited(key)
 	}
 	return true
+}
+
+// panicError is a recovered panic of a sync.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("sync panicked: %v", e.value) }
+
+// sync runs q.Sync, turning a panic into a panicError. utilruntime.HandleCrash
+// would not do: it re-panics unless the process-wide ReallyCrash is off.
+func (r *Runner) sync(ctx context.Context, q Queue, key string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panics.Add(1)
+			err = &panicError{value: v}
+			klog.FromContext(ctx).Error(err, "Sync panicked, will retry", "loop", r.Name, "key", key,
+				"stack", string(debug.Stack()))
+		}
+	}()
+	return q.Sync(ctx, key)
+}
+
+// resync runs r.Resync, recovering a panic: the next period tries again.
+func (r *Runner) resync(ctx context.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panics.Add(1)
+			klog.FromContext(ctx).Error(&panicError{value: v}, "Resync panicked", "loop", r.Name,
+				"stack", string(debug.Stack()))
+		}
+	}()
+	r.Resync(ctx)
 }

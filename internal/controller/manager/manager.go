@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -61,6 +57,9 @@ type Config struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	LeaderElectName      string
+	// LeaderElection holds the Lease timings; zero values take
+	// kube-controller-manager's defaults (DefaultLeaderElection).
+	LeaderElection LeaseTimings
 	// CSIEndpoints are the CSI drivers the provisioner serves, each
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
@@ -96,6 +95,9 @@ func (c Config) Validate() error {
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return errors.New("leader election needs a namespace and a lease name")
 	}
+	if c.LeaderElect {
+		return c.LeaderElection.orDefaults().validate()
+	}
 	return nil
 }
 
@@ -123,10 +125,19 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Ready(addr)
 		}
 	}
-	if !cfg.LeaderElect {
-		return runLoops(ctx, cfg, reg, loops)
+	// The CSI drivers are dialed before the election, as the CSI sidecars
+	// do: a wrong endpoint fails at start, not once the Lease is won.
+	pool, err := dialDrivers(ctx, cfg, reg)
+	if err != nil || ctx.Err() != nil {
+		return err // nil if stopped while dialing: a normal shutdown
 	}
-	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops) })
+	if pool != nil {
+		defer func() { _ = pool.Close() }()
+	}
+	if !cfg.LeaderElect {
+		return runLoops(ctx, cfg, reg, loops, pool)
+	}
+	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops, pool) })
 }
 
 // loops tracks readiness for /readyz: ready once every selected loop is.
@@ -168,7 +179,7 @@ func protobuf(rc *rest.Config) *rest.Config {
 
 // runLoops builds the selected loops over one shared informer factory and
 // runs them until ctx ends or one of them fails.
-func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops) error {
+func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops, pool *csi.Pool) error {
 	client, err := kubernetes.NewForConfig(protobuf(cfg.REST))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -194,14 +205,10 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		runs = append(runs, b.Run)
 	}
 	if slices.Contains(cfg.Controllers, Provisioner) {
-		p, closePool, err := newProvisioner(ctx, cfg, client, factory, events, reg)
-		if err != nil && ctx.Err() != nil {
-			return nil // stopped while dialing: a normal shutdown
-		}
+		p, err := newProvisioner(cfg, client, factory, events, pool)
 		if err != nil {
 			return err
 		}
-		defer closePool()
 		l.started(p)
 		runs = append(runs, p.Run)
 	}
@@ -215,32 +222,39 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	return runAll(ctx, runs)
 }
 
-// newProvisioner dials the CSI endpoints and builds the provisioner.
-func newProvisioner(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	events record.EventBroadcaster, reg prometheus.Registerer) (*provisioner.Controller, func(), error) {
+// dialDrivers dials the provisioner's CSI endpoints; nil without the
+// provisioner.
+func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*csi.Pool, error) {
+	if !slices.Contains(cfg.Controllers, Provisioner) {
+		return nil, nil
+	}
 	m, err := csi.NewMetrics(reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pool, err := csi.DialPool(ctx, cfg.CSIEndpoints, m)
-	if err != nil {
-		return nil, nil, err
+	if err != nil && ctx.Err() != nil {
+		return nil, nil // stopped while dialing; Run sees ctx is done
 	}
-	p, err := provisioner.New(provisioner.Config{
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range pool.Drivers() {
+		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
+	}
+	return pool, nil
+}
+
+// newProvisioner builds the provisioner over the dialed drivers.
+func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
+	events record.EventBroadcaster, pool *csi.Pool) (*provisioner.Controller, error) {
+	return provisioner.New(provisioner.Config{
 		Client: client, Informers: factory, Pool: pool,
 		Recorder: func(driver string) record.EventRecorder {
 			return recorder(events, provisioner.EventComponent(driver))
 		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
 	})
-	if err != nil {
-		_ = pool.Close()
-		return nil, nil, err
-	}
-	for _, d := range pool.Drivers() {
-		klog.FromContext(ctx).Info("Serving CSI driver", "driver", d, "endpoints", len(pool.Endpoints(d)))
-	}
-	return p, func() { _ = pool.Close() }, nil
 }
 
 // newProtection builds the selected protection loops.
@@ -325,45 +339,4 @@ func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr().String(), nil
-}
-
-// runElected runs body while holding the Lease.
-func runElected(ctx context.Context, cfg Config, body func(context.Context) error) error {
-	client, err := kubernetes.NewForConfig(cfg.REST)
-	if err != nil {
-		return fmt.Errorf("leader election client: %w", err)
-	}
-	host, _ := os.Hostname()
-	id := fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaderElectNamespace, cfg.LeaderElectName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
-	if err != nil {
-		return fmt.Errorf("leader election lock: %w", err)
-	}
-	var started atomic.Bool
-	done := make(chan error, 1)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectName,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				started.Store(true)
-				klog.FromContext(ctx).Info("Leading", "lease", cfg.LeaderElectNamespace+"/"+cfg.LeaderElectName, "identity", id)
-				done <- body(ctx)
-			},
-			OnStoppedLeading: func() {},
-		},
-	})
-	if !started.Load() {
-		return nil // ctx ended before we led
-	}
-	// RunOrDie returns when leadership ends; the body's context is cancelled
-	// then, so this wait is short.
-	if err := <-done; err != nil {
-		return err
-	}
-	if ctx.Err() == nil {
-		return errors.New("leader election lost")
-	}
-	return nil
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// client-go reads QPS 0 as its default of 5 requests a second; the help of
+// --kube-api-qps promises "0 or less: no client-side limit", so the clients
+// built from the flags must carry no rate limiter at all then.
+func TestKubeAPIQPSZeroOrLessMeansNoClientSideLimit(t *testing.T) {
+	base := &rest.Config{Host: "https://127.0.0.1:1"}
+	cases := []struct {
+		qps     float32
+		burst   int
+		wantQPS float32 // 0: no limiter
+	}{
+		{qps: 20, burst: 30, wantQPS: 20},
+		{qps: 0, burst: 30},
+		{qps: -1, burst: 0},
+	}
+	for _, c := range cases {
+		f := controllerFlags{qps: c.qps, burst: c.burst}
+		rc := f.limit(base)
+		client, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatalf("--kube-api-qps %v --kube-api-burst %d: %v", c.qps, c.burst, err)
+		}
+		limiter := client.CoreV1().RESTClient().GetRateLimiter()
+		switch {
+		case c.wantQPS == 0 && limiter != nil:
+			t.Errorf("--kube-api-qps %v: client limited to %v/s, want no client-side limit", c.qps, limiter.QPS())
+		case c.wantQPS != 0 && (limiter == nil || limiter.QPS() != c.wantQPS):
+			t.Errorf("--kube-api-qps %v: limiter %v, want %v/s", c.qps, limiter, c.wantQPS)
+		}
+		if rc.UserAgent != "volplane-controller" {
+			t.Errorf("user agent %q", rc.UserAgent)
+		}
+	}
+	if base.QPS != 0 || base.UserAgent != "" {
+		t.Error("limit changed the config it was given")
+	}
+}
+
+// With no simulated node there is nowhere to run the bundled driver or a
+// pod: `up --nodes 0` is refused before anything starts (no data dir made).
+func TestUpRejectsZeroNodesBeforeStartingAnything(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never")
+	root := newRootCommand()
+	root.SetArgs([]string{"up", "--nodes", "0", "--data-dir", dir})
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--nodes 0: want at least 1") {
+		t.Fatalf("up --nodes 0: error %v, want it to say --nodes 0: want at least 1", err)
+	}
+	if _, statErr := os.Stat(dir); !os.IsNotExist(statErr) {
+		t.Errorf("up --nodes 0 created %s before refusing", dir)
+	}
+	if out.Len() != 0 {
+		t.Errorf("up --nodes 0 printed %q before refusing", out.String())
+	}
+}
