@@ -70,16 +70,15 @@ func (c *Controller) onVolume(obj any) {
 	c.volumeQ.Add(pv.Name)
 }
 
+// onVolumeDeleted forgets the PV everywhere. It forgets under c.mu, as
+// storeVolume records under c.mu: see stillListed.
 func (c *Controller) onVolumeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pv, ok := obj.(*v1.PersistentVolume)
+	pv, ok := loop.As[*v1.PersistentVolume](obj)
 	if !ok {
 		return
 	}
-	c.newPV.Forget(pv.Name)
 	c.mu.Lock()
+	c.newPV.Forget(pv.Name)
 	c.index.Delete(pv.Name)
 	c.waiting.forgetVolume(pv.Name)
 	c.mu.Unlock()
@@ -107,17 +106,16 @@ func (c *Controller) onClaim(obj any) {
 	c.claimQ.Add(key)
 }
 
+// onClaimDeleted forgets the claim everywhere, under c.mu like
+// onVolumeDeleted.
 func (c *Controller) onClaimDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := loop.As[*v1.PersistentVolumeClaim](obj)
 	if !ok {
 		return
 	}
 	key := binding.ClaimKey(claim)
-	c.newClaim.Forget(key)
 	c.mu.Lock()
+	c.newClaim.Forget(key)
 	c.waiting.remove(key)
 	c.mu.Unlock()
 	c.events.forget(claim.UID)
