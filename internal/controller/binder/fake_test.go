@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -37,6 +38,7 @@ func newFakeBinder(t *testing.T, objs ...runtime.Object) *fakeBinder {
 	t.Cleanup(func() { c.claimQ.ShutDown(); c.volumeQ.ShutDown() })
 	b := &fakeBinder{Controller: c, client: client, informers: f, recorder: recorder}
 	client.PrependReactor("update", "*", bumpResourceVersion)
+	client.PrependReactor("create", "pods", podIdentity())
 	for _, obj := range objs {
 		b.informerAdds(t, obj)
 	}
@@ -102,6 +104,20 @@ func (b *fakeBinder) duringNext(verb, resource string, fn func()) {
 }
 
 var ctx = context.Background()
+
+// podIdentity gives each created pod a fresh UID and a creation time, as
+// the API server does (the fake leaves both empty).
+func podIdentity() k8stesting.ReactionFunc {
+	n := 0
+	return func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if pod, ok := action.(k8stesting.CreateAction).GetObject().(*v1.Pod); ok {
+			n++
+			pod.UID = types.UID("created-pod-" + strconv.Itoa(n))
+			pod.CreationTimestamp = metav1.Now()
+		}
+		return false, nil, nil
+	}
+}
 
 // bumpResourceVersion makes the fake API server answer each update with a
 // higher resourceVersion, as etcd does: the binder tells newer copies from

@@ -2,6 +2,7 @@ package binder
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -142,15 +143,17 @@ func (c *Controller) onClass(obj any) {
 
 // onPod re-syncs the waiting claims a pod uses: their WaitForPodScheduled
 // event names the pod, and a scheduled pod is what a delayed claim waits for.
+// A pod under a recycler's name re-syncs its volume, whoever made it: a pod
+// we did not create must be removed before the scrub can start.
 func (c *Controller) onPod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*v1.Pod); ok && pod.Labels[recyclerLabel] != "" {
-		c.volumeQ.Add(pod.Labels[recyclerLabel])
+	pod, ok := loop.As[*v1.Pod](obj)
+	if !ok {
 		return
 	}
-	keys, _ := claimsOfPod(obj)
+	if pod.Namespace == c.recycleNamespace && strings.HasPrefix(pod.Name, recyclerPrefix) {
+		c.volumeQ.Add(strings.TrimPrefix(pod.Name, recyclerPrefix))
+	}
+	keys, _ := claimsOfPod(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, key := range keys {
