@@ -35,7 +35,10 @@ func decideRequestedVolume(in ClaimInput) ClaimDecision {
 }
 
 // decideBoundClaim keeps a claim that completed binding consistent with its
-// volume, or declares it Lost.
+// volume, or declares it Lost. Whatever the claim's phase: a Lost claim keeps
+// bind-completed and its volumeName, so when its volume comes back pointing
+// at it (or at no claim) it is bound again, as the reference's
+// syncBoundClaim does. No event marks the return, as in the reference.
 func decideBoundClaim(in ClaimInput) ClaimDecision {
 	claim, pv := in.Claim, in.Volume
 	switch {

@@ -219,6 +219,16 @@ func TestDecideClaimThatCompletedBinding(t *testing.T) {
 			action: binding.ClaimBind, volume: "pv1",
 		},
 		{
+			name:   "a Lost claim whose volume comes back without a claimRef is bound again",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimLost)), Volume: newPV("pv1", "1Gi", withPhase(v1.VolumePending))},
+			action: binding.ClaimBind, volume: "pv1",
+		},
+		{
+			name:   "a Lost claim whose volume comes back for another claim stays Lost, without a second event",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimLost)), Volume: newPV("pv1", "1Gi", boundTo("default", "other"))},
+			action: binding.ClaimLost,
+		},
+		{
 			name:   "the volume points at another claim",
 			in:     binding.ClaimInput{Claim: bound(), Volume: newPV("pv1", "1Gi", boundTo("default", "other"))},
 			action: binding.ClaimLost,

@@ -20,7 +20,8 @@ const (
 	// UID); read it from the API server and decide again with LiveChecked.
 	// A stale cache must never release a PV that is in use.
 	VolumeCheckLive
-	// VolumeNudgeClaim: enqueue the claim; its sync finishes the bind.
+	// VolumeNudgeClaim: enqueue the claim; its sync finishes the bind. Then
+	// Phase, if any.
 	VolumeNudgeClaim
 	// VolumeUnbind: UnbindVolumeSpec, then Phase (Available).
 	VolumeUnbind
@@ -126,6 +127,12 @@ func DecideVolume(in VolumeInput) VolumeDecision {
 		return released(in, "claim "+ClaimRefKey(ref)+" is gone")
 	case claim.Spec.VolumeName == "":
 		return decideClaimNotBound(pv, claim)
+	case claim.Spec.VolumeName == pv.Name && claim.Status.Phase != v1.ClaimBound:
+		// The claim side is not done: a bind that stopped before its last
+		// write, or a Lost claim whose volume came back pointing at it (a
+		// restored PV). Nothing changes on the claim to wake its sync, and
+		// the resync is only a safety net, so wake it here.
+		return VolumeDecision{Action: VolumeNudgeClaim, Phase: v1.VolumeBound, Note: "bound; the claim is not Bound yet"}
 	case claim.Spec.VolumeName == pv.Name:
 		return VolumeDecision{Phase: v1.VolumeBound, Note: "bound"}
 	case metav1.HasAnnotation(pv.ObjectMeta, storagehelpers.AnnDynamicallyProvisioned) &&

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/manager"
 )
 
 // A bound claim whose PV is deleted becomes Lost, with a Warning, and stays
@@ -36,9 +37,14 @@ func TestBoundClaimWhosePVIsDeletedIsLost(t *testing.T) {
 }
 
 // A Lost claim is Bound again when a PV of the same name comes back pointing
-// at it, UID included (a restored backup of the PV object).
+// at it, UID included (a restored backup of the PV object), as the
+// reference's syncBoundClaim does. The binder here never resyncs within the
+// test, so the PV's return itself must wake the claim. Like the reference,
+// no event marks the return, and ClaimLost is not repeated.
 func TestLostClaimIsBoundAgainWhenItsPVReturns(t *testing.T) {
+	withoutSharedBinder(t)
 	e := newEnv(t)
+	runManager(t, manager.Config{Workers: 2, ResyncPeriod: time.Hour})
 	pv := e.availablePV(e.pv("data", "1Gi"))
 	e.createClaim(e.claim("data", "1Gi"))
 	e.waitBound("data", pv.Name)
@@ -49,6 +55,12 @@ func TestLostClaimIsBoundAgainWhenItsPVReturns(t *testing.T) {
 	e.waitBound("data", pv.Name)
 	if got := e.getClaim("data").Status.Capacity[v1.ResourceStorage]; got.String() != "1Gi" {
 		t.Errorf("claim status capacity %s, want 1Gi", got.String())
+	}
+	if evs := e.binderEvents("PersistentVolumeClaim", e.ns, "data", binding.EventClaimLost); len(evs) != 1 || evs[0].Count != 1 {
+		t.Errorf("ClaimLost recorded %v, want once (for the loss only)", summarize(evs))
+	}
+	if evs := e.binderEvents("PersistentVolumeClaim", e.ns, "data", binding.EventClaimMisbound); len(evs) != 0 {
+		t.Errorf("ClaimMisbound recorded %v, want none", summarize(evs))
 	}
 }
 

@@ -166,6 +166,53 @@ func TestRecycleWaitsForPodsUsingTheClaim(t *testing.T) {
 	e.waitPVPhase(pv.Name, v1.VolumeAvailable)
 }
 
+// A pod under the recycler's name that volplane did not create for this
+// release (here a user's, already Succeeded) proves nothing: it is deleted
+// with the reference's warning, volplane's own scrub pod takes its place,
+// and the volume stays Released until that pod succeeds.
+func TestRecycleReplacesARecyclerPodItDidNotCreate(t *testing.T) {
+	e := newEnv(t)
+	pv := e.availablePV(e.pv("data", "1Gi", pvPolicy(v1.PersistentVolumeReclaimRecycle)))
+	lookalike, err := e.client.CoreV1().Pods(recyclerNamespace).Create(e.ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "recycler-for-" + pv.Name},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{Name: "c", Image: neverRunningImage}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create lookalike recycler pod: %v", err)
+	}
+	t.Cleanup(func() { e.forceDeletePod(recyclerNamespace, lookalike.Name) })
+	e.finishPod(recyclerNamespace, lookalike.Name, v1.PodSucceeded, "")
+
+	e.createClaim(e.claim("data", "1Gi"))
+	e.waitBound("data", pv.Name)
+	e.deleteClaim("data")
+	e.waitPVEvent(pv.Name, v1.EventTypeWarning, binding.EventVolumeFailedRecycle, binding.MsgOldRecyclerPod)
+	var ours *v1.Pod
+	e.eventually("a scrub pod of volplane's own", func() string {
+		pod, err := e.client.CoreV1().Pods(recyclerNamespace).Get(e.ctx, lookalike.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err.Error()
+		case pod.UID == lookalike.UID:
+			return "the lookalike pod is still there"
+		}
+		ours = pod
+		return ""
+	})
+	assertRecyclerPod(t, ours, pv)
+	e.stays("Released while our scrub has not succeeded", 2*time.Second, func() string {
+		if got := e.getPV(pv.Name); got.Status.Phase != v1.VolumeReleased {
+			return "phase " + string(got.Status.Phase)
+		}
+		return ""
+	})
+
+	e.finishPod(recyclerNamespace, ours.Name, v1.PodSucceeded, "")
+	e.waitPVPhase(pv.Name, v1.VolumeAvailable)
+	e.waitPVEvent(pv.Name, v1.EventTypeNormal, "VolumeRecycled", "Volume recycled")
+}
+
 func assertRecyclerPod(t *testing.T, pod *v1.Pod, pv *v1.PersistentVolume) {
 	t.Helper()
 	// Admission adds the service account token volume; look for ours.

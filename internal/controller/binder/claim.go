@@ -26,7 +26,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	claim = c.newClaim.Observe(key, claim)
+	claim = c.newClaim.Newer(key, claim)
 	// As the reference's syncClaim, migrated-to is brought in step first.
 	if claim, err = c.updateClaimOr(ctx, claim, binding.ClaimMigration(claim)); err != nil {
 		return fmt.Errorf("update migration annotation: %w", err)
@@ -109,7 +109,7 @@ func (c *Controller) writeClaimDecision(ctx context.Context, claim *v1.Persisten
 	case binding.ClaimBind:
 		return c.bind(ctx, claim, d.Volume)
 	case binding.ClaimSetDefaultClass:
-		_, err := c.updateClaim(ctx, binding.SetClaimClass(claim, d.Class))
+		_, err := c.updateClaimOr(ctx, claim, binding.SetClaimClass(claim, d.Class))
 		c.metrics.retroactive.Inc()
 		if err != nil {
 			c.metrics.retroactiveErrors.Inc()
@@ -120,10 +120,9 @@ func (c *Controller) writeClaimDecision(ctx context.Context, claim *v1.Persisten
 		c.claimQ.Add(binding.ClaimKey(claim))
 		return nil
 	case binding.ClaimProvision:
-		// updateClaimOr, not updateClaim: once the annotations are set the
-		// step is nil and the claim we hold must carry on to the phase write
-		// (updateClaim returns nil for a nil update, which crashed the worker
-		// on every later sync of a claim waiting for its provisioner).
+		// Once the annotations are set the step is nil and the claim we
+		// hold carries on to the phase write (see the write helpers'
+		// contract in writes.go).
 		updated, err := c.updateClaimOr(ctx, claim, binding.SetClaimProvisioner(claim, d.Provisioner))
 		if err != nil {
 			return err
@@ -139,7 +138,7 @@ func (c *Controller) writeClaimDecision(ctx context.Context, claim *v1.Persisten
 }
 
 func (c *Controller) setClaimPhase(ctx context.Context, claim *v1.PersistentVolumeClaim, phase v1.PersistentVolumeClaimPhase) error {
-	_, err := c.updateClaimStatus(ctx, binding.SetClaimPhase(claim, phase))
+	_, err := c.updateClaimStatusOr(ctx, claim, binding.SetClaimPhase(claim, phase))
 	return err
 }
 
@@ -150,7 +149,7 @@ func (c *Controller) setClaimPhase(ctx context.Context, claim *v1.PersistentVolu
 func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	unlock := c.pvLocks.lock(pv.Name)
 	defer unlock()
-	pv = c.newPV.Observe(pv.Name, pv)
+	pv = c.newPV.Newer(pv.Name, pv)
 	if err := c.stillFor(pv, claim); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package binder
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -70,16 +71,15 @@ func (c *Controller) onVolume(obj any) {
 	c.volumeQ.Add(pv.Name)
 }
 
+// onVolumeDeleted forgets the PV everywhere. It forgets under c.mu, as
+// storeVolume records under c.mu: see stillListed.
 func (c *Controller) onVolumeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pv, ok := obj.(*v1.PersistentVolume)
+	pv, ok := loop.As[*v1.PersistentVolume](obj)
 	if !ok {
 		return
 	}
-	c.newPV.Forget(pv.Name)
 	c.mu.Lock()
+	c.newPV.Forget(pv.Name)
 	c.index.Delete(pv.Name)
 	c.waiting.forgetVolume(pv.Name)
 	c.mu.Unlock()
@@ -107,17 +107,16 @@ func (c *Controller) onClaim(obj any) {
 	c.claimQ.Add(key)
 }
 
+// onClaimDeleted forgets the claim everywhere, under c.mu like
+// onVolumeDeleted.
 func (c *Controller) onClaimDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	claim, ok := loop.As[*v1.PersistentVolumeClaim](obj)
 	if !ok {
 		return
 	}
 	key := binding.ClaimKey(claim)
-	c.newClaim.Forget(key)
 	c.mu.Lock()
+	c.newClaim.Forget(key)
 	c.waiting.remove(key)
 	c.mu.Unlock()
 	c.events.forget(claim.UID)
@@ -144,15 +143,17 @@ func (c *Controller) onClass(obj any) {
 
 // onPod re-syncs the waiting claims a pod uses: their WaitForPodScheduled
 // event names the pod, and a scheduled pod is what a delayed claim waits for.
+// A pod under a recycler's name re-syncs its volume, whoever made it: a pod
+// we did not create must be removed before the scrub can start.
 func (c *Controller) onPod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*v1.Pod); ok && pod.Labels[recyclerLabel] != "" {
-		c.volumeQ.Add(pod.Labels[recyclerLabel])
+	pod, ok := loop.As[*v1.Pod](obj)
+	if !ok {
 		return
 	}
-	keys, _ := claimsOfPod(obj)
+	if pod.Namespace == c.recycleNamespace && strings.HasPrefix(pod.Name, recyclerPrefix) {
+		c.volumeQ.Add(strings.TrimPrefix(pod.Name, recyclerPrefix))
+	}
+	keys, _ := claimsOfPod(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, key := range keys {

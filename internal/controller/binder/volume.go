@@ -56,7 +56,7 @@ func (c *Controller) liveClaim(ctx context.Context, namespace, name string) (*v1
 	if err != nil {
 		return nil, fmt.Errorf("read claim %s/%s: %w", namespace, name, err)
 	}
-	return c.newClaim.Observe(namespace+"/"+name, claim), nil
+	return c.newClaim.Newer(namespace+"/"+name, claim), nil
 }
 
 // applyVolume performs a volume decision. The phase is written last and only

@@ -12,9 +12,18 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 )
 
-// Every write goes through these helpers: they skip writes that change
-// nothing (a nil update) and remember what the API server returned as the
-// newest copy, so the next sync never works from an older one.
+// Every write goes through these helpers. They share one contract:
+//
+//   - They take the copy the caller holds (cur) and the change a binding step
+//     returned (upd); a nil upd means the object already has the wanted state
+//     and nothing is written.
+//   - They return the copy to carry on with: the API server's answer after a
+//     write, cur when nothing was written (a no-op or a failed write). Never
+//     nil for a non-nil cur, so callers chain steps and name the object in
+//     their errors without checking.
+//   - What the API server returned is remembered as the newest copy, so the
+//     next sync never works from an older one, unless the object was deleted
+//     meanwhile (see stillListed).
 
 func (c *Controller) updateVolumeOr(ctx context.Context, cur, upd *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if upd == nil {
@@ -42,11 +51,15 @@ func (c *Controller) updateVolumeStatusOr(ctx context.Context, cur, upd *v1.Pers
 // to the waiting claims through its volume sync: its own informer event will
 // not trigger one (see newest.isOwnWrite).
 func (c *Controller) storeVolume(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	pv = c.newPV.Wrote(pv.Name, pv)
 	c.mu.Lock()
-	c.index.Upsert(pv)
+	listedPV, err := c.pvs.Get(pv.Name)
+	listed := stillListed(pv, listedPV, err)
+	if listed {
+		pv = c.newPV.Wrote(pv.Name, pv)
+		c.index.Upsert(pv)
+	}
 	c.mu.Unlock()
-	if pv.Status.Phase == v1.VolumeAvailable {
+	if listed && pv.Status.Phase == v1.VolumeAvailable {
 		c.volumeQ.Add(pv.Name)
 	}
 	return pv
@@ -56,46 +69,49 @@ func (c *Controller) updateClaimOr(ctx context.Context, cur, upd *v1.PersistentV
 	if upd == nil {
 		return cur, nil
 	}
-	return c.updateClaim(ctx, upd)
+	out, err := c.client.CoreV1().PersistentVolumeClaims(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return cur, err
+	}
+	return c.storeClaim(out), nil
 }
 
 func (c *Controller) updateClaimStatusOr(ctx context.Context, cur, upd *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
 	if upd == nil {
 		return cur, nil
 	}
-	return c.updateClaimStatus(ctx, upd)
-}
-
-// updateClaim writes a claim's spec/metadata; a nil claim writes nothing.
-func (c *Controller) updateClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-	if claim == nil {
-		return nil, nil
-	}
-	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
+	out, err := c.client.CoreV1().PersistentVolumeClaims(upd.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
-		return claim, err
+		return cur, err
 	}
 	return c.storeClaim(out), nil
 }
 
-// updateClaimStatus writes a claim's status; a nil claim writes nothing.
-func (c *Controller) updateClaimStatus(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-	if claim == nil {
-		return nil, nil
-	}
-	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
-	if err != nil {
-		return claim, err
-	}
-	return c.storeClaim(out), nil
-}
-
+// storeClaim records a claim we wrote, as storeVolume does a PV.
 func (c *Controller) storeClaim(claim *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
-	claim = c.newClaim.Wrote(binding.ClaimKey(claim), claim)
+	key := binding.ClaimKey(claim)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(claim.Name)
+	if !stillListed(claim, listed, err) {
+		return claim
+	}
+	claim = c.newClaim.Wrote(key, claim)
 	c.waiting.update(claim)
-	c.mu.Unlock()
 	return claim
+}
+
+// stillListed reports whether the informer still lists the object a write
+// returned (same UID). A write's answer can arrive after the informer has
+// delivered the object's delete; recording it then would bring a deleted PV
+// back into the index (offered to claims forever) or a deleted claim back
+// into the waiting list. The informer removes an object from its store
+// before it calls the delete handler, and the store helpers read the lister
+// and record under c.mu, which the delete handlers also hold while they
+// forget the object: either the store finds the object gone and skips, or
+// the handler that follows undoes its record.
+func stillListed(written, listed metav1.Object, err error) bool {
+	return err == nil && listed.GetUID() == written.GetUID()
 }
 
 // Reads. Listers first, then our newest copies on top.
@@ -108,7 +124,7 @@ func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.newPV.Observe(name, pv), nil
+	return c.newPV.Newer(name, pv), nil
 }
 
 func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, error) {
@@ -119,7 +135,7 @@ func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, e
 	if err != nil {
 		return nil, err
 	}
-	return c.newClaim.Observe(namespace+"/"+name, claim), nil
+	return c.newClaim.Newer(namespace+"/"+name, claim), nil
 }
 
 func (c *Controller) claimClass(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {

@@ -4,5 +4,6 @@
 //
 // Nouns: Runner (the workers and the safety-net resync of one loop), Queue
 // (a work queue and the sync that handles its keys), Newest (per key, the
-// newer of the informer's copy and our last write's).
+// newer of the informer's copy and our last write's), As (an informer's
+// object, read through a delete tombstone).
 package loop

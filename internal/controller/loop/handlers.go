@@ -40,3 +40,15 @@ func Updated(h func(any)) func(any, any) {
 		h(cur)
 	}
 }
+
+// As returns an informer's object as a T. A delete handler may be given a
+// cache.DeletedFinalStateUnknown instead of the object (the watch missed the
+// delete and a relist found the object gone): As looks inside it, so every
+// handler treats both deliveries alike.
+func As[T any](obj any) (T, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	t, ok := obj.(T)
+	return t, ok
+}

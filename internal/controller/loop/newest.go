@@ -56,6 +56,19 @@ func (n *Newest[T]) Observe(key string, obj T) T {
 	return obj
 }
 
+// Newer returns the newer of obj and the held copy without recording obj.
+// Reads use it: an informer copy adds nothing to what the lister holds, and
+// recording it could bring back an object whose delete was just handled
+// (the read raced with the delete handler's Forget).
+func (n *Newest[T]) Newer(key string, obj T) T {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if held, ok := n.objs[key]; ok && olderThan(obj, held) {
+		return held
+	}
+	return obj
+}
+
 // Get returns the held copy.
 func (n *Newest[T]) Get(key string) (T, bool) {
 	n.mu.Lock()

@@ -45,3 +45,20 @@ func TestOwnWritesAreRecognisedByVersion(t *testing.T) {
 		t.Error("a forgotten key is still held")
 	}
 }
+
+// Newer prefers the held copy when it is newer but never records what it
+// is shown: a read must not bring back a forgotten (deleted) object.
+func TestNewerReadsWithoutRecording(t *testing.T) {
+	n := NewNewest[*v1.PersistentVolume]()
+	n.Wrote("pv", pvAt("10", "a"))
+	if got := n.Newer("pv", pvAt("9", "a")); got.ResourceVersion != "10" {
+		t.Errorf("got rv %s, want our newer write 10", got.ResourceVersion)
+	}
+	n.Forget("pv")
+	if got := n.Newer("pv", pvAt("9", "a")); got.ResourceVersion != "9" {
+		t.Errorf("got rv %s, want the copy shown", got.ResourceVersion)
+	}
+	if _, ok := n.Get("pv"); ok {
+		t.Error("Newer recorded the copy it was shown")
+	}
+}

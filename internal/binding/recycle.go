@@ -1,0 +1,163 @@
+package binding
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// A recycle scrubs a Released volume with a pod named recycler-for-<pv>, as
+// the reference does. The name is fixed (so a second scrub of one volume
+// cannot start beside the first), which means anyone who can create pods in
+// the recycler namespace can put a pod of that name there: a leftover of an
+// earlier scrub, or one made to look finished. The reference never trusts a
+// pod it finds under that name: it deletes it and scrubs again
+// (recyclerclient.internalRecycleVolumeByWatchingPodUntilCompletion). Its
+// only proof of "ours" is the goroutine that created the pod and watches it,
+// which a restart loses.
+//
+// volplane keeps the proof on the PV instead, so it survives a restart:
+// after creating its pod it records the pod's UID in AnnRecyclerPod. The API
+// server chooses UIDs and never reuses one, so no pod made by someone else,
+// now or earlier, can match; setting the annotation needs write access to
+// PVs, which is the administrator's. The pod in turn names the claim whose
+// release it scrubs (AnnRecycledClaim): if a stale annotation survives into
+// a later release of the same volume (an administrator edited a Failed PV
+// back into use, say), the old pod does not vouch for the new data.
+const (
+	// AnnRecyclerPod on a Released PV: UID of the recycler pod created for
+	// the scrub under way. Removed when the scrub succeeds.
+	AnnRecyclerPod = "recycler.volplane.io/pod-uid"
+	// AnnRecycledClaim on a recycler pod: UID of the claim whose release the
+	// pod scrubs (the PV's claimRef.uid when the pod was created).
+	AnnRecycledClaim = "recycler.volplane.io/claim-uid"
+	// MsgOldRecyclerPod is the reference's error when it finds a pod under
+	// the recycler's name, which it then deletes.
+	MsgOldRecyclerPod = "Recycle failed: old recycler pod found, will retry later"
+)
+
+// ScrubAction is the next step of a recycle.
+type ScrubAction int
+
+const (
+	// ScrubStart: create the recycler pod, then record its UID on the PV
+	// (RecordScrub).
+	ScrubStart ScrubAction = iota
+	// ScrubCheckLive: the PV names a pod the cache does not hold (just
+	// created, or gone); read it live and decide again with LiveChecked.
+	ScrubCheckLive
+	// ScrubWait: our pod runs; look again after RetryAfter (its deadline).
+	ScrubWait
+	// ScrubRemoveOther: a pod under the recycler's name that we did not
+	// create for this release: delete it (that very pod, by UID), record
+	// Warning VolumeFailedRecycle Message, and start once it is gone.
+	ScrubRemoveOther
+	// ScrubWaitOtherGone: that pod is already being deleted; its delete
+	// event brings the volume back.
+	ScrubWaitOtherGone
+	// ScrubSucceeded: FinishScrubSpec, phase Available, delete the pod,
+	// Normal VolumeRecycled.
+	ScrubSucceeded
+	// ScrubFailed: phase Failed with Message, delete the pod, Warning
+	// VolumeFailedRecycle Message.
+	ScrubFailed
+)
+
+func (a ScrubAction) String() string {
+	return [...]string{"Start", "CheckLive", "Wait", "RemoveOther", "WaitOtherGone", "Succeeded", "Failed"}[a]
+}
+
+// ScrubInput is what a recycle step needs to decide.
+type ScrubInput struct {
+	// Volume is Released, with reclaim policy Recycle and a claimRef.
+	Volume *v1.PersistentVolume
+	// Pod is the pod named recycler-for-<pv> in the recycler namespace, nil
+	// when there is none. With LiveChecked it comes from a live API read.
+	Pod         *v1.Pod
+	LiveChecked bool
+	// Now and Timeout bound how long our pod may run.
+	Now     time.Time
+	Timeout time.Duration
+}
+
+// ScrubDecision is the next step of a recycle.
+type ScrubDecision struct {
+	Action     ScrubAction
+	Message    string        // ScrubRemoveOther, ScrubFailed
+	RetryAfter time.Duration // ScrubWait
+	Note       string
+}
+
+func (d ScrubDecision) String() string {
+	s := d.Action.String()
+	if d.Note != "" {
+		s += " (" + d.Note + ")"
+	}
+	return s
+}
+
+// DecideScrub decides the next step of a recycle.
+func DecideScrub(in ScrubInput) ScrubDecision {
+	pv, pod := in.Volume, in.Pod
+	switch {
+	case pod == nil && pv.Annotations[AnnRecyclerPod] != "" && !in.LiveChecked:
+		return ScrubDecision{Action: ScrubCheckLive, Note: "the recorded recycler pod is not in the cache"}
+	case pod == nil:
+		return ScrubDecision{Action: ScrubStart, Note: "no recycler pod"}
+	case !IsOurScrub(pv, pod) && pod.DeletionTimestamp != nil:
+		return ScrubDecision{Action: ScrubWaitOtherGone, Note: "a recycler pod we did not create is going away"}
+	case !IsOurScrub(pv, pod):
+		return ScrubDecision{Action: ScrubRemoveOther, Message: MsgOldRecyclerPod,
+			Note: "recycler pod " + string(pod.UID) + " was not created for this release"}
+	case pod.Status.Phase == v1.PodSucceeded:
+		return ScrubDecision{Action: ScrubSucceeded, Note: "our recycler pod succeeded"}
+	case pod.Status.Phase == v1.PodFailed:
+		return ScrubDecision{Action: ScrubFailed, Note: "our recycler pod failed",
+			Message: "Recycle failed: recycler pod " + pod.Name + " failed: " + pod.Status.Message}
+	}
+	age := in.Now.Sub(pod.CreationTimestamp.Time)
+	if age > in.Timeout {
+		return ScrubDecision{Action: ScrubFailed, Note: "our recycler pod ran out of time",
+			Message: fmt.Sprintf("Recycle failed: recycler pod %s did not finish in %s", pod.Name, in.Timeout)}
+	}
+	return ScrubDecision{Action: ScrubWait, RetryAfter: in.Timeout - age + time.Second, Note: "our recycler pod runs"}
+}
+
+// IsOurScrub reports whether pod is the recycler pod created for the
+// current release of pv: its UID is the one recorded on the PV, and it
+// scrubs the release of the claim the PV still names.
+func IsOurScrub(pv *v1.PersistentVolume, pod *v1.Pod) bool {
+	return pod.UID != "" && string(pod.UID) == pv.Annotations[AnnRecyclerPod] &&
+		pv.Spec.ClaimRef != nil && pod.Annotations[AnnRecycledClaim] == string(pv.Spec.ClaimRef.UID)
+}
+
+// RecordScrub records the recycler pod just created on the PV.
+func RecordScrub(pv *v1.PersistentVolume, pod *v1.Pod) *v1.PersistentVolume {
+	if pv.Annotations[AnnRecyclerPod] == string(pod.UID) {
+		return nil
+	}
+	out := pv.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[AnnRecyclerPod] = string(pod.UID)
+	return out
+}
+
+// FinishScrubSpec frees a scrubbed volume: UnbindVolumeSpec, and the record
+// of the scrub goes with it. Follow with SetVolumePhase(Available).
+func FinishScrubSpec(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	out := UnbindVolumeSpec(pv)
+	if _, recorded := pv.Annotations[AnnRecyclerPod]; !recorded {
+		return out
+	}
+	if out == nil {
+		out = pv.DeepCopy()
+	}
+	delete(out.Annotations, AnnRecyclerPod)
+	if len(out.Annotations) == 0 {
+		out.Annotations = nil
+	}
+	return out
+}
