@@ -111,7 +111,7 @@ func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*cs
 	}
 	var accessible func(map[string]string) bool
 	if hasNodeAffinity(pv) {
-		accessible = accessibleFrom(pv)
+		accessible = accessibleVia(pv, c.pool.TopologyKeys(driver))
 	}
 	ep, err := c.pool.ForDelete(driver, accessible)
 	if err != nil {
