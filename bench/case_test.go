@@ -149,7 +149,7 @@ func startProtection(ctx context.Context, rc *rest.Config, reference bool) error
 		go pv.Run(ctx, 1)
 		return nil
 	}
-	cfg := protection.Config{Client: client, Informers: factory, Workers: 4, ResyncPeriod: 15 * time.Second}
+	cfg := protection.Config{Client: client, Informers: factory, Workers: benchWorkers(), ResyncPeriod: 15 * time.Second}
 	c, err := protection.NewClaimLoop(cfg)
 	if err != nil {
 		return err

@@ -19,7 +19,8 @@ import (
 //
 //	go test -run '^$' -bench Protection -benchtime 1x -timeout 60m ./bench/
 //
-// VOLPLANE_BENCH_N sets the number of claims (default 1000). Scenarios:
+// VOLPLANE_BENCH_N sets the number of claims (default 1000), and
+// VOLPLANE_BENCH_WORKERS volplane's --workers (default 4). Scenarios:
 //   - unused: N claims no pod uses (and no volume);
 //   - pairs: N claims Bound to provisioned volumes of a Delete class; done
 //     when every PV is gone (binder and provisioner run unthrottled in
@@ -85,6 +86,15 @@ func benchN() int {
 		return n
 	}
 	return 1000
+}
+
+// benchWorkers is volplane's --workers for the protection loops
+// (VOLPLANE_BENCH_WORKERS, default 4, the default of volplane controller).
+func benchWorkers() int {
+	if n, err := strconv.Atoi(os.Getenv("VOLPLANE_BENCH_WORKERS")); err == nil && n > 0 {
+		return n
+	}
+	return 4
 }
 
 func runChild(b *testing.B, name string, n int) result {

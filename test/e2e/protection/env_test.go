@@ -67,7 +67,7 @@ func (e *env) eventually(what string, cond func() string) {
 		if wrong == "" {
 			return
 		}
-		if err := bed.loops.endedEarly(); err != nil {
+		if err := bed.loops.EndedEarly(); err != nil {
 			e.t.Fatalf("%s: the loops %v", what, err)
 		}
 		if time.Now().After(deadline) {

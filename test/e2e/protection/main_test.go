@@ -63,7 +63,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	var stopped []chan error
 	teardown := func() {
 		if bed.loops != nil {
-			_ = bed.loops.stop()
+			_ = bed.loops.Stop()
 		}
 		cancel()
 		for _, s := range stopped {
@@ -133,49 +133,18 @@ func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {
 }
 
 // loops is one manager.Run in this process.
-type loops struct {
-	cancel context.CancelFunc
-	result chan error
-	err    error
-	ended  bool
-}
+type loops = clustertest.Loops
 
 func startLoops(names ...string) *loops {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &loops{cancel: cancel, result: make(chan error, 1)}
-	cfg := manager.Config{REST: bed.rest, Controllers: names, CSIEndpoints: bed.endpoints,
-		Workers: 4, ResyncPeriod: 2 * time.Second}
-	go func() { l.result <- manager.Run(ctx, cfg) }()
-	return l
-}
-
-func (l *loops) stop() error {
-	if !l.ended {
-		l.cancel()
-		l.err, l.ended = <-l.result, true
-	}
-	return l.err
-}
-
-// endedEarly returns why the loops ended on their own, nil while they run.
-func (l *loops) endedEarly() error {
-	if l.ended {
-		return nil
-	}
-	select {
-	case err := <-l.result:
-		l.err, l.ended = err, true
-		return fmt.Errorf("ended on their own: %v", err)
-	default:
-		return nil
-	}
+	return clustertest.StartLoops(manager.Config{REST: bed.rest, Controllers: names, CSIEndpoints: bed.endpoints,
+		Workers: 4, ResyncPeriod: 2 * time.Second})
 }
 
 // withoutLoops stops the shared loops for the test (or until the returned
 // function starts them again), and starts them again after it.
 func withoutLoops(t *testing.T) (restart func()) {
 	t.Helper()
-	if err := bed.loops.stop(); err != nil {
+	if err := bed.loops.Stop(); err != nil {
 		t.Fatalf("shared loops: %v", err)
 	}
 	restarted := false

@@ -79,7 +79,7 @@ func TestFailingPVCreateNeverLeaksBackendVolumes(t *testing.T) {
 		}
 		return ""
 	})
-	if err := l.stop(); err != nil {
+	if err := l.Stop(); err != nil {
 		t.Logf("crashing provisioner: %v", err)
 	}
 	runLoops(t, rc, provisionerOnly...)
@@ -107,7 +107,7 @@ func (e *env) crashProvisioner(f *faultyWrites, rc *rest.Config) {
 		}
 		return ""
 	})
-	if err := l.stop(); err != nil {
+	if err := l.Stop(); err != nil {
 		e.t.Logf("crashing provisioner: %v", err)
 	}
 }

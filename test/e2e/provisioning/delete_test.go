@@ -57,9 +57,9 @@ func TestReleasedVolumeStillAttachedWaitsForItsVolumeAttachment(t *testing.T) {
 func TestReleasedVolumeWaitsWhileItsNodesDriverIsNotServed(t *testing.T) {
 	e, rc := crashBed(t)
 	full := startLoops(rc, provisionerOnly...)
-	t.Cleanup(func() { _ = full.stop() })
+	t.Cleanup(func() { _ = full.Stop() })
 	_, pv, vol := e.provisioned("data", classImmediate)
-	e.noError(full.stop(), "provisioner")
+	e.noError(full.Stop(), "provisioner")
 	var others []string
 	for _, d := range bed.drivers {
 		if d.node != vol.node {
@@ -67,7 +67,7 @@ func TestReleasedVolumeWaitsWhileItsNodesDriverIsNotServed(t *testing.T) {
 		}
 	}
 	partial := startLoopsServing(rc, others, provisionerOnly...)
-	t.Cleanup(func() { _ = partial.stop() })
+	t.Cleanup(func() { _ = partial.Stop() })
 
 	e.deleteClaim("data")
 	e.waitClaimGone("data")
@@ -87,7 +87,7 @@ func TestReleasedVolumeWaitsWhileItsNodesDriverIsNotServed(t *testing.T) {
 		}
 		return ""
 	})
-	e.noError(partial.stop(), "provisioner of the other nodes")
+	e.noError(partial.Stop(), "provisioner of the other nodes")
 
 	runLoops(t, rc, provisionerOnly...)
 	e.waitPVDeleted(pv.Name)
@@ -126,9 +126,9 @@ func TestClassDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t 
 func TestCloneSourceDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t *testing.T) {
 	e, rc := crashBed(t)
 	first := startLoops(rc, provisionerOnly...)
-	t.Cleanup(func() { _ = first.stop() })
+	t.Cleanup(func() { _ = first.Stop() })
 	e.provisioned("origin", classImmediate)
-	e.noError(first.stop(), "provisioner")
+	e.noError(first.Stop(), "provisioner")
 	c := e.createClaim(e.claim("copy", classImmediate, "100Mi", clonedFrom("origin")))
 	e.crashProvisioner(&faultyWrites{allowed: 1, matches: provisioningWrite(e.ns, c.Name)}, rc)
 	if c = e.getClaim(c.Name); !slices.Contains(c.Finalizers, claimFinalizer) || e.findPV(provisionedName(c)) != nil {

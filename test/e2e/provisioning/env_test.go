@@ -74,7 +74,7 @@ func (e *env) eventually(what string, cond func() string) {
 		if wrong == "" {
 			return
 		}
-		if err := bed.shared.endedEarly(); err != nil {
+		if err := bed.shared.EndedEarly(); err != nil {
 			e.t.Fatalf("%s: the shared binder and provisioner %v", what, err)
 		}
 		if time.Now().After(deadline) {

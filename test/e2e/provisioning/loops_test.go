@@ -1,8 +1,6 @@
 package provisioning
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,12 +18,7 @@ var (
 
 // loops is one manager.Run in this process, as `volplane up` runs it but
 // with a short resync so that retries and safety nets stay quick.
-type loops struct {
-	cancel context.CancelFunc
-	result chan error
-	err    error
-	ended  bool
-}
+type loops = clustertest.Loops
 
 func startLoops(rc *rest.Config, names ...string) *loops {
 	return startLoopsServing(rc, endpoints(), names...)
@@ -33,39 +26,10 @@ func startLoops(rc *rest.Config, names ...string) *loops {
 
 // startLoopsServing is startLoops with only the given CSI endpoints served.
 func startLoopsServing(rc *rest.Config, eps []string, names ...string) *loops {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &loops{cancel: cancel, result: make(chan error, 1)}
-	cfg := manager.Config{
+	return clustertest.StartLoops(manager.Config{
 		REST: rc, Controllers: names, CSIEndpoints: eps,
 		Workers: 4, ResyncPeriod: 2 * time.Second,
-	}
-	go func() { l.result <- manager.Run(ctx, cfg) }()
-	return l
-}
-
-// stop ends the loops and returns what Run returned; calling it again
-// returns the same.
-func (l *loops) stop() error {
-	if !l.ended {
-		l.cancel()
-		l.err, l.ended = <-l.result, true
-	}
-	return l.err
-}
-
-// endedEarly returns why the loops ended on their own, or nil while they
-// run (or after stop).
-func (l *loops) endedEarly() error {
-	if l.ended {
-		return nil
-	}
-	select {
-	case err := <-l.result:
-		l.err, l.ended = err, true
-		return fmt.Errorf("ended on their own: %v", err)
-	default:
-		return nil
-	}
+	})
 }
 
 // runLoops starts loops for the rest of the test.
@@ -73,7 +37,7 @@ func runLoops(t *testing.T, rc *rest.Config, names ...string) *loops {
 	t.Helper()
 	l := startLoops(rc, names...)
 	t.Cleanup(func() {
-		if err := l.stop(); err != nil {
+		if err := l.Stop(); err != nil {
 			t.Errorf("loops %v: %v", names, err)
 		}
 	})
@@ -84,7 +48,7 @@ func runLoops(t *testing.T, rc *rest.Config, names ...string) *loops {
 // the test, and starts them again after it.
 func withoutSharedLoops(t *testing.T) {
 	t.Helper()
-	if err := bed.shared.stop(); err != nil {
+	if err := bed.shared.Stop(); err != nil {
 		t.Fatalf("shared loops: %v", err)
 	}
 	rc := clustertest.ControlPlane(t).RESTConfig

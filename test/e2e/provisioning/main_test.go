@@ -67,7 +67,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	ctx, stopDrivers := context.WithCancel(context.Background())
 	teardown := func() {
 		if bed.shared != nil {
-			_ = bed.shared.stop()
+			_ = bed.shared.Stop()
 		}
 		stopDrivers()
 		for _, d := range bed.drivers {

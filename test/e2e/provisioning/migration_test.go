@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
-	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 )
 
@@ -180,13 +178,9 @@ func serveEBSStandIn(t *testing.T) *nodeDriver {
 // endpoints, for the rest of the test.
 func runLoopsWith(t *testing.T, csiEndpoints []string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &loops{cancel: cancel, result: make(chan error, 1)}
-	cfg := manager.Config{REST: clustertest.ControlPlane(t).RESTConfig, Controllers: provisionerAndBinder,
-		CSIEndpoints: csiEndpoints, Workers: 4, ResyncPeriod: 2 * time.Second}
-	go func() { l.result <- manager.Run(ctx, cfg) }()
+	l := startLoopsServing(clustertest.ControlPlane(t).RESTConfig, csiEndpoints, provisionerAndBinder...)
 	t.Cleanup(func() {
-		if err := l.stop(); err != nil {
+		if err := l.Stop(); err != nil {
 			t.Errorf("loops: %v", err)
 		}
 	})
