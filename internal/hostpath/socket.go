@@ -40,11 +40,19 @@ func listenUnix(path string) (net.Listener, error) {
 	}
 	// A stale socket is replaced by the rename in listenPrivate, or removed
 	// by listenInPrivateDir.
+	// Decided on the longest name listenPrivate may bind under, not on the
+	// one it happens to draw, so the same path always gets the same answer.
 	dir := filepath.Dir(path)
-	if len(filepath.Join(dir, privateBindName)) <= maxSocketPath || !isPrivateDir(dir) {
+	switch bound := filepath.Join(dir, privateBindName); {
+	case len(bound) <= maxSocketPath:
 		return listenPrivate(path)
+	case isPrivateDir(dir):
+		return listenInPrivateDir(path)
+	default:
+		return nil, fmt.Errorf("listen: socket %s: its directory is open to other users and the path is too long to bind "+
+			"the socket privately first (up to %d bytes, at most %d); use a shorter path or a directory only its owner can enter",
+			path, len(bound), maxSocketPath)
 	}
-	return listenInPrivateDir(path)
 }
 
 // privateBindName is the longest name listenPrivate binds under, relative

@@ -28,26 +28,46 @@ func scheduledPod(ns, name, claim string) *v1.Pod {
 			VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
 }
 
-// runClaimLoop runs the pvc-protection loop over a fake clientset holding
-// objs until the test ends.
-func runClaimLoop(t *testing.T, objs ...runtime.Object) *fake.Clientset {
+// queuedClaimLoop builds the pvc-protection loop over a fake clientset
+// holding the claims and pods, with the claims in its cache and queued, and
+// the pods in its cache; the test runs the batches itself (syncNamespace).
+// The fake API server keeps no resourceVersions and its watch can replay
+// old objects, so running the informers would make the number of batches a
+// matter of timing; the batches are what these tests specify.
+func queuedClaimLoop(t *testing.T, claims []*v1.PersistentVolumeClaim, pods ...*v1.Pod) (*ClaimLoop, *fake.Clientset) {
 	t.Helper()
-	client := fake.NewClientset(objs...)
+	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	l, err := NewClaimLoop(Config{Client: client, Informers: factory, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	factory.Start(ctx.Done())
-	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
-	return client
+	ctx := context.Background()
+	for _, c := range claims {
+		if _, err := client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = factory.Core().V1().PersistentVolumeClaims().Informer().GetStore().Add(c)
+		l.onClaim(c)
+	}
+	for _, p := range pods {
+		if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = factory.Core().V1().Pods().Informer().GetIndexer().Add(p)
+	}
+	client.ClearActions()
+	return l, client
+}
+
+// runBatches runs one batch per namespace, as the workers would.
+func runBatches(t *testing.T, l *ClaimLoop, namespaces ...string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		if err := l.syncNamespace(context.Background(), ns); err != nil {
+			t.Fatalf("batch of %s: %v", ns, err)
+		}
+	}
 }
 
 // actions returns the client's writes and pod lists, as "verb resource ns".
@@ -62,22 +82,13 @@ func actions(client *fake.Clientset) []string {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not reached", what)
-		}
-	}
-}
-
 // Unused claims of one namespace queued together cost one live pod list
 // between them and one write each; claims of another namespace get their own
 // list.
 func TestClaimsOfOneNamespaceShareOneLivePodList(t *testing.T) {
-	client := runClaimLoop(t, deletedClaim("default", "a"), deletedClaim("default", "b"), deletedClaim("default", "c"),
-		deletedClaim("namespace-2", "d"))
-	waitFor(t, "four patches", func() bool { return len(actions(client)) >= 6 })
+	l, client := queuedClaimLoop(t, []*v1.PersistentVolumeClaim{deletedClaim("default", "a"), deletedClaim("default", "b"),
+		deletedClaim("default", "c"), deletedClaim("namespace-2", "d")})
+	runBatches(t, l, "default", "namespace-2")
 	got := actions(client)
 	slices.Sort(got)
 	want := []string{"list pods default", "list pods namespace-2",
@@ -99,9 +110,9 @@ func TestClaimsOfOneNamespaceShareOneLivePodList(t *testing.T) {
 func TestClaimUsedByACachedPodCostsNoRequest(t *testing.T) {
 	atRest := deletedClaim("default", "rest")
 	atRest.DeletionTimestamp = nil
-	client := runClaimLoop(t, deletedClaim("default", "used"), scheduledPod("default", "p", "used"), atRest,
-		deletedClaim("default", "other"))
-	waitFor(t, "the unused claim released", func() bool { return len(actions(client)) >= 2 })
+	l, client := queuedClaimLoop(t, []*v1.PersistentVolumeClaim{deletedClaim("default", "used"), atRest,
+		deletedClaim("default", "other")}, scheduledPod("default", "p", "used"))
+	runBatches(t, l, "default")
 	want := []string{"list pods default", "patch persistentvolumeclaims default"}
 	if got := actions(client); !slices.Equal(got, want) {
 		t.Errorf("actions %v, want %v", got, want)
