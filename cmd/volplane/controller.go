@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -26,7 +25,8 @@ type controllerFlags struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	var f controllerFlags
+	f := controllerFlags{cfg: manager.DefaultConfig()}
+	d := manager.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the volume control loops against a cluster",
@@ -71,25 +71,24 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
 	fl.Float32Var(&f.qps, "kube-api-qps", 20, "API requests per second allowed to the controllers, client side (events have their own budget); 0 or less: no client-side limit, the API server's priority and fairness still applies")
 	fl.IntVar(&f.burst, "kube-api-burst", 30, "API request burst allowed to the controllers (ignored without a --kube-api-qps limit)")
-	fl.StringSliceVar(&f.cfg.Controllers, "controllers", []string{manager.Binder},
+	fl.StringSliceVar(&f.cfg.Controllers, "controllers", d.Controllers,
 		"control loops to run: "+strings.Join(manager.Known(), ", "))
 	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
 		"a CSI driver's socket, unix:///absolute/path, for the provisioner; repeat for several (one per node of a node-local driver)")
-	fl.IntVar(&f.cfg.Workers, "workers", 4, "workers per queue (claims and volumes each)")
-	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", 15*time.Second, "how often objects not at rest are revisited")
-	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", 5*time.Minute, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
-	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", true,
+	fl.IntVar(&f.cfg.Workers, "workers", d.Workers, "workers per queue (claims and volumes each)")
+	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", d.ResyncPeriod, "how often objects not at rest are revisited")
+	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
+	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", d.LeaderElect,
 		"run the loops only while holding a coordination.k8s.io Lease, so that replicas never run two binders at once (as kube-controller-manager)")
-	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
-	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", "volplane-controller", "name of the leader election Lease")
+	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", d.LeaderElectNamespace, "namespace of the leader election Lease")
+	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", d.LeaderElectName, "name of the leader election Lease")
 	le := &f.cfg.LeaderElection
-	*le = manager.DefaultLeaderElection
 	fl.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration,
 		"how long replicas wait after the leader's last renewal before one takes over")
 	fl.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline,
 		"how long the leader tries to renew its Lease before it stops leading; less than the lease duration")
 	fl.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "pause between two tries to acquire or renew the Lease")
-	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:9742", `address of /metrics, /healthz and /readyz ("" disables)`)
+	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", d.MetricsAddr, `address of /metrics, /healthz and /readyz ("" disables)`)
 	return cmd
 }
 

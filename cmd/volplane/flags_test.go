@@ -4,11 +4,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/volplane/volplane/internal/controller/manager"
 )
 
 // client-go reads QPS 0 as its default of 5 requests a second; the help of
@@ -66,5 +69,38 @@ func TestUpRejectsZeroNodesBeforeStartingAnything(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("up --nodes 0 printed %q before refusing", out.String())
+	}
+}
+
+// The flags of `volplane controller` default to manager.DefaultConfig, the
+// one place the loops' defaults are written.
+func TestControllerFlagsDefaultToTheManagersDefaultConfig(t *testing.T) {
+	d := manager.DefaultConfig()
+	want := map[string]string{
+		"controllers":                 "[" + strings.Join(d.Controllers, ",") + "]",
+		"workers":                     strconv.Itoa(d.Workers),
+		"resync-period":               d.ResyncPeriod.String(),
+		"recycle-timeout":             d.RecycleTimeout.String(),
+		"leader-elect":                strconv.FormatBool(d.LeaderElect),
+		"leader-elect-namespace":      d.LeaderElectNamespace,
+		"leader-elect-name":           d.LeaderElectName,
+		"leader-elect-lease-duration": d.LeaderElection.LeaseDuration.String(),
+		"leader-elect-renew-deadline": d.LeaderElection.RenewDeadline.String(),
+		"leader-elect-retry-period":   d.LeaderElection.RetryPeriod.String(),
+		"metrics-bind-address":        d.MetricsAddr,
+	}
+	fl := newControllerCommand().Flags()
+	for name, v := range want {
+		f := fl.Lookup(name)
+		if f == nil {
+			t.Errorf("no flag --%s", name)
+			continue
+		}
+		if f.DefValue != v {
+			t.Errorf("--%s defaults to %q, want %q (manager.DefaultConfig)", name, f.DefValue, v)
+		}
+	}
+	if !d.LeaderElect || d.Workers != 4 || d.ResyncPeriod.Seconds() != 15 {
+		t.Errorf("DefaultConfig %+v: want leader election on, 4 workers, a 15s resync", d)
 	}
 }

@@ -142,10 +142,12 @@ func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.
 	rc := rest.CopyConfig(admin)
 	rc.QPS, rc.Burst = 200, 400
 	rc.UserAgent = "volplane-controller"
-	return manager.Config{REST: rc, Controllers: manager.Known(),
-		Workers: 4, ResyncPeriod: 15 * time.Second, CSIEndpoints: endpoints,
-		MetricsAddr: metricsAddr,
-		Ready:       func(addr string) { fmt.Fprintf(out, "Metrics: http://%s/metrics (and /healthz, /readyz)\n", addr) }}
+	cfg := manager.DefaultConfig()
+	cfg.REST, cfg.Controllers, cfg.CSIEndpoints = rc, manager.Known(), endpoints
+	cfg.LeaderElect = false
+	cfg.MetricsAddr = metricsAddr
+	cfg.Ready = func(addr string) { fmt.Fprintf(out, "Metrics: http://%s/metrics (and /healthz, /readyz)\n", addr) }
+	return cfg
 }
 
 // quantityFlag is a flag holding a resource quantity such as 100Gi.

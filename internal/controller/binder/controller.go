@@ -86,12 +86,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.Informers == nil || cfg.Recorder == nil {
 		return nil, errors.New("binder: Client, Informers and Recorder are required")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
-	if cfg.ResyncPeriod <= 0 {
-		cfg.ResyncPeriod = 15 * time.Second
-	}
+	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	if cfg.RecyclerNamespace == "" {
 		cfg.RecyclerNamespace = "default"
 	}
@@ -99,7 +94,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.RecyclerImage = defaultRecyclerImage
 	}
 	if cfg.RecycleTimeout <= 0 {
-		cfg.RecycleTimeout = 5 * time.Minute
+		cfg.RecycleTimeout = DefaultRecycleTimeout
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()

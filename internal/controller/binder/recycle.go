@@ -30,7 +30,9 @@ const (
 	EventVolumeRecycled = "VolumeRecycled"
 	// defaultRecyclerImage has a POSIX shell and find.
 	defaultRecyclerImage = "busybox:1.37"
-	scrubScript          = `test -e /scrub && find /scrub -mindepth 1 -delete && test -z "$(ls -A /scrub)" || exit 1`
+	// DefaultRecycleTimeout bounds a recycler pod's scrub.
+	DefaultRecycleTimeout = 5 * time.Minute
+	scrubScript           = `test -e /scrub && find /scrub -mindepth 1 -delete && test -z "$(ls -A /scrub)" || exit 1`
 )
 
 func recyclerPodName(pvName string) string { return recyclerPrefix + pvName }

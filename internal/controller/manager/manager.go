@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/controller/binder"
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/protection"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/csi"
@@ -69,6 +70,22 @@ type Config struct {
 	// Ready, if set, is told the address the metrics server listens on
 	// (useful with port 0).
 	Ready func(metricsAddr string)
+}
+
+// DefaultConfig is what `volplane controller` runs with no flags, and the
+// one place its defaults are written: the binder alone, leader-elected
+// under kube-system/volplane-controller with kube-controller-manager's
+// timings, the loops' shared worker and resync defaults, metrics on
+// 127.0.0.1:9742. REST and CSIEndpoints are left to the caller.
+func DefaultConfig() Config {
+	return Config{
+		Controllers:  []string{Binder},
+		Workers:      loop.DefaultWorkers,
+		ResyncPeriod: loop.DefaultResyncPeriod, RecycleTimeout: binder.DefaultRecycleTimeout,
+		LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-controller",
+		LeaderElection: DefaultLeaderElection,
+		MetricsAddr:    "127.0.0.1:9742",
+	}
 }
 
 // Validate rejects a config that cannot run, with the reason.

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // Config is what each loop needs; every dependency is passed in.
@@ -27,12 +29,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.Informers == nil {
 		return c, errors.New("protection: Client and Informers are required")
 	}
-	if c.Workers <= 0 {
-		c.Workers = 4
-	}
-	if c.ResyncPeriod <= 0 {
-		c.ResyncPeriod = 15 * time.Second
-	}
+	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
 	return c, nil
 }
 

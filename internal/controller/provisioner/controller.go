@@ -68,12 +68,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.Informers == nil || cfg.Pool == nil || cfg.Recorder == nil {
 		return nil, errors.New("provisioner: Client, Informers, Pool and Recorder are required")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
-	if cfg.ResyncPeriod <= 0 {
-		cfg.ResyncPeriod = 15 * time.Second
-	}
+	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	c := &Controller{
 		client: cfg.Client, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		recorders: map[string]record.EventRecorder{},
