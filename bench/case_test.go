@@ -15,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,7 +38,7 @@ const (
 
 // runCase sets up a fresh control plane with n claims, deletes every claim,
 // starts the protection loops under test and measures until all is gone.
-func runCase(b *testing.B, scenario string, unthrottled, reference bool, n int) (result, error) {
+func runCase(b *testing.B, scenario string, unthrottled bool, impl string, n int) (result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "vp-bench-")
@@ -85,7 +86,9 @@ func runCase(b *testing.B, scenario string, unthrottled, reference bool, n int) 
 	rc := protobuf(cp.RESTConfig, qps)
 	rc.Wrap(requests.wrap)
 	began := time.Now()
-	if err := startProtection(ctx, rc, reference); err != nil {
+	if impl == implCeiling {
+		go func() { _ = removeFinalizers(ctx, rc, n) }()
+	} else if err := startProtection(ctx, rc, impl == implReference); err != nil {
 		return result{}, err
 	}
 	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) { return allGone(ctx, client, scenario == "pairs") }); err != nil {
@@ -93,6 +96,18 @@ func runCase(b *testing.B, scenario string, unthrottled, reference bool, n int) 
 	}
 	total, byVerb := requests.snapshot()
 	return result{Seconds: time.Since(began).Seconds(), Requests: total, ByVerb: byVerb}, nil
+}
+
+// removeFinalizers is the ceiling: the least any pvc-protection loop must
+// do for n unused claims being deleted, one finalizer-removing PATCH each,
+// from 16 writers that know the names and read nothing.
+func removeFinalizers(ctx context.Context, rc *rest.Config, n int) error {
+	claims := kubernetes.NewForConfigOrDie(rc).CoreV1().PersistentVolumeClaims(benchNS)
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	return parallel(n, func(i int) error {
+		_, err := claims.Patch(ctx, claimName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // protobuf is a copy of rc speaking protobuf, as kube-controller-manager and
