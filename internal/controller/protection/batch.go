@@ -128,14 +128,14 @@ type failure struct {
 	err  error
 }
 
-// apply makes the batch's writes, up to c.workers at once.
+// apply makes the batch's writes, up to WritersPerWorker*c.workers at once.
 func (c *ClaimLoop) apply(ctx context.Context, writes []write) []failure {
 	var (
 		mu     sync.Mutex
 		failed []failure
 		wg     sync.WaitGroup
 	)
-	sem := make(chan struct{}, c.workers)
+	sem := make(chan struct{}, WritersPerWorker*c.workers)
 	for _, w := range writes {
 		sem <- struct{}{}
 		wg.Go(func() {

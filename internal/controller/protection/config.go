@@ -18,7 +18,8 @@ type Config struct {
 	// (claims and pods, or volumes).
 	Informers informers.SharedInformerFactory
 	// Workers is the number of workers of each loop (default 4); the claim
-	// loop also sends up to this many writes of one batch at once.
+	// loop also sends up to WritersPerWorker times this many writes of one
+	// batch at once.
 	Workers int
 	// ResyncPeriod is how often objects not at rest are revisited (default
 	// 15s): a safety net, the loops are event driven.
@@ -32,6 +33,14 @@ func (c Config) withDefaults() (Config, error) {
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
 	return c, nil
 }
+
+// WritersPerWorker is how many writes of one batch the claim loop sends at
+// once per worker. A namespace's batch is one worker's, so the other
+// workers cannot help with it; a bulk delete in one namespace would then
+// run at a few writes in flight. Measured (bench/, 1,000 unused claims,
+// unthrottled): 4 writes in flight reach about two thirds of what the API
+// server takes from a trivial writer, 16 reach all of it.
+const WritersPerWorker = 4
 
 // Retries of failed writes back off per key from retryBase to retryMax.
 // These loops call only the API server, so the first retry comes quickly.
