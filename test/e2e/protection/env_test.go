@@ -52,40 +52,23 @@ func (e *env) other() *env {
 	return &o
 }
 
-const (
-	pollEvery   = 50 * time.Millisecond
-	waitTimeout = 30 * time.Second
-)
-
 // eventually polls cond until it returns "" and fails the test with the
 // last description of what was still wrong otherwise.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		wrong := cond()
-		if wrong == "" {
-			return
-		}
+	clustertest.Eventually(e.t, what, cond, func() error {
 		if err := bed.loops.EndedEarly(); err != nil {
-			e.t.Fatalf("%s: the loops %v", what, err)
+			return fmt.Errorf("the loops %v", err)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: not reached in %s: %s", what, waitTimeout, wrong)
-		}
-		time.Sleep(pollEvery)
-	}
+		return nil
+	})
 }
 
 // holds asserts cond keeps returning "" for d: for states that must not
 // change. The loops get several chances to act wrongly meanwhile.
 func (e *env) holds(what string, d time.Duration, cond func() string) {
 	e.t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(4 * pollEvery) {
-		if wrong := cond(); wrong != "" {
-			e.t.Fatalf("%s: %s", what, wrong)
-		}
-	}
+	clustertest.Holds(e.t, what, d, cond)
 }
 
 func (e *env) noError(err error, what string) {

@@ -60,38 +60,26 @@ func newEnv(t *testing.T) *env {
 // Waits. Short polls, never sleeps on the happy path.
 
 const (
-	pollEvery   = 50 * time.Millisecond
-	waitTimeout = 30 * time.Second
+	pollEvery   = clustertest.PollEvery
+	waitTimeout = clustertest.WaitTimeout
 )
 
 // eventually polls cond until it returns "" and fails the test with the
 // last description of what was still wrong otherwise.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		wrong := cond()
-		if wrong == "" {
-			return
-		}
+	clustertest.Eventually(e.t, what, cond, func() error {
 		if err := bed.shared.EndedEarly(); err != nil {
-			e.t.Fatalf("%s: the shared binder and provisioner %v", what, err)
+			return fmt.Errorf("the shared binder and provisioner %v", err)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: not reached in %s: %s", what, waitTimeout, wrong)
-		}
-		time.Sleep(pollEvery)
-	}
+		return nil
+	})
 }
 
 // holds asserts cond keeps returning "" for d: for states that must not change.
 func (e *env) holds(what string, d time.Duration, cond func() string) {
 	e.t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(4 * pollEvery) {
-		if wrong := cond(); wrong != "" {
-			e.t.Fatalf("%s: %s", what, wrong)
-		}
-	}
+	clustertest.Holds(e.t, what, d, cond)
 }
 
 // waitBound waits until the claim is Bound to the PV provisioned for it and
