@@ -24,10 +24,8 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
@@ -90,18 +88,9 @@ func flat(m map[string]string) []string {
 // newTappedWorld is newWorld with the tap in front of both nodes' drivers.
 func newTappedWorld(t *testing.T, p *tap, objs ...runtime.Object) *world {
 	t.Helper()
-	var eps []string
-	for _, n := range []string{"a", "b"} {
-		eps = append(eps, hostpathtest.ServeIntercepted(t, n, 1<<30, p.intercept))
-		objs = append(objs, node(n))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := csi.DialPool(ctx, eps, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{t: t, ctx: ctx, client: fake.NewClientset(objs...), pool: pool, recorder: record.NewFakeRecorder(100)}
-	t.Cleanup(func() { cancel(); _ = pool.Close() })
+	w := newWorldOf(t, func(t testing.TB, node string, capacity int64) string {
+		return hostpathtest.ServeIntercepted(t, node, capacity, p.intercept)
+	}, objs...)
 	// The fake API keeps resourceVersions as given; count them up on claim
 	// writes, as the API server does, so that no sync mistakes an older
 	// copy for the newest.
