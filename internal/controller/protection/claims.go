@@ -108,20 +108,14 @@ func (c *ClaimLoop) onClaim(obj any) {
 }
 
 func (c *ClaimLoop) onClaimDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
+	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.newest.Forget(claim.Namespace + "/" + claim.Name)
 	}
 }
 
 // onPod queues the claims of a pod whose event may free them.
 func (c *ClaimLoop) onPod(obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*v1.Pod)
+	pod, ok := loop.As[*v1.Pod](obj)
 	if !ok || !protection.PodEventMayRelease(pod, deleted) {
 		return
 	}

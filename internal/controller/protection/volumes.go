@@ -70,10 +70,7 @@ func (l *VolumeLoop) onVolume(obj any) {
 }
 
 func (l *VolumeLoop) onVolumeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pv, ok := obj.(*v1.PersistentVolume); ok {
+	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
 		l.newest.Forget(pv.Name)
 	}
 }

@@ -91,10 +91,7 @@ func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {
 }
 
 func (c *Controller) onAttachmentDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok && va.Spec.Source.PersistentVolumeName != nil {
 		c.volumeQ.Add(*va.Spec.Source.PersistentVolumeName)
 	}
 }
@@ -116,10 +113,7 @@ func (c *Controller) onClaim(obj any) {
 }
 
 func (c *Controller) onClaimDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
+	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.newClaim.Forget(claimKey(claim.Namespace, claim.Name))
 		c.events.forget(claim.UID)
 	}
@@ -139,10 +133,7 @@ func (c *Controller) onVolume(obj any) {
 }
 
 func (c *Controller) onVolumeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pv, ok := obj.(*v1.PersistentVolume); ok {
+	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
 		c.madePVs.Forget(pv.Name)
 		c.events.forget(pv.UID)
 	}
