@@ -136,7 +136,7 @@ func deletionFinalizers(pv *v1.PersistentVolume) ([]string, bool) {
 	}
 	provisioner := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]
 	if MigratedDriver(provisioner) != "" {
-		return without(pv.Finalizers, InTreeFinalizer)
+		return WithoutFinalizer(pv.Finalizers, InTreeFinalizer)
 	}
 	if !strings.HasPrefix(provisioner, inTreePrefix) {
 		return pv.Finalizers, false
@@ -146,15 +146,15 @@ func deletionFinalizers(pv *v1.PersistentVolume) ([]string, bool) {
 	case policy == v1.PersistentVolumeReclaimDelete && !slices.Contains(out, InTreeFinalizer):
 		out, modified = append(slices.Clone(out), InTreeFinalizer), true
 	case policy == v1.PersistentVolumeReclaimRetain || policy == v1.PersistentVolumeReclaimRecycle:
-		out, modified = without(out, InTreeFinalizer)
+		out, modified = WithoutFinalizer(out, InTreeFinalizer)
 	}
-	out, externalRemoved := without(out, ExternalFinalizer)
+	out, externalRemoved := WithoutFinalizer(out, ExternalFinalizer)
 	return out, modified || externalRemoved
 }
 
-// without is list without any f, and whether there was one; list itself is
-// never modified (it may be an informer cache's).
-func without(list []string, f string) ([]string, bool) {
+// WithoutFinalizer is list without any f, and whether there was one; list
+// itself is never modified (it may be an informer cache's).
+func WithoutFinalizer(list []string, f string) ([]string, bool) {
 	if !slices.Contains(list, f) {
 		return list, false
 	}

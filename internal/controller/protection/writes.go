@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
 )
 
@@ -58,7 +59,7 @@ func (c *ClaimLoop) write(ctx context.Context, w write) error {
 func (l *VolumeLoop) writeVolume(ctx context.Context, pv *v1.PersistentVolume, d protection.Decision) error {
 	upd := pv.DeepCopy()
 	if d.Action == protection.RemoveFinalizer {
-		upd.Finalizers = without(upd.Finalizers, protection.VolumeFinalizer)
+		upd.Finalizers, _ = binding.WithoutFinalizer(upd.Finalizers, protection.VolumeFinalizer)
 	} else {
 		upd.Finalizers = append(upd.Finalizers, protection.VolumeFinalizer)
 	}
@@ -73,14 +74,4 @@ func (l *VolumeLoop) writeVolume(ctx context.Context, pv *v1.PersistentVolume, d
 	l.newest.Wrote(pv.Name, out)
 	logger.V(3).Info("Protection finalizer of PV changed", "pv", klog.KObj(pv), "action", d.Action.String(), "reason", d.Reason)
 	return nil
-}
-
-func without(list []string, s string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
 )
 
@@ -134,7 +135,7 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if live.UID != uid || !hasFinalizer(live.Finalizers, VolumeFinalizer) {
 		return nil
 	}
-	live.Finalizers = without(live.Finalizers, VolumeFinalizer)
+	live.Finalizers, _ = binding.WithoutFinalizer(live.Finalizers, VolumeFinalizer)
 	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, live, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -3,12 +3,13 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // Every claim write is an Update carrying the resourceVersion we decided
@@ -89,13 +90,9 @@ func markedInProgress(c *v1.PersistentVolumeClaim) bool {
 // unpin removes the in-progress finalizer, the endpoint pin and the
 // recorded request from upd.
 func unpin(upd *v1.PersistentVolumeClaim) {
-	upd.Finalizers = without(upd.Finalizers, ClaimFinalizer)
+	upd.Finalizers, _ = binding.WithoutFinalizer(upd.Finalizers, ClaimFinalizer)
 	delete(upd.Annotations, AnnEndpointNode)
 	delete(upd.Annotations, AnnCreateRequest)
-}
-
-func without(list []string, s string) []string {
-	return slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x == s })
 }
 
 // createVolume creates the PV; one that exists already for this claim (an
