@@ -267,21 +267,6 @@ func (e *env) waitPVPhase(pv string, phase v1.PersistentVolumePhase) *v1.Persist
 	return v
 }
 
-// waitEvent waits for an event on the object with the reason and a message
-// containing the fragment.
-func (e *env) waitEvent(kind, ns, name, reason, fragment string) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("event %s on %s %s", reason, kind, name), func() string {
-		evs := e.events(kind, ns, name)
-		for _, ev := range evs {
-			if ev.Reason == reason && strings.Contains(ev.Message, fragment) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("events: %v", summarize(evs))
-	})
-}
-
 func (e *env) events(kind, ns, name string) []v1.Event {
 	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.String()
 	list, err := e.client.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{FieldSelector: sel})
