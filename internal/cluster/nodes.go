@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/attachment"
 )
 
 // NodeTopologyKey is the label every simulated node carries with its own name;
@@ -86,9 +88,16 @@ func (a *nodeAgent) run(ctx context.Context) {
 	}, leaseRenewEvery, ctx.Done())
 }
 
+// managedAttachDetach is the annotation by which a kubelet hands its node's
+// attachments to the attach/detach controller (the kubelet's default,
+// --enable-controller-attach-detach=true); volplane's attachdetach loop
+// manages only nodes that carry it.
+const managedAttachDetach = attachment.ManagedAnnotation
+
 func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name,
+		Name:        name,
+		Annotations: map[string]string{managedAttachDetach: "true"},
 		Labels: map[string]string{
 			"kubernetes.io/hostname": name,
 			"kubernetes.io/os":       "linux",
@@ -97,8 +106,33 @@ func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {
 		},
 	}}
 	_, err := a.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if apierrors.IsAlreadyExists(err) {
+		return a.annotateManaged(ctx, name)
+	}
+	if err != nil {
 		return fmt.Errorf("register node %s: %w", name, err)
+	}
+	return nil
+}
+
+// annotateManaged puts the controller-managed attach/detach annotation on a
+// node registered before it was set (by an older `up`), as a kubelet does
+// at every registration.
+func (a *nodeAgent) annotateManaged(ctx context.Context, name string) error {
+	node, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", name, err)
+	}
+	if node.Annotations[managedAttachDetach] == "true" {
+		return nil
+	}
+	node = node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[managedAttachDetach] = "true"
+	if _, err := a.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("annotate node %s: %w", name, err)
 	}
 	return nil
 }
@@ -112,7 +146,13 @@ func (a *nodeAgent) reportStatus(ctx context.Context, name string) error {
 		return fmt.Errorf("get node %s: %w", name, err)
 	}
 	node = node.DeepCopy()
-	node.Status = simulatedNodeStatus(metav1.Now())
+	// The volume fields belong to the attach/detach controller
+	// (volumesAttached) and the node's volume agent (volumesInUse); a
+	// conflicting write of theirs makes this update fail, and the next tick
+	// retries it.
+	status := simulatedNodeStatus(metav1.Now())
+	status.VolumesAttached, status.VolumesInUse = node.Status.VolumesAttached, node.Status.VolumesInUse
+	node.Status = status
 	node, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("report status of node %s: %w", name, err)

@@ -46,6 +46,11 @@ type Info struct {
 	Node     bool
 	NodeID   string
 	Topology map[string]string
+	// Stage: the node service has STAGE_UNSTAGE_VOLUME, so a volume is
+	// staged once per node before it is published to each pod.
+	Stage bool
+	// Expand: the node service has EXPAND_VOLUME.
+	Expand bool
 }
 
 // Endpoint is one dialed driver socket.
@@ -55,6 +60,7 @@ type Endpoint struct {
 
 	conn       *grpc.ClientConn
 	controller csi.ControllerClient
+	node       csi.NodeClient
 	metrics    *Metrics
 }
 
@@ -78,7 +84,7 @@ func Dial(ctx context.Context, address string, metrics *Metrics) (*Endpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("csi endpoint %s: %w", address, err)
 	}
-	e := &Endpoint{Address: address, conn: conn, controller: csi.NewControllerClient(conn), metrics: metrics}
+	e := &Endpoint{Address: address, conn: conn, controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn), metrics: metrics}
 	if err := e.waitConnected(ctx); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -154,7 +160,7 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.Publish = true
 		}
 	}
-	ni, err := csi.NewNodeClient(e.conn).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	ni, err := e.node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 	switch {
 	case status.Code(err) == codes.Unimplemented:
 		return info, nil
@@ -163,6 +169,18 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 	}
 	info.Node, info.NodeID = true, ni.GetNodeId()
 	info.Topology = ni.GetAccessibleTopology().GetSegments()
+	nc, err := e.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return info, fmt.Errorf("NodeGetCapabilities: %w", err)
+	}
+	for _, c := range nc.GetCapabilities() {
+		switch c.GetRpc().GetType() {
+		case csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
+			info.Stage = true
+		case csi.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			info.Expand = true
+		}
+	}
 	return info, nil
 }
 

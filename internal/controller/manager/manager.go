@@ -31,17 +31,26 @@ import (
 )
 
 // The loops by the names --controllers takes. The others of the design
-// (attacher, expander) come with their issues. The protection loops have
-// kube-controller-manager's names.
+// (expander, resizer) come with their issues. The protection and
+// attach/detach loops have kube-controller-manager's names.
 const (
 	Binder        = "binder"
 	Provisioner   = "provisioner"
 	PVCProtection = "pvc-protection"
 	PVProtection  = "pv-protection"
+	AttachDetach  = "attachdetach"
+	Attacher      = "attacher"
 )
 
 // Known lists the loops this build can run.
-func Known() []string { return []string{Binder, Provisioner, PVCProtection, PVProtection} }
+func Known() []string {
+	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher}
+}
+
+// needsDrivers says whether a selected loop calls CSI drivers.
+func needsDrivers(controllers []string) bool {
+	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher)
+}
 
 // Config says which loops to run against which cluster.
 type Config struct {
@@ -101,8 +110,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
-	if slices.Contains(c.Controllers, Provisioner) && len(c.CSIEndpoints) == 0 {
-		return errors.New("the provisioner needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)")
+	if needsDrivers(c.Controllers) && len(c.CSIEndpoints) == 0 {
+		return errors.New("the provisioner and the attacher need at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)")
 	}
 	for _, e := range c.CSIEndpoints {
 		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
@@ -234,15 +243,20 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	runs = append(runs, protect...)
+	attach, err := newAttachLoops(cfg, client, factory, events, reg, l, pool)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, attach...)
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	return runAll(ctx, runs)
 }
 
-// dialDrivers dials the provisioner's CSI endpoints; nil without the
-// provisioner.
+// dialDrivers dials the CSI endpoints of the provisioner and the attacher;
+// nil without either.
 func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*csi.Pool, error) {
-	if !slices.Contains(cfg.Controllers, Provisioner) {
+	if !needsDrivers(cfg.Controllers) {
 		return nil, nil
 	}
 	m, err := csi.NewMetrics(reg)
