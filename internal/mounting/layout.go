@@ -1,0 +1,85 @@
+package mounting
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Layout is the kubelet's directory layout under one node root (the
+// kubelet's --root-dir, /var/lib/kubelet on a real node).
+type Layout struct{ Root string }
+
+// csiPluginDir is the CSI plugin's directory under plugins/, and its
+// escaped form under a pod's volumes/.
+const (
+	csiPluginDir    = "kubernetes.io/csi"
+	csiPodPluginDir = "kubernetes.io~csi"
+	// VolDataFile is the file the kubelet keeps next to every staging and
+	// publication, recording what the mount is of.
+	VolDataFile = "vol_data.json"
+	stagingLeaf = "globalmount"
+	targetLeaf  = "mount"
+)
+
+// NodeRoot is the root of a simulated node under a data dir.
+func NodeRoot(dataDir, node string) string { return filepath.Join(dataDir, "nodes", node) }
+
+// DriversDir holds one directory per driver, each holding its volumes'
+// staging directories.
+func (l Layout) DriversDir() string { return filepath.Join(l.Root, "plugins", csiPluginDir) }
+
+// StagingDir is where a volume's vol_data.json lives; the staging path is
+// its globalmount.
+func (l Layout) StagingDir(driver, handle string) string {
+	return filepath.Join(l.DriversDir(), driver, fmt.Sprintf("%x", sha256.Sum256([]byte(handle))))
+}
+
+// StagingPath is the staging target path of a volume:
+// <root>/plugins/kubernetes.io/csi/<driver>/<sha256hex(handle)>/globalmount.
+func (l Layout) StagingPath(driver, handle string) string {
+	return filepath.Join(l.StagingDir(driver, handle), stagingLeaf)
+}
+
+// PodsDir holds one directory per pod UID.
+func (l Layout) PodsDir() string { return filepath.Join(l.Root, "pods") }
+
+// PodDir is the directory of one pod.
+func (l Layout) PodDir(uid types.UID) string { return filepath.Join(l.PodsDir(), string(uid)) }
+
+// PodVolumesDir holds a pod's CSI publications, one directory per volume.
+func (l Layout) PodVolumesDir(uid types.UID) string {
+	return filepath.Join(l.PodDir(uid), "volumes", csiPodPluginDir)
+}
+
+// TargetDir is where a publication's vol_data.json lives; the target path
+// is its mount.
+func (l Layout) TargetDir(uid types.UID, pv string) string {
+	return filepath.Join(l.PodVolumesDir(uid), escapeQualifiedName(pv))
+}
+
+// TargetPath is the target path of a pod's publication of a volume:
+// <root>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount.
+func (l Layout) TargetPath(uid types.UID, pv string) string {
+	return filepath.Join(l.TargetDir(uid, pv), targetLeaf)
+}
+
+// escapeQualifiedName is the kubelet's escaping of a name into one path
+// element.
+func escapeQualifiedName(s string) string { return strings.ReplaceAll(s, "/", "~") }
+
+// VolData is the content of a vol_data.json, with the kubelet's keys; Done
+// is ours: it records that the stage or publish call succeeded, so that a
+// restarted agent neither repeats it nor trusts a half-done one.
+type VolData struct {
+	PV           string `json:"specVolID"`
+	Handle       string `json:"volumeHandle"`
+	Driver       string `json:"driverName"`
+	Node         string `json:"nodeName"`
+	AttachmentID string `json:"attachmentID,omitempty"`
+	Mode         string `json:"volumeLifecycleMode,omitempty"`
+	Done         bool   `json:"volplaneDone,omitempty"`
+}

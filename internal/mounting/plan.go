@@ -1,0 +1,128 @@
+package mounting
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Action is what to do next for one CSI volume of a pod.
+type Action int
+
+const (
+	// Wait: the volume cannot be mounted yet; Step.Reason says why.
+	Wait Action = iota
+	// Stage: the volume is not staged on the node yet; stage it (the
+	// kubelet's MountDevice), then publish it.
+	Stage
+	// Publish: the volume is staged; publish it to the pod (SetUp).
+	Publish
+	// Done: the volume is published to the pod.
+	Done
+)
+
+func (a Action) String() string { return [...]string{"Wait", "Stage", "Publish", "Done"}[a] }
+
+// Reason says why a volume waits. The set is closed; events, logs and tests
+// use the same values.
+type Reason string
+
+const (
+	// ClaimNotFound, ClaimBeingDeleted, ClaimNotBound, ClaimNotForPod,
+	// VolumeNotFound, VolumeNotBoundToClaim: the pod's volume cannot be
+	// processed (the reference's desired-state populator errors); the pod
+	// gets a FailedMount "Unable to attach or mount volumes" event.
+	ClaimNotFound         Reason = "ClaimNotFound"
+	ClaimBeingDeleted     Reason = "ClaimBeingDeleted"
+	ClaimNotBound         Reason = "ClaimNotBound"
+	ClaimNotForPod        Reason = "ClaimNotForPod"
+	VolumeNotFound        Reason = "VolumeNotFound"
+	VolumeNotBoundToClaim Reason = "VolumeNotBoundToClaim"
+	// DriverNotServed: no node service of the volume's driver serves this
+	// node (the kubelet: driver not registered).
+	DriverNotServed Reason = "DriverNotServed"
+	// NotReportedInUse: an attachable volume not yet in the node's
+	// status.volumesInUse; the node status is patched first.
+	NotReportedInUse Reason = "NotReportedInUse"
+	// NotAttached: the volume is not in node.status.volumesAttached yet, or
+	// its VolumeAttachment is not attached.
+	NotAttached Reason = "NotAttached"
+)
+
+// processingFailed says whether the reason is a failure to process the
+// pod's volume, which the reference reports as a pod-level event, rather
+// than a wait for something in progress.
+func (r Reason) processingFailed() bool {
+	switch r {
+	case ClaimNotFound, ClaimBeingDeleted, ClaimNotBound, ClaimNotForPod, VolumeNotFound, VolumeNotBoundToClaim:
+		return true
+	}
+	return false
+}
+
+// Step is the decision for one CSI volume of a pod.
+type Step struct {
+	// Name is the pod's volume name.
+	Name   string
+	Action Action
+	Reason Reason // for Wait
+	// Err is the reference's error text for a processing failure, or the
+	// per-operation error for a wait the kubelet reports as an event
+	// (WaitForAttach, MountDevice); "" for a plain wait.
+	Err string
+	// Volume is the resolved volume; nil when the claim could not be
+	// processed.
+	Volume *Volume
+}
+
+// Volume is a CSI volume as a pod mounts it.
+type Volume struct {
+	PV         *corev1.PersistentVolume
+	Driver     string
+	Handle     string
+	ReadOnly   bool // the pod's claim source says readOnly
+	Attachable bool
+	// Attachment is the VolumeAttachment name of the volume on this node
+	// (set when Attachable).
+	Attachment string
+	Unique     corev1.UniqueVolumeName
+}
+
+// PodPlan is the decision for one live pod.
+type PodPlan struct {
+	Pod   *corev1.Pod
+	Steps []Step
+}
+
+// Ready says whether every CSI volume of the pod is published: the pod may
+// run. A pod without CSI volumes is ready at once.
+func (p PodPlan) Ready() bool {
+	for _, s := range p.Steps {
+		if s.Action != Done {
+			return false
+		}
+	}
+	return true
+}
+
+// Plan is the decision for a node.
+type Plan struct {
+	// Pods are the live pods (not being deleted, not terminated), in the
+	// order of World.Pods.
+	Pods []PodPlan
+	// Unpublish: publications of pods that are gone, being deleted or
+	// terminated. Unstage: stagings no publication and no live pod needs;
+	// a volume is unstaged only once it has no publication left on disk.
+	Unpublish []Published
+	Unstage   []Staged
+	// RemovePodDirs: directories of pods that are not live, with nothing
+	// published left in them.
+	RemovePodDirs []types.UID
+	// Finish: pods being deleted whose teardown is complete (nothing left
+	// to unpublish, unstage or drop from volumesInUse, their directory
+	// gone): their deletion may be completed.
+	Finish []*corev1.Pod
+	// VolumesInUse is what node.status.volumesInUse must hold: the sorted
+	// unique names of attachable volumes that live pods want or that are
+	// still staged or published here.
+	VolumesInUse []corev1.UniqueVolumeName
+}

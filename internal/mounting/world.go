@@ -1,0 +1,76 @@
+package mounting
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// World is what one node's decision rests on. Nothing in it is modified.
+type World struct {
+	Node string
+	// Attached is node.status.volumesAttached, by unique volume name.
+	Attached map[corev1.UniqueVolumeName]bool
+	// Reported is node.status.volumesInUse as last written.
+	Reported []corev1.UniqueVolumeName
+	// Pods are the pods bound to the node, including those being deleted.
+	Pods []*corev1.Pod
+	// Claims by "namespace/name", Volumes by name.
+	Claims  map[string]*corev1.PersistentVolumeClaim
+	Volumes map[string]*corev1.PersistentVolume
+	// CSIDrivers by name; a driver without one needs attaching, as in the
+	// reference.
+	CSIDrivers map[string]*storagev1.CSIDriver
+	// Drivers are the drivers whose node service serves this node.
+	Drivers map[string]Driver
+	// Attachments are VolumeAttachments by name.
+	Attachments map[string]*storagev1.VolumeAttachment
+	// Found on disk.
+	Staged    []Staged
+	Published []Published
+	// PodDirs are the pod directories on disk.
+	PodDirs []types.UID
+}
+
+// Driver is a driver's node service on this node.
+type Driver struct {
+	// Stage: the node service has STAGE_UNSTAGE_VOLUME.
+	Stage bool
+}
+
+// Staged is a volume's staging found on disk.
+type Staged struct {
+	Driver, Handle, PV string
+	// Done: the stage call succeeded.
+	Done bool
+}
+
+// Published is a pod's publication found on disk.
+type Published struct {
+	PodUID             types.UID
+	Driver, Handle, PV string
+	Done               bool
+}
+
+// volumeKey names a volume on the node: its driver and handle.
+type volumeKey struct{ driver, handle string }
+
+func (s Staged) key() volumeKey    { return volumeKey{s.Driver, s.Handle} }
+func (p Published) key() volumeKey { return volumeKey{p.Driver, p.Handle} }
+
+type publicationKey struct {
+	uid types.UID
+	pv  string
+}
+
+func (p Published) pubKey() publicationKey { return publicationKey{p.PodUID, p.PV} }
+
+// attachable says whether volumes of driver are attached before use: its
+// CSIDriver says attachRequired, or there is no CSIDriver at all.
+func (w World) attachable(driver string) bool {
+	d, ok := w.CSIDrivers[driver]
+	if !ok || d == nil || d.Spec.AttachRequired == nil {
+		return true
+	}
+	return *d.Spec.AttachRequired
+}
