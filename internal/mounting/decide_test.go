@@ -70,7 +70,9 @@ func attachedAndReported(w *World) {
 }
 
 func staged(driver string, done bool) func(*World) {
-	return func(w *World) { w.Staged = append(w.Staged, Staged{Driver: driver, Handle: "h-1", PV: "pv-1", Done: done}) }
+	return func(w *World) {
+		w.Staged = append(w.Staged, Staged{Driver: driver, Handle: "h-1", PV: "pv-1", Done: done})
+	}
 }
 
 func published(uid types.UID, driver string, done bool) func(*World) {
@@ -189,8 +191,8 @@ func TestVolumesInUseListsAttachableVolumesWantedOrStillMounted(t *testing.T) {
 func TestTeardownUnpublishesThenUnstagesThenFinishes(t *testing.T) {
 	gone := deleting(pod(podUID, "data"))
 	for _, tc := range []struct {
-		name                                 string
-		w                                    World
+		name                                  string
+		w                                     World
 		unpublish, unstage, removeDir, finish int
 	}{
 		{"published: unpublish only", world(local, withPods(gone), staged(local, true), published(podUID, local, true)), 1, 0, 0, 0},
