@@ -46,6 +46,9 @@ type Info struct {
 	Node     bool
 	NodeID   string
 	Topology map[string]string
+	// MaxVolumes is the most volumes NodeGetInfo says the node can take
+	// (0: no limit reported); a CSINode's allocatable count.
+	MaxVolumes int64
 	// Stage: the node service has STAGE_UNSTAGE_VOLUME, so a volume is
 	// staged once per node before it is published to each pod.
 	Stage bool
@@ -169,6 +172,7 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 	}
 	info.Node, info.NodeID = true, ni.GetNodeId()
 	info.Topology = ni.GetAccessibleTopology().GetSegments()
+	info.MaxVolumes = ni.GetMaxVolumesPerNode()
 	nc, err := e.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
 		return info, fmt.Errorf("NodeGetCapabilities: %w", err)
