@@ -1,0 +1,132 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// Indexes of the pod informer: pods by node, and by "namespace/claim" of
+// each claim they use.
+const (
+	byNode  = "node"
+	byClaim = "claim"
+)
+
+// Agent serves the volumes of the pods of several nodes. Build it with New
+// and start it with Run.
+type Agent struct {
+	cfg     Config
+	nodes   map[string]*nodeState
+	factory informers.SharedInformerFactory
+
+	pods     corelisters.PodLister
+	podIndex cache.Indexer
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	nodeList corelisters.NodeLister
+	drivers  storagelisters.CSIDriverLister
+	vas      storagelisters.VolumeAttachmentLister
+
+	podQ, nodeQ workqueue.TypedRateLimitingInterface[string]
+	runner      *loop.Runner
+}
+
+// nodeState is one node's drivers, layout and lock.
+type nodeState struct {
+	name   string
+	layout mounting.Layout
+	// endpoints are the node's dialed drivers by driver name, filled by Run.
+	endpoints map[string]*csi.Endpoint
+	addresses []string
+	recorder  record.EventRecorder
+	// mu: pod syncs hold it shared, the node sync exclusively.
+	mu sync.RWMutex
+}
+
+// New builds the agent and its informers; nothing runs before Run.
+func New(cfg Config) (*Agent, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, nodes: map[string]*nodeState{},
+		factory: informers.NewSharedInformerFactory(cfg.Client, 0),
+		podQ:    loop.NewQueue("nodeagent-pods", retryBase, retryMax),
+		nodeQ:   loop.NewQueue("nodeagent-nodes", retryBase, retryMax)}
+	if a.cfg.Events == nil {
+		a.cfg.Events = record.NewBroadcaster()
+		a.cfg.Events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
+	}
+	for _, n := range cfg.Nodes {
+		a.nodes[n.Name] = &nodeState{name: n.Name, addresses: n.Endpoints,
+			layout:    mounting.Layout{Root: mounting.NodeRoot(cfg.DataDir, n.Name)},
+			endpoints: map[string]*csi.Endpoint{},
+			recorder:  a.cfg.Events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name})}
+	}
+	synced, err := a.register()
+	if err != nil {
+		return nil, fmt.Errorf("node agent: %w", err)
+	}
+	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
+		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}},
+		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod}
+	return a, nil
+}
+
+// Run dials every node's drivers, registers them in the nodes' CSINodes,
+// then serves until ctx is done.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.closeEndpoints()
+	for _, n := range a.nodes {
+		if err := a.dial(ctx, n); err != nil {
+			return err
+		}
+		if err := a.registerCSINode(ctx, n); err != nil {
+			return err
+		}
+	}
+	a.factory.Start(ctx.Done())
+	defer a.factory.Shutdown()
+	return a.runner.Run(ctx, "nodes", len(a.nodes))
+}
+
+// Ready reports whether the caches are synced and the workers run.
+func (a *Agent) Ready() bool { return a.runner.Ready() }
+
+func (a *Agent) dial(ctx context.Context, n *nodeState) error {
+	for _, addr := range n.addresses {
+		e, err := csi.Dial(ctx, addr, nil)
+		if err != nil {
+			return fmt.Errorf("node agent: node %s: %w", n.name, err)
+		}
+		if !e.Info.Node {
+			_ = e.Close()
+			return fmt.Errorf("node agent: node %s: %s serves no node service", n.name, addr)
+		}
+		n.endpoints[e.Info.Driver] = e
+	}
+	return nil
+}
+
+func (a *Agent) closeEndpoints() {
+	for _, n := range a.nodes {
+		for _, e := range n.endpoints {
+			_ = e.Close()
+		}
+	}
+}

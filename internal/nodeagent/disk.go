@@ -1,0 +1,163 @@
+package nodeagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// onDisk is what a node root says is staged and published.
+type onDisk struct {
+	staged    []mounting.Staged
+	published []mounting.Published
+	podDirs   []types.UID
+}
+
+// scan reads every vol_data.json of a node root. A directory without one
+// was not made by a stage or publish and is not ours to tear down.
+func scan(l mounting.Layout) (onDisk, error) {
+	var d onDisk
+	drivers, err := readDirs(l.DriversDir())
+	if err != nil {
+		return d, err
+	}
+	for _, driver := range drivers {
+		vols, err := readDirs(filepath.Join(l.DriversDir(), driver))
+		if err != nil {
+			return d, err
+		}
+		for _, v := range vols {
+			data, ok, err := readVolData(filepath.Join(l.DriversDir(), driver, v))
+			if err != nil {
+				return d, err
+			}
+			if ok {
+				d.staged = append(d.staged, mounting.Staged{Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done})
+			}
+		}
+	}
+	pods, err := readDirs(l.PodsDir())
+	if err != nil {
+		return d, err
+	}
+	for _, uid := range pods {
+		d.podDirs = append(d.podDirs, types.UID(uid))
+		if err := scanPod(l, types.UID(uid), &d); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {
+	vols, err := readDirs(l.PodVolumesDir(uid))
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		data, ok, err := readVolData(filepath.Join(l.PodVolumesDir(uid), v))
+		if err != nil {
+			return err
+		}
+		if ok {
+			d.published = append(d.published, mounting.Published{PodUID: uid, Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done})
+		}
+	}
+	return nil
+}
+
+// readDirs lists the subdirectories of dir; a missing dir has none.
+func readDirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func readVolData(dir string) (mounting.VolData, bool, error) {
+	var data mounting.VolData
+	raw, err := os.ReadFile(filepath.Join(dir, mounting.VolDataFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return data, false, nil
+	}
+	if err != nil {
+		return data, false, fmt.Errorf("read %s: %w", mounting.VolDataFile, err)
+	}
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return data, false, fmt.Errorf("%s in %s: %w", mounting.VolDataFile, dir, err)
+	}
+	return data, true, nil
+}
+
+// writeVolData creates dir and writes its vol_data.json atomically: a
+// crash leaves the old record or the new one, never half of one.
+func writeVolData(dir string, data mounting.VolData) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, mounting.VolDataFile+".tmp")
+	if err := os.WriteFile(tmp, raw, 0o640); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, mounting.VolDataFile)); err != nil {
+		return fmt.Errorf("write %s: %w", mounting.VolDataFile, err)
+	}
+	return nil
+}
+
+// removeRecord removes a staging or publication directory once its mount
+// is undone: the mount point (only if empty: a mount still there, or data
+// under it, stops the removal instead of being deleted), the
+// vol_data.json, then the directory.
+func removeRecord(dir, leaf string) error {
+	if err := removeEmpty(filepath.Join(dir, leaf)); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, mounting.VolDataFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove record: %w", err)
+	}
+	return removeEmpty(dir)
+}
+
+// removeEmptyTree removes dir and the empty directories under it, deepest
+// first; anything else in it stops the removal with an error.
+func removeEmptyTree(dir string) error {
+	subs, err := readDirs(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range subs {
+		if err := removeEmptyTree(filepath.Join(dir, s)); err != nil {
+			return err
+		}
+	}
+	return removeEmpty(dir)
+}
+
+func removeEmpty(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package nodeagent
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/storage/ephemeral"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+)
+
+// register sets up the informers, their indexes and handlers.
+func (a *Agent) register() ([]cache.InformerSynced, error) {
+	podInf := a.factory.Core().V1().Pods()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{byNode: podNode, byClaim: podClaims}); err != nil {
+		return nil, err
+	}
+	a.pods, a.podIndex = podInf.Lister(), podInf.Informer().GetIndexer()
+	claimInf := a.factory.Core().V1().PersistentVolumeClaims()
+	pvInf := a.factory.Core().V1().PersistentVolumes()
+	nodeInf := a.factory.Core().V1().Nodes()
+	driverInf := a.factory.Storage().V1().CSIDrivers()
+	vaInf := a.factory.Storage().V1().VolumeAttachments()
+	a.claims, a.volumes, a.nodeList = claimInf.Lister(), pvInf.Lister(), nodeInf.Lister()
+	a.drivers, a.vas = driverInf.Lister(), vaInf.Lister()
+	return loop.Register(
+		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: a.onPod, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
+		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
+		loop.Handler{Informer: claimInf.Informer(), Funcs: funcs(a.onClaim)},
+		loop.Handler{Informer: pvInf.Informer(), Funcs: funcs(a.onVolume)},
+		loop.Handler{Informer: vaInf.Informer(), Funcs: funcs(a.onAttachment)},
+		loop.Handler{Informer: driverInf.Informer(), Funcs: funcs(func(any) { a.resync(context.Background()) })},
+	)
+}
+
+func funcs(h func(any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: loop.Updated(h), DeleteFunc: h}
+}
+
+func podNode(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	return []string{pod.Spec.NodeName}, nil
+}
+
+func podClaims(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, pod.Namespace+"/"+ephemeral.VolumeClaimName(pod, v))
+		}
+	}
+	return out, nil
+}
+
+// onPod queues a pod of ours: a live one to mount, one being deleted or
+// terminated for its node's teardown.
+func (a *Agent) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || a.nodes[pod.Spec.NodeName] == nil {
+		return
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		a.nodeQ.Add(pod.Spec.NodeName)
+		return
+	}
+	if !isRunningAndReady(pod) {
+		a.podQ.Add(pod.Namespace + "/" + pod.Name)
+	}
+}
+
+func (a *Agent) onPodDeleted(obj any) {
+	if pod, ok := loop.As[*corev1.Pod](obj); ok && a.nodes[pod.Spec.NodeName] != nil {
+		a.nodeQ.Add(pod.Spec.NodeName)
+	}
+}
+
+// onNode: its status changed (volumesAttached, volumesInUse): the node's
+// waiting pods may go on, and its teardown may finish.
+func (a *Agent) onNode(obj any) {
+	if node, ok := obj.(*corev1.Node); ok && a.nodes[node.Name] != nil {
+		a.nodeQ.Add(node.Name)
+		a.queueWaiting(node.Name)
+	}
+}
+
+func (a *Agent) onClaim(obj any) {
+	if c, ok := loop.As[*corev1.PersistentVolumeClaim](obj); ok {
+		a.queueClaimUsers(c.Namespace + "/" + c.Name)
+	}
+}
+
+func (a *Agent) onVolume(obj any) {
+	if pv, ok := loop.As[*corev1.PersistentVolume](obj); ok && pv.Spec.ClaimRef != nil {
+		a.queueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+	}
+}
+
+func (a *Agent) onAttachment(obj any) {
+	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok && a.nodes[va.Spec.NodeName] != nil {
+		a.queueWaiting(va.Spec.NodeName)
+	}
+}
+
+func (a *Agent) queueClaimUsers(claim string) {
+	objs, _ := a.podIndex.ByIndex(byClaim, claim)
+	for _, obj := range objs {
+		a.onPod(obj)
+	}
+}
+
+// queueWaiting queues the node's pods that are not running yet.
+func (a *Agent) queueWaiting(node string) {
+	objs, _ := a.podIndex.ByIndex(byNode, node)
+	for _, obj := range objs {
+		a.onPod(obj)
+	}
+}
+
+// resync revisits every node and every pod of ours not running yet.
+func (a *Agent) resync(context.Context) {
+	for name := range a.nodes {
+		a.nodeQ.Add(name)
+		a.queueWaiting(name)
+	}
+}
+
+// podsOf lists the pods bound to a node.
+func (a *Agent) podsOf(node string) []*corev1.Pod {
+	objs, _ := a.podIndex.ByIndex(byNode, node)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+

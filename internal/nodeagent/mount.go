@@ -1,0 +1,134 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// stage is the kubelet's MountDevice: record the staging in its
+// vol_data.json, call NodeStageVolume if the driver stages, and record that
+// it succeeded.
+func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mounting.Volume) error {
+	e := n.endpoints[v.Driver]
+	dir := n.layout.StagingDir(v.Driver, v.Handle)
+	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment}
+	if err := writeVolData(dir, data); err != nil {
+		return err
+	}
+	if e.Info.Stage {
+		err := e.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
+			VolumeId: v.Handle, PublishContext: publishContext(w, v),
+			StagingTargetPath: n.layout.StagingPath(v.Driver, v.Handle),
+			VolumeCapability:  capability(v.PV), VolumeContext: v.PV.Spec.CSI.VolumeAttributes})
+		if err != nil {
+			return fmt.Errorf("rpc NodeStageVolume: %w", err)
+		}
+	}
+	data.Done = true
+	return writeVolData(dir, data)
+}
+
+// publish is the kubelet's SetUp: record the publication, call
+// NodePublishVolume, record that it succeeded.
+func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
+	e := n.endpoints[v.Driver]
+	dir := n.layout.TargetDir(pod.UID, v.PV.Name)
+	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment, Mode: "Persistent"}
+	if err := writeVolData(dir, data); err != nil {
+		return err
+	}
+	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: publishContext(w, v),
+		TargetPath: n.layout.TargetPath(pod.UID, v.PV.Name), VolumeCapability: capability(v.PV),
+		Readonly: v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
+	if e.Info.Stage {
+		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
+	}
+	if err := e.NodePublishVolume(ctx, req); err != nil {
+		return fmt.Errorf("rpc NodePublishVolume: %w", err)
+	}
+	data.Done = true
+	return writeVolData(dir, data)
+}
+
+// unpublish is the kubelet's TearDown; the record goes once the driver
+// unpublished.
+func (a *Agent) unpublish(ctx context.Context, n *nodeState, p mounting.Published) error {
+	e, err := n.endpoint(p.Driver)
+	if err != nil {
+		return err
+	}
+	target := n.layout.TargetPath(p.PodUID, p.PV)
+	if err := e.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.Handle, TargetPath: target}); err != nil && !csi.IsNotFound(err) {
+		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: rpc NodeUnpublishVolume: %w", p.PV, err)
+	}
+	return removeRecord(n.layout.TargetDir(p.PodUID, p.PV), filepath.Base(target))
+}
+
+// unstage is the kubelet's UnmountDevice.
+func (a *Agent) unstage(ctx context.Context, n *nodeState, s mounting.Staged) error {
+	e, err := n.endpoint(s.Driver)
+	if err != nil {
+		return err
+	}
+	path := n.layout.StagingPath(s.Driver, s.Handle)
+	if e.Info.Stage {
+		err := e.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: s.Handle, StagingTargetPath: path})
+		if err != nil && !csi.IsNotFound(err) {
+			return fmt.Errorf("UnmountDevice failed for volume %q: rpc NodeUnstageVolume: %w", s.PV, err)
+		}
+	}
+	return removeRecord(n.layout.StagingDir(s.Driver, s.Handle), filepath.Base(path))
+}
+
+func (n *nodeState) endpoint(driver string) (*csi.Endpoint, error) {
+	e, ok := n.endpoints[driver]
+	if !ok {
+		return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers of node %s", driver, n.name)
+	}
+	return e, nil
+}
+
+// publishContext is the attachment's metadata (the attacher's publish
+// context) for an attachable volume.
+func publishContext(w mounting.World, v *mounting.Volume) map[string]string {
+	if va := w.Attachments[v.Attachment]; v.Attachable && va != nil {
+		return va.Status.AttachmentMetadata
+	}
+	return nil
+}
+
+// capability is the kubelet's volume capability for a PV: block or mount
+// (fsType, mount options), and the access mode of its first access mode.
+func capability(pv *corev1.PersistentVolume) *csipb.VolumeCapability {
+	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: accessMode(pv)}}
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+		return c
+	}
+	c.AccessType = &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
+		FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions}}
+	return c
+}
+
+func accessMode(pv *corev1.PersistentVolume) csipb.VolumeCapability_AccessMode_Mode {
+	mode := corev1.ReadWriteOnce
+	if len(pv.Spec.AccessModes) > 0 {
+		mode = pv.Spec.AccessModes[0]
+	}
+	switch mode {
+	case corev1.ReadOnlyMany:
+		return csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	case corev1.ReadWriteMany:
+		return csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	case corev1.ReadWriteOncePod:
+		return csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+	}
+	return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+}

@@ -1,0 +1,79 @@
+package nodeagent
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// world gathers what the node's decision rests on: the informers' objects
+// and what the node's disk holds. The pure core reads the objects only.
+func (a *Agent) world(n *nodeState) (mounting.World, *corev1.Node, error) {
+	node, err := a.nodeList.Get(n.name)
+	if apierrors.IsNotFound(err) {
+		node = &corev1.Node{}
+	} else if err != nil {
+		return mounting.World{}, nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	disk, err := scan(n.layout)
+	if err != nil {
+		return mounting.World{}, nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	w := mounting.World{Node: n.name, Pods: a.podsOf(n.name), Reported: node.Status.VolumesInUse,
+		Attached: map[corev1.UniqueVolumeName]bool{},
+		Claims:   map[string]*corev1.PersistentVolumeClaim{}, Volumes: map[string]*corev1.PersistentVolume{},
+		CSIDrivers: map[string]*storagev1.CSIDriver{}, Drivers: map[string]mounting.Driver{},
+		Attachments: map[string]*storagev1.VolumeAttachment{},
+		Staged:      disk.staged, Published: disk.published, PodDirs: disk.podDirs}
+	for _, av := range node.Status.VolumesAttached {
+		w.Attached[av.Name] = true
+	}
+	for name, e := range n.endpoints {
+		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage}
+	}
+	a.addObjects(&w)
+	return w, node, nil
+}
+
+// addObjects adds the claims and volumes the node's pods use, the CSI
+// drivers, and the node's attachments.
+func (a *Agent) addObjects(w *mounting.World) {
+	for _, pod := range w.Pods {
+		claims, _ := podClaims(pod)
+		for _, key := range claims {
+			obj, ok, _ := a.claimByKey(key)
+			if !ok {
+				continue
+			}
+			w.Claims[key] = obj
+			if pv, err := a.volumes.Get(obj.Spec.VolumeName); err == nil {
+				w.Volumes[pv.Name] = pv
+			}
+		}
+	}
+	drivers, _ := a.drivers.List(labels.Everything())
+	for _, d := range drivers {
+		w.CSIDrivers[d.Name] = d
+	}
+	vas, _ := a.vas.List(labels.Everything())
+	for _, va := range vas {
+		if va.Spec.NodeName == w.Node {
+			w.Attachments[va.Name] = va
+		}
+	}
+}
+
+func (a *Agent) claimByKey(key string) (*corev1.PersistentVolumeClaim, bool, error) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			c, err := a.claims.PersistentVolumeClaims(key[:i]).Get(key[i+1:])
+			return c, err == nil, err
+		}
+	}
+	return nil, false, nil
+}
