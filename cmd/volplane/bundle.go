@@ -33,6 +33,9 @@ const (
 // process the way a DaemonSet would serve them in a real cluster.
 type bundledDrivers struct {
 	endpoints []string
+	// nodeEndpoints are, per node, the sockets of the node services serving
+	// it: what the node agent calls.
+	nodeEndpoints map[string][]string
 	// failed carries the error of a driver that stopped on its own.
 	failed chan error
 	cancel context.CancelFunc
@@ -48,7 +51,7 @@ func startDrivers(ctx context.Context, dir string, nodes []string, capacity int6
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	b := &bundledDrivers{failed: make(chan error, len(nodes)), cancel: cancel}
+	b := &bundledDrivers{failed: make(chan error, len(nodes)), cancel: cancel, nodeEndpoints: map[string][]string{}}
 	var sockets []string
 	for _, node := range nodes {
 		socket := filepath.Join(socketDir, node+".sock")
@@ -67,6 +70,7 @@ func startDrivers(ctx context.Context, dir string, nodes []string, capacity int6
 			}
 		})
 		b.endpoints = append(b.endpoints, endpoint)
+		b.nodeEndpoints[node] = append(b.nodeEndpoints[node], endpoint)
 		sockets = append(sockets, socket)
 	}
 	if err := b.waitServing(sockets, 30*time.Second); err != nil {

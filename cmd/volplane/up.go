@@ -12,11 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default
@@ -101,6 +103,12 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
 	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.endpoints, metricsAddr, out)) }()
+	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, cp.Nodes, drivers.nodeEndpoints)
+	if err != nil {
+		cancel()
+		<-loops
+		return err
+	}
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
@@ -116,7 +124,36 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 		return fmt.Errorf("bundled driver stopped: %w", err)
 	case err := <-loops:
 		return fmt.Errorf("volplane controllers stopped: %w", err)
+	case err := <-agent:
+		cancel()
+		<-loops
+		return fmt.Errorf("node agent stopped: %w", err)
 	}
+}
+
+// startNodeAgent runs the node agent of every simulated node, one agent
+// with one set of informers for all of them; nodeEndpoints gives each node
+// the sockets of the node services serving it. The returned channel
+// carries the agent's end.
+func startNodeAgent(ctx context.Context, admin *rest.Config, dir string, nodes []string, nodeEndpoints map[string][]string) (<-chan error, error) {
+	rc := rest.CopyConfig(admin)
+	rc.QPS, rc.Burst = 200, 400
+	rc.UserAgent = "volplane-node-agent"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	cfg := nodeagent.Config{Client: client, DataDir: dir}
+	for _, node := range nodes {
+		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: nodeEndpoints[node]})
+	}
+	agent, err := nodeagent.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	return done, nil
 }
 
 // checkUp rejects flags that could only fail once the control plane is up.

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
@@ -73,4 +73,3 @@ func withDriver(drivers []storagev1.CSINodeDriver, d storagev1.CSINodeDriver) []
 	}
 	return append(drivers, d)
 }
-

@@ -150,4 +150,3 @@ func (a *Agent) podsOf(node string) []*corev1.Pod {
 	}
 	return out
 }
-

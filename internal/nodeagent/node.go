@@ -110,4 +110,3 @@ func (a *Agent) finish(ctx context.Context, pods []*corev1.Pod) error {
 	}
 	return errors.Join(errs...)
 }
-
