@@ -1,0 +1,102 @@
+package nodeagent
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// A pod using a bound claim on node-1: the driver is registered in the
+// node's CSINode, the volume is staged and published at the kubelet's
+// paths, and the pod runs; deleting it unpublishes, unstages, and
+// completes the deletion.
+func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[0]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	l := layout(node)
+	staging, target := l.StagingPath(hostpath.DriverName, pv.Spec.CSI.VolumeHandle), l.TargetPath(pod.UID, pv.Name)
+	if !mounted(staging) || !mounted(target) {
+		t.Fatalf("staging %s mounted %v, target %s mounted %v; mounts %v", staging, mounted(staging), target, mounted(target), bed.mounter.Mounts())
+	}
+	csiNode, err := bed.cp.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil || len(csiNode.Spec.Drivers) != 1 || csiNode.Spec.Drivers[0].Name != hostpath.DriverName ||
+		csiNode.Spec.Drivers[0].NodeID != node || len(csiNode.Spec.Drivers[0].TopologyKeys) != 1 {
+		t.Fatalf("CSINode %v, %v: want the hostpath driver with node ID %s and its topology key", csiNode, err, node)
+	}
+
+	deletePodAndWaitGone(t, pod)
+	if mounted(staging) || mounted(target) {
+		t.Errorf("after the pod's deletion: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
+	}
+	if _, err := os.Stat(l.PodDir(pod.UID)); !os.IsNotExist(err) {
+		t.Errorf("pod dir %s left behind: %v", l.PodDir(pod.UID), err)
+	}
+	if _, err := os.Stat(l.StagingDir(hostpath.DriverName, pv.Spec.CSI.VolumeHandle)); !os.IsNotExist(err) {
+		t.Errorf("staging dir left behind: %v", err)
+	}
+}
+
+func TestPodWithoutVolumesRunsAtOnce(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	waitRunning(t, runPod(t, ns, "plain", bed.cp.Nodes[1]))
+}
+
+// A pod whose claim does not exist, or is not bound, stays Pending with the
+// kubelet's FailedMount event.
+func TestPodWithMissingOrUnboundClaimWaitsWithFailedMount(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	pod := runPod(t, ns, "lost", bed.cp.Nodes[0], "nothing")
+	clustertest.Eventually(t, "FailedMount event", func() string {
+		return hasEvent(t, ns, pod.Name, "FailedMount",
+			`Unable to attach or mount volumes: unmounted volumes=[vol-nothing], unattached volumes=[], failed to process volumes=[vol-nothing]: error processing PVC `+ns+`/nothing: failed to fetch PVC from API server: persistentvolumeclaims "nothing" not found`)
+	}, alive)
+	clustertest.Holds(t, "pod stays Pending", 2*time.Second, func() string {
+		p, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase == "Running" {
+			return fmt.Sprintf("phase %v, %v", p.Status.Phase, err)
+		}
+		return ""
+	})
+}
+
+// The agent stopped after publishing and restarted: it stages nothing twice
+// (the record on disk says done) and tears down a pod deleted while it was
+// down.
+func TestRestartedAgentCarriesOnAndTearsDownWhatWasDeletedMeanwhile(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+	l := layout(node)
+	staging, target := l.StagingPath(hostpath.DriverName, pv.Spec.CSI.VolumeHandle), l.TargetPath(pod.UID, pv.Name)
+
+	bed.agent.stop()
+	if err := bed.cp.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Holds(t, "nothing torn down while the agent is down", time.Second, func() string {
+		if !mounted(staging) || !mounted(target) {
+			return "a mount went away with no agent running"
+		}
+		return ""
+	})
+	var err error
+	if bed.agent, err = startAgent(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pod)
+	if mounted(staging) || mounted(target) {
+		t.Errorf("after restart: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
+	}
+}

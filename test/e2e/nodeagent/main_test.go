@@ -1,0 +1,118 @@
+// Package nodeagent runs the node agent against the embedded, real
+// kube-apiserver with the bundled hostpath driver served for each of two
+// simulated nodes (a shared FakeMounter stands in for the kernel). No
+// binder runs: volumes are made with the driver's CreateVolume and bound
+// to their claims by hand.
+package nodeagent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/nodeagent"
+)
+
+var bed struct {
+	cp        *cluster.ControlPlane
+	dir       string
+	mounter   *hostpath.FakeMounter
+	endpoints map[string]string        // node -> socket
+	drivers   map[string]*csi.Endpoint // node -> dialed driver
+	agent     *running
+}
+
+func TestMain(m *testing.M) { clustertest.Main(m, 2, setUp) }
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	dir, err := os.MkdirTemp("", "vp-na-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stopped []chan error
+	teardown := func() {
+		if bed.agent != nil {
+			bed.agent.stop()
+		}
+		cancel()
+		for _, s := range stopped {
+			<-s
+		}
+		_ = os.RemoveAll(dir)
+	}
+	bed.cp, bed.dir, bed.mounter = cp, dir, hostpath.NewFakeMounter()
+	bed.endpoints, bed.drivers = map[string]string{}, map[string]*csi.Endpoint{}
+	for _, node := range cp.Nodes {
+		endpoint := "unix://" + filepath.Join(dir, node+".sock")
+		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
+			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter})
+		if err != nil {
+			teardown()
+			return nil, err
+		}
+		s := make(chan error, 1)
+		stopped = append(stopped, s)
+		go func() { s <- drv.Run(ctx) }()
+		e, err := dialWhenServing(ctx, endpoint)
+		if err != nil {
+			teardown()
+			return nil, err
+		}
+		bed.endpoints[node], bed.drivers[node] = endpoint, e
+	}
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
+		teardown()
+		return nil, err
+	}
+	bed.agent, err = startAgent()
+	if err != nil {
+		teardown()
+		return nil, err
+	}
+	return teardown, nil
+}
+
+func dialWhenServing(ctx context.Context, endpoint string) (*csi.Endpoint, error) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		e, err := csi.Dial(ctx, endpoint, nil)
+		if err == nil || time.Now().After(deadline) {
+			return e, err
+		}
+	}
+}
+
+// running is an agent running in the background.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startAgent() (*running, error) {
+	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir}
+	for _, node := range bed.cp.Nodes {
+		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: []string{bed.endpoints[node]}})
+	}
+	a, err := nodeagent.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Run(ctx) }()
+	return r, nil
+}
+
+func (r *running) stop() { r.cancel(); <-r.done }
