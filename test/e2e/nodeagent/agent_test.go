@@ -29,8 +29,8 @@ func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) 
 		t.Fatalf("staging %s mounted %v, target %s mounted %v; mounts %v", staging, mounted(staging), target, mounted(target), bed.mounter.Mounts())
 	}
 	csiNode, err := bed.cp.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil || len(csiNode.Spec.Drivers) != 1 || csiNode.Spec.Drivers[0].Name != hostpath.DriverName ||
-		csiNode.Spec.Drivers[0].NodeID != node || len(csiNode.Spec.Drivers[0].TopologyKeys) != 1 {
+	if err != nil || len(csiNode.Spec.Drivers) != 2 || csiNode.Spec.Drivers[1].Name != hostpath.DriverName ||
+		csiNode.Spec.Drivers[1].NodeID != node || len(csiNode.Spec.Drivers[1].TopologyKeys) != 1 {
 		t.Fatalf("CSINode %v, %v: want the hostpath driver with node ID %s and its topology key", csiNode, err, node)
 	}
 

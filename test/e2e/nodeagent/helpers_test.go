@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/cluster/clustertest"
-	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/mounting"
 )
 
@@ -23,8 +23,13 @@ var ctx = context.Background()
 // PV/claim pair bound to each other by hand; it returns the PV.
 func boundClaim(t *testing.T, ns, name, node string) *corev1.PersistentVolume {
 	t.Helper()
+	return boundClaimOf(t, ns, name, bed.drivers[node])
+}
+
+func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint) *corev1.PersistentVolume {
+	t.Helper()
 	client := bed.cp.Client
-	vol, err := bed.drivers[node].CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: ns + "-" + name,
+	vol, err := driver.CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: ns + "-" + name,
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: 1 << 20},
 		VolumeCapabilities: []*csipb.VolumeCapability{{AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
 			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}})
@@ -46,7 +51,7 @@ func boundClaim(t *testing.T, ns, name, node string) *corev1.PersistentVolume {
 		ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name, UID: claim.UID},
 		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-			Driver: hostpath.DriverName, VolumeHandle: vol.GetVolumeId(), FSType: "ext4"}}}}
+			Driver: driver.Info.Driver, VolumeHandle: vol.GetVolumeId(), FSType: "ext4"}}}}
 	if pv, err = client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +159,3 @@ func inUse(node string) []corev1.UniqueVolumeName {
 	}
 	return n.Status.VolumesInUse
 }
-

@@ -30,7 +30,15 @@ var bed struct {
 	endpoints map[string]string        // node -> socket
 	drivers   map[string]*csi.Endpoint // node -> dialed driver
 	agent     *running
+	// attachDriver serves node-1 too, with attach required.
+	attachEndpoint string
+	attachDriver   *csi.Endpoint
 }
+
+// attachDriverName is the second driver of node-1, whose volumes must be
+// attached first.
+const attachDriverName = "attach.csi.volplane.io"
+
 
 func TestMain(m *testing.M) { clustertest.Main(m, 2, setUp) }
 
@@ -71,9 +79,19 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		}
 		bed.endpoints[node], bed.drivers[node] = endpoint, e
 	}
+	if err := startAttachDriver(ctx, cp.Nodes[0], &stopped); err != nil {
+		teardown()
+		return nil, err
+	}
 	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
 	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
+		teardown()
+		return nil, err
+	}
+	attachDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: attachDriverName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}}
+	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, attachDriver, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -103,7 +121,11 @@ type running struct {
 func startAgent() (*running, error) {
 	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir}
 	for _, node := range bed.cp.Nodes {
-		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: []string{bed.endpoints[node]}})
+		endpoints := []string{bed.endpoints[node]}
+		if node == bed.cp.Nodes[0] {
+			endpoints = append(endpoints, bed.attachEndpoint)
+		}
+		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: endpoints})
 	}
 	a, err := nodeagent.New(cfg)
 	if err != nil {
@@ -116,3 +138,18 @@ func startAgent() (*running, error) {
 }
 
 func (r *running) stop() { r.cancel(); <-r.done }
+
+func startAttachDriver(ctx context.Context, node string, stopped *[]chan error) error {
+	endpoint := "unix://" + filepath.Join(bed.dir, "attach.sock")
+	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
+		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter})
+	if err != nil {
+		return err
+	}
+	s := make(chan error, 1)
+	*stopped = append(*stopped, s)
+	go func() { s <- drv.Run(ctx) }()
+	bed.attachEndpoint = endpoint
+	bed.attachDriver, err = dialWhenServing(ctx, endpoint)
+	return err
+}
