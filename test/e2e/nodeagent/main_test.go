@@ -39,7 +39,6 @@ var bed struct {
 // attached first.
 const attachDriverName = "attach.csi.volplane.io"
 
-
 func TestMain(m *testing.M) { clustertest.Main(m, 2, setUp) }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
