@@ -40,9 +40,10 @@ const (
 
 // bed is the package's test bed.
 var bed struct {
-	node  string
-	pool  *csi.Pool
-	calls *driverCalls
+	node      string
+	endpoints []string
+	pool      *csi.Pool
+	calls     *driverCalls
 }
 
 func TestMain(m *testing.M) {
@@ -86,6 +87,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		}
 		endpoints = append(endpoints, endpoint)
 	}
+	bed.endpoints = endpoints
 	if bed.pool, err = csi.DialPool(ctx, endpoints, nil); err != nil {
 		teardown()
 		return nil, err
