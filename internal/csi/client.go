@@ -41,6 +41,11 @@ type Info struct {
 	// Publish: the driver has PUBLISH_UNPUBLISH_VOLUME, so its volumes are
 	// attached to nodes (VolumeAttachments) before use.
 	Publish bool
+	// PublishReadOnly: PUBLISH_READONLY, so ControllerPublishVolume honors
+	// readonly; SingleNodeMultiWriter: SINGLE_NODE_MULTI_WRITER, so
+	// ReadWriteOnce and ReadWriteOncePod map to the finer CSI modes.
+	PublishReadOnly       bool
+	SingleNodeMultiWriter bool
 	// Node: the endpoint serves the node service; Topology is then the
 	// segment NodeGetInfo reported (possibly empty).
 	Node     bool
@@ -161,6 +166,10 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.List = true
 		case csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME:
 			info.Publish = true
+		case csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:
+			info.PublishReadOnly = true
+		case csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			info.SingleNodeMultiWriter = true
 		}
 	}
 	ni, err := e.node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})

@@ -28,7 +28,8 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	want := Info{Driver: hostpath.DriverName, Accessibility: true, Clone: true, List: true, Node: true, NodeID: "node-a", Stage: true, Expand: true,
+	want := Info{Driver: hostpath.DriverName, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
+		Node: true, NodeID: "node-a", Stage: true, Expand: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
 	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
 		t.Errorf("Info = %+v, want %+v", e.Info, want)

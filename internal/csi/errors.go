@@ -59,5 +59,12 @@ func IsOutOfRoom(err error) bool { return status.Code(err) == codes.ResourceExha
 // IsNotFound says whether the driver answered NotFound.
 func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
+// StatusCode is the gRPC status code the driver answered with; ok is false
+// for an error that carries none (a local error of ours, not the driver's).
+func StatusCode(err error) (c codes.Code, ok bool) {
+	st, ok := status.FromError(err)
+	return st.Code(), ok
+}
+
 // code is the status code of err for metrics ("OK" for nil).
 func code(err error) string { return status.Code(err).String() }

@@ -1,0 +1,191 @@
+package attacher
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/publication"
+)
+
+// byVolume indexes VolumeAttachments by the PV they name.
+const byVolume = "volplane-attacher-pv"
+
+// Controller is the attacher loop. Build it with New, start it with Run.
+type Controller struct {
+	client   kubernetes.Interface
+	pool     *csi.Pool
+	timeout  time.Duration
+	vas      storagelisters.VolumeAttachmentLister
+	vaIndex  cache.Indexer
+	pvs      corelisters.PersistentVolumeLister
+	csiNodes storagelisters.CSINodeLister
+	vaQ, pvQ workqueue.TypedRateLimitingInterface[string]
+	// newestVA and newestPV hold what our own writes returned until the
+	// informer catches up, so a sync never decides on an older copy.
+	newestVA *loop.Newest[*storagev1.VolumeAttachment]
+	newestPV *loop.Newest[*v1.PersistentVolume]
+	runner   *loop.Runner
+}
+
+// New builds the loop over the given informers.
+func New(cfg Config) (*Controller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{client: cfg.Client, pool: cfg.Pool, timeout: cfg.Timeout,
+		vaQ:      loop.NewQueue("attacher-va", cfg.RetryStart, cfg.RetryMax),
+		pvQ:      loop.NewQueue("attacher-pv", cfg.RetryStart, cfg.RetryMax),
+		newestVA: loop.NewNewest[*storagev1.VolumeAttachment](),
+		newestPV: loop.NewNewest[*v1.PersistentVolume]()}
+	vaInf := cfg.Informers.Storage().V1().VolumeAttachments()
+	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
+	nodeInf := cfg.Informers.Storage().V1().CSINodes()
+	c.vas, c.pvs, c.csiNodes = vaInf.Lister(), pvInf.Lister(), nodeInf.Lister()
+	if err := vaInf.Informer().AddIndexers(cache.Indexers{byVolume: volumeOf}); err != nil {
+		return nil, fmt.Errorf("attacher: index: %w", err)
+	}
+	c.vaIndex = vaInf.Informer().GetIndexer()
+	synced, err := loop.Register(
+		loop.Handler{Informer: vaInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onAttachment, UpdateFunc: c.onAttachmentUpdate, DeleteFunc: c.onAttachmentDeleted}},
+		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onCSINode, UpdateFunc: loop.Updated(c.onCSINode)}})
+	if err != nil {
+		return nil, fmt.Errorf("attacher: %w", err)
+	}
+	c.runner = &loop.Runner{Name: "Attacher", Synced: synced, Workers: cfg.Workers,
+		Queues:       []loop.Queue{{Q: c.vaQ, Sync: c.syncAttachment}, {Q: c.pvQ, Sync: c.syncVolume}},
+		Resync:       c.resync,
+		ResyncPeriod: cfg.ResyncPeriod}
+	return c, nil
+}
+
+// Run starts the workers once the caches are synced and blocks until ctx
+// is done. The informer factory must be started by the caller after New.
+func (c *Controller) Run(ctx context.Context) error {
+	return c.runner.Run(ctx, "drivers", c.pool.Drivers())
+}
+
+// Ready reports whether the caches are synced and the workers run.
+func (c *Controller) Ready() bool { return c.runner.Ready() }
+
+func volumeOf(obj any) ([]string, error) {
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if !ok || va.Spec.Source.PersistentVolumeName == nil {
+		return nil, nil
+	}
+	return []string{*va.Spec.Source.PersistentVolumeName}, nil
+}
+
+// ours says whether the attachment is for a driver of the pool.
+func (c *Controller) ours(va *storagev1.VolumeAttachment) bool {
+	return c.pool.Serves(va.Spec.Attacher)
+}
+
+func (c *Controller) onAttachment(obj any) {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && c.ours(va) {
+		c.vaQ.Add(va.Name)
+	}
+}
+
+// onAttachmentUpdate ignores our own error reports (see
+// publication.OnlyErrorsChanged): they would undo the backoff.
+func (c *Controller) onAttachmentUpdate(old, cur any) {
+	o, okO := old.(*storagev1.VolumeAttachment)
+	n, okN := cur.(*storagev1.VolumeAttachment)
+	if !okO || !okN || !c.ours(n) || publication.OnlyErrorsChanged(o, n) {
+		return
+	}
+	c.vaQ.Add(n.Name)
+}
+
+// onAttachmentDeleted lets the PV the attachment named lose its finalizer.
+func (c *Controller) onAttachmentDeleted(obj any) {
+	va, ok := loop.As[*storagev1.VolumeAttachment](obj)
+	if !ok {
+		return
+	}
+	c.newestVA.Forget(va.Name)
+	if name := va.Spec.Source.PersistentVolumeName; name != nil && c.ours(va) {
+		c.pvQ.Add(*name)
+	}
+}
+
+// onVolume queues a PV being deleted that carries one of our finalizers.
+func (c *Controller) onVolume(obj any) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	pv = c.newestPV.Observe(pv.Name, pv)
+	if pv.DeletionTimestamp != nil && c.volumeDriver(pv) != "" {
+		c.pvQ.Add(pv.Name)
+	}
+}
+
+func (c *Controller) onVolumeDeleted(obj any) {
+	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
+		c.newestPV.Forget(pv.Name)
+	}
+}
+
+// volumeDriver is the served driver whose finalizer the PV carries, or "".
+func (c *Controller) volumeDriver(pv *v1.PersistentVolume) string {
+	for _, d := range c.pool.Drivers() {
+		if slices.Contains(pv.Finalizers, attachment.Finalizer(d)) {
+			return d
+		}
+	}
+	return ""
+}
+
+// onCSINode wakes the node's attachments not attached yet: a driver that
+// registers there gives them the node ID they wait for.
+func (c *Controller) onCSINode(obj any) {
+	n, ok := obj.(*storagev1.CSINode)
+	if !ok {
+		return
+	}
+	vas, _ := c.vas.List(labels.Everything())
+	for _, va := range vas {
+		if va.Spec.NodeName == n.Name && c.ours(va) && !va.Status.Attached && va.DeletionTimestamp == nil {
+			c.vaQ.Add(va.Name)
+		}
+	}
+}
+
+// resync revisits what is not at rest, leaving alone the keys waiting out
+// a backoff (adding them would retry at once).
+func (c *Controller) resync(context.Context) {
+	vas, _ := c.vas.List(labels.Everything())
+	for _, va := range vas {
+		deleting := va.DeletionTimestamp != nil
+		restless := (!deleting && !va.Status.Attached) || (deleting && slices.Contains(va.Finalizers, attachment.Finalizer(va.Spec.Attacher)))
+		if c.ours(va) && restless && c.vaQ.NumRequeues(va.Name) == 0 {
+			c.vaQ.Add(va.Name)
+		}
+	}
+	pvs, _ := c.pvs.List(labels.Everything())
+	for _, pv := range pvs {
+		if pv.DeletionTimestamp != nil && c.volumeDriver(pv) != "" && c.pvQ.NumRequeues(pv.Name) == 0 {
+			c.pvQ.Add(pv.Name)
+		}
+	}
+}

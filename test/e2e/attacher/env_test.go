@@ -1,0 +1,246 @@
+package attacher
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/attacher"
+)
+
+// env is one test's world: a client to arrange and inspect, and the
+// attacher under test.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	ns     string // a fresh namespace: its name prefixes the test's objects
+	loop   *running
+}
+
+func newEnv(t *testing.T) *env {
+	cp := clustertest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	return e
+}
+
+// running is one attacher run with its write counter.
+type running struct {
+	cancel context.CancelFunc
+	ended  chan struct{} // closed once Run returned; err is then set
+	err    error
+	writes *writes
+}
+
+// writes counts the attacher's API writes and can stop the attacher right
+// after its nth one (a crash between two steps).
+type writes struct {
+	mu      sync.Mutex
+	log     []string
+	crashAt int
+	crash   func()
+	next    http.RoundTripper
+}
+
+func (w *writes) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(r)
+	if r.Method == http.MethodGet || err != nil || resp.StatusCode >= 300 {
+		return resp, err
+	}
+	w.mu.Lock()
+	w.log = append(w.log, r.Method+" "+r.URL.Path)
+	if len(w.log) == w.crashAt && w.crash != nil {
+		w.crash()
+	}
+	w.mu.Unlock()
+	return resp, err
+}
+
+// about lists the writes whose path mentions name.
+func (w *writes) about(names ...string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, l := range w.log {
+		for _, n := range names {
+			if strings.Contains(l, "/"+n) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// start runs an attacher until the test ends; crashAt > 0 stops it right
+// after that many writes.
+func (e *env) start(crashAt int) *running {
+	e.t.Helper()
+	cp := clustertest.ControlPlane(e.t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &writes{crashAt: crashAt, crash: cancel}
+	cfg := rest.CopyConfig(cp.RESTConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w })
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	a, err := attacher.New(attacher.Config{Client: client, Informers: factory, Pool: bed.pool, Workers: 2})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	r := &running{cancel: cancel, ended: make(chan struct{}), writes: w}
+	go func() {
+		r.err = a.Run(ctx)
+		factory.Shutdown()
+		close(r.ended)
+	}()
+	e.t.Cleanup(r.stop)
+	e.loop = r
+	return r
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.ended
+}
+
+// volume makes a backend volume of driver and a PV over it; finalizers are
+// the PV's own on creation.
+func (e *env) volume(driver string, finalizers ...string) (*corev1.PersistentVolume, string) {
+	e.t.Helper()
+	name := e.ns + "-pv"
+	handle := createVolume(e.t, driver, name)
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: driver, VolumeHandle: handle, VolumeAttributes: map[string]string{"from": "test"}}},
+		}}
+	pv, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create PV: %v", err)
+	}
+	e.t.Cleanup(func() { e.forget(func() error { return e.dropPV(pv.Name) }) })
+	return pv, handle
+}
+
+// attachment makes the VolumeAttachment the attach/detach controller
+// would: named attachment.Name, no finalizers.
+func (e *env) attachment(pv *corev1.PersistentVolume, node string) *storagev1.VolumeAttachment {
+	e.t.Helper()
+	driver := pv.Spec.CSI.Driver
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachment.Name(pv.Spec.CSI.VolumeHandle, driver, node)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv.Name)}}}
+	va, err := e.client.StorageV1().VolumeAttachments().Create(e.ctx, va, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create VolumeAttachment: %v", err)
+	}
+	e.t.Cleanup(func() { e.forget(func() error { return e.dropVA(va.Name) }) })
+	return va
+}
+
+// forget runs a cleanup, reporting but not failing on errors.
+func (e *env) forget(f func() error) {
+	if err := f(); err != nil && !apierrors.IsNotFound(err) {
+		e.t.Logf("cleanup: %v", err)
+	}
+}
+
+// dropPV and dropVA delete an object whatever finalizers it carries.
+func (e *env) dropPV(name string) error {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	return e.client.CoreV1().PersistentVolumes().Delete(e.ctx, name, metav1.DeleteOptions{})
+}
+
+func (e *env) dropVA(name string) error {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := e.client.StorageV1().VolumeAttachments().Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	return e.client.StorageV1().VolumeAttachments().Delete(e.ctx, name, metav1.DeleteOptions{})
+}
+
+func (e *env) getVA(name string) *storagev1.VolumeAttachment {
+	e.t.Helper()
+	va, err := e.client.StorageV1().VolumeAttachments().Get(e.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatalf("get VolumeAttachment: %v", err)
+	}
+	return va
+}
+
+func (e *env) getPV(name string) *corev1.PersistentVolume {
+	e.t.Helper()
+	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatalf("get PV: %v", err)
+	}
+	return pv
+}
+
+func (e *env) eventually(what string, cond func() string) {
+	e.t.Helper()
+	clustertest.Eventually(e.t, what, cond, func() error {
+		select {
+		case <-e.loop.ended:
+			return fmt.Errorf("the attacher ended: %v", e.loop.err)
+		default:
+			return nil
+		}
+	})
+}
+
+// waitAttached waits for status.attached and returns the attachment.
+func (e *env) waitAttached(name string) *storagev1.VolumeAttachment {
+	e.t.Helper()
+	var va *storagev1.VolumeAttachment
+	e.eventually("VolumeAttachment "+name+" attached", func() string {
+		va = e.getVA(name)
+		switch {
+		case va == nil:
+			return "gone"
+		case !va.Status.Attached:
+			return fmt.Sprintf("not attached; attachError %v", va.Status.AttachError)
+		}
+		return ""
+	})
+	return va
+}
+
+// count is how many times s occurs in list.
+func count(list []string, s string) int {
+	return len(slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x != s }))
+}
