@@ -3,11 +3,9 @@ package attacher
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/csi"
 )
@@ -24,35 +22,20 @@ func (c *Controller) endpoint(driver string, pv *v1.PersistentVolume) (*csi.Endp
 			eps = append(eps, e)
 		}
 	}
-	var accessible func(map[string]string) bool
-	if pv != nil && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
-		accessible = accessibleVia(pv, c.pool.TopologyKeys(driver))
+	publishing := csi.NewPool(eps...)
+	var (
+		ep  *csi.Endpoint
+		err error
+	)
+	if pv != nil {
+		ep, err = publishing.ForVolume(driver, pv)
+	} else {
+		ep, err = publishing.ForDelete(driver, nil)
 	}
-	ep, err := csi.NewPool(eps...).ForDelete(driver, accessible)
 	if err != nil {
 		return nil, fmt.Errorf("no endpoint to attach through: %w", err)
 	}
 	return ep, nil
-}
-
-// accessibleVia tests an endpoint's topology against the PV's node
-// affinity, keeping only the requirements on keys the driver reports: other
-// keys cannot tell its endpoints apart. A term left without requirements is
-// met everywhere. (The provisioner chooses its delete endpoint the same way.)
-func accessibleVia(pv *v1.PersistentVolume, keys []string) func(map[string]string) bool {
-	narrowed := pv.DeepCopy()
-	var terms []v1.NodeSelectorTerm
-	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		kept := slices.DeleteFunc(slices.Clone(t.MatchExpressions), func(r v1.NodeSelectorRequirement) bool {
-			return !slices.Contains(keys, r.Key)
-		})
-		if len(kept) == 0 && len(t.MatchFields) == 0 {
-			return func(map[string]string) bool { return true }
-		}
-		terms = append(terms, v1.NodeSelectorTerm{MatchExpressions: kept, MatchFields: t.MatchFields})
-	}
-	narrowed.Spec.NodeAffinity.Required.NodeSelectorTerms = terms
-	return func(seg map[string]string) bool { return volumehelpers.CheckNodeAffinity(narrowed, seg) == nil }
 }
 
 // secrets reads the controllerPublishSecretRef live, as the reference does

@@ -110,11 +110,7 @@ func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*cs
 	if err := attachmentBlocks(pv.Name, info.Publish, c.attachmentsOf(pv.Name)); err != nil {
 		return nil, err
 	}
-	var accessible func(map[string]string) bool
-	if hasNodeAffinity(pv) {
-		accessible = accessibleVia(pv, c.pool.TopologyKeys(driver))
-	}
-	ep, err := c.pool.ForDelete(driver, accessible)
+	ep, err := c.pool.ForVolume(driver, pv)
 	if err != nil {
 		return nil, fmt.Errorf("cannot delete volume %s yet: %w; the volume is accessible from %s; waiting until the driver there is served",
 			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv))

@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
@@ -78,36 +77,6 @@ func accessibleFrom(pv *v1.PersistentVolume) func(map[string]string) bool {
 	return func(seg map[string]string) bool {
 		return volumehelpers.CheckNodeAffinity(pv, seg) == nil
 	}
-}
-
-// accessibleVia is accessibleFrom for the driver that holds the volume,
-// which reports only the topology keys given: requirements on other keys
-// (the region a translated in-tree PV adds to its zone, say) cannot tell
-// the driver's endpoints apart, so they are left out. A term left with no
-// requirement on the driver's keys is met by every endpoint.
-func accessibleVia(pv *v1.PersistentVolume, keys []string) func(map[string]string) bool {
-	req := pv.Spec.NodeAffinity.Required
-	narrowed := pv.DeepCopy()
-	terms := narrowed.Spec.NodeAffinity.Required.NodeSelectorTerms[:0]
-	everywhere := false
-	for _, t := range req.NodeSelectorTerms {
-		var kept []v1.NodeSelectorRequirement
-		for _, e := range t.MatchExpressions {
-			if slices.Contains(keys, e.Key) {
-				kept = append(kept, e)
-			}
-		}
-		if len(kept) == 0 && len(t.MatchFields) == 0 {
-			everywhere = true
-			break
-		}
-		terms = append(terms, v1.NodeSelectorTerm{MatchExpressions: kept, MatchFields: t.MatchFields})
-	}
-	if everywhere {
-		return func(map[string]string) bool { return true }
-	}
-	narrowed.Spec.NodeAffinity.Required.NodeSelectorTerms = terms
-	return accessibleFrom(narrowed)
 }
 
 // fsType is the class's csi.storage.k8s.io/fstype for a filesystem volume;
