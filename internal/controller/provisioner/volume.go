@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"

@@ -50,4 +50,3 @@ func TestBuildVolume(t *testing.T) {
 		t.Errorf("retain PV: finalizers %v affinity %v capacity %v", retained.Finalizers, retained.Spec.NodeAffinity, retained.Spec.Capacity)
 	}
 }
-
