@@ -1,0 +1,149 @@
+package attachdetach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/attachment"
+)
+
+// apply makes the plan's writes in the reference's order: node status
+// first (a volume leaves volumesAttached before it is detached, and if
+// that write fails nothing is detached), then detaches, then attaches,
+// then the events.
+func (c *Controller) apply(ctx context.Context, node string, plan attachment.Plan) error {
+	var errs []error
+	statusErr := c.writeStatus(ctx, node, plan)
+	if statusErr == nil {
+		errs = append(errs, c.detach(ctx, node, plan.Detach))
+	} else {
+		errs = append(errs, statusErr)
+	}
+	errs = append(errs, c.attach(ctx, plan))
+	if statusErr == nil {
+		c.record(node, plan.Events)
+	}
+	c.metrics.observe(node, plan.Counts)
+	return errors.Join(errs...)
+}
+
+// writeStatus patches node.status.volumesAttached with the whole list when
+// it changed. A deleted node has no status to write.
+func (c *Controller) writeStatus(ctx context.Context, node string, plan attachment.Plan) error {
+	if !plan.StatusChanged {
+		return nil
+	}
+	patch, err := volumesAttachedPatch(plan.VolumesAttached)
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("updating volumesAttached of node %s: %w", node, err)
+	}
+	klog.FromContext(ctx).V(3).Info("Updated volumesAttached", "volumes", len(plan.VolumesAttached))
+	return nil
+}
+
+// volumesAttachedPatch is a merge patch replacing the whole list: a merge
+// patch replaces lists, so the result is exactly the list given, and the
+// other status fields (the kubelet's) are left alone. An empty list is
+// written as [] (null would be the same to the API server; [] reads
+// better in audit logs).
+func volumesAttachedPatch(vols []v1.AttachedVolume) ([]byte, error) {
+	if vols == nil {
+		vols = []v1.AttachedVolume{}
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{"volumesAttached": vols}})
+}
+
+// detach deletes the attachments to detach. A normal detach is checked
+// against the node read live first, as the reference's safe-to-detach
+// check does: the cache may not show yet that the node mounted it again.
+func (c *Controller) detach(ctx context.Context, node string, detaches []attachment.Detach) error {
+	logger := klog.FromContext(ctx)
+	var live *v1.Node
+	var errs []error
+	for _, d := range detaches {
+		if !d.Reason.Forced() {
+			if live == nil {
+				n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("reading node %s before detach: %w", node, err)
+				}
+				live = n
+				if live == nil {
+					live = &v1.Node{}
+				}
+			}
+			if slices.Contains(live.Status.VolumesInUse, d.Volume) {
+				errs = append(errs, fmt.Errorf("volume %s is still in use by node %s, according to its live status", d.Volume, node))
+				continue
+			}
+		}
+		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err))
+			continue
+		}
+		if d.Reason.Forced() {
+			c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
+		}
+		logger.Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
+			"attachment", d.Attachment.Name, "reason", d.Reason.String())
+	}
+	return errors.Join(errs...)
+}
+
+// attach creates the attachments; one made meanwhile (by an earlier sync
+// whose write the cache does not show yet) is fine.
+func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	for _, va := range plan.Create {
+		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
+			continue
+		}
+		logger.V(2).Info("Attaching volume", "pv", *va.Spec.Source.PersistentVolumeName, "driver", va.Spec.Attacher,
+			"attachment", va.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// record emits the plan's events not already emitted for the node: an
+// event is recorded once for as long as its key keeps being decided.
+func (c *Controller) record(node string, events []attachment.Event) {
+	c.mu.Lock()
+	before := c.reported[node]
+	now := make(map[string]bool, len(events))
+	var fresh []attachment.Event
+	for _, e := range events {
+		now[e.Key] = true
+		if !before[e.Key] {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(now) == 0 {
+		delete(c.reported, node)
+	} else {
+		c.reported[node] = now
+	}
+	c.mu.Unlock()
+	for _, e := range fresh {
+		c.recorder.Event(e.Pod, e.Type, e.Reason, e.Message)
+	}
+}
