@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,13 +47,14 @@ func (c *Controller) writeStatus(ctx context.Context, node string, plan attachme
 	if err != nil {
 		return err
 	}
-	_, err = c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	out, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("updating volumesAttached of node %s: %w", node, err)
 	}
+	c.newestNode.Wrote(node, out)
 	klog.FromContext(ctx).V(3).Info("Updated volumesAttached", "volumes", len(plan.VolumesAttached))
 	return nil
 }
@@ -77,6 +79,9 @@ func (c *Controller) detach(ctx context.Context, node string, detaches []attachm
 	var live *v1.Node
 	var errs []error
 	for _, d := range detaches {
+		if c.isInFlight(d.Attachment.Name, true) {
+			continue
+		}
 		if !d.Reason.Forced() {
 			if live == nil {
 				n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -94,10 +99,14 @@ func (c *Controller) detach(ctx context.Context, node string, detaches []attachm
 			}
 		}
 		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // an earlier sync deleted it; the cache does not show it yet
+		case err != nil:
 			errs = append(errs, fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err))
 			continue
 		}
+		c.wrote(d.Attachment.Name, true)
 		if d.Reason.Forced() {
 			c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
 		}
@@ -113,11 +122,15 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
 	for _, va := range plan.Create {
+		if c.isInFlight(va.Name, false) {
+			continue
+		}
 		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
 			continue
 		}
+		c.wrote(va.Name, false)
 		logger.V(2).Info("Attaching volume", "pv", *va.Spec.Source.PersistentVolumeName, "driver", va.Spec.Attacher,
 			"attachment", va.Name)
 	}
@@ -145,5 +158,46 @@ func (c *Controller) record(node string, events []attachment.Event) {
 	c.mu.Unlock()
 	for _, e := range fresh {
 		c.recorder.Event(e.Pod, e.Type, e.Reason, e.Message)
+	}
+}
+
+// The in-flight memory: after we delete (or create) an attachment, a sync
+// before the informer shows it gone (or there) must not write it again.
+// An entry ends when the informer shows the write, or after inFlightTTL in
+// case the event that would end it never comes (the object was made and
+// deleted again by others in between).
+const inFlightTTL = 15 * time.Second
+
+type write struct {
+	deleted bool
+	at      time.Time
+}
+
+func (c *Controller) wrote(name string, deleted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inFlight[name] = write{deleted: deleted, at: c.clock.Now()}
+}
+
+// isInFlight says whether the write about to be made (a delete, or a
+// create) was made already and the informer does not show it yet.
+func (c *Controller) isInFlight(name string, deleting bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.inFlight[name]
+	if ok && c.clock.Since(w.at) > inFlightTTL {
+		delete(c.inFlight, name)
+		return false
+	}
+	return ok && w.deleted == deleting
+}
+
+// settled forgets the write the informer now shows: an attachment seen
+// present ends a pending create, one seen deleted ends a pending delete.
+func (c *Controller) settled(name string, present bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.inFlight[name]; ok && w.deleted != present {
+		delete(c.inFlight, name)
 	}
 }

@@ -46,6 +46,9 @@ type Controller struct {
 	q       workqueue.TypedRateLimitingInterface[string]
 	runner  *loop.Runner
 	metrics *metrics
+	// newestNode holds our status patches until the informer shows them,
+	// so a sync right after one does not patch the same list again.
+	newestNode *loop.Newest[*v1.Node]
 
 	// mu guards the per-node memory: the unmount timers, the events
 	// already recorded, and the volumesInUse of deleted nodes.
@@ -53,6 +56,10 @@ type Controller struct {
 	timers    map[string]map[string]time.Time
 	reported  map[string]map[string]bool
 	lastInUse map[string][]v1.UniqueVolumeName
+	// inFlight holds the attachments we created or deleted that the
+	// informer does not show so yet: a sync in between must not write
+	// them again.
+	inFlight map[string]write
 }
 
 // New builds the loop over the given informers.
@@ -66,7 +73,8 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
 		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
-		lastInUse: map[string][]v1.UniqueVolumeName{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{},
+		newestNode: loop.NewNewest[*v1.Node](),
 	}
 	synced, err := c.registerInformers(f)
 	if err != nil {

@@ -20,6 +20,7 @@ func (c *Controller) onPod(obj any) {
 
 func (c *Controller) onNode(obj any) {
 	if node, ok := loop.As[*v1.Node](obj); ok {
+		c.newestNode.Observe(node.Name, node)
 		c.q.Add(node.Name)
 	}
 }
@@ -32,6 +33,7 @@ func (c *Controller) onNodeDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.newestNode.Forget(node.Name)
 	c.mu.Lock()
 	c.lastInUse[node.Name] = node.Status.VolumesInUse
 	c.mu.Unlock()
@@ -40,6 +42,7 @@ func (c *Controller) onNodeDeleted(obj any) {
 
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
+		c.settled(va.Name, true)
 		c.q.Add(va.Spec.NodeName)
 	}
 }
@@ -51,6 +54,7 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.settled(va.Name, false)
 	c.q.Add(va.Spec.NodeName)
 	if pvName := va.Spec.Source.PersistentVolumeName; pvName != nil {
 		if pv, err := c.pvs.Get(*pvName); err == nil {

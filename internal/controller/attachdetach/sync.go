@@ -39,7 +39,10 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 // facts reads everything the node's decision rests on from the caches.
 func (c *Controller) facts(name string) (attachment.Facts, error) {
 	node, err := c.nodes.Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil:
+		node = c.newestNode.Newer(name, node)
+	case !apierrors.IsNotFound(err):
 		return attachment.Facts{}, fmt.Errorf("node %s: %w", name, err)
 	}
 	c.mu.Lock()
