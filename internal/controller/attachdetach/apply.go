@@ -73,47 +73,59 @@ func volumesAttachedPatch(vols []v1.AttachedVolume) ([]byte, error) {
 
 // detach deletes the attachments to detach. A normal detach is checked
 // against the node read live first, as the reference's safe-to-detach
-// check does: the cache may not show yet that the node mounted it again.
+// check does: the cache may not show yet that the node uses it again.
 func (c *Controller) detach(ctx context.Context, node string, detaches []attachment.Detach) error {
-	logger := klog.FromContext(ctx)
-	var live *v1.Node
 	var errs []error
+	var inUse []v1.UniqueVolumeName
+	checked := false
 	for _, d := range detaches {
 		if c.isInFlight(d.Attachment.Name, true) {
 			continue
 		}
-		if !d.Reason.Forced() {
-			if live == nil {
-				n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("reading node %s before detach: %w", node, err)
-				}
-				live = n
-				if live == nil {
-					live = &v1.Node{}
-				}
+		if !d.Reason.Forced() && !checked {
+			var err error
+			if inUse, err = c.liveInUse(ctx, node); err != nil {
+				return err
 			}
-			if slices.Contains(live.Status.VolumesInUse, d.Volume) {
-				errs = append(errs, fmt.Errorf("volume %s is still in use by node %s, according to its live status", d.Volume, node))
-				continue
-			}
+			checked = true
 		}
-		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue // an earlier sync deleted it; the cache does not show it yet
-		case err != nil:
-			errs = append(errs, fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err))
+		if !d.Reason.Forced() && slices.Contains(inUse, d.Volume) {
+			errs = append(errs, fmt.Errorf("volume %s is still in use by node %s, according to its live status", d.Volume, node))
 			continue
 		}
-		c.wrote(d.Attachment.Name, true)
-		if d.Reason.Forced() {
-			c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
-		}
-		logger.Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
-			"attachment", d.Attachment.Name, "reason", d.Reason.String())
+		errs = append(errs, c.deleteAttachment(ctx, d))
 	}
 	return errors.Join(errs...)
+}
+
+// liveInUse reads the node's volumesInUse from the API server; a deleted
+// node uses nothing (the reference skips the check then).
+func (c *Controller) liveInUse(ctx context.Context, node string) ([]v1.UniqueVolumeName, error) {
+	n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading node %s before detach: %w", node, err)
+	}
+	return n.Status.VolumesInUse, nil
+}
+
+func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) error {
+	err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // an earlier sync deleted it; the cache does not show it yet
+	case err != nil:
+		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err)
+	}
+	c.wrote(d.Attachment.Name, true)
+	if d.Reason.Forced() {
+		c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
+	}
+	klog.FromContext(ctx).Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
+		"attachment", d.Attachment.Name, "reason", d.Reason.String())
+	return nil
 }
 
 // attach creates the attachments; one made meanwhile (by an earlier sync

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 // The indexes the loop adds to the shared informers.
@@ -140,22 +141,6 @@ func addIndexers(inf cache.SharedIndexInformer, want cache.Indexers) error {
 	return inf.AddIndexers(missing)
 }
 
-// claimKeys are "namespace/name" of the claims a pod uses, generic
-// ephemeral volumes included.
-func claimKeys(pod *v1.Pod) []string {
-	var keys []string
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
-		case vol.Ephemeral != nil:
-			keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
-		}
-	}
-	return keys
-}
-
 func indexPodNode(obj any) ([]string, error) {
 	if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
 		return []string{pod.Spec.NodeName}, nil
@@ -165,7 +150,7 @@ func indexPodNode(obj any) ([]string, error) {
 
 func indexPodClaims(obj any) ([]string, error) {
 	if pod, ok := obj.(*v1.Pod); ok {
-		return claimKeys(pod), nil
+		return protection.ClaimKeys(pod), nil
 	}
 	return nil, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 // syncNode is one node's reconcile: read, decide, apply.
@@ -91,27 +92,18 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 
 // readVolumes adds a pod's claims, their volumes, drivers and users.
 func (c *Controller) readVolumes(f *attachment.Facts, pod *v1.Pod) {
-	for _, key := range claimKeys(pod) {
+	for _, key := range protection.ClaimKeys(pod) {
 		if _, done := f.Claims[key]; done {
 			continue
 		}
-		obj, exists, _ := c.claimByKey(key)
-		if !exists {
-			continue
+		ns, name, _ := strings.Cut(key, "/")
+		claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+		if err != nil {
+			continue // not in the cache: the decision waits for it
 		}
-		f.Claims[key] = obj
-		name := obj.Spec.VolumeName
-		c.readVolume(f, &name)
+		f.Claims[key] = claim
+		c.readVolume(f, &claim.Spec.VolumeName)
 	}
-}
-
-func (c *Controller) claimByKey(key string) (*v1.PersistentVolumeClaim, bool, error) {
-	ns, name, _ := cutKey(key)
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
-	if err != nil {
-		return nil, false, err
-	}
-	return claim, true, nil
 }
 
 // readVolume adds a PersistentVolume, its driver and the pods that use it.
@@ -140,10 +132,6 @@ func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 			}
 		}
 	}
-}
-
-func cutKey(key string) (ns, name string, ok bool) {
-	return strings.Cut(key, "/")
 }
 
 // remember keeps the unmount timers of the plan, and forgets a deleted
