@@ -21,6 +21,9 @@ func (c *Controller) onPod(obj any) {
 func (c *Controller) onNode(obj any) {
 	if node, ok := loop.As[*v1.Node](obj); ok {
 		c.newestNode.Observe(node.Name, node)
+		c.mu.Lock()
+		delete(c.lastInUse, node.Name) // a node of that name is back
+		c.mu.Unlock()
 		c.q.Add(node.Name)
 	}
 }

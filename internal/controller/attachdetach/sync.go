@@ -145,8 +145,7 @@ func (c *Controller) remember(name string, node attachment.Node, plan attachment
 		c.timers[name] = plan.UndesiredSince
 	}
 	if node.Exists {
-		delete(c.lastInUse, name)
-		return
+		return // lastInUse is only ever set after the node's delete event
 	}
 	if objs, _ := c.vas.ByIndex(vasByNode, name); len(objs) == 0 {
 		delete(c.lastInUse, name)

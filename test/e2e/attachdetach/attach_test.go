@@ -198,3 +198,33 @@ func TestNotReadyNodeLosesAnUnwantedVolumeAfterTheUnmountWait(t *testing.T) {
 		t.Errorf("forced detaches (timeout) %v → %v, want one more", before, after)
 	}
 }
+
+// A deleted node's volumes wait for the unmount wait when it last reported
+// them in use (there is no fast path for a deleted node), then go.
+func TestDeletedNodeLosesItsVolumesAfterTheUnmountWait(t *testing.T) {
+	e := newEnv(t)
+	node := e.node("gone", true, corev1.ConditionTrue)
+	v := e.boundClaim("data")
+	e.pod("app", node, "data")
+	va := e.waitAttachment(e.vaName(v, node))
+	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
+	e.waitReported(node, e.unique(v), true)
+	e.setInUse(node, e.unique(v))
+	e.eventually("the loop sees the volume in use", func() string {
+		n, err := e.client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+		if err != nil || len(n.Status.VolumesInUse) != 1 {
+			return fmt.Sprintf("node %v err %v", n.Status.VolumesInUse, err)
+		}
+		return ""
+	})
+
+	e.forceDelete("app")
+	e.must(e.client.CoreV1().Nodes().Delete(e.ctx, node, metav1.DeleteOptions{}), "delete node")
+	clustertest.Holds(t, "kept during the unmount wait", unmountWait/2, func() string {
+		if e.attachment(va.Name) == nil {
+			return "detached before the unmount wait ran out"
+		}
+		return ""
+	})
+	e.waitAttachmentGone(va.Name)
+}
