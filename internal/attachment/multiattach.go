@@ -6,10 +6,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// multiAttachAllowed is the reference's IsMultiAttachAllowed: a volume may
+// MultiAttachAllowed is the reference's IsMultiAttachAllowed: a volume may
 // be attached to several nodes when its access modes are empty or include
 // ReadWriteMany or ReadOnlyMany.
-func multiAttachAllowed(pv *v1.PersistentVolume) bool {
+func MultiAttachAllowed(pv *v1.PersistentVolume) bool {
 	modes := pv.Spec.AccessModes
 	return len(modes) == 0 || slices.Contains(modes, v1.ReadWriteMany) || slices.Contains(modes, v1.ReadOnlyMany)
 }

@@ -133,7 +133,7 @@ func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachme
 		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
 		return
 	}
-	if others := r.elsewhere[d.PV.Name]; len(others) > 0 && !multiAttachAllowed(d.PV) {
+	if others := r.elsewhere[d.PV.Name]; len(others) > 0 && !MultiAttachAllowed(d.PV) {
 		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: MultiAttach,
 			Detail: "attached to " + strings.Join(others, ", ")})
 		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d.PV.Name, others))...)

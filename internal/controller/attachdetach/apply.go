@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,8 +138,13 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 		if c.isInFlight(va.Name, false) {
 			continue
 		}
+		if !c.reserve(va) {
+			errs = append(errs, fmt.Errorf("volume %s is being attached to another node", *va.Spec.Source.PersistentVolumeName))
+			continue
+		}
 		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
+			c.release(va)
 			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
 			continue
 		}
@@ -211,5 +217,48 @@ func (c *Controller) settled(name string, present bool) {
 	defer c.mu.Unlock()
 	if w, ok := c.inFlight[name]; ok && w.deleted != present {
 		delete(c.inFlight, name)
+	}
+}
+
+// The exclusive reservations: a single-node volume is reserved for a node
+// before its attachment is created, until the informer shows that
+// attachment (from then on every decision sees it) or inFlightTTL passes.
+
+type reservation struct {
+	node string
+	at   time.Time
+}
+
+// reserve reserves the attachment's volume for its node if the volume
+// allows one node only; false if another node holds it.
+func (c *Controller) reserve(va *storagev1.VolumeAttachment) bool {
+	pv, err := c.pvs.Get(*va.Spec.Source.PersistentVolumeName)
+	if err != nil || attachment.MultiAttachAllowed(pv) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.exclusive[pv.Name]
+	if ok && r.node != va.Spec.NodeName && c.clock.Since(r.at) <= inFlightTTL {
+		return false
+	}
+	c.exclusive[pv.Name] = reservation{node: va.Spec.NodeName, at: c.clock.Now()}
+	return true
+}
+
+// release drops the node's reservation of the attachment's volume.
+func (c *Controller) release(va *storagev1.VolumeAttachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pv := *va.Spec.Source.PersistentVolumeName
+	if r, ok := c.exclusive[pv]; ok && r.node == va.Spec.NodeName {
+		delete(c.exclusive, pv)
+	}
+}
+
+// reserved ends a reservation the informer now shows the attachment of.
+func (c *Controller) reserved(va *storagev1.VolumeAttachment) {
+	if va.Spec.Source.PersistentVolumeName != nil {
+		c.release(va)
 	}
 }

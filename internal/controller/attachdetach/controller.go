@@ -61,6 +61,10 @@ type Controller struct {
 	// informer does not show so yet: a sync in between must not write
 	// them again.
 	inFlight map[string]write
+	// exclusive holds, per single-node volume, the node whose attachment of
+	// it is being created: two nodes' syncs run in parallel, and neither
+	// sees the other's attachment in the cache before its create returns.
+	exclusive map[string]reservation
 }
 
 // New builds the loop over the given informers.
@@ -74,7 +78,7 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
 		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
-		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{}, exclusive: map[string]reservation{},
 		newestNode: loop.NewNewest[*v1.Node](),
 	}
 	synced, err := c.registerInformers(f)

@@ -13,6 +13,11 @@
 // each unwanted attachment was first seen unwanted, per node), reported
 // (the events already recorded, per node) and metrics.
 //
+// Two nodes may sync at once (the reference has one reconciler goroutine),
+// so a single-node volume is reserved in memory for the node whose
+// attachment of it is being created until the informer shows it: the
+// Multi-Attach rule then holds across workers.
+//
 // Writes per sync, in the reference's order: at most one node status
 // PATCH carrying the whole volumesAttached list (a volume leaves it before
 // its attachment is deleted; if that PATCH fails nothing is detached),

@@ -258,3 +258,26 @@ func TestUnmountWaitRequeuesAndForcesTheDetachOnANotReadyNode(t *testing.T) {
 		t.Errorf("writes %v, want the forced detach", got)
 	}
 }
+
+// Two nodes' syncs run in parallel and neither sees the other's new
+// attachment in the cache yet: a single-node volume is still attached to
+// one of them only; a multi-node volume to both.
+func TestParallelSyncsNeverAttachASingleNodeVolumeTwice(t *testing.T) {
+	for _, tc := range []struct {
+		modes []v1.PersistentVolumeAccessMode
+		want  int
+	}{{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, 1}, {[]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, 2}} {
+		claim, pv := boundVolume()
+		pv.Spec.AccessModes = tc.modes
+		l := newFakeLoop(t, claim, pv)
+		for _, n := range []string{"node-1", "node-2"} {
+			va := attachmentOf(false)
+			va.Name, va.Spec.NodeName = attachment.Name("h", drv, n), n
+			_ = l.attach(context.Background(), attachment.Plan{Create: []*storagev1.VolumeAttachment{va}})
+		}
+		list, _ := l.client.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
+		if len(list.Items) != tc.want {
+			t.Errorf("%v: %d attachments, want %d", tc.modes, len(list.Items), tc.want)
+		}
+	}
+}

@@ -46,6 +46,7 @@ func (c *Controller) onNodeDeleted(obj any) {
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
 		c.settled(va.Name, true)
+		c.reserved(va)
 		c.q.Add(va.Spec.NodeName)
 	}
 }
