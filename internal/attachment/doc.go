@@ -12,4 +12,18 @@
 //     csi-<sha256(handle+driver+node)> exactly as the reference names it.
 //   - Unique volume name: kubernetes.io/csi/<driver>^<handle>, the form
 //     node.status.volumesAttached and node.status.volumesInUse hold.
+//   - Facts: everything one node's decision rests on (the Node as seen,
+//     its pods, their claims, volumes and drivers, the attachments, when
+//     each unwanted attachment became unwanted, and now).
+//   - Desired: a CSI volume the node's pods want, with those pods.
+//   - Plan: what Decide returns for one node: attachments to create, to
+//     Detach (with a DetachReason) and that Wait (with a WaitReason), the
+//     node's volumesAttached to be, and the Events for the pods, with the
+//     reference's texts.
+//
+// The rules are kube-controller-manager's reconciler's: detach before
+// attach; an unwanted volume the node reports in use waits, unless the node
+// has the out-of-service taint, or it is not Ready and the unmount wait
+// (6 minutes) has run out; a volume whose access modes allow one node only
+// is not attached to a second node while an attachment of it exists.
 package attachment

@@ -1,0 +1,101 @@
+package attachment
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// DefaultMaxWaitForUnmount is how long a volume no pod wants any more may
+// stay attached while its node still reports it in use, before it is
+// detached anyway if the node is not Ready: kube-controller-manager's
+// ReconcilerMaxWaitForUnmountDuration.
+const DefaultMaxWaitForUnmount = 6 * time.Minute
+
+// Node is what a decision needs to know about the node it is about.
+type Node struct {
+	Name string
+	// Exists is false once the Node object is deleted; its attachments are
+	// still decided on, with the last volumesInUse it reported.
+	Exists bool
+	// Ready is the node's Ready condition being True.
+	Ready bool
+	// Managed is the ManagedAnnotation being present (any value, as the
+	// reference checks).
+	Managed bool
+	// OutOfService is the OutOfServiceTaint key being present (any effect).
+	OutOfService    bool
+	VolumesInUse    []v1.UniqueVolumeName
+	VolumesAttached []v1.AttachedVolume
+}
+
+// NodeOf reads a Node object; nil means the node is gone, and lastInUse is
+// then the volumesInUse it last reported.
+func NodeOf(name string, node *v1.Node, lastInUse []v1.UniqueVolumeName) Node {
+	if node == nil {
+		return Node{Name: name, VolumesInUse: lastInUse}
+	}
+	n := Node{Name: name, Exists: true, VolumesInUse: node.Status.VolumesInUse,
+		VolumesAttached: node.Status.VolumesAttached}
+	_, n.Managed = node.Annotations[ManagedAnnotation]
+	for _, t := range node.Spec.Taints {
+		if t.Key == OutOfServiceTaint {
+			n.OutOfService = true
+		}
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			n.Ready = c.Status == v1.ConditionTrue
+		}
+	}
+	return n
+}
+
+// Facts is everything one node's decision rests on. The maps are read
+// only; nothing in them is modified.
+type Facts struct {
+	Node Node
+	// Pods are the pods whose spec.nodeName is the node; terminated ones
+	// are left out of the desired state here.
+	Pods []*v1.Pod
+	// Claims by "namespace/name", Volumes and Drivers by name: enough to
+	// resolve the pods' volumes. A driver absent from Drivers requires
+	// attachment, as a missing CSIDriver object does.
+	Claims  map[string]*v1.PersistentVolumeClaim
+	Volumes map[string]*v1.PersistentVolume
+	Drivers map[string]*storagev1.CSIDriver
+	// Attachments are the VolumeAttachments of the node and those, on any
+	// node, of the volumes its pods use (for the Multi-Attach rule).
+	Attachments []*storagev1.VolumeAttachment
+	// Users are, per PersistentVolume name, the pods of any node that use
+	// it: the Multi-Attach event names those on the nodes holding it.
+	Users map[string][]*v1.Pod
+	// UndesiredSince is when each attachment (by VolumeAttachment name)
+	// was first seen no longer wanted; Plan.UndesiredSince is its next value.
+	UndesiredSince map[string]time.Time
+	Now            time.Time
+	// MaxWaitForUnmount is DefaultMaxWaitForUnmount unless a test shortens it.
+	MaxWaitForUnmount time.Duration
+}
+
+// isTerminated is the reference's IsPodTerminated: the pod has finished, or
+// it is being deleted and none of its containers runs any more. Its volumes
+// are then no longer wanted.
+func isTerminated(pod *v1.Pod) bool {
+	s := pod.Status
+	if s.Phase == v1.PodFailed || s.Phase == v1.PodSucceeded {
+		return true
+	}
+	return pod.DeletionTimestamp != nil && notRunning(s.InitContainerStatuses) &&
+		notRunning(s.ContainerStatuses) && notRunning(s.EphemeralContainerStatuses)
+}
+
+func notRunning(statuses []v1.ContainerStatus) bool {
+	for _, s := range statuses {
+		if s.State.Terminated == nil && s.State.Waiting == nil {
+			return false
+		}
+	}
+	return true
+}

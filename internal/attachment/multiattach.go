@@ -1,0 +1,27 @@
+package attachment
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// MultiAttachAllowed is the reference's IsMultiAttachAllowed: a volume may
+// be attached to several nodes when its access modes are empty or include
+// ReadWriteMany or ReadOnlyMany.
+func MultiAttachAllowed(pv *v1.PersistentVolume) bool {
+	modes := pv.Spec.AccessModes
+	return len(modes) == 0 || slices.Contains(modes, v1.ReadWriteMany) || slices.Contains(modes, v1.ReadOnlyMany)
+}
+
+// holders are the non-terminated pods on the given nodes that use the
+// volume.
+func (r *reconcile) holders(pv string, nodes []string) []*v1.Pod {
+	var out []*v1.Pod
+	for _, pod := range r.f.Users[pv] {
+		if slices.Contains(nodes, pod.Spec.NodeName) && !isTerminated(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package attachment
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Plan is what one node's sync must do, in order: write the node's
+// volumesAttached (which already leaves out every volume to detach), then
+// delete the attachments of Detach, then create those of Create, then
+// record Events.
+type Plan struct {
+	Create []*storagev1.VolumeAttachment
+	Detach []Detach
+	Wait   []Wait
+	// VolumesAttached is the node's status.volumesAttached to be, sorted;
+	// StatusChanged says it differs from what the node holds.
+	VolumesAttached []v1.AttachedVolume
+	StatusChanged   bool
+	Events          []Event
+	// UndesiredSince holds, for every attachment no longer wanted and not
+	// yet detached, when that was first seen.
+	UndesiredSince map[string]time.Time
+	// RequeueAfter, when positive, is when the node must be looked at again
+	// although nothing changes: an unmount wait runs out.
+	RequeueAfter time.Duration
+	// Counts are for the metrics.
+	Counts Counts
+}
+
+// Counts are the volumes of one node as the reference's metrics count
+// them, per plugin name ("kubernetes.io/csi:<driver>").
+type Counts struct {
+	// Desired counts the volumes to attach, Attached the attached ones.
+	Desired, Attached map[string]int
+	// InUse counts the pods' uses of attachable volumes.
+	InUse map[string]int
+}
+
+// Detach is an attachment to delete, and why.
+type Detach struct {
+	Attachment *storagev1.VolumeAttachment
+	Volume     v1.UniqueVolumeName
+	Reason     DetachReason
+}
+
+// DetachReason says why an attachment may go.
+type DetachReason int
+
+const (
+	// NotInUse: no pod wants it and the node does not report it in use.
+	NotInUse DetachReason = iota
+	// OutOfService: the node carries the out-of-service taint, so it goes
+	// even though it is reported in use.
+	OutOfService
+	// Timeout: it has been unwanted for longer than the unmount wait and,
+	// if still in use, the node is not Ready.
+	Timeout
+)
+
+// Forced says whether the detach skips the safe-to-detach check, and so
+// counts as a forced detach.
+func (r DetachReason) Forced() bool { return r != NotInUse }
+
+// String is the reason as logs and the forced-detach metric name it.
+func (r DetachReason) String() string {
+	switch r {
+	case OutOfService:
+		return "out-of-service"
+	case Timeout:
+		return "timeout"
+	}
+	return "not-in-use"
+}
+
+// Wait is an attachment, wanted or not, that cannot be made or undone yet.
+type Wait struct {
+	// Volume is the PersistentVolume name when known, else the claim key.
+	Volume string
+	// Pod is the pod that wants it, when the wait is about one pod's volume.
+	Pod    *v1.Pod
+	Reason WaitReason
+	// Detail is a human-readable explanation for logs.
+	Detail string
+}
+
+// WaitReason is the closed set of reasons an attachment waits.
+type WaitReason int
+
+const (
+	ClaimNotFound WaitReason = iota
+	ClaimNotBound
+	// ClaimNotOwned: the ephemeral claim of that name belongs to another pod.
+	ClaimNotOwned
+	VolumeNotFound
+	// VolumeNotBoundToClaim: the volume's claimRef is not the claim.
+	VolumeNotBoundToClaim
+	// NodeGone: the node is deleted; nothing new is attached to it.
+	NodeGone
+	// Attaching: the attachment exists, the attacher has not attached it yet.
+	Attaching
+	// AttachFailed: the attacher reported an error and retries.
+	AttachFailed
+	// MultiAttach: the volume allows one node only and is attached elsewhere.
+	MultiAttach
+	// DetachInProgress: the attachment is being deleted.
+	DetachInProgress
+	// StillMounted: unwanted, but the node reports it in use.
+	StillMounted
+)
+
+var waitReasons = [...]string{"ClaimNotFound", "ClaimNotBound", "ClaimNotOwned", "VolumeNotFound",
+	"VolumeNotBoundToClaim", "NodeGone", "Attaching", "AttachFailed", "MultiAttach", "DetachInProgress",
+	"StillMounted"}
+
+func (r WaitReason) String() string {
+	if int(r) < len(waitReasons) {
+		return waitReasons[r]
+	}
+	return "Unknown"
+}

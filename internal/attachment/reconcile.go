@@ -1,0 +1,190 @@
+package attachment
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Decide is one node's reconcile, as the reference's reconciler does it for
+// every node: first the attachments no pod wants any more are detached
+// where the rules allow, then the wanted ones are attached, and the node's
+// volumesAttached is made to list exactly the attached volumes that are
+// not being detached. A node without the ManagedAnnotation is not ours:
+// nothing is decided for it.
+func Decide(f Facts) Plan {
+	if f.MaxWaitForUnmount <= 0 {
+		f.MaxWaitForUnmount = DefaultMaxWaitForUnmount
+	}
+	p := Plan{UndesiredSince: map[string]time.Time{},
+		Counts: Counts{Desired: map[string]int{}, Attached: map[string]int{}, InUse: map[string]int{}}}
+	if f.Node.Exists && !f.Node.Managed {
+		return p
+	}
+	desired, waits := desiredVolumes(f)
+	p.Wait = waits
+	here, elsewhere := splitAttachments(f)
+	r := &reconcile{f: f, p: &p, desired: desired, elsewhere: elsewhere,
+		inUse: set(f.Node.VolumesInUse), reported: attachedSet(f.Node.VolumesAttached)}
+	for _, name := range sortedKeys(here) {
+		if va := here[name]; r.wanted(va) == nil {
+			r.detach(va)
+		}
+	}
+	for _, name := range sortedKeys(desired) {
+		r.attach(desired[name], here)
+	}
+	slices.SortFunc(p.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
+	p.StatusChanged = f.Node.Exists && !sameAttached(p.VolumesAttached, f.Node.VolumesAttached)
+	return p
+}
+
+type reconcile struct {
+	f         Facts
+	p         *Plan
+	desired   map[string]*Desired
+	elsewhere map[string][]string // PV name → other nodes holding an attachment of it
+	inUse     map[v1.UniqueVolumeName]bool
+	reported  map[v1.UniqueVolumeName]bool
+}
+
+// splitAttachments returns the node's attachments of PersistentVolumes,
+// sorted by name, and for every volume the other nodes it is attached to.
+// Attachments of inline volumes are not the controller's.
+func splitAttachments(f Facts) (map[string]*storagev1.VolumeAttachment, map[string][]string) {
+	here := map[string]*storagev1.VolumeAttachment{}
+	elsewhere := map[string][]string{}
+	for _, va := range f.Attachments {
+		pv := va.Spec.Source.PersistentVolumeName
+		switch {
+		case pv == nil:
+		case va.Spec.NodeName == f.Node.Name:
+			here[va.Name] = va
+		case !slices.Contains(elsewhere[*pv], va.Spec.NodeName):
+			elsewhere[*pv] = append(elsewhere[*pv], va.Spec.NodeName)
+		}
+	}
+	return here, elsewhere
+}
+
+// wanted returns the desired volume an attachment serves, if any.
+func (r *reconcile) wanted(va *storagev1.VolumeAttachment) *Desired {
+	d := r.desired[*va.Spec.Source.PersistentVolumeName]
+	if d == nil || !d.AttachRequired || va.Name != Name(d.Handle, d.Driver, r.f.Node.Name) {
+		return nil
+	}
+	return d
+}
+
+// detach decides on an attachment no pod wants.
+func (r *reconcile) detach(va *storagev1.VolumeAttachment) {
+	f, pv := r.f, *va.Spec.Source.PersistentVolumeName
+	unique, named := r.uniqueName(va)
+	if va.DeletionTimestamp != nil {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: pv, Reason: DetachInProgress, Detail: "attachment " + va.Name + " is being deleted"})
+		return
+	}
+	since, ok := f.UndesiredSince[va.Name]
+	if !ok {
+		since = f.Now
+	}
+	r.p.UndesiredSince[va.Name] = since
+	elapsed := f.Now.Sub(since)
+	expired := elapsed > f.MaxWaitForUnmount
+	force := !f.Node.Ready && expired
+	if named && r.inUse[unique] && !force && !f.Node.OutOfService {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: pv, Reason: StillMounted,
+			Detail: "the node reports " + string(unique) + " in use"})
+		r.report(va, unique, named)
+		if !expired {
+			r.requeue(f.MaxWaitForUnmount - elapsed + time.Second)
+		}
+		return
+	}
+	reason := NotInUse
+	switch {
+	case expired:
+		reason = Timeout
+	case f.Node.OutOfService:
+		reason = OutOfService
+	}
+	r.p.Detach = append(r.p.Detach, Detach{Attachment: va, Volume: unique, Reason: reason})
+}
+
+// attach decides on a volume the node's pods want.
+func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachment) {
+	if !d.AttachRequired {
+		return
+	}
+	plugin := d.pluginName()
+	r.p.Counts.Desired[plugin]++
+	r.p.Counts.InUse[plugin] += len(d.Pods)
+	name := Name(d.Handle, d.Driver, r.f.Node.Name)
+	if va := here[name]; va != nil {
+		r.existing(d, va)
+		return
+	}
+	if !r.f.Node.Exists {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
+		return
+	}
+	if others := r.elsewhere[d.PV.Name]; len(others) > 0 && !MultiAttachAllowed(d.PV) {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: MultiAttach,
+			Detail: "attached to " + strings.Join(others, ", ")})
+		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d.PV.Name, others))...)
+		return
+	}
+	r.p.Create = append(r.p.Create, NewAttachment(d, r.f.Node.Name))
+}
+
+// existing decides on the attachment of a wanted volume.
+func (r *reconcile) existing(d *Desired, va *storagev1.VolumeAttachment) {
+	switch {
+	case va.DeletionTimestamp != nil:
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: DetachInProgress,
+			Detail: "attachment " + va.Name + " is being deleted; it is made again once gone"})
+	case va.Status.Attached:
+		r.report(va, d.Unique, true)
+		if !r.reported[d.Unique] {
+			r.p.Events = append(r.p.Events, attachedEvents(d, va.Name)...)
+		}
+	case va.Status.AttachError != nil:
+		e := va.Status.AttachError
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: AttachFailed, Detail: e.Message})
+		r.p.Events = append(r.p.Events, attachFailedEvents(d, va.Name, e.Message, e.Time.UTC().Format(time.RFC3339Nano))...)
+	default:
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: Attaching, Detail: "waiting for the attacher of " + d.Driver})
+	}
+}
+
+// report lists an attached volume in the node's volumesAttached.
+func (r *reconcile) report(va *storagev1.VolumeAttachment, unique v1.UniqueVolumeName, named bool) {
+	if !named || !va.Status.Attached {
+		return
+	}
+	r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: unique})
+	r.p.Counts.Attached[pluginLabel(va.Spec.Attacher)]++
+}
+
+func (r *reconcile) requeue(d time.Duration) {
+	if r.p.RequeueAfter == 0 || d < r.p.RequeueAfter {
+		r.p.RequeueAfter = d
+	}
+}
+
+// NewAttachment is the VolumeAttachment the reference's CSI attacher
+// creates: its name, the driver as attacher, the node, the volume; no
+// labels, annotations or finalizers.
+func NewAttachment(d *Desired, node string) *storagev1.VolumeAttachment {
+	pv := d.PV.Name
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: Name(d.Handle, d.Driver, node)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: d.Driver, NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
+	}
+}

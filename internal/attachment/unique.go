@@ -1,0 +1,82 @@
+package attachment
+
+import (
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// uniqueName is the unique volume name of an attachment. It comes from the
+// PersistentVolume, or, once that is gone, from the node's status: the
+// entry whose driver and handle hash to the attachment's name. false means
+// neither knows it; such a volume cannot be in the node's status either.
+func (r *reconcile) uniqueName(va *storagev1.VolumeAttachment) (v1.UniqueVolumeName, bool) {
+	if pv := r.f.Volumes[*va.Spec.Source.PersistentVolumeName]; pv != nil && pv.Spec.CSI != nil &&
+		Name(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, r.f.Node.Name) == va.Name {
+		return UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), true
+	}
+	candidates := slices.Clone(r.f.Node.VolumesInUse)
+	for _, a := range r.f.Node.VolumesAttached {
+		candidates = append(candidates, a.Name)
+	}
+	for _, u := range candidates {
+		driver, handle, ok := splitUnique(u)
+		if ok && Name(handle, driver, r.f.Node.Name) == va.Name {
+			return u, true
+		}
+	}
+	return "", false
+}
+
+// splitUnique reads kubernetes.io/csi/<driver>^<handle>.
+func splitUnique(u v1.UniqueVolumeName) (driver, handle string, ok bool) {
+	rest, ok := strings.CutPrefix(string(u), csiPluginName+"/")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "^")
+}
+
+func set(names []v1.UniqueVolumeName) map[v1.UniqueVolumeName]bool {
+	out := make(map[v1.UniqueVolumeName]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+func attachedSet(vols []v1.AttachedVolume) map[v1.UniqueVolumeName]bool {
+	out := make(map[v1.UniqueVolumeName]bool, len(vols))
+	for _, v := range vols {
+		out[v.Name] = true
+	}
+	return out
+}
+
+// sameAttached compares two volumesAttached lists as sets.
+func sameAttached(a, b []v1.AttachedVolume) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := map[v1.AttachedVolume]bool{}
+	for _, v := range a {
+		in[v] = true
+	}
+	for _, v := range b {
+		if !in[v] {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,264 @@
+package attachdetach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/attachment"
+)
+
+// apply makes the plan's writes in the reference's order: node status
+// first (a volume leaves volumesAttached before it is detached, and if
+// that write fails nothing is detached), then detaches, then attaches,
+// then the events.
+func (c *Controller) apply(ctx context.Context, node string, plan attachment.Plan) error {
+	var errs []error
+	statusErr := c.writeStatus(ctx, node, plan)
+	if statusErr == nil {
+		errs = append(errs, c.detach(ctx, node, plan.Detach))
+	} else {
+		errs = append(errs, statusErr)
+	}
+	errs = append(errs, c.attach(ctx, plan))
+	if statusErr == nil {
+		c.record(node, plan.Events)
+	}
+	c.metrics.observe(node, plan.Counts)
+	return errors.Join(errs...)
+}
+
+// writeStatus patches node.status.volumesAttached with the whole list when
+// it changed. A deleted node has no status to write.
+func (c *Controller) writeStatus(ctx context.Context, node string, plan attachment.Plan) error {
+	if !plan.StatusChanged {
+		return nil
+	}
+	patch, err := volumesAttachedPatch(plan.VolumesAttached)
+	if err != nil {
+		return err
+	}
+	out, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("updating volumesAttached of node %s: %w", node, err)
+	}
+	c.newestNode.Wrote(node, out)
+	klog.FromContext(ctx).V(3).Info("Updated volumesAttached", "volumes", len(plan.VolumesAttached))
+	return nil
+}
+
+// volumesAttachedPatch is a merge patch replacing the whole list: a merge
+// patch replaces lists, so the result is exactly the list given, and the
+// other status fields (the kubelet's) are left alone. An empty list is
+// written as [] (null would be the same to the API server; [] reads
+// better in audit logs).
+func volumesAttachedPatch(vols []v1.AttachedVolume) ([]byte, error) {
+	if vols == nil {
+		vols = []v1.AttachedVolume{}
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{"volumesAttached": vols}})
+}
+
+// detach deletes the attachments to detach. A normal detach is checked
+// against the node read live first, as the reference's safe-to-detach
+// check does: the cache may not show yet that the node uses it again.
+func (c *Controller) detach(ctx context.Context, node string, detaches []attachment.Detach) error {
+	var errs []error
+	var inUse []v1.UniqueVolumeName
+	checked := false
+	for _, d := range detaches {
+		if c.isInFlight(d.Attachment.Name, true) {
+			continue
+		}
+		if !d.Reason.Forced() && !checked {
+			var err error
+			if inUse, err = c.liveInUse(ctx, node); err != nil {
+				return err
+			}
+			checked = true
+		}
+		if !d.Reason.Forced() && slices.Contains(inUse, d.Volume) {
+			errs = append(errs, fmt.Errorf("volume %s is still in use by node %s, according to its live status", d.Volume, node))
+			continue
+		}
+		errs = append(errs, c.deleteAttachment(ctx, d))
+	}
+	return errors.Join(errs...)
+}
+
+// liveInUse reads the node's volumesInUse from the API server; a deleted
+// node uses nothing (the reference skips the check then).
+func (c *Controller) liveInUse(ctx context.Context, node string) ([]v1.UniqueVolumeName, error) {
+	n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading node %s before detach: %w", node, err)
+	}
+	return n.Status.VolumesInUse, nil
+}
+
+func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) error {
+	err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // an earlier sync deleted it; the cache does not show it yet
+	case err != nil:
+		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err)
+	}
+	c.wrote(d.Attachment.Name, true)
+	if d.Reason.Forced() {
+		c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
+	}
+	klog.FromContext(ctx).Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
+		"attachment", d.Attachment.Name, "reason", d.Reason.String())
+	return nil
+}
+
+// attach creates the attachments; one made meanwhile (by an earlier sync
+// whose write the cache does not show yet) is fine.
+func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	for _, va := range plan.Create {
+		if c.isInFlight(va.Name, false) {
+			continue
+		}
+		if !c.reserve(va) {
+			errs = append(errs, fmt.Errorf("volume %s is being attached to another node", *va.Spec.Source.PersistentVolumeName))
+			continue
+		}
+		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			c.release(va)
+			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
+			continue
+		}
+		c.wrote(va.Name, false)
+		logger.V(2).Info("Attaching volume", "pv", *va.Spec.Source.PersistentVolumeName, "driver", va.Spec.Attacher,
+			"attachment", va.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// record emits the plan's events not already emitted for the node: an
+// event is recorded once for as long as its key keeps being decided.
+func (c *Controller) record(node string, events []attachment.Event) {
+	c.mu.Lock()
+	before := c.reported[node]
+	now := make(map[string]bool, len(events))
+	var fresh []attachment.Event
+	for _, e := range events {
+		now[e.Key] = true
+		if !before[e.Key] {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(now) == 0 {
+		delete(c.reported, node)
+	} else {
+		c.reported[node] = now
+	}
+	c.mu.Unlock()
+	for _, e := range fresh {
+		c.recorder.Event(e.Pod, e.Type, e.Reason, e.Message)
+	}
+}
+
+// The in-flight memory: after we delete (or create) an attachment, a sync
+// before the informer shows it gone (or there) must not write it again.
+// An entry ends when the informer shows the write, or after inFlightTTL in
+// case the event that would end it never comes (the object was made and
+// deleted again by others in between).
+const inFlightTTL = 15 * time.Second
+
+type write struct {
+	deleted bool
+	at      time.Time
+}
+
+func (c *Controller) wrote(name string, deleted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inFlight[name] = write{deleted: deleted, at: c.clock.Now()}
+}
+
+// isInFlight says whether the write about to be made (a delete, or a
+// create) was made already and the informer does not show it yet.
+func (c *Controller) isInFlight(name string, deleting bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.inFlight[name]
+	if ok && c.clock.Since(w.at) > inFlightTTL {
+		delete(c.inFlight, name)
+		return false
+	}
+	return ok && w.deleted == deleting
+}
+
+// settled forgets the write the informer now shows: an attachment seen
+// present ends a pending create, one seen deleted ends a pending delete.
+func (c *Controller) settled(name string, present bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.inFlight[name]; ok && w.deleted != present {
+		delete(c.inFlight, name)
+	}
+}
+
+// The exclusive reservations: a single-node volume is reserved for a node
+// before its attachment is created, until the informer shows that
+// attachment (from then on every decision sees it) or inFlightTTL passes.
+
+type reservation struct {
+	node string
+	at   time.Time
+}
+
+// reserve reserves the attachment's volume for its node if the volume
+// allows one node only; false if another node holds it.
+func (c *Controller) reserve(va *storagev1.VolumeAttachment) bool {
+	pv, err := c.pvs.Get(*va.Spec.Source.PersistentVolumeName)
+	if err != nil || attachment.MultiAttachAllowed(pv) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.exclusive[pv.Name]
+	if ok && r.node != va.Spec.NodeName && c.clock.Since(r.at) <= inFlightTTL {
+		return false
+	}
+	c.exclusive[pv.Name] = reservation{node: va.Spec.NodeName, at: c.clock.Now()}
+	return true
+}
+
+// release drops the node's reservation of the attachment's volume.
+func (c *Controller) release(va *storagev1.VolumeAttachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pv := *va.Spec.Source.PersistentVolumeName
+	if r, ok := c.exclusive[pv]; ok && r.node == va.Spec.NodeName {
+		delete(c.exclusive, pv)
+	}
+}
+
+// reserved ends a reservation the informer now shows the attachment of.
+func (c *Controller) reserved(va *storagev1.VolumeAttachment) {
+	if va.Spec.Source.PersistentVolumeName != nil {
+		c.release(va)
+	}
+}

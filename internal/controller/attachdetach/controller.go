@@ -1,0 +1,174 @@
+package attachdetach
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/protection"
+)
+
+// The indexes the loop adds to the shared informers.
+const (
+	podsByNode  = "attachdetach-node"   // pod → spec.nodeName
+	podsByClaim = "attachdetach-claims" // pod → "namespace/claim" of each claim it uses
+	vasByNode   = "attachdetach-node"   // VolumeAttachment → spec.nodeName
+	vasByPV     = "attachdetach-pv"     // VolumeAttachment → source.persistentVolumeName
+)
+
+// Controller is the attachdetach loop. Build it with New and start it with
+// Run.
+type Controller struct {
+	client            kubernetes.Interface
+	recorder          record.EventRecorder
+	clock             clock.PassiveClock
+	maxWaitForUnmount time.Duration
+
+	pods    cache.Indexer
+	vas     cache.Indexer
+	nodes   corelisters.NodeLister
+	claims  corelisters.PersistentVolumeClaimLister
+	pvs     corelisters.PersistentVolumeLister
+	drivers storagelisters.CSIDriverLister
+
+	q       workqueue.TypedRateLimitingInterface[string]
+	runner  *loop.Runner
+	metrics *metrics
+	// newestNode holds our status patches until the informer shows them,
+	// so a sync right after one does not patch the same list again.
+	newestNode *loop.Newest[*v1.Node]
+
+	// mu guards the per-node memory: the unmount timers, the events
+	// already recorded, and the volumesInUse of deleted nodes.
+	mu        sync.Mutex
+	timers    map[string]map[string]time.Time
+	reported  map[string]map[string]bool
+	lastInUse map[string][]v1.UniqueVolumeName
+	// inFlight holds the attachments we created or deleted that the
+	// informer does not show so yet: a sync in between must not write
+	// them again.
+	inFlight map[string]write
+	// exclusive holds, per single-node volume, the node whose attachment of
+	// it is being created: two nodes' syncs run in parallel, and neither
+	// sees the other's attachment in the cache before its create returns.
+	exclusive map[string]reservation
+}
+
+// New builds the loop over the given informers.
+func New(cfg Config) (*Controller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := cfg.Informers
+	c := &Controller{
+		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
+		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
+		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{}, exclusive: map[string]reservation{},
+		newestNode: loop.NewNewest[*v1.Node](),
+	}
+	synced, err := c.registerInformers(f)
+	if err != nil {
+		return nil, fmt.Errorf("attachdetach: %w", err)
+	}
+	if c.metrics, err = newMetrics(cfg.Metrics); err != nil {
+		return nil, fmt.Errorf("attachdetach: register metrics: %w", err)
+	}
+	c.runner = &loop.Runner{Name: "Attach/detach", Synced: synced, Workers: cfg.Workers,
+		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNode}},
+		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+	return c, nil
+}
+
+// Run starts the workers once the caches are synced and blocks until ctx is
+// done. The informer factory must be started by the caller after New.
+func (c *Controller) Run(ctx context.Context) error { return c.runner.Run(ctx) }
+
+// Ready reports whether the caches are synced and the workers run.
+func (c *Controller) Ready() bool { return c.runner.Ready() }
+
+func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cache.InformerSynced, error) {
+	podInf, vaInf := f.Core().V1().Pods().Informer(), f.Storage().V1().VolumeAttachments().Informer()
+	if err := addIndexers(podInf, cache.Indexers{podsByNode: indexPodNode, podsByClaim: indexPodClaims}); err != nil {
+		return nil, fmt.Errorf("pod indexes: %w", err)
+	}
+	if err := addIndexers(vaInf, cache.Indexers{vasByNode: indexVANode, vasByPV: indexVAPV}); err != nil {
+		return nil, fmt.Errorf("attachment indexes: %w", err)
+	}
+	c.pods, c.vas = podInf.GetIndexer(), vaInf.GetIndexer()
+	c.nodes = f.Core().V1().Nodes().Lister()
+	c.claims = f.Core().V1().PersistentVolumeClaims().Lister()
+	c.pvs = f.Core().V1().PersistentVolumes().Lister()
+	c.drivers = f.Storage().V1().CSIDrivers().Lister()
+	funcs := func(h func(any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: loop.Updated(h), DeleteFunc: h}
+	}
+	return loop.Register(
+		loop.Handler{Informer: podInf, Funcs: funcs(c.onPod)},
+		loop.Handler{Informer: vaInf, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onAttachment, UpdateFunc: loop.Updated(c.onAttachment), DeleteFunc: c.onAttachmentDeleted}},
+		loop.Handler{Informer: f.Core().V1().Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onNode, UpdateFunc: loop.Updated(c.onNode), DeleteFunc: c.onNodeDeleted}},
+		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: funcs(c.onClaim)},
+		loop.Handler{Informer: f.Core().V1().PersistentVolumes().Informer(), Funcs: funcs(c.onVolume)},
+		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},
+	)
+}
+
+// addIndexers adds the indexes that are not there yet: another loop built
+// over the same factory may have added them already.
+func addIndexers(inf cache.SharedIndexInformer, want cache.Indexers) error {
+	have := inf.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for name, fn := range want {
+		if _, ok := have[name]; !ok {
+			missing[name] = fn
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
+}
+
+func indexPodNode(obj any) ([]string, error) {
+	if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+func indexPodClaims(obj any) ([]string, error) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		return protection.ClaimKeys(pod), nil
+	}
+	return nil, nil
+}
+
+func indexVANode(obj any) ([]string, error) {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+		return []string{va.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+func indexVAPV(obj any) ([]string, error) {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+		return []string{*va.Spec.Source.PersistentVolumeName}, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,32 @@
+// Package attachdetach runs the attachdetach loop, the role of
+// kube-controller-manager's attach/detach controller: it creates a
+// VolumeAttachment for every CSI volume a scheduled, running pod of a
+// managed node needs, deletes those no pod needs once the node no longer
+// uses them (or may not wait any longer), keeps node.status.volumesAttached
+// current, and tells pods what happened with the reference's events. What
+// to do is decided by internal/attachment, one node at a time; this
+// package reads the informer caches, asks it, and writes.
+//
+// Nouns: Config (what the loop needs), Controller (the loop), the node
+// queue (work is keyed by node name: every pod, claim, volume, driver and
+// attachment change is turned into the nodes it may affect), timers (when
+// each unwanted attachment was first seen unwanted, per node), reported
+// (the events already recorded, per node) and metrics.
+//
+// Two nodes may sync at once (the reference has one reconciler goroutine),
+// so a single-node volume is reserved in memory for the node whose
+// attachment of it is being created until the informer shows it: the
+// Multi-Attach rule then holds across workers.
+//
+// Writes per sync, in the reference's order: at most one node status
+// PATCH carrying the whole volumesAttached list (a volume leaves it before
+// its attachment is deleted; if that PATCH fails nothing is detached),
+// then the detaches (DELETE, NotFound is success), then the attaches
+// (CREATE, AlreadyExists is success). The attacher, not this loop, sets
+// status.attached; the loop sees it through the attachment informer and
+// then reports the volume and records SuccessfulAttachVolume once.
+//
+// The reference's desired-state populator (a periodic relist that repairs
+// the desired state) is the loop's resync: every node is queued again
+// every ResyncPeriod.
+package attachdetach

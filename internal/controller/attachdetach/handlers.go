@@ -1,0 +1,123 @@
+package attachdetach
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+)
+
+// Every event is turned into the nodes it may change a decision for.
+
+func (c *Controller) onPod(obj any) {
+	if pod, ok := loop.As[*v1.Pod](obj); ok && pod.Spec.NodeName != "" {
+		c.q.Add(pod.Spec.NodeName)
+	}
+}
+
+func (c *Controller) onNode(obj any) {
+	if node, ok := loop.As[*v1.Node](obj); ok {
+		c.newestNode.Observe(node.Name, node)
+		c.mu.Lock()
+		delete(c.lastInUse, node.Name) // a node of that name is back
+		c.mu.Unlock()
+		c.q.Add(node.Name)
+	}
+}
+
+// onNodeDeleted keeps what the node last reported in use: its attachments
+// wait for the unmount timeout unless it did not use them (the reference
+// keeps its actual state the same way).
+func (c *Controller) onNodeDeleted(obj any) {
+	node, ok := loop.As[*v1.Node](obj)
+	if !ok {
+		return
+	}
+	c.newestNode.Forget(node.Name)
+	c.mu.Lock()
+	c.lastInUse[node.Name] = node.Status.VolumesInUse
+	c.mu.Unlock()
+	c.q.Add(node.Name)
+}
+
+func (c *Controller) onAttachment(obj any) {
+	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
+		c.settled(va.Name, true)
+		c.reserved(va)
+		c.q.Add(va.Spec.NodeName)
+	}
+}
+
+// onAttachmentDeleted also wakes the nodes whose pods want the volume: a
+// single-node volume may attach there now.
+func (c *Controller) onAttachmentDeleted(obj any) {
+	va, ok := loop.As[*storagev1.VolumeAttachment](obj)
+	if !ok {
+		return
+	}
+	c.settled(va.Name, false)
+	c.q.Add(va.Spec.NodeName)
+	if pvName := va.Spec.Source.PersistentVolumeName; pvName != nil {
+		if pv, err := c.pvs.Get(*pvName); err == nil {
+			c.enqueueUsersOf(pv)
+		}
+	}
+}
+
+func (c *Controller) onClaim(obj any) {
+	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
+		c.enqueueClaimUsers(claim.Namespace + "/" + claim.Name)
+	}
+}
+
+func (c *Controller) onVolume(obj any) {
+	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
+		c.enqueueUsersOf(pv)
+		for _, o := range c.attachmentsOf(pv.Name) {
+			c.q.Add(o.Spec.NodeName)
+		}
+	}
+}
+
+func (c *Controller) enqueueUsersOf(pv *v1.PersistentVolume) {
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		c.enqueueClaimUsers(ref.Namespace + "/" + ref.Name)
+	}
+}
+
+func (c *Controller) enqueueClaimUsers(claimKey string) {
+	pods, _ := c.pods.ByIndex(podsByClaim, claimKey)
+	for _, obj := range pods {
+		c.onPod(obj)
+	}
+}
+
+func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {
+	objs, _ := c.vas.ByIndex(vasByPV, pv)
+	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
+	for _, obj := range objs {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+			out = append(out, va)
+		}
+	}
+	return out
+}
+
+// enqueueAll queues every node and every node name an attachment names (a
+// deleted node's attachments too).
+func (c *Controller) enqueueAll() {
+	nodes, _ := c.nodes.List(labels.Everything())
+	for _, n := range nodes {
+		c.q.Add(n.Name)
+	}
+	for _, name := range c.vas.ListIndexFuncValues(vasByNode) {
+		c.q.Add(name)
+	}
+}
+
+// resync is the reference's desired-state populator: a periodic look at
+// every node repairs whatever an event missed.
+func (c *Controller) resync(context.Context) { c.enqueueAll() }

@@ -1,0 +1,154 @@
+package attachdetach
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/protection"
+)
+
+// syncNode is one node's reconcile: read, decide, apply.
+func (c *Controller) syncNode(ctx context.Context, name string) error {
+	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
+	ctx = klog.NewContext(ctx, logger)
+	f, err := c.facts(name)
+	if err != nil {
+		return err
+	}
+	plan := attachment.Decide(f)
+	for _, w := range plan.Wait {
+		logger.V(4).Info("Attachment waits", "pv", w.Volume, "pod", klog.KObj(w.Pod), "reason", w.Reason.String(), "detail", w.Detail)
+	}
+	c.remember(name, f.Node, plan)
+	if err := c.apply(ctx, name, plan); err != nil {
+		return err
+	}
+	if plan.RequeueAfter > 0 {
+		c.q.AddAfter(name, plan.RequeueAfter)
+	}
+	return nil
+}
+
+// facts reads everything the node's decision rests on from the caches.
+func (c *Controller) facts(name string) (attachment.Facts, error) {
+	node, err := c.nodes.Get(name)
+	switch {
+	case err == nil:
+		node = c.newestNode.Newer(name, node)
+	case !apierrors.IsNotFound(err):
+		return attachment.Facts{}, fmt.Errorf("node %s: %w", name, err)
+	}
+	c.mu.Lock()
+	f := attachment.Facts{
+		Node:              attachment.NodeOf(name, node, c.lastInUse[name]),
+		UndesiredSince:    maps.Clone(c.timers[name]),
+		Now:               c.clock.Now(),
+		MaxWaitForUnmount: c.maxWaitForUnmount,
+		Claims:            map[string]*v1.PersistentVolumeClaim{},
+		Volumes:           map[string]*v1.PersistentVolume{},
+		Drivers:           map[string]*storagev1.CSIDriver{},
+		Users:             map[string][]*v1.Pod{},
+	}
+	c.mu.Unlock()
+	if f.Node.Exists && !f.Node.Managed {
+		return f, nil // not ours: nothing more to read
+	}
+	objs, _ := c.pods.ByIndex(podsByNode, name)
+	for _, obj := range objs {
+		if pod, ok := obj.(*v1.Pod); ok {
+			f.Pods = append(f.Pods, pod)
+			c.readVolumes(&f, pod)
+		}
+	}
+	seen := map[string]bool{}
+	add := func(va *storagev1.VolumeAttachment) {
+		if !seen[va.Name] {
+			seen[va.Name] = true
+			f.Attachments = append(f.Attachments, va)
+		}
+	}
+	here, _ := c.vas.ByIndex(vasByNode, name)
+	for _, obj := range here {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+			add(va)
+			c.readVolume(&f, va.Spec.Source.PersistentVolumeName)
+		}
+	}
+	for pv := range f.Volumes {
+		for _, va := range c.attachmentsOf(pv) {
+			add(va)
+		}
+	}
+	return f, nil
+}
+
+// readVolumes adds a pod's claims, their volumes, drivers and users.
+func (c *Controller) readVolumes(f *attachment.Facts, pod *v1.Pod) {
+	for _, key := range protection.ClaimKeys(pod) {
+		if _, done := f.Claims[key]; done {
+			continue
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+		if err != nil {
+			continue // not in the cache: the decision waits for it
+		}
+		f.Claims[key] = claim
+		c.readVolume(f, &claim.Spec.VolumeName)
+	}
+}
+
+// readVolume adds a PersistentVolume, its driver and the pods that use it.
+func (c *Controller) readVolume(f *attachment.Facts, name *string) {
+	if name == nil || *name == "" {
+		return
+	}
+	if _, done := f.Volumes[*name]; done {
+		return
+	}
+	pv, err := c.pvs.Get(*name)
+	if err != nil {
+		return
+	}
+	f.Volumes[pv.Name] = pv
+	if pv.Spec.CSI != nil {
+		if d, err := c.drivers.Get(pv.Spec.CSI.Driver); err == nil {
+			f.Drivers[d.Name] = d
+		}
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		users, _ := c.pods.ByIndex(podsByClaim, ref.Namespace+"/"+ref.Name)
+		for _, obj := range users {
+			if pod, ok := obj.(*v1.Pod); ok {
+				f.Users[pv.Name] = append(f.Users[pv.Name], pod)
+			}
+		}
+	}
+}
+
+// remember keeps the unmount timers of the plan, and forgets a deleted
+// node once nothing is attached to it any more.
+func (c *Controller) remember(name string, node attachment.Node, plan attachment.Plan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(plan.UndesiredSince) == 0 {
+		delete(c.timers, name)
+	} else {
+		c.timers[name] = plan.UndesiredSince
+	}
+	if node.Exists {
+		return // lastInUse is only ever set after the node's delete event
+	}
+	if objs, _ := c.vas.ByIndex(vasByNode, name); len(objs) == 0 {
+		delete(c.lastInUse, name)
+		delete(c.reported, name)
+	}
+}
