@@ -26,15 +26,15 @@ const (
 
 // volume is one volume and everything done with it.
 type volume struct {
-	ID            string        `json:"id"`
-	Name          string        `json:"name"`
-	CapacityBytes int64         `json:"capacityBytes"`
-	AccessType    accessType    `json:"accessType"`
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	CapacityBytes int64      `json:"capacityBytes"`
+	AccessType    accessType `json:"accessType"`
 	// NodeID is the node a node-local volume lives on; "" for a network
 	// volume, reachable from every node.
-	NodeID        string        `json:"nodeID"`
-	Source        contentSource `json:"source,omitzero"`
-	CreatedAt     time.Time     `json:"createdAt"`
+	NodeID    string        `json:"nodeID"`
+	Source    contentSource `json:"source,omitzero"`
+	CreatedAt time.Time     `json:"createdAt"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
 	// Stagings are keyed by node: one is set while the volume is staged on
