@@ -13,8 +13,6 @@ import (
 type identityServer struct {
 	csi.UnimplementedIdentityServer
 	d *Driver
-	// controller: this socket serves the controller service too.
-	controller bool
 }
 
 func (s *identityServer) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
@@ -27,10 +25,10 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 			Service: &csi.PluginCapability_Service{Type: t},
 		}}
 	}
-	var caps []*csi.PluginCapability
-	if s.controller {
-		caps = append(caps, service(csi.PluginCapability_Service_CONTROLLER_SERVICE))
-	}
+	// The plugin's capabilities, the same on every socket: in network mode
+	// a node's socket serves no controller, but the plugin has one (on its
+	// own socket), as a CSI driver deployed in two parts does.
+	caps := []*csi.PluginCapability{service(csi.PluginCapability_Service_CONTROLLER_SERVICE)}
 	// Network volumes are reachable from every node: no topology to honor.
 	if !s.d.cfg.Network {
 		caps = append(caps, service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS))

@@ -216,7 +216,7 @@ func (d *Driver) newServer(logger klog.Logger, controller bool, node string) *gr
 		interceptors = append(interceptors, d.cfg.Interceptor)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
-	csi.RegisterIdentityServer(srv, &identityServer{d: d, controller: controller})
+	csi.RegisterIdentityServer(srv, &identityServer{d: d})
 	if controller {
 		csi.RegisterControllerServer(srv, &controllerServer{d: d})
 	}
