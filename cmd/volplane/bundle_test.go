@@ -70,7 +70,9 @@ func TestUpServesTheNetworkDriverBesideTheNodeLocalOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer drivers.stop()
-	sock := func(parts ...string) string { return "unix://" + filepath.Join(append([]string{dir, "csi"}, parts...)...) }
+	sock := func(parts ...string) string {
+		return "unix://" + filepath.Join(append([]string{dir, "csi"}, parts...)...)
+	}
 	wantEndpoints := []string{sock("node-1.sock"), sock("node-2.sock"), sock("network.sock")}
 	if !slices.Equal(drivers.endpoints, wantEndpoints) {
 		t.Errorf("endpoints = %v, want %v", drivers.endpoints, wantEndpoints)
