@@ -62,7 +62,7 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 	f.IntVar(&cfg.APIServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 0, "etcd client port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
-	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, as a quantity")
+	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	return cmd
 }
@@ -96,9 +96,10 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	if err := registerBundle(ctx, cp.RESTConfig); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each.\n",
-		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName)
-	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer).\n", ImmediateClass, WaitClass)
+	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each, network CSI driver %s for all.\n",
+		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName, hostpath.NetworkDriverName)
+	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer), %s (network, attached to the pod's node, Immediate).\n",
+		ImmediateClass, WaitClass, NetworkClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)

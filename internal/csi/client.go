@@ -33,6 +33,11 @@ const (
 // Info is what a probe learned about the driver behind an endpoint.
 type Info struct {
 	Driver string
+	// Controller: the endpoint serves the controller service. A driver
+	// deployed in parts serves some nodes' node services on sockets without
+	// it (the bundled network driver); the flags below up to Publish are
+	// then false.
+	Controller bool
 	// Accessibility: the driver has VOLUME_ACCESSIBILITY_CONSTRAINTS, so
 	// CreateVolume takes topology requirements and answers with topology.
 	Accessibility bool
@@ -155,8 +160,12 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 		}
 	}
 	cc, err := e.controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
-	if err != nil {
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+	case err != nil:
 		return info, fmt.Errorf("ControllerGetCapabilities: %w", err)
+	default:
+		info.Controller = true
 	}
 	for _, c := range cc.GetCapabilities() {
 		switch c.GetRpc().GetType() {

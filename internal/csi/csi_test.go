@@ -28,7 +28,7 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	want := Info{Driver: hostpath.DriverName, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
+	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
 		Node: true, NodeID: "node-a", Stage: true, Expand: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
 	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
@@ -78,6 +78,45 @@ func TestDialSeesTheAttachStep(t *testing.T) {
 	defer e.Close()
 	if !e.Info.Publish {
 		t.Errorf("Info = %+v: an attach-required driver has PUBLISH_UNPUBLISH_VOLUME", e.Info)
+	}
+}
+
+// The network driver serves its controller on one socket and each node's
+// node service on a socket of its own, without the controller service: the
+// probe tells them apart instead of failing on the node sockets.
+func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
+	controller, nodes := hostpathtest.ServeNetwork(t, 1<<30, "node-a", "node-b")
+	c, err := Dial(context.Background(), controller, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true}
+	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
+		t.Errorf("controller Info = %+v, want %+v", c.Info, want)
+	}
+	n, err := Dial(context.Background(), nodes["node-b"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	want = Info{Driver: hostpath.NetworkDriverName, Node: true, NodeID: "node-b", Stage: true, Expand: true}
+	if fmt.Sprint(n.Info) != fmt.Sprint(want) || !n.NodeOnly() || c.NodeOnly() {
+		t.Errorf("node Info = %+v, want %+v (node only)", n.Info, want)
+	}
+
+	p := NewPool(n, c)
+	if got := p.Endpoints(hostpath.NetworkDriverName); len(got) != 1 || got[0] != c {
+		t.Errorf("pool endpoints = %v, want the controller's only", got)
+	}
+	if got := p.ForCreate(hostpath.NetworkDriverName, nil); got != c {
+		t.Errorf("ForCreate = %v, want the controller", got)
+	}
+	if got, err := p.ForDelete(hostpath.NetworkDriverName, nil); got != c || err != nil {
+		t.Errorf("ForDelete = %v, %v; want the controller", got, err)
+	}
+	if only := NewPool(n); only.Serves(hostpath.NetworkDriverName) || len(only.Drivers()) != 0 {
+		t.Errorf("a pool of node sockets only serves %v, want no driver", only.Drivers())
 	}
 }
 

@@ -14,10 +14,13 @@ import (
 // endpoints may serve one driver (one instance per node of a node-local
 // driver); every choice among them is a pure function of the request and the
 // order the endpoints were given in, so a retry after a crash reaches the
-// same endpoint.
+// same endpoint. It is the controller side: an endpoint that serves a node
+// service but no controller (Endpoint.NodeOnly) is held only to be closed,
+// and no method returns it, so CreateVolume and DeleteVolume never go there.
 type Pool struct {
 	byDriver map[string][]*Endpoint
 	order    []string
+	nodeOnly []*Endpoint
 }
 
 // DialPool dials every address; on any failure it closes what it opened and
@@ -41,6 +44,10 @@ func DialPool(ctx context.Context, addresses []string, metrics *Metrics) (*Pool,
 func NewPool(eps ...*Endpoint) *Pool {
 	p := &Pool{byDriver: map[string][]*Endpoint{}}
 	for _, e := range eps {
+		if e.NodeOnly() {
+			p.nodeOnly = append(p.nodeOnly, e)
+			continue
+		}
 		if _, ok := p.byDriver[e.Info.Driver]; !ok {
 			p.order = append(p.order, e.Info.Driver)
 		}
@@ -52,6 +59,9 @@ func NewPool(eps ...*Endpoint) *Pool {
 // Close closes every endpoint.
 func (p *Pool) Close() error {
 	var errs []error
+	for _, e := range p.nodeOnly {
+		errs = append(errs, e.Close())
+	}
 	for _, eps := range p.byDriver {
 		for _, e := range eps {
 			errs = append(errs, e.Close())
@@ -59,6 +69,10 @@ func (p *Pool) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// NodeOnly says whether the endpoint serves a node service and no
+// controller: a node's socket of a driver whose controller is elsewhere.
+func (e *Endpoint) NodeOnly() bool { return e.Info.Node && !e.Info.Controller }
 
 // Drivers lists the driver names served, in the order first seen.
 func (p *Pool) Drivers() []string { return slices.Clone(p.order) }

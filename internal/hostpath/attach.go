@@ -26,7 +26,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if err := checkName("node ID", node); err != nil {
 		return nil, err
 	}
-	t, err := checkCapability(req.GetVolumeCapability())
+	t, err := checkCapability(req.GetVolumeCapability(), s.d.cfg.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +39,10 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	switch {
 	case vol == nil:
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", volID)
-	case node != vol.NodeID:
+	case vol.NodeID != "" && node != vol.NodeID:
 		return nil, status.Errorf(codes.NotFound, "node %q does not exist for this volume: it lives on node %q", node, vol.NodeID)
+	case vol.NodeID == "" && s.d.cfg.NodeEndpoints[node] == "":
+		return nil, status.Errorf(codes.NotFound, "node %q does not exist: this driver serves nodes %s", node, nodeList(s.d.cfg.NodeEndpoints))
 	case t != vol.AccessType:
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s is a %s volume", volID, vol.AccessType)
 	}
@@ -51,7 +53,11 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 		}
 		return &csi.ControllerPublishVolumeResponse{}, nil
 	}
-	if err := s.d.attach(volID, node, readOnly); err != nil {
+	want := attachment{ReadOnly: readOnly, Mode: req.GetVolumeCapability().GetAccessMode().GetMode().String()}
+	if why := attachConflict(vol, node, want); why != "" {
+		return nil, status.Error(codes.FailedPrecondition, why)
+	}
+	if err := s.d.attach(volID, node, want); err != nil {
 		return nil, err
 	}
 	return &csi.ControllerPublishVolumeResponse{}, nil
@@ -59,7 +65,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 
 // attach records the attachment, checking the per-node limit in the same
 // step so that concurrent attachments of different volumes cannot overshoot it.
-func (d *Driver) attach(volID, node string, readOnly bool) error {
+func (d *Driver) attach(volID, node string, a attachment) error {
 	limit := d.cfg.MaxVolumesPerNode
 	err := d.store.update(func(st *state) error {
 		if limit > 0 && st.attachedTo(node) >= limit {
@@ -69,7 +75,7 @@ func (d *Driver) attach(volID, node string, readOnly bool) error {
 		if v.Attachments == nil {
 			v.Attachments = map[string]attachment{}
 		}
-		v.Attachments[node] = attachment{ReadOnly: readOnly}
+		v.Attachments[node] = a
 		return nil
 	})
 	switch {
@@ -138,7 +144,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if _, err := checkCapability(c); err != nil {
+		if _, err := checkCapability(c, s.d.cfg.Network); err != nil {
 			return nil, err
 		}
 	}

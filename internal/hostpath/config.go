@@ -13,6 +13,9 @@ import (
 const (
 	// DriverName is the CSI driver name, as in CSIDriver objects and StorageClass provisioners.
 	DriverName = "hostpath.csi.volplane.io"
+	// NetworkDriverName is the name of the driver in network mode
+	// (Config.Network): the same code serving network storage.
+	NetworkDriverName = "network.csi.volplane.io"
 	// Version is reported as the plugin's vendor version.
 	Version = "0.1.0"
 	// TopologyKey is the single topology segment this driver reports; its value is the node ID.
@@ -31,7 +34,8 @@ const maxSocketPath = 107
 type Config struct {
 	// Endpoint is where CSI is served: "unix://" followed by an absolute path.
 	Endpoint string
-	// NodeID names this node. It is also the value of the TopologyKey segment,
+	// NodeID names this node (node-local mode only; empty in network mode).
+	// It is also the value of the TopologyKey segment,
 	// which the kubelet copies onto the Node as a label, so it must be a valid
 	// Kubernetes label value.
 	NodeID string
@@ -47,7 +51,17 @@ type Config struct {
 	MaxVolumesPerNode int64
 	// AttachRequired turns on ControllerPublishVolume/ControllerUnpublishVolume:
 	// volumes must then be attached to the node before the node stages them.
+	// Network mode always attaches, whatever this says.
 	AttachRequired bool
+	// Network serves the driver as network storage (see doc.go): Endpoint
+	// serves identity and controller only, for every node of NodeEndpoints;
+	// volumes are topology-free; attaching is required.
+	Network bool
+	// NodeEndpoints (network mode only) maps each node ID to the endpoint
+	// serving that node's node service (and identity): "unix://" followed by
+	// an absolute path, each different from Endpoint and from one another.
+	// ControllerPublishVolume knows exactly these nodes.
+	NodeEndpoints map[string]string
 	// Mounter mounts and attaches loop devices. Nil means the kernel, through
 	// k8s.io/mount-utils and losetup.
 	Mounter Mounter
@@ -56,7 +70,8 @@ type Config struct {
 	// (e.g. the CSI driver an in-tree plugin migrated to).
 	Name string
 	// TopologyKey is the key of the one topology segment reported; ""
-	// means TopologyKey. Its value is always NodeID.
+	// means TopologyKey. Its value is always NodeID. Network mode reports
+	// no topology.
 	TopologyKey string
 	// Interceptor, if set, runs around every call, inside the driver's own
 	// logging: for tests that watch what the driver is sent or make it
@@ -71,7 +86,8 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNodeID(cfg.NodeID); err != nil {
+	nodeSockets, err := checkNodes(&cfg, socket)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.DataDir == "" {
@@ -90,6 +106,12 @@ func New(cfg Config) (*Driver, error) {
 	cfg.DataDir = dataDir
 	if cfg.Name == "" {
 		cfg.Name = DriverName
+		if cfg.Network {
+			cfg.Name = NetworkDriverName
+		}
+	}
+	if cfg.Network {
+		cfg.AttachRequired = true
 	}
 	if cfg.TopologyKey == "" {
 		cfg.TopologyKey = TopologyKey
@@ -97,7 +119,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Mounter == nil {
 		cfg.Mounter = NewMounter()
 	}
-	return &Driver{cfg: cfg, socket: socket, disk: layout{root: dataDir}, locks: newKeyedMutex()}, nil
+	return &Driver{cfg: cfg, socket: socket, nodeSockets: nodeSockets, disk: layout{root: dataDir}, locks: newKeyedMutex()}, nil
 }
 
 // socketPath turns "unix:///run/csi.sock" into "/run/csi.sock".
@@ -117,6 +139,40 @@ func socketPath(endpoint string) (string, error) {
 		return "", fmt.Errorf("endpoint %q: the socket path is %d bytes, longer than the %d a unix socket allows", endpoint, len(path), maxSocketPath)
 	}
 	return path, nil
+}
+
+// checkNodes checks the node side of cfg and returns the socket path of
+// each node service: in node-local mode, NodeID's on the one socket; in
+// network mode, each node's own.
+func checkNodes(cfg *Config, controllerSocket string) (map[string]string, error) {
+	if !cfg.Network {
+		if len(cfg.NodeEndpoints) > 0 {
+			return nil, errors.New("node endpoints are for network mode only; a node-local driver serves its node on its endpoint")
+		}
+		return map[string]string{cfg.NodeID: controllerSocket}, checkNodeID(cfg.NodeID)
+	}
+	if cfg.NodeID != "" {
+		return nil, fmt.Errorf("node ID %q: a network driver serves every node of its node endpoints, not one node", cfg.NodeID)
+	}
+	if len(cfg.NodeEndpoints) == 0 {
+		return nil, errors.New("network mode needs node endpoints: one per node served")
+	}
+	sockets := make(map[string]string, len(cfg.NodeEndpoints))
+	taken := map[string]bool{controllerSocket: true}
+	for node, endpoint := range cfg.NodeEndpoints {
+		if err := checkName("node ID", node); err != nil {
+			return nil, fmt.Errorf("node endpoints: %w", err)
+		}
+		socket, err := socketPath(endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		if taken[socket] {
+			return nil, fmt.Errorf("node %s: socket %s is served twice", node, socket)
+		}
+		taken[socket], sockets[node] = true, socket
+	}
+	return sockets, nil
 }
 
 func checkNodeID(id string) error {

@@ -77,7 +77,7 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if err := checkName("volume name", req.GetName()); err != nil {
 		return nil, err
 	}
-	t, err := checkCapabilities(req.GetVolumeCapabilities())
+	t, err := checkCapabilities(req.GetVolumeCapabilities(), d.cfg.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if len(req.GetMutableParameters()) > 0 {
 		return nil, status.Error(codes.InvalidArgument, "mutable parameters are not supported: this driver has nothing to modify")
 	}
-	if !d.reachable(req.GetAccessibilityRequirements()) {
+	if !d.cfg.Network && !d.reachable(req.GetAccessibilityRequirements()) {
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"cannot provision here: this driver's volumes are accessible from node %q only, and the accessibility requirements exclude it", d.cfg.NodeID)
 	}
@@ -285,7 +285,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
 	}
 	for i, c := range req.GetVolumeCapabilities() {
-		if problem := capabilityProblem(c); problem != "" {
+		if problem := capabilityProblem(c, s.d.cfg.Network); problem != "" {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: problem}, nil
 		}
 		if types[i] != vol.AccessType {
@@ -299,14 +299,18 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 	}}, nil
 }
 
-// csiVolume is how a volume is shown to the CO.
+// csiVolume is how a volume is shown to the CO. A network volume has no
+// topology: it is reachable from every node.
 func (d *Driver) csiVolume(v *volume) *csi.Volume {
-	return &csi.Volume{
-		VolumeId:           v.ID,
-		CapacityBytes:      v.CapacityBytes,
-		ContentSource:      v.Source.csi(),
-		AccessibleTopology: []*csi.Topology{d.nodeTopology(v.NodeID)},
+	out := &csi.Volume{
+		VolumeId:      v.ID,
+		CapacityBytes: v.CapacityBytes,
+		ContentSource: v.Source.csi(),
 	}
+	if v.NodeID != "" {
+		out.AccessibleTopology = []*csi.Topology{d.nodeTopology(v.NodeID)}
+	}
+	return out
 }
 
 func (c contentSource) csi() *csi.VolumeContentSource {

@@ -1,25 +1,46 @@
-// Package hostpath is volplane's bundled CSI driver. One process serves the
-// CSI identity, controller and node services on a unix socket and keeps every
-// volume on the local disk of the node it runs on.
+// Package hostpath is volplane's bundled CSI driver. It runs in one of two
+// modes:
+//
+//   - node-local (DriverName): one process per node serves the CSI identity,
+//     controller and node services on one unix socket and keeps every volume
+//     on the local disk of its node, like local storage.
+//   - network (Config.Network, NetworkDriverName): one process stands for
+//     network storage that every node reaches. Config.Endpoint serves the
+//     identity and controller services for every node of
+//     Config.NodeEndpoints; each node's endpoint serves the identity and the
+//     node service of that node (NodeGetInfo returns its ID). Volumes live in
+//     one shared directory tree and are topology-free (no
+//     VOLUME_ACCESSIBILITY_CONSTRAINTS, no accessible topology). Attaching
+//     is always on: ControllerPublishVolume attaches to any node served, but
+//     a volume attached to one node with a single-node access mode is
+//     refused to any other with FailedPrecondition ("Volume published to
+//     another node"), and MULTI_NODE_SINGLE_WRITER lets one node at most
+//     write; the multi-node access modes are served besides the single-node
+//     ones. A node stages only what is attached to it.
+//
+// Both modes share every rule below; one DataDir holds the volumes of one
+// mode only (the driver refuses to start on the other mode's data dir).
 //
 // Its nouns:
 //
 //   - Driver: one running plugin, built by New from a Config and served by Run.
 //   - Volume: a directory (access type mount) or a sparse file (access type
-//     block) under DataDir/volumes. A volume lives on the node whose driver
-//     created it and is accessible from that node only: its topology is
-//     {TopologyKey: NodeID}.
+//     block) under DataDir/volumes. A node-local volume lives on the node
+//     whose driver created it and is accessible from that node only: its
+//     topology is {TopologyKey: NodeID}. A network volume has no node.
 //   - Snapshot: a full copy of a volume (directory tree, or sparse file) under
 //     DataDir/snapshots, ready as soon as CreateSnapshot returns. Snapshots are
 //     independent of their source: deleting the volume keeps the snapshot.
 //   - Attachment: the record that ControllerPublishVolume made a volume
 //     available to a node. Only kept when Config.AttachRequired; the node then
 //     stages only attached volumes.
-//   - Staging and publication: the node side. Staging bind-mounts a mount
+//   - Staging and publication: the node side, recorded per node (a network
+//     volume may be staged on several nodes). Staging bind-mounts a mount
 //     volume's directory onto the staging path, or attaches a block volume's
 //     file to a loop device; publishing bind-mounts that onto the target path.
 //     Both are recorded in the state before anything is mounted, and the
-//     node calls undo only what the state records: a path the driver did not
+//     node calls undo only what the state records (each node service only
+//     its own node's records): a path the driver did not
 //     stage or publish is never unmounted or removed. Every node path is
 //     resolved (symlinks followed) before it is checked, mounted onto,
 //     unmounted or removed, and a recorded path is undone only while it still
@@ -27,7 +48,8 @@
 //   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
-//     stagings and publications. It is rewritten atomically (temp file, fsync,
+//     stagings and publications (version 2; a version 1 file, from before
+//     stagings were kept per node, is read and migrated). It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver
 //     restarts with everything it had acknowledged. It is the only record of
 //     what the data on disk is, so the driver never deletes data it has no

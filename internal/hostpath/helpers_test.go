@@ -42,14 +42,30 @@ func testConfig(dir string, mounter Mounter) Config {
 	}
 }
 
-// runningDriver is a driver serving on its socket, with clients for it.
+// testNetworkConfig is a network driver serving nodes, each on its own
+// socket, with 1 TiB, at most 3 volumes attached per node; modify it as a
+// test needs.
+func testNetworkConfig(dir string, mounter Mounter, nodes ...string) Config {
+	cfg := testConfig(dir, mounter)
+	cfg.NodeID, cfg.Network = "", true
+	cfg.NodeEndpoints = map[string]string{}
+	for _, node := range nodes {
+		cfg.NodeEndpoints[node] = "unix://" + filepath.Join(dir, node+".sock")
+	}
+	return cfg
+}
+
+// runningDriver is a driver serving on its sockets, with clients for them.
+// node is the node service on the controller's socket (node-local mode) or
+// of testNode (network mode); nodes has every node's.
 type runningDriver struct {
 	cfg        Config
 	cancel     context.CancelFunc
 	done       chan error
-	conn       *grpc.ClientConn
+	conns      []*grpc.ClientConn
 	controller csi.ControllerClient
 	node       csi.NodeClient
+	nodes      map[string]csi.NodeClient
 	identity   csi.IdentityClient
 }
 
@@ -62,16 +78,36 @@ func startDriver(t *testing.T, cfg Config) *runningDriver {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runningDriver{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- d.Run(ctx) }()
+	for _, socket := range d.nodeSockets {
+		waitForSocket(t, socket, r.done)
+	}
 	waitForSocket(t, d.socket, r.done)
-	r.conn, err = grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn := r.dial(t, cfg.Endpoint)
+	r.controller = csi.NewControllerClient(conn)
+	r.identity = csi.NewIdentityClient(conn)
+	r.nodes = map[string]csi.NodeClient{}
+	if !cfg.Network {
+		r.node = csi.NewNodeClient(conn)
+		r.nodes[cfg.NodeID] = r.node
+	}
+	for node, endpoint := range cfg.NodeEndpoints {
+		r.nodes[node] = csi.NewNodeClient(r.dial(t, endpoint))
+	}
+	if cfg.Network {
+		r.node = r.nodes[testNode]
+	}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *runningDriver) dial(t *testing.T, endpoint string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.controller = csi.NewControllerClient(r.conn)
-	r.node = csi.NewNodeClient(r.conn)
-	r.identity = csi.NewIdentityClient(r.conn)
-	t.Cleanup(func() { r.stop(t) })
-	return r
+	r.conns = append(r.conns, conn)
+	return conn
 }
 
 func waitForSocket(t *testing.T, path string, done chan error) {
@@ -94,11 +130,13 @@ func waitForSocket(t *testing.T, path string, done chan error) {
 // stop cancels Run and checks that it returned cleanly; stopping twice is fine.
 func (r *runningDriver) stop(t *testing.T) {
 	t.Helper()
-	if r.conn == nil {
+	if r.conns == nil {
 		return
 	}
-	r.conn.Close()
-	r.conn = nil
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
 	r.cancel()
 	select {
 	case err := <-r.done:

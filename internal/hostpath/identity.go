@@ -25,13 +25,18 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 			Service: &csi.PluginCapability_Service{Type: t},
 		}}
 	}
-	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
-		service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
-		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
-		{Type: &csi.PluginCapability_VolumeExpansion_{
-			VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE},
-		}},
-	}}, nil
+	// The plugin's capabilities, the same on every socket: in network mode
+	// a node's socket serves no controller, but the plugin has one (on its
+	// own socket), as a CSI driver deployed in two parts does.
+	caps := []*csi.PluginCapability{service(csi.PluginCapability_Service_CONTROLLER_SERVICE)}
+	// Network volumes are reachable from every node: no topology to honor.
+	if !s.d.cfg.Network {
+		caps = append(caps, service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS))
+	}
+	caps = append(caps, &csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{
+		VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE},
+	}})
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 // Probe is healthy while the data dir is there: without it no call can work.

@@ -89,11 +89,11 @@ func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRe
 		if _, err := accessTypeOf(c); err != nil {
 			return nil, err
 		}
-		if capabilityProblem(c) != "" {
+		if capabilityProblem(c, s.d.cfg.Network) != "" {
 			return &csi.GetCapacityResponse{}, nil
 		}
 	}
-	if t := req.GetAccessibleTopology(); t != nil && !s.d.isThisNode(t) {
+	if t := req.GetAccessibleTopology(); t != nil && !s.d.cfg.Network && !s.d.isThisNode(t) {
 		return &csi.GetCapacityResponse{}, nil
 	}
 	free := s.d.store.free(s.d.cfg.Capacity)

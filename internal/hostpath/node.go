@@ -13,9 +13,11 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// nodeServer is the node service of one node: every call acts for node.
 type nodeServer struct {
 	csi.UnimplementedNodeServer
-	d *Driver
+	d    *Driver
+	node string
 }
 
 // NodeStageVolume makes a volume ready on this node: a mount volume's
@@ -32,7 +34,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err != nil {
 		return nil, err
 	}
-	t, err := checkCapability(req.GetVolumeCapability())
+	t, err := checkCapability(req.GetVolumeCapability(), s.d.cfg.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -45,12 +47,12 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := s.d.checkStaging(vol, path)
+	recorded, err := s.d.checkStaging(vol, s.node, path)
 	if err != nil {
 		return nil, err
 	}
 	if !recorded {
-		if err := s.d.setStaging(id, &staging{Path: path.given, RealPath: path.real}); err != nil {
+		if err := s.d.setStaging(id, s.node, &staging{Path: path.given, RealPath: path.real}); err != nil {
 			return nil, err
 		}
 	}
@@ -59,26 +61,26 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	device, err := s.d.stage(vol, path.real)
 	if err != nil {
 		if !recorded {
-			_ = s.d.setStaging(id, nil) // nothing was staged; if this fails, unstaging cleans up
+			_ = s.d.setStaging(id, s.node, nil) // nothing was staged; if this fails, unstaging cleans up
 		}
 		return nil, err
 	}
 	if want := (staging{Path: path.given, RealPath: path.real, Device: device}); want.Device != "" &&
-		(vol.Staging == nil || *vol.Staging != want) {
-		if err := s.d.setStaging(id, &want); err != nil {
+		(vol.staging(s.node) == nil || *vol.staging(s.node) != want) {
+		if err := s.d.setStaging(id, s.node, &want); err != nil {
 			return nil, err
 		}
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
-// checkStaging decides whether staging vol at path is refused, and whether
-// it is recorded already (a repeated call).
-func (d *Driver) checkStaging(vol *volume, path nodePath) (recorded bool, err error) {
-	if _, ok := vol.Attachments[d.cfg.NodeID]; d.cfg.AttachRequired && !ok {
-		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s; ControllerPublishVolume comes first", vol.ID, d.cfg.NodeID)
+// checkStaging decides whether staging vol on node at path is refused, and
+// whether it is recorded already (a repeated call).
+func (d *Driver) checkStaging(vol *volume, node string, path nodePath) (recorded bool, err error) {
+	if _, ok := vol.Attachments[node]; d.cfg.AttachRequired && !ok {
+		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s; ControllerPublishVolume comes first", vol.ID, node)
 	}
-	if s := vol.Staging; s != nil {
+	if s := vol.staging(node); s != nil {
 		switch {
 		case s.Path != path.given:
 			return false, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already", vol.ID, s.Path)
@@ -88,20 +90,28 @@ func (d *Driver) checkStaging(vol *volume, path nodePath) (recorded bool, err er
 		}
 		return true, nil
 	}
-	if who := otherClaim(d.store.current(), path.real, claimRef{volumeID: vol.ID}); who != "" {
+	if who := otherClaim(d.store.current(), path.real, claimRef{volumeID: vol.ID, node: node}); who != "" {
 		return false, status.Errorf(codes.FailedPrecondition, "staging target path %s is in use: %s", path.given, who)
 	}
 	return false, nil
 }
 
-// setStaging records (or, with nil, forgets) the staging of volume id.
-func (d *Driver) setStaging(id string, s *staging) error {
+// setStaging records (or, with nil, forgets) the staging of volume id on node.
+func (d *Driver) setStaging(id, node string, s *staging) error {
 	err := d.store.update(func(st *state) error {
-		st.Volumes[id].Staging = s
+		v := st.Volumes[id]
+		if s == nil {
+			delete(v.Stagings, node)
+			return nil
+		}
+		if v.Stagings == nil {
+			v.Stagings = map[string]staging{}
+		}
+		v.Stagings[node] = *s
 		return nil
 	})
 	if err != nil {
-		return status.Errorf(codes.Internal, "record the staging of volume %s: %v", id, err)
+		return status.Errorf(codes.Internal, "record the staging of volume %s on node %s: %v", id, node, err)
 	}
 	return nil
 }
@@ -175,22 +185,24 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 	}
 	defer unlock()
 	vol := s.d.store.current().Volumes[id]
-	switch {
-	case vol == nil:
+	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
-	case vol.Staging == nil || vol.Staging.Path != given:
+	}
+	staged := vol.staging(s.node)
+	switch {
+	case staged == nil || staged.Path != given:
 		return &csi.NodeUnstageVolumeResponse{}, nil // not staged here: nothing to undo
-	case len(vol.Publications) > 0:
+	case vol.publishedOn(s.node):
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published; unpublish it first", id)
 	}
-	real, err := recordedPath("staging target path", given, vol.Staging.realPath())
+	real, err := recordedPath("staging target path", given, staged.realPath())
 	if err != nil {
 		return nil, err
 	}
 	if err := s.d.unstage(vol, real); err != nil {
 		return nil, status.Errorf(codes.Internal, "unstage volume %s: %v", id, err)
 	}
-	if err := s.d.setStaging(id, nil); err != nil {
+	if err := s.d.setStaging(id, s.node, nil); err != nil {
 		return nil, err
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil

@@ -10,12 +10,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// NodeGetInfo names the node this service is for; network volumes are
+// reachable from every node, so network mode reports no topology.
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{
-		NodeId:             s.d.cfg.NodeID,
-		MaxVolumesPerNode:  s.d.cfg.MaxVolumesPerNode,
-		AccessibleTopology: s.d.nodeTopology(s.d.cfg.NodeID),
-	}, nil
+	info := &csi.NodeGetInfoResponse{NodeId: s.node, MaxVolumesPerNode: s.d.cfg.MaxVolumesPerNode}
+	if !s.d.cfg.Network {
+		info.AccessibleTopology = s.d.nodeTopology(s.node)
+	}
+	return info, nil
 }
 
 func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
@@ -34,11 +36,11 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// servedVolume finds a volume staged or published at path and returns it
+// servedVolume finds a volume staged or published on node at path and returns it
 // with the resolved path it was mounted at. A volume not recorded there, or
 // a path that no longer resolves where it was mounted, is NotFound, as the
 // spec asks for a volume that does not exist at a path.
-func (d *Driver) servedVolume(id, path string) (*volume, nodePath, error) {
+func (d *Driver) servedVolume(id, node, path string) (*volume, nodePath, error) {
 	if err := checkName("volume ID", id); err != nil {
 		return nil, nodePath{}, err
 	}
@@ -51,10 +53,10 @@ func (d *Driver) servedVolume(id, path string) (*volume, nodePath, error) {
 	}
 	given := filepath.Clean(path)
 	var real string
-	if p, ok := vol.Publications[given]; ok {
+	if p, ok := vol.Publications[given]; ok && p.Node == node {
 		real = p.realPath(given)
-	} else if vol.Staging != nil && vol.Staging.Path == given {
-		real = vol.Staging.realPath()
+	} else if s := vol.staging(node); s != nil && s.Path == given {
+		real = s.realPath()
 	} else {
 		return nil, nodePath{}, status.Errorf(codes.NotFound, "volume %s is neither staged nor published at %q", id, path)
 	}
@@ -68,12 +70,12 @@ func (d *Driver) servedVolume(id, path string) (*volume, nodePath, error) {
 // bytes its files occupy. Block volumes report their size only: what the
 // workload wrote into them is its own business.
 func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	vol, path, err := s.d.servedVolume(req.GetVolumeId(), req.GetVolumePath())
+	vol, path, err := s.d.servedVolume(req.GetVolumeId(), s.node, req.GetVolumePath())
 	if err != nil {
 		return nil, err
 	}
 	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: vol.CapacityBytes}
-	condition := s.d.nodeCondition(vol, path)
+	condition := s.d.nodeCondition(vol, s.node, path)
 	if vol.AccessType == accessMount && !condition.Abnormal {
 		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
 		if err != nil {
@@ -90,11 +92,11 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 
 // nodeCondition is abnormal when the volume's data is gone or path is no
 // longer mounted.
-func (d *Driver) nodeCondition(vol *volume, path nodePath) *csi.VolumeCondition {
+func (d *Driver) nodeCondition(vol *volume, node string, path nodePath) *csi.VolumeCondition {
 	if c := d.dataCondition(vol); c.Abnormal {
 		return c
 	}
-	if vol.AccessType == accessBlock && vol.Staging != nil && vol.Staging.Path == path.given {
+	if s := vol.staging(node); vol.AccessType == accessBlock && s != nil && s.Path == path.given {
 		return &csi.VolumeCondition{Message: "the volume is attached to a loop device"}
 	}
 	mounted, err := d.cfg.Mounter.IsMountPoint(path.real)
@@ -115,7 +117,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if _, err := checkCapability(c); err != nil {
+		if _, err := checkCapability(c, s.d.cfg.Network); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +126,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 		return nil, err
 	}
 	defer unlock()
-	vol, _, err := s.d.servedVolume(req.GetVolumeId(), req.GetVolumePath())
+	vol, _, err := s.d.servedVolume(req.GetVolumeId(), s.node, req.GetVolumePath())
 	if err != nil {
 		return nil, err
 	}

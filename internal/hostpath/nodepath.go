@@ -95,19 +95,22 @@ func resolveExisting(p string) (string, error) {
 	}
 }
 
-// claimRef names one record of the state: a volume's staging, or one of
-// its publications.
+// claimRef names one record of the state: a volume's staging on a node, or
+// one of its publications.
 type claimRef struct {
 	volumeID string
-	target   string // "" for the staging
+	node     string // the staging's node; "" for a publication
+	target   string // "" for a staging
 }
 
 // otherClaim says which record other than self has the real path, or "".
 // Two records sharing a path would make undoing one undo the other.
 func otherClaim(st *state, real string, self claimRef) string {
 	for _, v := range st.Volumes {
-		if s := v.Staging; s != nil && s.realPath() == real && self != (claimRef{volumeID: v.ID}) {
-			return fmt.Sprintf("volume %s is staged there", v.ID)
+		for node, s := range v.Stagings {
+			if s.realPath() == real && self != (claimRef{volumeID: v.ID, node: node}) {
+				return fmt.Sprintf("volume %s is staged there", v.ID)
+			}
 		}
 		for target, p := range v.Publications {
 			if p.realPath(target) == real && self != (claimRef{volumeID: v.ID, target: target}) {

@@ -295,8 +295,10 @@ func (m *recordCheckingMounter) BindMount(source, target string, readOnly bool, 
 
 func recordsMountAt(st *state, real string) bool {
 	for _, v := range st.Volumes {
-		if v.Staging != nil && v.Staging.realPath() == real {
-			return true
+		for _, s := range v.Stagings {
+			if s.realPath() == real {
+				return true
+			}
 		}
 		for target, p := range v.Publications {
 			if p.realPath(target) == real {
@@ -337,7 +339,7 @@ func TestMountsAreRecordedBeforeTheyAreMade(t *testing.T) {
 	if _, err := r.node.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: vol.VolumeId, StagingTargetPath: staging}); err != nil {
 		t.Fatal(err)
 	}
-	if v := r.state(t).Volumes[vol.VolumeId]; v.Staging != nil || len(v.Publications) != 0 {
-		t.Errorf("state after unpublishing and unstaging: staging %v, publications %v; want neither", v.Staging, v.Publications)
+	if v := r.state(t).Volumes[vol.VolumeId]; len(v.Stagings) != 0 || len(v.Publications) != 0 {
+		t.Errorf("state after unpublishing and unstaging: stagings %v, publications %v; want neither", v.Stagings, v.Publications)
 	}
 }

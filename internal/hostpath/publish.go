@@ -25,7 +25,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, err
 	}
-	t, err := checkCapability(req.GetVolumeCapability())
+	t, err := checkCapability(req.GetVolumeCapability(), s.d.cfg.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +46,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		return nil, err
 	}
 	want := publication{
+		Node:     s.node,
 		ReadOnly: req.GetReadonly() || isReadOnlyMode(req.GetVolumeCapability()),
 		Mode:     req.GetVolumeCapability().GetAccessMode().GetMode().String(),
 		RealPath: target.real,
@@ -70,10 +71,10 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// checkPublication decides whether publishing vol at target is refused, and
-// whether it is recorded already (a repeated call).
+// checkPublication decides whether publishing vol on want.Node at target is
+// refused, and whether it is recorded already (a repeated call).
 func (d *Driver) checkPublication(vol *volume, stagingPath, target nodePath, want publication) (recorded bool, err error) {
-	switch s := vol.Staging; {
+	switch s := vol.staging(want.Node); {
 	case s == nil || s.Path != stagingPath.given:
 		return false, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", vol.ID, stagingPath.given)
 	case s.realPath() != stagingPath.real:
@@ -82,6 +83,8 @@ func (d *Driver) checkPublication(vol *volume, stagingPath, target nodePath, wan
 	}
 	if p, ok := vol.Publications[target.given]; ok {
 		switch {
+		case p.Node != want.Node:
+			return false, status.Errorf(codes.FailedPrecondition, "target path %s is in use: volume %s is published there for node %s", target.given, vol.ID, p.Node)
 		case p.ReadOnly != want.ReadOnly || p.Mode != want.Mode:
 			return false, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly=%t and mode %s", vol.ID, target.given, p.ReadOnly, p.Mode)
 		case p.realPath(target.given) != target.real:
@@ -172,7 +175,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
 	p, recorded := vol.Publications[target]
-	if !recorded {
+	if !recorded || p.Node != s.node {
 		return &csi.NodeUnpublishVolumeResponse{}, nil
 	}
 	real, err := recordedPath("target path", target, p.realPath(target))

@@ -18,28 +18,42 @@ import (
 // access type to test.
 const sanityAccessTypeEnv = "HOSTPATH_SANITY_ACCESS_TYPE"
 
+// sanityNetworkEnv=1 tells TestSanitySuite to test the network mode: the
+// controller on its socket, the node service through one node's socket.
+const sanityNetworkEnv = "HOSTPATH_SANITY_NETWORK"
+
 // sanityRealMountsEnv=1 runs csi-sanity with real mounts and loop devices
 // instead of FakeMounter. It needs root (and loop devices for block), so it
 // is off by default.
 const sanityRealMountsEnv = "HOSTPATH_SANITY_REAL_MOUNTS"
 
-// TestSanity runs csi-sanity against the driver once per access type, with
-// attaching, snapshots, cloning and expansion on. Ginkgo runs one suite per
-// process, so each access type runs in a child process of this test binary;
-// the child's output (with the Ginkgo summary) goes to this test's output.
+// TestSanity runs csi-sanity against the driver once per access type and
+// mode (node-local, network), with attaching, snapshots, cloning and
+// expansion on. Ginkgo runs one suite per process, so each run is a child
+// process of this test binary; the child's output (with the Ginkgo summary)
+// goes to this test's output.
 func TestSanity(t *testing.T) {
-	for _, accessType := range []string{"mount", "block"} {
-		t.Run(accessType, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSanitySuite$")
-			if testing.Verbose() {
-				cmd.Args = append(cmd.Args, "-test.v")
+	for _, network := range []bool{false, true} {
+		for _, accessType := range []string{"mount", "block"} {
+			name := accessType
+			if network {
+				name = "network-" + accessType
 			}
-			cmd.Env = append(os.Environ(), sanityAccessTypeEnv+"="+accessType)
-			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("csi-sanity with %s volumes failed: %v", accessType, err)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestSanitySuite$")
+				if testing.Verbose() {
+					cmd.Args = append(cmd.Args, "-test.v")
+				}
+				cmd.Env = append(os.Environ(), sanityAccessTypeEnv+"="+accessType)
+				if network {
+					cmd.Env = append(cmd.Env, sanityNetworkEnv+"=1")
+				}
+				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("csi-sanity %s failed: %v", name, err)
+				}
+			})
+		}
 	}
 }
 
@@ -50,6 +64,10 @@ func TestSanitySuite(t *testing.T) {
 	}
 	dir := shortTempDir(t)
 	cfg := testConfig(dir, NewFakeMounter())
+	network := os.Getenv(sanityNetworkEnv) == "1"
+	if network {
+		cfg = testNetworkConfig(dir, NewFakeMounter(), testNode, "node-2")
+	}
 	if os.Getenv(sanityRealMountsEnv) == "1" {
 		cfg.Mounter = nil // the kernel's bind mounts and loop devices
 	}
@@ -63,6 +81,11 @@ func TestSanitySuite(t *testing.T) {
 	// address makes csi-test keep this dialer instead of adding its own.
 	sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.Endpoint, unixPrefix)
 	sc.DialOptions = append(sc.DialOptions, grpc.WithContextDialer(slowUnixDial))
+	if network {
+		sc.ControllerAddress = sc.Address
+		sc.ControllerDialOptions = append(sc.ControllerDialOptions, grpc.WithContextDialer(slowUnixDial))
+		sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.NodeEndpoints[testNode], unixPrefix)
+	}
 	sc.TargetPath = filepath.Join(dir, "target")
 	sc.StagingPath = filepath.Join(dir, "staging")
 	sc.TestVolumeAccessType = accessType

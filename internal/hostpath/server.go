@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -20,12 +23,17 @@ import (
 // can take a while) before cutting them off.
 const gracePeriod = 30 * time.Second
 
-// Driver is one hostpath CSI plugin: controller and node of one node.
+// Driver is one hostpath CSI plugin: in node-local mode controller and node
+// of one node on one socket; in network mode one controller for every node
+// on its socket and each node's node service on that node's socket.
 type Driver struct {
 	cfg    Config
 	socket string
-	disk   layout
-	locks  *keyedMutex
+	// nodeSockets maps each node served to the socket of its node service:
+	// the controller's socket in node-local mode.
+	nodeSockets map[string]string
+	disk        layout
+	locks       *keyedMutex
 	// store is loaded by open, before the first call is served.
 	store *store
 	// realDataDir is DataDir with symlinks resolved, set by open: node
@@ -33,12 +41,15 @@ type Driver struct {
 	realDataDir string
 }
 
-// Run claims DataDir, loads the state and serves CSI on the endpoint until ctx
-// is done; then it stops gracefully and removes the socket. Run returns an
-// error if DataDir is in use by another driver, the state cannot be read, or
-// serving fails.
+// Run claims DataDir, loads the state and serves CSI on every socket until
+// ctx is done; then it stops gracefully and removes the sockets. Run returns
+// an error if DataDir is in use by another driver, the state cannot be read,
+// or serving fails.
 func (d *Driver) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx).WithValues("driver", d.cfg.Name, "node", d.cfg.NodeID)
+	logger := klog.FromContext(ctx).WithValues("driver", d.cfg.Name)
+	if !d.cfg.Network {
+		logger = logger.WithValues("node", d.cfg.NodeID)
+	}
 	release, aside, err := d.open()
 	if err != nil {
 		return err
@@ -48,24 +59,73 @@ func (d *Driver) Run(ctx context.Context) error {
 		logger.Info("Moved volume and snapshot data the state does not record out of the way; nothing was deleted",
 			"dir", aside.dir, "entries", entryList(aside.entries))
 	}
-	lis, err := listenUnix(d.socket)
+	servers, err := d.listen(logger)
+	for _, s := range servers {
+		defer removeSocket(logger, s.socket)
+		defer s.lis.Close()
+	}
 	if err != nil {
 		return err
 	}
-	defer removeSocket(logger, d.socket)
-	srv := d.newServer(logger)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	logger.Info("serving CSI", "endpoint", d.cfg.Endpoint, "dataDir", d.cfg.DataDir)
+	served := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { served <- s.srv.Serve(s.lis) }()
+	}
+	logger.Info("serving CSI", "endpoint", d.cfg.Endpoint, "dataDir", d.cfg.DataDir, "sockets", len(servers))
+	var failed error
+	early := false
 	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", d.socket, err)
+	case failed = <-served:
+		early = true
 	case <-ctx.Done():
 	}
-	stopGracefully(srv, gracePeriod)
-	<-served
+	for _, s := range servers {
+		stopGracefully(s.srv, gracePeriod)
+	}
+	for i := range servers {
+		if i > 0 || !early {
+			<-served
+		}
+	}
+	if early {
+		return fmt.Errorf("serve CSI: %w", failed)
+	}
 	logger.Info("stopped serving CSI")
 	return nil
+}
+
+// socketServer is one socket and the gRPC server that serves it.
+type socketServer struct {
+	socket string
+	lis    net.Listener
+	srv    *grpc.Server
+}
+
+// listen opens every socket: the controller's (with the node service too in
+// node-local mode), then, in network mode, each node's. On error it returns
+// what it opened, for Run to close.
+func (d *Driver) listen(logger klog.Logger) ([]socketServer, error) {
+	var out []socketServer
+	add := func(socket string, logger klog.Logger, controller bool, node string) error {
+		lis, err := listenUnix(socket)
+		if err != nil {
+			return err
+		}
+		out = append(out, socketServer{socket: socket, lis: lis, srv: d.newServer(logger, controller, node)})
+		return nil
+	}
+	if !d.cfg.Network {
+		return out, add(d.socket, logger, true, d.cfg.NodeID)
+	}
+	if err := add(d.socket, logger, true, ""); err != nil {
+		return out, err
+	}
+	for _, node := range slices.Sorted(maps.Keys(d.nodeSockets)) {
+		if err := add(d.nodeSockets[node], logger.WithValues("node", node), false, node); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // open prepares DataDir, locks it against a second driver and loads the
@@ -100,9 +160,8 @@ func (d *Driver) open() (release func(), aside movedAside, err error) {
 	if problem := lostStateProblem(found, onDisk, d.cfg.DataDir); problem != "" {
 		return nil, aside, errors.New(problem)
 	}
-	if v := st.current().foreignVolume(d.cfg.NodeID); v != nil {
-		return nil, aside, fmt.Errorf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
-			d.cfg.DataDir, v.ID, v.NodeID, d.cfg.NodeID)
+	if problem := foreignProblem(st.current(), d.cfg); problem != "" {
+		return nil, aside, errors.New(problem)
 	}
 	if !found {
 		if err := st.saveInitial(); err != nil {
@@ -149,15 +208,21 @@ func stopGracefully(srv *grpc.Server, grace time.Duration) {
 	}
 }
 
-func (d *Driver) newServer(logger klog.Logger) *grpc.Server {
+// newServer serves identity and, as asked, the controller and the node
+// service of node ("" for none).
+func (d *Driver) newServer(logger klog.Logger, controller bool, node string) *grpc.Server {
 	interceptors := []grpc.UnaryServerInterceptor{logCalls(logger)}
 	if d.cfg.Interceptor != nil {
 		interceptors = append(interceptors, d.cfg.Interceptor)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})
-	csi.RegisterControllerServer(srv, &controllerServer{d: d})
-	csi.RegisterNodeServer(srv, &nodeServer{d: d})
+	if controller {
+		csi.RegisterControllerServer(srv, &controllerServer{d: d})
+	}
+	if node != "" {
+		csi.RegisterNodeServer(srv, &nodeServer{d: d, node: node})
+	}
 	return srv
 }
 

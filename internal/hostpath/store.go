@@ -13,7 +13,9 @@ import (
 
 // stateVersion is written into the state file; a driver refuses a file
 // written by a newer one rather than losing what it does not understand.
-const stateVersion = 1
+// Version 2 records stagings per node (version 1 had one staging per
+// volume, on the volume's node); a version 1 file is read and migrated.
+const stateVersion = 2
 
 type accessType string
 
@@ -24,21 +26,67 @@ const (
 
 // volume is one volume and everything done with it.
 type volume struct {
-	ID            string        `json:"id"`
-	Name          string        `json:"name"`
-	CapacityBytes int64         `json:"capacityBytes"`
-	AccessType    accessType    `json:"accessType"`
-	NodeID        string        `json:"nodeID"`
-	Source        contentSource `json:"source,omitzero"`
-	CreatedAt     time.Time     `json:"createdAt"`
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	CapacityBytes int64      `json:"capacityBytes"`
+	AccessType    accessType `json:"accessType"`
+	// NodeID is the node a node-local volume lives on; "" for a network
+	// volume, reachable from every node.
+	NodeID    string        `json:"nodeID"`
+	Source    contentSource `json:"source,omitzero"`
+	CreatedAt time.Time     `json:"createdAt"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
-	// Staging is set while the volume is staged on this node, from before
-	// the driver mounts anything: the node calls undo only what is recorded.
-	Staging *staging `json:"staging,omitempty"`
-	// Publications are keyed by target path as the CO gave it; each is
-	// recorded before its mount, like Staging.
+	// Stagings are keyed by node: one is set while the volume is staged on
+	// that node, from before the driver mounts anything: the node calls
+	// undo only what is recorded. A node-local volume has at most one, on
+	// its own node; a network volume one per node it is staged on.
+	Stagings map[string]staging `json:"stagings,omitempty"`
+	// LegacyStaging is the one staging a version 1 state recorded; readState
+	// moves it into Stagings, so it is never set otherwise.
+	LegacyStaging *staging `json:"staging,omitempty"`
+	// Publications are keyed by target path as the CO gave it (a path of
+	// this host, so unique across the nodes served); each is recorded before
+	// its mount, like a staging.
 	Publications map[string]publication `json:"publications,omitempty"`
+}
+
+// staging returns the staging of the volume on node, or nil.
+func (v *volume) staging(node string) *staging {
+	s, ok := v.Stagings[node]
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// publishedOn reports whether a publication of the volume is on node.
+func (v *volume) publishedOn(node string) bool {
+	for _, p := range v.Publications {
+		if p.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// migrate brings a volume read from an older state up to this version: the
+// legacy staging and the publications without a node were on the volume's
+// node, the only one a version 1 driver served.
+func (v *volume) migrate() {
+	if v.LegacyStaging != nil {
+		if v.Stagings == nil {
+			v.Stagings = map[string]staging{}
+		}
+		v.Stagings[v.NodeID] = *v.LegacyStaging
+		v.LegacyStaging = nil
+	}
+	for target, p := range v.Publications {
+		if p.Node == "" {
+			p.Node = v.NodeID
+			v.Publications[target] = p
+		}
+	}
 }
 
 // contentSource is what a volume was created from; at most one field is set.
@@ -49,6 +97,9 @@ type contentSource struct {
 
 type attachment struct {
 	ReadOnly bool `json:"readOnly"`
+	// Mode is the access mode the volume was attached with ("" in a
+	// version 1 state, whose volumes were all single-node).
+	Mode string `json:"mode,omitempty"`
 }
 
 type staging struct {
@@ -70,6 +121,8 @@ func (s *staging) realPath() string {
 }
 
 type publication struct {
+	// Node is the node whose node service published it.
+	Node     string `json:"node,omitempty"`
 	ReadOnly bool   `json:"readOnly"`
 	Mode     string `json:"mode"`
 	// RealPath is the target path with its symlinks resolved: where the
@@ -90,7 +143,7 @@ func (v *volume) inUse() string {
 	switch {
 	case len(v.Publications) > 0:
 		return "it is published on the node"
-	case v.Staging != nil:
+	case len(v.Stagings) > 0:
 		return "it is staged on the node"
 	case len(v.Attachments) > 0:
 		return "it is attached to a node"
@@ -130,7 +183,8 @@ func (s *state) claimedBytes() int64 {
 	return n
 }
 
-// foreignVolume returns a volume that belongs to a node other than node.
+// foreignVolume returns a volume that belongs to a node other than node;
+// for a network driver (node ""), a volume of any node.
 func (s *state) foreignVolume(node string) *volume {
 	for _, v := range s.Volumes {
 		if v.NodeID != node {
@@ -138,6 +192,25 @@ func (s *state) foreignVolume(node string) *volume {
 		}
 	}
 	return nil
+}
+
+// foreignProblem says why a driver configured as cfg must not serve the
+// volumes of st, or "": the data dir of a node-local driver holds that
+// node's volumes only, a network driver's network volumes only.
+func foreignProblem(st *state, cfg Config) string {
+	v := st.foreignVolume(cfg.NodeID)
+	switch {
+	case v == nil:
+		return ""
+	case cfg.Network:
+		return fmt.Sprintf("data dir %s holds volume %s of node %q, but this driver serves network volumes: "+
+			"a node-local volume cannot become a network one", cfg.DataDir, v.ID, v.NodeID)
+	case v.NodeID == "":
+		return fmt.Sprintf("data dir %s holds network volume %s, but this driver is node %q: "+
+			"network volumes are served by a network driver only", cfg.DataDir, v.ID, cfg.NodeID)
+	}
+	return fmt.Sprintf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
+		cfg.DataDir, v.ID, v.NodeID, cfg.NodeID)
 }
 
 func (s *state) attachedTo(node string) int64 {
@@ -192,6 +265,11 @@ func readState(path string) (st *state, found bool, err error) {
 		return nil, false, fmt.Errorf("state file %s has version %d; this driver reads up to %d", path, st.Version, stateVersion)
 	}
 	st.Version = stateVersion
+	for _, v := range st.Volumes {
+		if v != nil {
+			v.migrate()
+		}
+	}
 	return st, true, nil
 }
 

@@ -126,26 +126,49 @@ func accessTypeOf(c *csi.VolumeCapability) (accessType, error) {
 	return "", status.Error(codes.InvalidArgument, "volume capability: access type (mount or block) is required")
 }
 
-// capabilityProblem says why a well-formed capability cannot be served, or "".
-func capabilityProblem(c *csi.VolumeCapability) string {
-	switch mode := c.GetAccessMode().GetMode(); mode {
+// capabilityProblem says why a well-formed capability cannot be served, or
+// "". multiNode: the volumes are network volumes, which several nodes may
+// use at once.
+func capabilityProblem(c *csi.VolumeCapability, multiNode bool) string {
+	mode := c.GetAccessMode().GetMode()
+	switch {
+	case isSingleNodeMode(mode):
+		return ""
+	case multiNode && isMultiNodeMode(mode):
+		return ""
+	}
+	return fmt.Sprintf("access mode %s is not supported: a volume lives on one node", mode)
+}
+
+// isSingleNodeMode reports whether mode lets one node at a time use the volume.
+func isSingleNodeMode(mode csi.VolumeCapability_AccessMode_Mode) bool {
+	switch mode {
 	case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
 		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
 		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
 		csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
-		return ""
-	default:
-		return fmt.Sprintf("access mode %s is not supported: a volume lives on one node", mode)
+		return true
 	}
+	return false
+}
+
+func isMultiNodeMode(mode csi.VolumeCapability_AccessMode_Mode) bool {
+	switch mode {
+	case csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER:
+		return true
+	}
+	return false
 }
 
 // checkCapability checks one capability for a call that acts on it.
-func checkCapability(c *csi.VolumeCapability) (accessType, error) {
+func checkCapability(c *csi.VolumeCapability, multiNode bool) (accessType, error) {
 	t, err := accessTypeOf(c)
 	if err != nil {
 		return "", err
 	}
-	if problem := capabilityProblem(c); problem != "" {
+	if problem := capabilityProblem(c, multiNode); problem != "" {
 		return "", status.Error(codes.InvalidArgument, problem)
 	}
 	return t, nil
@@ -153,13 +176,13 @@ func checkCapability(c *csi.VolumeCapability) (accessType, error) {
 
 // checkCapabilities checks the capabilities of a new volume, which must all
 // ask for the same access type.
-func checkCapabilities(caps []*csi.VolumeCapability) (accessType, error) {
+func checkCapabilities(caps []*csi.VolumeCapability, multiNode bool) (accessType, error) {
 	if len(caps) == 0 {
 		return "", status.Error(codes.InvalidArgument, "volume capabilities are required")
 	}
 	var want accessType
 	for _, c := range caps {
-		t, err := checkCapability(c)
+		t, err := checkCapability(c, multiNode)
 		if err != nil {
 			return "", err
 		}
@@ -174,7 +197,11 @@ func checkCapabilities(caps []*csi.VolumeCapability) (accessType, error) {
 // isReadOnlyMode reports whether the access mode allows reading only, which
 // makes every publication read-only whatever the request's readonly flag says.
 func isReadOnlyMode(c *csi.VolumeCapability) bool {
-	return c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
+	switch c.GetAccessMode().GetMode() {
+	case csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY, csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY:
+		return true
+	}
+	return false
 }
 
 // checkPageToken accepts "" or an ID of the listed kind: tokens are the ID

@@ -127,7 +127,7 @@ func TestCheckCapabilities(t *testing.T) {
 		{"no access type", []*csi.VolumeCapability{noType}, ""},
 		{"no access mode", []*csi.VolumeCapability{noMode}, ""},
 	} {
-		got, err := checkCapabilities(tc.caps)
+		got, err := checkCapabilities(tc.caps, false)
 		if tc.want == "" {
 			wantCode(t, err, codes.InvalidArgument)
 			continue

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,13 @@ func serve(t testing.TB, cfg hostpath.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveIn(t, dir, cfg)
+}
+
+// serveIn runs cfg with its socket and data in dir, which it removes with
+// the test, and returns the endpoint once its socket exists.
+func serveIn(t testing.TB, dir string, cfg hostpath.Config) string {
+	t.Helper()
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	cfg.Endpoint, cfg.DataDir, cfg.Mounter = endpoint, filepath.Join(dir, "data"), hostpath.NewFakeMounter()
 	drv, err := hostpath.New(cfg)
@@ -43,11 +51,36 @@ func serve(t testing.TB, cfg hostpath.Config) string {
 	done := make(chan error, 1)
 	go func() { done <- drv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = os.RemoveAll(dir) })
+	waitSocket(t, filepath.Join(dir, "csi.sock"))
+	return endpoint
+}
+
+func waitSocket(t testing.TB, path string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "csi.sock")); err == nil {
-			return endpoint
+		if _, err := os.Stat(path); err == nil {
+			return
 		}
 	}
-	t.Fatal("driver socket never appeared")
-	return ""
+	t.Fatalf("driver socket %s never appeared", path)
+}
+
+// ServeNetwork runs a network-mode driver (hostpath.NetworkDriverName) for
+// nodes with capacity bytes and a fake mounter, like Serve. It returns the
+// controller's endpoint and each node's node-service endpoint.
+func ServeNetwork(t testing.TB, capacity int64, nodes ...string) (controller string, nodeEndpoints map[string]string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vp-hpn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeEndpoints = map[string]string{}
+	for _, node := range nodes {
+		nodeEndpoints[node] = "unix://" + filepath.Join(dir, node+".sock")
+	}
+	controller = serveIn(t, dir, hostpath.Config{Network: true, NodeEndpoints: nodeEndpoints, Capacity: capacity})
+	for _, endpoint := range nodeEndpoints {
+		waitSocket(t, strings.TrimPrefix(endpoint, "unix://"))
+	}
+	return controller, nodeEndpoints
 }
