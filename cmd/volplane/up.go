@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -88,23 +89,23 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// then the drivers they call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	drivers, err := startDrivers(ctx, dir, cp.Nodes, capacity.Value())
+	drivers, err := bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value()})
 	if err != nil {
 		return err
 	}
-	defer drivers.stop()
-	if err := registerBundle(ctx, cp.RESTConfig); err != nil {
+	defer drivers.Stop()
+	if err := bundle.Register(ctx, cp.Client); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each, network CSI driver %s for all.\n",
 		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName, hostpath.NetworkDriverName)
 	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer), %s (network, attached to the pod's node, Immediate).\n",
-		ImmediateClass, WaitClass, NetworkClass)
+		bundle.ImmediateClass, bundle.WaitClass, bundle.NetworkClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
-	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.endpoints, metricsAddr, out)) }()
-	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, cp.Nodes, drivers.nodeEndpoints)
+	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)) }()
+	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, cp.Nodes, drivers.NodeEndpoints)
 	if err != nil {
 		cancel()
 		<-loops
@@ -119,7 +120,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 		cancel()
 		<-loops
 		return fmt.Errorf("control plane failed: %w", err)
-	case err := <-drivers.failed:
+	case err := <-drivers.Failed():
 		cancel()
 		<-loops
 		return fmt.Errorf("bundled driver stopped: %w", err)

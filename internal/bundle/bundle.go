@@ -1,0 +1,224 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// The StorageClasses registered for the bundled drivers.
+const (
+	// ImmediateClass is the default class: a node-local claim is
+	// provisioned as soon as it is created, on a node the provisioner picks.
+	ImmediateClass = "volplane-hostpath"
+	// WaitClass provisions node-local volumes on the node the scheduler
+	// picks for the first pod that uses the claim.
+	WaitClass = "volplane-hostpath-wffc"
+	// NetworkClass provisions network volumes: reachable from every node,
+	// attached to the node of the pod that uses them.
+	NetworkClass = "volplane-network"
+)
+
+// Config says where the drivers keep their data and what they serve.
+type Config struct {
+	// DataDir holds the sockets (DataDir/csi), the node-local volumes
+	// (DataDir/hostpath/<node>) and the network volumes (DataDir/network).
+	DataDir string
+	// Nodes are the simulated nodes, each served by a node-local driver and
+	// by the network driver's node service.
+	Nodes []string
+	// Capacity is what each driver may give out, in bytes: each node-local
+	// driver, and the network driver in all.
+	Capacity int64
+	// Mounter mounts for the node services; nil means the kernel's (root).
+	Mounter hostpath.Mounter
+}
+
+// Drivers are the bundled CSI drivers of a set of simulated nodes, served
+// from this process the way a DaemonSet (node-local) and a storage system's
+// controller with its node plugins (network) would be in a real cluster.
+type Drivers struct {
+	// Endpoints are what the provisioner and the attacher dial: every
+	// node-local driver and the network driver's controller.
+	Endpoints []string
+	// NodeEndpoints are, per node, the sockets of the node services
+	// serving it: what the node agent calls.
+	NodeEndpoints map[string][]string
+
+	failed chan error
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start runs the drivers and returns once every socket is there. They run
+// until Stop (or ctx ends).
+func Start(ctx context.Context, cfg Config) (*Drivers, error) {
+	socketDir := filepath.Join(cfg.DataDir, "csi")
+	if err := privateSocketDir(socketDir); err != nil {
+		return nil, err
+	}
+	if err := privateSocketDir(filepath.Join(socketDir, "network")); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	b := &Drivers{failed: make(chan error, len(cfg.Nodes)+1), cancel: cancel, NodeEndpoints: map[string][]string{}}
+	var sockets []string
+	network := hostpath.Config{
+		Endpoint: "unix://" + filepath.Join(socketDir, "network.sock"),
+		Name:     hostpath.NetworkDriverName, Network: true, NodeEndpoints: map[string]string{},
+		DataDir: filepath.Join(cfg.DataDir, "network"), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
+	}
+	for _, node := range cfg.Nodes {
+		local := hostpath.Config{
+			Endpoint: "unix://" + filepath.Join(socketDir, node+".sock"), NodeID: node,
+			DataDir: filepath.Join(cfg.DataDir, "hostpath", node), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
+		}
+		if err := b.run(ctx, local, "driver for "+node); err != nil {
+			b.Stop()
+			return nil, err
+		}
+		network.NodeEndpoints[node] = "unix://" + filepath.Join(socketDir, "network", node+".sock")
+		b.Endpoints = append(b.Endpoints, local.Endpoint)
+		b.NodeEndpoints[node] = []string{local.Endpoint, network.NodeEndpoints[node]}
+		sockets = append(sockets, local.Endpoint, network.NodeEndpoints[node])
+	}
+	if err := b.run(ctx, network, "network driver"); err != nil {
+		b.Stop()
+		return nil, err
+	}
+	b.Endpoints = append(b.Endpoints, network.Endpoint)
+	sockets = append(sockets, network.Endpoint)
+	if err := b.waitServing(sockets, 30*time.Second); err != nil {
+		b.Stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// run starts one driver; its failure is reported on Failed.
+func (b *Drivers) run(ctx context.Context, cfg hostpath.Config, what string) error {
+	d, err := hostpath.New(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	b.wg.Go(func() {
+		if err := d.Run(ctx); err != nil {
+			b.failed <- fmt.Errorf("%s: %w", what, err)
+		}
+	})
+	return nil
+}
+
+// Failed carries the error of a driver that stopped on its own.
+func (b *Drivers) Failed() <-chan error { return b.failed }
+
+// privateSocketDir makes a directory of the drivers' sockets owner-only,
+// whatever the umask. It is up's own, so an existing one (an older up made
+// it 0750) is made owner-only too: whoever can reach a socket can delete
+// volumes.
+func privateSocketDir(dir string) error {
+	if err := hostpath.MkdirPrivate(dir); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	return nil
+}
+
+// waitServing returns once every socket exists, or the error of a driver that
+// failed to start.
+func (b *Drivers) waitServing(endpoints []string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for _, endpoint := range endpoints {
+		socket := endpoint[len("unix://"):]
+		for {
+			if _, err := os.Stat(socket); err == nil {
+				break
+			}
+			select {
+			case err := <-b.failed:
+				return err
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("driver socket %s did not appear within %s", socket, limit)
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops every driver gracefully and waits for them.
+func (b *Drivers) Stop() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+// Objects are the API objects that describe the bundled drivers: their
+// CSIDrivers and the classes. A user may edit or delete them; Register
+// creates what is missing and never overwrites what is there.
+func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
+	driver := func(name string, attach bool) *storagev1.CSIDriver {
+		return &storagev1.CSIDriver{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: storagev1.CSIDriverSpec{
+				AttachRequired:       ptr.To(attach),
+				PodInfoOnMount:       ptr.To(false),
+				StorageCapacity:      ptr.To(false),
+				VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
+			},
+		}
+	}
+	class := func(name, driver string, mode storagev1.VolumeBindingMode, isDefault bool) *storagev1.StorageClass {
+		sc := &storagev1.StorageClass{
+			ObjectMeta:           metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
+			Provisioner:          driver,
+			ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode:    ptr.To(mode),
+			AllowVolumeExpansion: ptr.To(true),
+		}
+		if isDefault {
+			sc.Annotations["storageclass.kubernetes.io/is-default-class"] = "true"
+		}
+		return sc
+	}
+	// Node-local volumes need no attaching, like local storage; network
+	// volumes are attached to the node that uses them.
+	return []*storagev1.CSIDriver{driver(hostpath.DriverName, false), driver(hostpath.NetworkDriverName, true)},
+		[]*storagev1.StorageClass{
+			class(ImmediateClass, hostpath.DriverName, storagev1.VolumeBindingImmediate, true),
+			class(WaitClass, hostpath.DriverName, storagev1.VolumeBindingWaitForFirstConsumer, false),
+			class(NetworkClass, hostpath.NetworkDriverName, storagev1.VolumeBindingImmediate, false),
+		}
+}
+
+// Register creates the bundled drivers' objects that do not exist yet.
+func Register(ctx context.Context, client kubernetes.Interface) error {
+	drivers, classes := Objects()
+	var errs []error
+	for _, d := range drivers {
+		if _, err := client.StorageV1().CSIDrivers().Create(ctx, d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("register CSIDriver %s: %w", d.Name, err))
+		}
+	}
+	for _, sc := range classes {
+		if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("register StorageClass %s: %w", sc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
