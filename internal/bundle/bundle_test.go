@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"slices"
+	"syscall"
 	"testing"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -70,7 +70,9 @@ func TestEachNodeIsServedByItsLocalDriverAndTheNetworkDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer drivers.Stop()
-	sock := func(parts ...string) string { return "unix://" + filepath.Join(append([]string{dir, "csi"}, parts...)...) }
+	sock := func(parts ...string) string {
+		return "unix://" + filepath.Join(append([]string{dir, "csi"}, parts...)...)
+	}
 	wantLoops := []string{sock("node-1.sock"), sock("node-2.sock"), sock("network.sock")}
 	if !slices.Equal(drivers.Endpoints, wantLoops) {
 		t.Errorf("Endpoints = %v, want %v", drivers.Endpoints, wantLoops)
