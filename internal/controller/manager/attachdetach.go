@@ -18,7 +18,7 @@ func newAttachDetach(cfg Config, client kubernetes.Interface, factory informers.
 	events record.EventBroadcaster, reg prometheus.Registerer, l *loops) (func(context.Context) error, error) {
 	c, err := attachdetach.New(attachdetach.Config{
 		Client: client, Informers: factory, Recorder: recorder(events, attachment.EventComponent), Metrics: reg,
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, MaxWaitForUnmount: cfg.MaxWaitForUnmount,
 	})
 	if err != nil {
 		return nil, err

@@ -62,6 +62,10 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// RecycleTimeout bounds a recycler pod's scrub (0: the binder's default).
 	RecycleTimeout time.Duration
+	// MaxWaitForUnmount is how long attachdetach waits for a volume no pod
+	// wants to be unmounted before it may force the detach from a node
+	// that is not Ready (0: the reference's 6 minutes). Tests shorten it.
+	MaxWaitForUnmount time.Duration
 	// LeaderElect runs the loops only while holding the Lease
 	// LeaderElectNamespace/LeaderElectName.
 	LeaderElect          bool
