@@ -176,6 +176,11 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 		t.Errorf("second up said %q, want it to name the other volplane", second)
 	}
 
+	// The README walkthrough of a network volume, first half: the writer
+	// pod runs on node-1 and what it writes lands in the backend volume.
+	// The second half runs after the restart.
+	network := startNetworkWalkthrough(t, dir)
+
 	first.stop(t)
 	restarted := startUp(t, dir, "--nodes", "2")
 	got, err := clientFor(t, dir).CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
@@ -191,6 +196,14 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 		t.Errorf("provisioned PV %s after restart: %v", provisioned.Spec.VolumeName, err)
 	}
 	deleteReclaimsWithNoUserAction(t, dir, provisioned.Spec.VolumeName)
+	network.followsItsPod(t)
+	// Pods are deleted before up stops, so the node agent unmounts their
+	// volumes (a stopped up leaves mounts in place, as a stopped kubelet does).
+	for _, pod := range []string{"uses-scratch", "reader"} {
+		if out, err := kubectl(t, dir, "delete", "pod", pod, "--timeout=60s"); err != nil {
+			t.Errorf("volplane kubectl delete pod %s: %v\n%s", pod, err, out)
+		}
+	}
 	restarted.stop(t)
 }
 
@@ -276,7 +289,8 @@ func TestControllerRejectsBadInvocationsClearly(t *testing.T) {
 		want string
 	}{
 		{[]string{"controller"}, "no cluster: pass --kubeconfig"},
-		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "attacher"}, `controller "attacher" is not implemented yet`},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "resizer"}, `controller "resizer" is not implemented yet`},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "attacher"}, "the attacher needs at least one CSI endpoint"},
 		{[]string{"controller", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, "kubeconfig"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--workers", "0"}, "--workers 0: want at least 1"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--resync-period", "0s"}, "--resync-period 0s: want a positive duration"},

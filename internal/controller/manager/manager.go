@@ -114,8 +114,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
-	if needsDrivers(c.Controllers) && len(c.CSIEndpoints) == 0 {
-		return errors.New("the provisioner and the attacher need at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)")
+	for _, loop := range []string{Provisioner, Attacher} {
+		if slices.Contains(c.Controllers, loop) && len(c.CSIEndpoints) == 0 {
+			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", loop)
+		}
 	}
 	for _, e := range c.CSIEndpoints {
 		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
