@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/storage/ephemeral"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // Desired is one CSI volume the node's pods want attached.
@@ -39,7 +41,7 @@ func desiredVolumes(f Facts) (map[string]*Desired, []Wait) {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for _, pod := range pods {
-		if pod.Spec.NodeName != f.Node.Name || isTerminated(pod) {
+		if pod.Spec.NodeName != f.Node.Name || binding.PodTerminated(pod) {
 			continue
 		}
 		for i := range pod.Spec.Volumes {

@@ -78,24 +78,3 @@ type Facts struct {
 	// MaxWaitForUnmount is DefaultMaxWaitForUnmount unless a test shortens it.
 	MaxWaitForUnmount time.Duration
 }
-
-// isTerminated is the reference's IsPodTerminated: the pod has finished, or
-// it is being deleted and none of its containers runs any more. Its volumes
-// are then no longer wanted.
-func isTerminated(pod *v1.Pod) bool {
-	s := pod.Status
-	if s.Phase == v1.PodFailed || s.Phase == v1.PodSucceeded {
-		return true
-	}
-	return pod.DeletionTimestamp != nil && notRunning(s.InitContainerStatuses) &&
-		notRunning(s.ContainerStatuses) && notRunning(s.EphemeralContainerStatuses)
-}
-
-func notRunning(statuses []v1.ContainerStatus) bool {
-	for _, s := range statuses {
-		if s.State.Terminated == nil && s.State.Waiting == nil {
-			return false
-		}
-	}
-	return true
-}

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // MultiAttachAllowed is the reference's IsMultiAttachAllowed: a volume may
@@ -19,7 +21,7 @@ func MultiAttachAllowed(pv *v1.PersistentVolume) bool {
 func (r *reconcile) holders(pv string, nodes []string) []*v1.Pod {
 	var out []*v1.Pod
 	for _, pod := range r.f.Users[pv] {
-		if slices.Contains(nodes, pod.Spec.NodeName) && !isTerminated(pod) {
+		if slices.Contains(nodes, pod.Spec.NodeName) && !binding.PodTerminated(pod) {
 			out = append(out, pod)
 		}
 	}

@@ -182,7 +182,8 @@ func unscheduledPods(pods []*v1.Pod) []string {
 	return names
 }
 
-// PodTerminated reports whether a pod no longer uses its volumes: it ended,
+// PodTerminated reports whether a pod no longer uses its volumes (the
+// reference's volumeutil.IsPodTerminated): it ended,
 // or it is being deleted and none of its containers runs.
 func PodTerminated(pod *v1.Pod) bool {
 	s := pod.Status

@@ -3,6 +3,8 @@ package protection
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/storage/ephemeral"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // Use is how a pod uses a claim.
@@ -75,24 +77,7 @@ func ClaimKeys(pod *v1.Pod) []string {
 // deleted with every container stopped, or is not scheduled. A live,
 // scheduled pod only ever keeps claims.
 func PodEventMayRelease(pod *v1.Pod, deleted bool) bool {
-	return deleted || pod.Spec.NodeName == "" || podIsTerminated(pod)
-}
-
-// podIsTerminated is the reference's volumeutil.IsPodTerminated.
-func podIsTerminated(pod *v1.Pod) bool {
-	s := pod.Status
-	return s.Phase == v1.PodFailed || s.Phase == v1.PodSucceeded ||
-		(pod.DeletionTimestamp != nil && notRunning(s.InitContainerStatuses) && notRunning(s.ContainerStatuses) &&
-			notRunning(s.EphemeralContainerStatuses))
-}
-
-func notRunning(statuses []v1.ContainerStatus) bool {
-	for _, s := range statuses {
-		if s.State.Terminated == nil && s.State.Waiting == nil {
-			return false
-		}
-	}
-	return true
+	return deleted || pod.Spec.NodeName == "" || binding.PodTerminated(pod)
 }
 
 // ClaimFacts is what a claim decision rests on.
