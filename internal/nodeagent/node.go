@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,7 @@ func (a *Agent) syncNode(ctx context.Context, name string) error {
 	if node.Name == "" {
 		return nil // not registered (yet): nothing to report or finish
 	}
-	if !sameNames(plan.VolumesInUse, node.Status.VolumesInUse) {
+	if !slices.Equal(plan.VolumesInUse, node.Status.VolumesInUse) {
 		// Finishing waits for the informer's copy of the patched status,
 		// whose event queues this node again.
 		return a.patchVolumesInUse(ctx, name, plan.VolumesInUse)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,7 +39,7 @@ func (a *Agent) syncPod(ctx context.Context, key string) error {
 		return err
 	}
 	plan := mounting.Decide(w)
-	if !sameNames(plan.VolumesInUse, node.Status.VolumesInUse) {
+	if !slices.Equal(plan.VolumesInUse, node.Status.VolumesInUse) {
 		a.nodeQ.Add(n.name)
 	}
 	for _, pp := range plan.Pods {
@@ -113,16 +114,4 @@ func (a *Agent) waitEvent(n *nodeState, pod *corev1.Pod, s mounting.Step) {
 		prefix = "MountVolume.MountDevice failed"
 	}
 	n.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "%s for volume %q : %s", prefix, s.Volume.PV.Name, s.Err)
-}
-
-func sameNames(a, b []corev1.UniqueVolumeName) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
