@@ -291,6 +291,7 @@ func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.S
 			return recorder(events, provisioner.EventComponent(driver))
 		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		AttacherFinalizer: slices.Contains(cfg.Controllers, Attacher),
 	})
 }
 

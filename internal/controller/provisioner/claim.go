@@ -157,6 +157,9 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	}
 	pv, err := provisionedVolume(claim, class, driver, vol, p.secrets)
 	if err == nil {
+		if c.attacherFinalizer {
+			pv = withAttacherFinalizer(pv, p.endpoint.Info.Publish)
+		}
 		err = c.createVolume(ctx, claim, pv)
 	}
 	if err != nil {

@@ -36,6 +36,13 @@ type Config struct {
 	// ResyncPeriod is how often objects with work left are revisited
 	// (default 15s).
 	ResyncPeriod time.Duration
+	// AttacherFinalizer says volplane's attacher serves the same drivers
+	// (both loops run in one manager): a new PV of a driver that attaches
+	// is then created with the attacher's finalizer already on it, which
+	// the attacher would otherwise add with a write of its own on the first
+	// attach. The attacher removes it as usual once the PV is deleted and
+	// no VolumeAttachment names it.
+	AttacherFinalizer bool
 }
 
 // Controller is the provisioner. Build it with New and start it with Run.
@@ -45,6 +52,8 @@ type Controller struct {
 	recorders map[string]record.EventRecorder
 	workers   int
 	resync    time.Duration
+	// attacherFinalizer: Config.AttacherFinalizer.
+	attacherFinalizer bool
 
 	pvs     corelisters.PersistentVolumeLister
 	claims  corelisters.PersistentVolumeClaimLister
@@ -71,12 +80,13 @@ func New(cfg Config) (*Controller, error) {
 	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	c := &Controller{
 		client: cfg.Client, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
-		recorders: map[string]record.EventRecorder{},
-		claimQ:    loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
-		volumeQ:   loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
-		newClaim:  loop.NewNewest[*v1.PersistentVolumeClaim](),
-		madePVs:   loop.NewNewest[*v1.PersistentVolume](),
-		events:    newEventMemory(),
+		attacherFinalizer: cfg.AttacherFinalizer,
+		recorders:         map[string]record.EventRecorder{},
+		claimQ:            loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
+		volumeQ:           loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
+		newClaim:          loop.NewNewest[*v1.PersistentVolumeClaim](),
+		madePVs:           loop.NewNewest[*v1.PersistentVolume](),
+		events:            newEventMemory(),
 	}
 	for _, d := range cfg.Pool.Drivers() {
 		c.recorders[d] = cfg.Recorder(d)

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/attachment"
 )
 
 // buildVolume is the PV for a backend volume made for claim: pre-bound to
@@ -46,6 +48,18 @@ func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass,
 	if policy == v1.PersistentVolumeReclaimDelete {
 		pv.Finalizers = []string{VolumeFinalizer}
 	}
+	return pv
+}
+
+// withAttacherFinalizer is pv with the attacher's finalizer when its
+// driver attaches volumes (publish): the finalizer the attacher puts on
+// the PV before the first attach, put there at creation instead.
+// Translated in-tree PVs are left as they are.
+func withAttacherFinalizer(pv *v1.PersistentVolume, publish bool) *v1.PersistentVolume {
+	if !publish || pv.Spec.CSI == nil {
+		return pv
+	}
+	pv.Finalizers = append(pv.Finalizers, attachment.Finalizer(pv.Spec.CSI.Driver))
 	return pv
 }
 

@@ -1,11 +1,13 @@
 package provisioner
 
 import (
+	"slices"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
 )
@@ -48,5 +50,30 @@ func TestBuildVolume(t *testing.T) {
 	}
 	if len(retained.Finalizers) != 0 || retained.Spec.NodeAffinity != nil || retained.Spec.Capacity.Storage().Value() != 1<<20 {
 		t.Errorf("retain PV: finalizers %v affinity %v capacity %v", retained.Finalizers, retained.Spec.NodeAffinity, retained.Spec.Capacity)
+	}
+}
+
+// With volplane's attacher beside the provisioner, a PV of a driver that
+// attaches is born with the attacher's finalizer (one write fewer on the
+// first attach); a driver that does not attach, or a translated in-tree PV,
+// gets none.
+func TestAttacherFinalizerIsPutOnPVsOfDriversThatAttach(t *testing.T) {
+	csiPV := func() *v1.PersistentVolume {
+		return &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Finalizers: []string{VolumeFinalizer}},
+			Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+				CSI: &v1.CSIPersistentVolumeSource{Driver: "network.csi.volplane.io", VolumeHandle: "h"}}},
+		}
+	}
+	if got := withAttacherFinalizer(csiPV(), true).Finalizers; !slices.Equal(got, []string{VolumeFinalizer, "external-attacher/network-csi-volplane-io"}) {
+		t.Errorf("finalizers of a PV whose driver attaches: %v", got)
+	}
+	if got := withAttacherFinalizer(csiPV(), false).Finalizers; !slices.Equal(got, []string{VolumeFinalizer}) {
+		t.Errorf("finalizers of a PV whose driver does not attach: %v", got)
+	}
+	inTree := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
+	if got := withAttacherFinalizer(inTree, true).Finalizers; len(got) != 0 {
+		t.Errorf("finalizers of a translated in-tree PV: %v", got)
 	}
 }
