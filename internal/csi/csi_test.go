@@ -91,7 +91,7 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true}
+	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true}
 	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
 		t.Errorf("controller Info = %+v, want %+v", c.Info, want)
 	}
