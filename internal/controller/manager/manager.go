@@ -62,6 +62,11 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// RecycleTimeout bounds a recycler pod's scrub (0: the binder's default).
 	RecycleTimeout time.Duration
+	// AttacherElsewhere says volplane's attacher serves the same CSI
+	// endpoints in another manager (it always counts as there when the
+	// attacher loop is selected here): the provisioner then creates PVs
+	// of drivers that attach with the attacher's finalizer already on.
+	AttacherElsewhere bool
 	// MaxWaitForUnmount is how long attachdetach waits for a volume no pod
 	// wants to be unmounted before it may force the detach from a node
 	// that is not Ready (0: the reference's 6 minutes). Tests shorten it.
@@ -291,7 +296,7 @@ func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.S
 			return recorder(events, provisioner.EventComponent(driver))
 		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
-		AttacherFinalizer: slices.Contains(cfg.Controllers, Attacher),
+		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
 	})
 }
 
