@@ -93,10 +93,14 @@ func New(cfg Config) (*Agent, error) {
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeEndpoints()
 	for _, n := range a.nodes {
-		if err := a.dial(ctx, n); err != nil {
-			return err
+		err := a.dial(ctx, n)
+		if err == nil {
+			err = a.registerCSINode(ctx, n)
 		}
-		if err := a.registerCSINode(ctx, n); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a normal shutdown
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -74,6 +74,10 @@ func StartStack(ctx context.Context, cp *cluster.ControlPlane, cfg StackConfig) 
 	return s, nil
 }
 
+// DataDir is where the drivers keep their data and the node agent its node
+// roots (DataDir/nodes/<node>).
+func (s *Stack) DataDir() string { return s.cfg.DataDir }
+
 // LoopsConfig is the loops' configuration StartLoops uses.
 func (s *Stack) LoopsConfig() manager.Config {
 	rc := rest.CopyConfig(s.CP.RESTConfig)
@@ -130,6 +134,10 @@ func (s *Stack) StartAgent() error {
 	go func(done chan error) { done <- agent.Run(ctx) }(s.agent.done)
 	return nil
 }
+
+// AgentRunning says whether the node agent runs (it may have ended on its
+// own: see EndedEarly).
+func (s *Stack) AgentRunning() bool { return s.agent != nil }
 
 // StopAgent stops the node agent and returns what it returned.
 func (s *Stack) StopAgent() error {
