@@ -112,7 +112,7 @@ func ready(pod *corev1.Pod) bool {
 // node agent finishes the deletion once the volumes are torn down.
 func (e *env) deletePod(name string) {
 	e.t.Helper()
-	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}
 	e.eventually("pod "+name+" gone", func() string {

@@ -5,10 +5,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
 )
 
 // A pod using a network volume runs once the volume is attached to its
@@ -196,4 +201,71 @@ func TestControllerAndAgentRestartedBetweenStepsLeakNothing(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A node whose agent is gone keeps reporting the volume of a force-deleted
+// pod in use, so the volume stays attached; the out-of-service taint lets
+// attachdetach detach it anyway (the reference checks the key only). Once
+// the agent is back it unmounts what no pod uses any more.
+func TestOutOfServiceTaintDetachesAVolumeStillInUse(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() {
+		e.setOutOfService("node-3", false)
+		if !stack.AgentRunning() {
+			if err := stack.StartAgent(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	e.claim("data", networkClass, corev1.ReadWriteOnce)
+	e.pod("app", "node-3", "data")
+	pv := e.volume("data")
+	pod := e.waitRunning("app")
+	e.eventually("attached to node-3", e.attachedOnlyTo(pv, "node-3"))
+	if err := stack.StopAgent(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	e.deletePod("app")
+	clustertest.Holds(t, "attached while node-3 reports it in use", 2*time.Second, func() string {
+		if got := e.attachmentsOf(pv.Name); len(got) != 1 {
+			return fmt.Sprintf("attachments %v", got)
+		}
+		return ""
+	})
+	e.setOutOfService("node-3", true)
+	e.eventually("detached from the out-of-service node", func() string {
+		if got := e.attachmentsOf(pv.Name); len(got) != 0 {
+			return fmt.Sprintf("attachments %v; node-3 in use %v", got, e.inUseOn("node-3"))
+		}
+		return ""
+	})
+	e.setOutOfService("node-3", false)
+	if err := stack.StartAgent(); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the orphaned publication torn down", func() string {
+		if mounted(publishedAt(pod, pv.Name)) {
+			return "still mounted at " + publishedAt(pod, pv.Name)
+		}
+		if slices.Contains(e.inUseOn("node-3"), uniqueName(pv)) {
+			return "still in use on node-3"
+		}
+		return ""
+	})
+}
+
+// setOutOfService puts the out-of-service taint on node, or takes it off.
+func (e *env) setOutOfService(node string, on bool) {
+	e.t.Helper()
+	n := e.node(node).DeepCopy()
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == attachment.OutOfServiceTaint })
+	if on {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: attachment.OutOfServiceTaint, Value: "shutdown", Effect: corev1.TaintEffectNoExecute})
+	}
+	if _, err := e.client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
 }
