@@ -112,11 +112,19 @@ func benchWorkers() int {
 }
 
 func runChild(b *testing.B, name string, n int) result {
+	var r result
+	runChildCase(b, "BenchmarkProtectionCase", name, n, &r)
+	return r
+}
+
+// runChildCase runs the benchmark caseBench for the case name in a child
+// process and decodes the JSON it prints after "RESULT " into r.
+func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), exe, "-test.run=^$", "-test.bench=^BenchmarkProtectionCase$", "-test.benchtime=1x")
+	cmd := exec.CommandContext(context.Background(), exe, "-test.run=^$", "-test.bench=^"+caseBench+"$", "-test.benchtime=1x")
 	cmd.Env = append(os.Environ(), caseEnv+"="+name, "VOLPLANE_BENCH_N="+strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -127,15 +135,13 @@ func runChild(b *testing.B, name string, n int) result {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if js, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-			var r result
-			if err := json.Unmarshal([]byte(js), &r); err != nil {
+			if err := json.Unmarshal([]byte(js), r); err != nil {
 				b.Fatal(err)
 			}
-			return r
+			return
 		}
 	}
 	b.Fatalf("case %s printed no result:\n%s", name, out)
-	return result{}
 }
 
 func tail(s string) string {
