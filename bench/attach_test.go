@@ -44,7 +44,8 @@ import (
 // finalizer and annotation, VolumeAttachment status).
 //
 // Each case runs in a child process (a kube-apiserver embedded twice in one
-// process is not something it supports).
+// process is not something it supports); VOLPLANE_BENCH_PROFILE=dir writes
+// each child's CPU profile there.
 func BenchmarkAttach(b *testing.B) {
 	for _, n := range attachNs(b) {
 		for _, limits := range []string{limitsReference, limitsNone} {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,7 +125,12 @@ func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), exe, "-test.run=^$", "-test.bench=^"+caseBench+"$", "-test.benchtime=1x")
+	args := []string{"-test.run=^$", "-test.bench=^" + caseBench + "$", "-test.benchtime=1x"}
+	if dir := os.Getenv("VOLPLANE_BENCH_PROFILE"); dir != "" {
+		// The whole child: control plane, loops and agent in one profile.
+		args = append(args, "-test.cpuprofile="+filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(name)+".prof"))
+	}
+	cmd := exec.CommandContext(context.Background(), exe, args...)
 	cmd.Env = append(os.Environ(), caseEnv+"="+name, "VOLPLANE_BENCH_N="+strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
