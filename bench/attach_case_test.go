@@ -87,7 +87,7 @@ func startAttachLoops(stack *clustertest.Stack, referenceLimits bool, counters m
 	var running []*clustertest.Loops
 	for c, loop := range map[string]string{clientAttachDetach: manager.AttachDetach, clientAttacher: manager.Attacher} {
 		cfg := stack.LoopsConfig()
-		cfg.Controllers = []string{loop}
+		cfg.Controllers, cfg.Workers = []string{loop}, benchWorkers()
 		cfg.REST = rest.CopyConfig(stack.CP.RESTConfig)
 		cfg.REST.QPS, cfg.REST.Burst = limits[c][0], int(limits[c][1])
 		cfg.REST.Wrap(counters[c].wrap)
