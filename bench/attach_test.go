@@ -37,7 +37,8 @@ import (
 //   - unthrottled: every client unthrottled.
 //
 // Reported: pod creation to Running and Ready (p50, p99, max, in ms), the
-// time until all are Running (s), and per attached volume the API writes
+// time until all are Running (s), the CPU cores the whole process (control
+// plane included) kept busy meanwhile, and per attached volume the API writes
 // (POST, PUT, PATCH, DELETE; events counted apart) of attachdetach, the
 // attacher and the node agent, from the first pod create until the writes
 // settle after the last pod is Running. The reference spends 2 writes per
@@ -109,6 +110,9 @@ type attachResult struct {
 	// its VolumeAttachment being seen, then to it being attached, then to
 	// the pod being Running and Ready.
 	Stages [3]float64
+	// CPUSeconds is the CPU time the whole process (control plane
+	// included) used from the first create until all were Running.
+	CPUSeconds float64
 	// Writes are each client's writes by "VERB resource[/subresource]",
 	// events included.
 	Writes map[string]map[string]int64
@@ -120,6 +124,9 @@ func (r attachResult) report(b *testing.B, name string, n int) {
 	b.ReportMetric(quantile(r.Latencies, 1)*1000, "max-ms")
 	b.ReportMetric(r.All, "s-all")
 	b.ReportMetric(r.All/float64(n)*1000, "ms/pod-all")
+	if r.All > 0 {
+		b.ReportMetric(r.CPUSeconds/r.All, "cpu-cores")
+	}
 	for _, c := range []string{clientAttachDetach, clientAttacher, clientAgent} {
 		w, _ := splitEvents(r.Writes[c])
 		b.ReportMetric(float64(w)/float64(n), "writes/attach-"+c)
