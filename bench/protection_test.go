@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,11 +113,24 @@ func benchWorkers() int {
 }
 
 func runChild(b *testing.B, name string, n int) result {
+	var r result
+	runChildCase(b, "BenchmarkProtectionCase", name, n, &r)
+	return r
+}
+
+// runChildCase runs the benchmark caseBench for the case name in a child
+// process and decodes the JSON it prints after "RESULT " into r.
+func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), exe, "-test.run=^$", "-test.bench=^BenchmarkProtectionCase$", "-test.benchtime=1x")
+	args := []string{"-test.run=^$", "-test.bench=^" + caseBench + "$", "-test.benchtime=1x"}
+	if dir := os.Getenv("VOLPLANE_BENCH_PROFILE"); dir != "" {
+		// The whole child: control plane, loops and agent in one profile.
+		args = append(args, "-test.cpuprofile="+filepath.Join(dir, strings.NewReplacer("/", "_", "=", "").Replace(name)+".prof"))
+	}
+	cmd := exec.CommandContext(context.Background(), exe, args...)
 	cmd.Env = append(os.Environ(), caseEnv+"="+name, "VOLPLANE_BENCH_N="+strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -127,15 +141,13 @@ func runChild(b *testing.B, name string, n int) result {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if js, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-			var r result
-			if err := json.Unmarshal([]byte(js), &r); err != nil {
+			if err := json.Unmarshal([]byte(js), r); err != nil {
 				b.Fatal(err)
 			}
-			return r
+			return
 		}
 	}
 	b.Fatalf("case %s printed no result:\n%s", name, out)
-	return result{}
 }
 
 func tail(s string) string {
