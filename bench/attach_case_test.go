@@ -50,6 +50,9 @@ func runAttachCase(b *testing.B, referenceLimits bool, n int) (attachResult, err
 	stack, err := clustertest.StartStack(ctx, cp, clustertest.StackConfig{DataDir: dir + "/stack",
 		Loops: func(c *manager.Config) {
 			c.Controllers = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
+			// The attacher runs in a manager of its own, as in `up` it runs
+			// beside the provisioner: new PVs carry its finalizer.
+			c.AttacherElsewhere = true
 			c.REST.Wrap(counters[clientOthers].wrap)
 		},
 		AgentREST: func(rc *rest.Config) { rc.Wrap(counters[clientAgent].wrap) },
