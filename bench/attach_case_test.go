@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
@@ -234,7 +235,7 @@ func (t *timeline) created(i int) {
 
 func (t *timeline) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Status.Phase != corev1.PodRunning || !podReady(pod) {
+	if !ok || pod.Status.Phase != corev1.PodRunning || !podutils.IsPodReady(pod) {
 		return
 	}
 	var i int
@@ -247,15 +248,6 @@ func (t *timeline) podSeen(obj any) {
 		t.ready[i] = time.Now()
 		t.nReady++
 	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (t *timeline) attachmentSeen(obj any, claimOfPV map[string]int) {

@@ -12,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -151,7 +152,7 @@ func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) *cor
 			last = err.Error()
 			continue
 		}
-		if pod.Status.Phase == corev1.PodRunning && podReady(pod) {
+		if pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) {
 			return pod
 		}
 		last = "phase " + string(pod.Status.Phase) + " on " + pod.Spec.NodeName
@@ -165,13 +166,4 @@ func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) *cor
 	}
 	t.Fatalf("pod %s not Running and Ready: %s; events %v", name, last, seen)
 	return nil
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

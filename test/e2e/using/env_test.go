@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -91,21 +92,12 @@ func (e *env) waitRunning(name string) *corev1.Pod {
 	var pod *corev1.Pod
 	e.eventually("pod "+name+" Running and Ready", func() string {
 		pod = e.getPod(name)
-		if pod.Status.Phase == corev1.PodRunning && ready(pod) {
+		if pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) {
 			return ""
 		}
 		return fmt.Sprintf("phase %s on %q; events %s", pod.Status.Phase, pod.Spec.NodeName, e.events(name))
 	})
 	return pod
-}
-
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // deletePod deletes the pod gracefully and waits until it is gone: the
