@@ -113,6 +113,12 @@ func (c *Controller) liveInUse(ctx context.Context, node string) ([]v1.UniqueVol
 }
 
 func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) error {
+	// Counted as the detach starts, before it is done, as the reference's
+	// reconciler counts it once DetachVolume started: whoever sees the
+	// attachment go sees it counted.
+	if d.Reason.Forced() {
+		c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
+	}
 	err := c.client.StorageV1().VolumeAttachments().Delete(ctx, d.Attachment.Name, metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -121,9 +127,6 @@ func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) 
 		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err)
 	}
 	c.wrote(d.Attachment.Name, true)
-	if d.Reason.Forced() {
-		c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
-	}
 	klog.FromContext(ctx).Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
 		"attachment", d.Attachment.Name, "reason", d.Reason.String())
 	return nil
