@@ -110,10 +110,22 @@ func (a *Agent) onVolume(obj any) {
 	}
 }
 
+// onAttachment wakes the pods of the node that use the attachment's
+// volume: only they wait for it (waking every waiting pod of the node made
+// each attach cost a sync per pod on the node). An attachment whose PV is
+// not known (yet) wakes them all.
 func (a *Agent) onAttachment(obj any) {
-	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok && a.nodes[va.Spec.NodeName] != nil {
-		a.queueWaiting(va.Spec.NodeName)
+	va, ok := loop.As[*storagev1.VolumeAttachment](obj)
+	if !ok || a.nodes[va.Spec.NodeName] == nil {
+		return
 	}
+	if name := va.Spec.Source.PersistentVolumeName; name != nil {
+		if pv, err := a.volumes.Get(*name); err == nil && pv.Spec.ClaimRef != nil {
+			a.queueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+			return
+		}
+	}
+	a.queueWaiting(va.Spec.NodeName)
 }
 
 func (a *Agent) queueClaimUsers(claim string) {
