@@ -88,16 +88,10 @@ func (a *nodeAgent) run(ctx context.Context) {
 	}, leaseRenewEvery, ctx.Done())
 }
 
-// managedAttachDetach is the annotation by which a kubelet hands its node's
-// attachments to the attach/detach controller (the kubelet's default,
-// --enable-controller-attach-detach=true); volplane's attachdetach loop
-// manages only nodes that carry it.
-const managedAttachDetach = attachment.ManagedAnnotation
-
 func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Annotations: map[string]string{managedAttachDetach: "true"},
+		Annotations: map[string]string{attachment.ManagedAnnotation: "true"},
 		Labels: map[string]string{
 			"kubernetes.io/hostname": name,
 			"kubernetes.io/os":       "linux",
@@ -123,14 +117,14 @@ func (a *nodeAgent) annotateManaged(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", name, err)
 	}
-	if node.Annotations[managedAttachDetach] == "true" {
+	if node.Annotations[attachment.ManagedAnnotation] == "true" {
 		return nil
 	}
 	node = node.DeepCopy()
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[managedAttachDetach] = "true"
+	node.Annotations[attachment.ManagedAnnotation] = "true"
 	if _, err := a.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("annotate node %s: %w", name, err)
 	}

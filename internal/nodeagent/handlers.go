@@ -78,7 +78,7 @@ func (a *Agent) onPod(obj any) {
 		a.nodeQ.Add(pod.Spec.NodeName)
 		return
 	}
-	if !isRunningAndReady(pod) {
+	if !runningAndReady(pod) {
 		a.podQ.Add(pod.Namespace + "/" + pod.Name)
 	}
 }

@@ -75,7 +75,7 @@ func (a *Agent) mountPod(ctx context.Context, n *nodeState, w mounting.World, pp
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if !ready || isRunningAndReady(pod) {
+	if !ready || runningAndReady(pod) {
 		return nil
 	}
 	return a.markRunning(ctx, pod)

@@ -8,22 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // podIP is the address of every simulated pod: nothing listens on it.
 const podIP = "127.0.0.1"
-
-func isRunningAndReady(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // markRunning writes the status a kubelet writes once the pod's containers
 // started: Running, every condition True, every container running, ready
@@ -59,4 +48,9 @@ func (a *Agent) markRunning(ctx context.Context, pod *corev1.Pod) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Pod running", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	return nil
+}
+
+// runningAndReady says whether the pod is as markRunning leaves it.
+func runningAndReady(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
 }

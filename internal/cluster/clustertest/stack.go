@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -121,7 +120,7 @@ func (s *Stack) StartAgent() error {
 	if err != nil {
 		return err
 	}
-	cfg := nodeagent.Config{Client: client, DataDir: filepath.Join(s.cfg.DataDir)}
+	cfg := nodeagent.Config{Client: client, DataDir: s.cfg.DataDir}
 	for _, node := range s.CP.Nodes {
 		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: s.Drivers.NodeEndpoints[node]})
 	}
