@@ -48,12 +48,7 @@ func TestPodWithBoundClaimIsAttachedReportedAndToldSo(t *testing.T) {
 func TestVolumeStaysAttachedWhileInUseAndIsDetachedOnceUnused(t *testing.T) {
 	e := newEnv(t)
 	node := e.nodes[0]
-	v := e.boundClaim("data")
-	e.pod("app", node, "data")
-	va := e.waitAttachment(e.vaName(v, node))
-	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
-	e.waitReported(node, e.unique(v), true)
-	e.setInUse(node, e.unique(v))
+	v, va := e.podUsingAttachedVolume("app", node)
 
 	e.forceDelete("app")
 	clustertest.Holds(t, "attachment kept while in use", settle, func() string {
@@ -145,12 +140,7 @@ func TestPodOnAnotherNodeGetsMultiAttachEventAndNoSecondAttachment(t *testing.T)
 func TestOutOfServiceNodeLosesItsVolumesWhileStillInUse(t *testing.T) {
 	e := newEnv(t)
 	node := e.node("lost", true, corev1.ConditionTrue)
-	v := e.boundClaim("data")
-	e.pod("app", node, "data")
-	va := e.waitAttachment(e.vaName(v, node))
-	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
-	e.waitReported(node, e.unique(v), true)
-	e.setInUse(node, e.unique(v))
+	v, va := e.podUsingAttachedVolume("app", node)
 	e.forceDelete("app")
 	before := counter("attach_detach_controller_attachdetach_controller_forced_detaches", "reason", "out-of-service")
 
@@ -178,12 +168,7 @@ func TestOutOfServiceNodeLosesItsVolumesWhileStillInUse(t *testing.T) {
 func TestNotReadyNodeLosesAnUnwantedVolumeAfterTheUnmountWait(t *testing.T) {
 	e := newEnv(t)
 	node := e.node("down", true, corev1.ConditionFalse)
-	v := e.boundClaim("data")
-	e.pod("app", node, "data")
-	va := e.waitAttachment(e.vaName(v, node))
-	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
-	e.waitReported(node, e.unique(v), true)
-	e.setInUse(node, e.unique(v))
+	_, va := e.podUsingAttachedVolume("app", node)
 	before := counter("attach_detach_controller_attachdetach_controller_forced_detaches", "reason", "timeout")
 
 	e.forceDelete("app")
@@ -204,12 +189,7 @@ func TestNotReadyNodeLosesAnUnwantedVolumeAfterTheUnmountWait(t *testing.T) {
 func TestDeletedNodeLosesItsVolumesAfterTheUnmountWait(t *testing.T) {
 	e := newEnv(t)
 	node := e.node("gone", true, corev1.ConditionTrue)
-	v := e.boundClaim("data")
-	e.pod("app", node, "data")
-	va := e.waitAttachment(e.vaName(v, node))
-	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
-	e.waitReported(node, e.unique(v), true)
-	e.setInUse(node, e.unique(v))
+	_, va := e.podUsingAttachedVolume("app", node)
 	e.eventually("the loop sees the volume in use", func() string {
 		n, err := e.client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
 		if err != nil || len(n.Status.VolumesInUse) != 1 {
@@ -227,4 +207,19 @@ func TestDeletedNodeLosesItsVolumesAfterTheUnmountWait(t *testing.T) {
 		return ""
 	})
 	e.waitAttachmentGone(va.Name)
+}
+
+// podUsingAttachedVolume is the common start: a bound claim "data", pod
+// on node using it, its VolumeAttachment attached (the test plays the
+// attacher), reported attached, and the node reporting it in use (the
+// test plays the kubelet).
+func (e *env) podUsingAttachedVolume(pod, node string) (volume, *storagev1.VolumeAttachment) {
+	e.t.Helper()
+	v := e.boundClaim("data")
+	e.pod(pod, node, "data")
+	va := e.waitAttachment(e.vaName(v, node))
+	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
+	e.waitReported(node, e.unique(v), true)
+	e.setInUse(node, e.unique(v))
+	return v, va
 }
