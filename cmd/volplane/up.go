@@ -105,7 +105,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	loops := make(chan error, 1)
 	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)) }()
-	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, cp.Nodes, drivers.NodeEndpoints)
+	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, drivers.AgentNodes(cp.Nodes))
 	if err != nil {
 		cancel()
 		<-loops
@@ -134,10 +134,9 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 }
 
 // startNodeAgent runs the node agent of every simulated node, one agent
-// with one set of informers for all of them; nodeEndpoints gives each node
-// the sockets of the node services serving it. The returned channel
-// carries the agent's end.
-func startNodeAgent(ctx context.Context, admin *rest.Config, dir string, nodes []string, nodeEndpoints map[string][]string) (<-chan error, error) {
+// with one set of informers for all of them, each node served by the node
+// services nodes names. The returned channel carries the agent's end.
+func startNodeAgent(ctx context.Context, admin *rest.Config, dir string, nodes []nodeagent.Node) (<-chan error, error) {
 	rc := rest.CopyConfig(admin)
 	rc.QPS, rc.Burst = 200, 400
 	rc.UserAgent = "volplane-node-agent"
@@ -145,11 +144,7 @@ func startNodeAgent(ctx context.Context, admin *rest.Config, dir string, nodes [
 	if err != nil {
 		return nil, err
 	}
-	cfg := nodeagent.Config{Client: client, DataDir: dir}
-	for _, node := range nodes {
-		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: nodeEndpoints[node]})
-	}
-	agent, err := nodeagent.New(cfg)
+	agent, err := nodeagent.New(nodeagent.Config{Client: client, DataDir: dir, Nodes: nodes})
 	if err != nil {
 		return nil, err
 	}

@@ -120,10 +120,7 @@ func (s *Stack) StartAgent() error {
 	if err != nil {
 		return err
 	}
-	cfg := nodeagent.Config{Client: client, DataDir: s.cfg.DataDir}
-	for _, node := range s.CP.Nodes {
-		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: s.Drivers.NodeEndpoints[node]})
-	}
+	cfg := nodeagent.Config{Client: client, DataDir: s.cfg.DataDir, Nodes: s.Drivers.AgentNodes(s.CP.Nodes)}
 	agent, err := nodeagent.New(cfg)
 	if err != nil {
 		return err
