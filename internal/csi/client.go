@@ -51,6 +51,15 @@ type Info struct {
 	// ReadWriteOnce and ReadWriteOncePod map to the finer CSI modes.
 	PublishReadOnly       bool
 	SingleNodeMultiWriter bool
+	// ControllerExpand: the controller has EXPAND_VOLUME, so the resizer
+	// calls ControllerExpandVolume; Modify: MODIFY_VOLUME, so volumes take
+	// mutable parameters (VolumeAttributesClasses) at creation and through
+	// ControllerModifyVolume.
+	ControllerExpand bool
+	Modify           bool
+	// OnlineExpansion and OfflineExpansion are the plugin's VolumeExpansion
+	// capability: whether a volume may grow while in use by a node.
+	OnlineExpansion, OfflineExpansion bool
 	// Node: the endpoint serves the node service; Topology is then the
 	// segment NodeGetInfo reported (possibly empty).
 	Node     bool
@@ -158,6 +167,12 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 		if c.GetService().GetType() == csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS {
 			info.Accessibility = true
 		}
+		switch c.GetVolumeExpansion().GetType() {
+		case csi.PluginCapability_VolumeExpansion_ONLINE:
+			info.OnlineExpansion = true
+		case csi.PluginCapability_VolumeExpansion_OFFLINE:
+			info.OfflineExpansion = true
+		}
 	}
 	cc, err := e.controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
 	switch {
@@ -179,6 +194,10 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.PublishReadOnly = true
 		case csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
 			info.SingleNodeMultiWriter = true
+		case csi.ControllerServiceCapability_RPC_EXPAND_VOLUME:
+			info.ControllerExpand = true
+		case csi.ControllerServiceCapability_RPC_MODIFY_VOLUME:
+			info.Modify = true
 		}
 	}
 	ni, err := e.node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})

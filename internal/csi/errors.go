@@ -68,3 +68,16 @@ func StatusCode(err error) (c codes.Code, ok bool) {
 
 // code is the status code of err for metrics ("OK" for nil).
 func code(err error) string { return status.Code(err).String() }
+
+// IsInfeasible says whether a resize was refused in a way retrying the
+// same size will not fix: InvalidArgument, OutOfRange or NotFound (the
+// external-resizer's IsInfeasibleError). The resizer then marks the claim
+// ControllerResizeInfeasible and retries slowly, so a user may lower the
+// request. Modify takes only InvalidArgument as infeasible.
+func IsInfeasible(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.OutOfRange, codes.NotFound:
+		return true
+	}
+	return false
+}
