@@ -29,6 +29,7 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	}
 	defer e.Close()
 	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
+		ControllerExpand: true, OnlineExpansion: true,
 		Node: true, NodeID: "node-a", Stage: true, Expand: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
 	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
@@ -91,7 +92,8 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true}
+	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true,
+		ControllerExpand: true, OnlineExpansion: true}
 	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
 		t.Errorf("controller Info = %+v, want %+v", c.Info, want)
 	}
@@ -100,7 +102,7 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	want = Info{Driver: hostpath.NetworkDriverName, Node: true, NodeID: "node-b", Stage: true, Expand: true}
+	want = Info{Driver: hostpath.NetworkDriverName, OnlineExpansion: true, Node: true, NodeID: "node-b", Stage: true, Expand: true}
 	if fmt.Sprint(n.Info) != fmt.Sprint(want) || !n.NodeOnly() || c.NodeOnly() {
 		t.Errorf("node Info = %+v, want %+v (node only)", n.Info, want)
 	}
