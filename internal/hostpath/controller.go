@@ -85,6 +85,9 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if err != nil {
 		return nil, err
 	}
+	if err := d.fitsAtAll(fmt.Sprintf("volume %q", req.GetName()), size); err != nil {
+		return nil, err
+	}
 	if len(req.GetMutableParameters()) > 0 {
 		return nil, status.Error(codes.InvalidArgument, "mutable parameters are not supported: this driver has nothing to modify")
 	}

@@ -16,6 +16,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 		Stagings:      map[string]staging{"node-1": {Path: "/s"}},
 		Publications:  map[string]publication{"/t": {Node: "node-1"}},
 		LegacyStaging: &staging{Path: "/old"},
+		NodeSizes:     map[string]int64{"node-1": 1},
 	}
 	orig.Snapshots["s"] = &snapshot{ID: "s", SourceVolumeID: "v"}
 	before, _ := json.Marshal(orig)
@@ -29,6 +30,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	v.Stagings["node-2"] = staging{}
 	v.Publications["/u"] = publication{}
 	v.LegacyStaging.Path = "/changed"
+	v.NodeSizes["node-2"] = 2
 	c.Snapshots["s"].SourceVolumeID = "changed"
 	c.Volumes["w"] = &volume{ID: "w"}
 	if after, _ := json.Marshal(orig); string(after) != string(before) {
@@ -36,7 +38,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	}
 	// A field added to volume later must be cloned too: this lists the
 	// fields clone knows about.
-	if n := reflect.TypeFor[volume]().NumField(); n != 11 {
+	if n := reflect.TypeFor[volume]().NumField(); n != 12 {
 		t.Errorf("volume has %d fields; check that clone copies every map, slice and pointer among them, then update this count", n)
 	}
 }
