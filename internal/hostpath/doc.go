@@ -75,4 +75,15 @@
 // exceed 1 PiB (OutOfRange). StorageClass parameters are accepted and ignored:
 // this driver has nothing to tune. The fs_type of a mount capability is
 // ignored too: a mount volume is a directory on the node's filesystem.
+//
+// Mutable parameters (MODIFY_VOLUME; a VolumeAttributesClass's parameters in
+// Kubernetes). CreateVolume and ControllerModifyVolume accept two keys:
+// "iops", a decimal integer from 1 to 100000, and "tier", "standard" or
+// "premium"; any other key or value fails with InvalidArgument naming it.
+// The driver tunes nothing with them: it records them with the volume in the
+// state file (Driver.MutableParameters reads them back). A modification sets
+// the keys it names and keeps the others; repeating it succeeds and changes
+// nothing, and modifying a volume that does not exist is NotFound. A repeated
+// CreateVolume matches the existing volume only with the same mutable
+// parameters (AlreadyExists otherwise, as for any other difference).
 package hostpath
