@@ -133,13 +133,17 @@ func (r *running) stop() {
 }
 
 // claim creates a claim of class asking for size and waits until it is
-// Bound; it returns the claim and its PV's name.
-func (e *env) claim(name, class, size string) (*corev1.PersistentVolumeClaim, string) {
+// Bound; it returns the claim and its PV's name. mods change the claim
+// before it is created.
+func (e *env) claim(name, class, size string, mods ...func(*corev1.PersistentVolumeClaim)) (*corev1.PersistentVolumeClaim, string) {
 	e.t.Helper()
 	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
+	for _, m := range mods {
+		m(c)
+	}
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create claim: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/expansion"
@@ -197,4 +198,49 @@ func TestRestartMidExpansionFinishes(t *testing.T) {
 	if got := r.writes.about("data", pvName); !slices.Equal(got, want) {
 		t.Errorf("writes\n got %q\nwant %q", got, want)
 	}
+}
+
+// A block volume needs node expansion after the driver's (the bundled
+// driver says so for block): the claim waits for the node, its capacity
+// unchanged, and says so as the reference does.
+func TestBlockVolumeWaitsForTheNode(t *testing.T) {
+	e := newEnv(t)
+	r := e.start(0)
+	block := func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) }
+	_, pvName := e.claim("raw", bundle.ImmediateClass, "1Mi", block)
+	if err := e.request("raw", "2Mi"); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("claim pending on the node", func() string {
+		c := e.getClaim("raw")
+		if expansion.ResizeStatus(c) != corev1.PersistentVolumeClaimNodeResizePending {
+			return fmt.Sprintf("resize status %q", expansion.ResizeStatus(c))
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Message == expansion.MessageNodeResizePending {
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %v", c.Status.Conditions)
+	})
+	c := e.getClaim("raw")
+	if c.Status.Capacity.Storage().Cmp(resource.MustParse("1Mi")) != 0 || c.Status.AllocatedResources.Storage().Cmp(resource.MustParse("2Mi")) != 0 {
+		t.Errorf("capacity %s, allocated %s: want 1Mi until the node expands, 2Mi allocated",
+			c.Status.Capacity.Storage().String(), c.Status.AllocatedResources.Storage().String())
+	}
+	if _, ok := c.Annotations[expansion.AnnNodeExpansionNotRequired]; ok {
+		t.Error("node-expansion-not-required on a claim that needs the node")
+	}
+	if got := e.getPV(pvName).Spec.Capacity.Storage(); got.Cmp(resource.MustParse("2Mi")) != 0 {
+		t.Errorf("PV capacity %s", got.String())
+	}
+	if got, want := r.writes.about("raw", pvName), threeWrites(e.ns, "raw", pvName); !slices.Equal(got, want) {
+		t.Errorf("writes\n got %q\nwant %q", got, want)
+	}
+	e.eventually("FileSystemResizeRequired", func() string {
+		if got := e.events("raw"); !hasEvent(got, "Normal FileSystemResizeRequired Require file system resize of volume on node") {
+			return fmt.Sprintf("events %q", got)
+		}
+		return ""
+	})
 }
