@@ -31,8 +31,8 @@ import (
 )
 
 // The loops by the names --controllers takes. The others of the design
-// (expander, resizer) come with their issues. The protection and
-// attach/detach loops have kube-controller-manager's names.
+// (resizer) come with their issues. The protection and attach/detach loops
+// have kube-controller-manager's names.
 const (
 	Binder        = "binder"
 	Provisioner   = "provisioner"
@@ -40,11 +40,14 @@ const (
 	PVProtection  = "pv-protection"
 	AttachDetach  = "attachdetach"
 	Attacher      = "attacher"
+	// Expander is kube-controller-manager's persistentvolume-expander: it
+	// hands grown claims to the external resizer and calls no driver.
+	Expander = "expander"
 )
 
 // Known lists the loops this build can run.
 func Known() []string {
-	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher}
+	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander}
 }
 
 // needsDrivers says whether a selected loop calls CSI drivers.
@@ -259,6 +262,13 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	runs = append(runs, attach...)
+	if slices.Contains(cfg.Controllers, Expander) {
+		run, err := newExpander(client, factory, events, l)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	return runAll(ctx, runs)
