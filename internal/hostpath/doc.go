@@ -89,4 +89,15 @@
 // when the node first staged it, raised by NodeExpandVolume), persisted like
 // the other node records; NodeGetVolumeStats reports that size, so a node
 // that has not expanded yet still shows the old one.
+//
+// Mutable parameters (MODIFY_VOLUME; a VolumeAttributesClass's parameters in
+// Kubernetes). CreateVolume and ControllerModifyVolume accept two keys:
+// "iops", a decimal integer from 1 to 100000, and "tier", "standard" or
+// "premium"; any other key or value fails with InvalidArgument naming it.
+// The driver tunes nothing with them: it records them with the volume in the
+// state file (Driver.MutableParameters reads them back). A modification sets
+// the keys it names and keeps the others; repeating it succeeds and changes
+// nothing, and modifying a volume that does not exist is NotFound. A repeated
+// CreateVolume matches the existing volume only with the same mutable
+// parameters (AlreadyExists otherwise, as for any other difference).
 package hostpath

@@ -39,6 +39,9 @@ type volume struct {
 	NodeID    string        `json:"nodeID"`
 	Source    contentSource `json:"source,omitzero"`
 	CreatedAt time.Time     `json:"createdAt"`
+	// MutableParameters are those of CreateVolume, changed by
+	// ControllerModifyVolume (modify.go).
+	MutableParameters map[string]string `json:"mutableParameters,omitempty"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
 	// Stagings are keyed by node: one is set while the volume is staged on
@@ -200,6 +203,7 @@ func (s *state) clone() *state {
 		c := *v
 		c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
 		c.NodeSizes = maps.Clone(v.NodeSizes)
+		c.MutableParameters = maps.Clone(v.MutableParameters)
 		if v.LegacyStaging != nil {
 			legacy := *v.LegacyStaging
 			c.LegacyStaging = &legacy
