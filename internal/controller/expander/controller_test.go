@@ -70,7 +70,7 @@ func (l *fakeLoop) events() []string {
 	}
 }
 
-// writes lists the sync's API writes as "verb resource[/subresource]".
+// writes lists the API writes of the sync.
 func (l *fakeLoop) writes() []k8stesting.Action {
 	var out []k8stesting.Action
 	for _, a := range l.client.Actions() {
