@@ -202,3 +202,79 @@ func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
 	waitRunning(t, pod)
 	deletePodAndWaitGone(t, pod)
 }
+
+// A refusal during the mount of the next pod: the pod gets the kubelet's
+// FailedMount for an expansion at mount; the refusal makes the claim
+// NodeResizeInfeasible, which closes the gate, and the pod then starts on
+// the volume as it is.
+func TestExpansionRefusedAtMountIsAFailedMountThenThePodRuns(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	growByHand(t, pv, nil, corev1.PersistentVolumeClaimNodeResizePending)
+
+	pod := runPod(t, ns, "app", node, "data")
+	clustertest.Eventually(t, "FailedMount while expanding", func() string {
+		return hasEvent(t, ns, pod.Name, "FailedMount", fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange", pv.Name))
+	}, alive)
+	waitRunning(t, pod)
+	c := getClaim(t, ns, "data")
+	if s := c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInfeasible {
+		t.Errorf("claim resize status %q, want NodeResizeInfeasible", s)
+	}
+	deletePodAndWaitGone(t, pod)
+}
+
+// A read-only mount is not expanded: the pod and the claim get the
+// kubelet's FileSystemResizeFailed, the driver is not called, and the
+// claim keeps waiting for a node that can expand it.
+func TestReadOnlyMountIsNotExpanded(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}, Spec: corev1.PodSpec{NodeName: node,
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}}}}}
+	pod, err := bed.cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pod)
+
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
+	want := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", pv.Name)
+	for _, object := range []string{pod.Name, "data"} {
+		clustertest.Eventually(t, "FileSystemResizeFailed on "+object, func() string {
+			return hasEvent(t, ns, object, "FileSystemResizeFailed", want)
+		}, alive)
+	}
+	if calls := bed.expands.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
+		t.Errorf("NodeExpandVolume called for a read-only mount: %v", calls)
+	}
+	if s := getClaim(t, ns, "data").Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizePending {
+		t.Errorf("claim resize status %q, want NodeResizePending kept", s)
+	}
+	deletePodAndWaitGone(t, pod)
+}
+
+// An expansion the agent left in progress when it stopped (the claim says
+// NodeResizeInProgress) is finished by the restarted agent: the state it
+// resumes from is the claim's.
+func TestRestartedAgentResumesANodeExpansionInProgress(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	bed.agent.stop()
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizeInProgress)
+	var err error
+	if bed.agent, err = startAgent(); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Eventually(t, "claim expanded by the restarted agent", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
+	lastExpand(t, pv, pod, node)
+	deletePodAndWaitGone(t, pod)
+}
