@@ -2,6 +2,7 @@ package resizer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ type Controller struct {
 	recorders map[string]record.EventRecorder
 	claims    corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
+	podIndex  cache.Indexer
 	queue     workqueue.TypedRateLimitingInterface[string]
 	// newestClaim and newestPV hold what our own writes returned until the
 	// informer catches up, so a sync never decides on an older copy.
@@ -53,14 +55,21 @@ func New(cfg Config) (*Controller, error) {
 	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
+	podInf := cfg.Informers.Core().V1().Pods()
 	c.claims, c.pvs = claimInf.Lister(), pvInf.Lister()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{byClaim: claimsUsed}); err != nil {
+		return nil, fmt.Errorf("resizer: index: %w", err)
+	}
+	c.podIndex = podInf.Informer().GetIndexer()
 	synced, err := loop.Register(
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onClaim, UpdateFunc: c.onClaimUpdate, DeleteFunc: c.onClaimDeleted}},
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}})
+			AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
+		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			UpdateFunc: c.onPodUpdate, DeleteFunc: c.onPodGone}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("resizer: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Resizer", Synced: synced, Workers: cfg.Workers,
 		Queues: []loop.Queue{{Q: c.queue, Sync: c.syncClaim}}, Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}

@@ -361,3 +361,55 @@ func TestOwnWritesDoNotRequeue(t *testing.T) {
 		t.Error("a user's edit did not queue the claim")
 	}
 }
+
+// A driver that expands only offline refuses a volume in use
+// (FailedPrecondition): the claim is not asked for again while a pod uses
+// it, and is once the pod is gone.
+func TestOfflineDriverWaitsUntilNoPodUsesTheClaim(t *testing.T) {
+	d := startDriver(t, false)
+	handle := d.createVolume(t, "v1")
+	d.setAnswer(func(method string, _ any) (any, error) {
+		if method == "ControllerExpandVolume" {
+			return nil, status.Error(codes.FailedPrecondition, "volume is published")
+		}
+		return nil, nil
+	})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "p1"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "claim1"}}}}}}
+	b := newBed(t, d, testClaim("2Mi"), testPV(handle), pod)
+	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil {
+		t.Fatal("a refused expansion is not retried")
+	}
+	if msg, ok := hasCondition(b.claim(t), v1.PersistentVolumeClaimControllerResizeError); !ok || !strings.Contains(msg, "FailedPrecondition") {
+		t.Errorf("condition %q", msg)
+	}
+	b.drained()
+	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil || d.count("ControllerExpandVolume") != 1 {
+		t.Fatalf("retry while in use: %v, %d calls", err, d.count("ControllerExpandVolume"))
+	}
+	want := "Warning VolumeResizeFailed Unable to expand ns/claim1 because CSI driver hostpath.csi.volplane.io only supports offline expansion and volume is currently in-use"
+	if got := b.drained(); !slices.Contains(got, want) {
+		t.Errorf("events %q", got)
+	}
+
+	d.setAnswer(nil)
+	for b.c.queue.Len() > 0 { // the claim's add event
+		key, _ := b.c.queue.Get()
+		b.c.queue.Done(key)
+	}
+	if err := b.client.CoreV1().Pods("ns").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); b.c.queue.Len() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the pod's end did not wake the claim")
+		}
+	}
+	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.claim(t); c.Status.Capacity.Storage().Cmp(qty("2Mi")) != 0 {
+		t.Errorf("claim %+v", c.Status)
+	}
+}

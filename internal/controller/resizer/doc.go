@@ -9,10 +9,11 @@
 //
 // Nouns: Config (everything the loop needs), Controller (the loop), the
 // claim queue (namespace/name of claims that ask for more than they have),
+// the pod index (running pods by the claims they use),
 // and the loop's memory of earlier failures: the claims whose last
 // expansion ended with a final error (recovery may then move to a lowered
-// request) and the claims found infeasible with the time of their slow
-// retry.
+// request), the claims found infeasible with the time of their slow
+// retry, and the claims an offline-only driver refused as in use.
 //
 // Writes, the reference's three for an expansion on the controller alone:
 // the claim's status (strategic merge patch of the status subresource with
@@ -33,7 +34,11 @@
 // only every SlowRetry (a lowered request is tried at once). Other errors
 // (Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted, no
 // answer) leave the claim in progress and are retried with backoff. Each
-// failure records a VolumeResizeFailed event.
+// failure records a VolumeResizeFailed event. A driver that expands only
+// offline answers FailedPrecondition for a volume in use; the claim is then
+// not asked for again while a running pod uses it (VolumeResizeFailed
+// "Unable to expand ... in-use", the reference's --handle-volume-inuse-error),
+// and is woken as soon as the last such pod ends.
 //
 // Events, source "external-resizer <driver>": Resizing before each call,
 // VolumeResizeSuccessful or FileSystemResizeRequired after, and

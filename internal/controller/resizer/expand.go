@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +27,11 @@ func (c *Controller) expand(ctx context.Context, key string, claim *v1.Persisten
 		return fmt.Errorf("marking pvc %s as resizing failed: %w", key, err)
 	}
 	c.event(driver, claim, v1.EventTypeNormal, expansion.EventResizing, expansion.MessageResizing(pv.Name))
+	c.memory.setRefusedInUse(key, false)
 	capacity, nodeRequired, err := c.callDriver(ctx, driver, pv, d.Size)
 	if err != nil {
+		// FailedPrecondition: the driver expands only volumes no node uses.
+		c.memory.setRefusedInUse(key, status.Code(err) == codes.FailedPrecondition)
 		return c.failed(ctx, key, claim, pv, err)
 	}
 	c.memory.forget(key)

@@ -13,10 +13,32 @@ type memory struct {
 	mu         sync.Mutex
 	finalError map[string]bool
 	infeasible map[string]time.Time // when the current slow retry started
+	// inUse: the driver refused the last expansion as the volume is in use
+	// (FailedPrecondition: it expands only offline).
+	inUse map[string]bool
 }
 
 func newMemory() *memory {
-	return &memory{finalError: map[string]bool{}, infeasible: map[string]time.Time{}}
+	return &memory{finalError: map[string]bool{}, infeasible: map[string]time.Time{}, inUse: map[string]bool{}}
+}
+
+// refusedInUse says whether the driver refused the key's last expansion
+// because the volume was in use.
+func (m *memory) refusedInUse(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.inUse[key]
+}
+
+// setRefusedInUse records (or clears, before the next call) that refusal.
+func (m *memory) setRefusedInUse(key string, refused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if refused {
+		m.inUse[key] = true
+	} else {
+		delete(m.inUse, key)
+	}
 }
 
 func (m *memory) hasFinalError(key string) bool {
@@ -59,11 +81,11 @@ func (m *memory) startSlowRetry(key string, now time.Time, period time.Duration)
 	}
 }
 
-// forget drops the key: the expansion succeeded, failed in a way that
-// says nothing final, or the claim is gone.
+// forget drops the key: the expansion succeeded, or the claim is gone.
 func (m *memory) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.finalError, key)
 	delete(m.infeasible, key)
+	delete(m.inUse, key)
 }

@@ -35,6 +35,10 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	case expansion.Expand:
 		return c.expand(ctx, key, claim, f.Volume, d)
 	case expansion.RetryLater:
+		if d.Reason == expansion.ReasonOfflineInUse {
+			c.event(f.Volume.Spec.CSI.Driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed,
+				expansion.MessageOfflineInUse(claim, f.Volume.Spec.CSI.Driver))
+		}
 		return c.retryLater(key, d)
 	}
 	return nil
@@ -42,7 +46,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 
 // read gathers the decision's facts from the caches and the loop's memory.
 func (c *Controller) read(key string, claim *v1.PersistentVolumeClaim) expansion.Facts {
-	f := expansion.Facts{Claim: claim, FinalErrorSeen: c.memory.hasFinalError(key)}
+	f := expansion.Facts{Claim: claim, FinalErrorSeen: c.memory.hasFinalError(key),
+		OfflineInUse: c.memory.refusedInUse(key) && c.inUse(key)}
 	if claim.Spec.VolumeName != "" {
 		if pv, err := c.pvs.Get(claim.Spec.VolumeName); err == nil {
 			f.Volume = c.newestPV.Newer(pv.Name, pv)

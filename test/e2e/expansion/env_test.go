@@ -38,7 +38,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	cp := clustertest.ControlPlane(t)
-	return &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	// Registered first, so it runs last: after the test's resizers stopped.
+	t.Cleanup(e.checkInvariants)
+	return e
 }
 
 // running is one resizer run with its write counter.
