@@ -85,6 +85,10 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, nodeSize resource.Quantity)
 	case pvSize.Cmp(nodeSize) <= 0:
 		return nil, ""
 	}
+	drv, served := w.Drivers[v.Driver]
+	if !served {
+		return nil, DriverNotServed // nothing could expand it, and nothing may finish it in its place
+	}
 	e := &Expansion{Size: pvSize, AtMount: pod.Status.Phase != corev1.PodRunning}
 	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	claimUpdated := claimSize.Cmp(pvSize) >= 0 && status == ""
@@ -93,13 +97,13 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, nodeSize resource.Quantity)
 		e.Mode = SkipReadOnly
 	case claimUpdated && !expandEveryNode(v.Claim):
 		e.Mode = RecordOnly
-	case claimUpdated && !w.Drivers[v.Driver].Expand:
+	case claimUpdated && !drv.Expand:
 		e.Mode = RecordOnly
 	case claimUpdated:
 		e.Mode = ExpandOnly
 	case status != corev1.PersistentVolumeClaimNodeResizePending && status != corev1.PersistentVolumeClaimNodeResizeInProgress:
 		return nil, ResizeNotPending
-	case !w.Drivers[v.Driver].Expand:
+	case !drv.Expand:
 		e.Mode = FinishWithoutCall
 	default:
 		e.Mode = ExpandAndFinish

@@ -79,6 +79,7 @@ func TestNodeExpansionRunsOnlyWhenTheClaimWaitsForTheNode(t *testing.T) {
 		{"RWX, node cannot expand: record only", with(inUse(local, "1Gi"), cannotExpand, rwx, grown("2Gi", "2Gi", "")), ExpandOnNode, RecordOnly, false, ""},
 		{"RWO claim expanded without this node: record only", with(inUse(local, "1Gi"), expandable, grown("2Gi", "2Gi", "")), ExpandOnNode, RecordOnly, false, ""},
 		{"RWX, this node already expanded: nothing", with(inUse(local, "2Gi"), expandable, rwx, grown("2Gi", "2Gi", "")), Done, 0, false, ""},
+		{"published, driver no longer served: nothing finishes it in its place", with(inUse(local, "1Gi"), grown("2Gi", "1Gi", pending), func(w *World) { delete(w.Drivers, local) }), Done, 0, false, DriverNotServed},
 		{"next use: staged then expanded at mount", []func(*World){withPods(pod(podUID, "data")), expandable, grown("2Gi", "1Gi", pending)}, Stage, ExpandAndFinish, true, ""},
 		{"next use, staged for another pod at the old size", []func(*World){withPods(pod(podUID, "data")), expandable, staged(local, true), grown("2Gi", "1Gi", pending)}, Publish, ExpandAndFinish, true, ""},
 	} {
