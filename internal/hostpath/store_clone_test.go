@@ -16,6 +16,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 		Stagings:          map[string]staging{"node-1": {Path: "/s"}},
 		Publications:      map[string]publication{"/t": {Node: "node-1"}},
 		LegacyStaging:     &staging{Path: "/old"},
+		NodeSizes:         map[string]int64{"node-1": 1},
 		MutableParameters: map[string]string{ParamTier: TierStandard},
 	}
 	orig.Snapshots["s"] = &snapshot{ID: "s", SourceVolumeID: "v"}
@@ -30,6 +31,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	v.Stagings["node-2"] = staging{}
 	v.Publications["/u"] = publication{}
 	v.LegacyStaging.Path = "/changed"
+	v.NodeSizes["node-2"] = 2
 	v.MutableParameters[ParamTier] = TierPremium
 	c.Snapshots["s"].SourceVolumeID = "changed"
 	c.Volumes["w"] = &volume{ID: "w"}
@@ -38,7 +40,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	}
 	// A field added to volume later must be cloned too: this lists the
 	// fields clone knows about.
-	if n := reflect.TypeFor[volume]().NumField(); n != 12 {
+	if n := reflect.TypeFor[volume]().NumField(); n != 13 {
 		t.Errorf("volume has %d fields; check that clone copies every map, slice and pointer among them, then update this count", n)
 	}
 }
