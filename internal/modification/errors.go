@@ -33,6 +33,11 @@ func IsInfeasible(err error) bool { return status.Code(err) == codes.InvalidArgu
 
 // UnsupportedError is what a driver without MODIFY_VOLUME would answer.
 func UnsupportedError(driver string) error {
-	return status.Error(codes.Unimplemented, fmt.Sprintf(
-		"CSI driver %s does not support modifying volumes: controller MODIFY_VOLUME capability is not reported", driver))
+	return status.Error(codes.Unimplemented, MessageUnsupported(driver))
+}
+
+// MessageUnsupported says that driver cannot modify volumes: the message of
+// EventModifyFailed and of the ModifyVolumeError condition.
+func MessageUnsupported(driver string) string {
+	return fmt.Sprintf("CSI driver %s does not support modifying volumes: controller MODIFY_VOLUME capability is not reported", driver)
 }
