@@ -255,9 +255,9 @@ func TestMissingClassIsPendingUntilCreated(t *testing.T) {
 		}
 		return ""
 	})
-	if n := strings.Count(strings.Join(b.seen, "\n"), "does not exist"); n != 1 {
-		t.Errorf("the missing class was reported %d times: %q", n, b.seen)
-	}
+	// How often it was reported is checked on the real API server
+	// (test/e2e/modification): the fake sets no resourceVersions, so a
+	// sync racing the informer cannot tell the loop's own write is newer.
 }
 
 func describe(st *v1.ModifyVolumeStatus) string {
