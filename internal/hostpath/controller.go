@@ -90,7 +90,7 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if err := d.fitsAtAll(fmt.Sprintf("volume %q", req.GetName()), size); err != nil {
 		return nil, err
 	}
-	if err := checkMutableParameters(req.GetMutableParameters()); err != nil {
+	if err := CheckMutableParameters(req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
 	if !d.cfg.Network && !d.reachable(req.GetAccessibilityRequirements()) {

@@ -29,9 +29,10 @@ const (
 	TierPremium  = "premium"
 )
 
-// checkMutableParameters checks every key and value of params, in key
-// order so the message of a request with several mistakes is stable.
-func checkMutableParameters(params map[string]string) error {
+// CheckMutableParameters checks every key and value of params as
+// CreateVolume and ControllerModifyVolume do (an InvalidArgument status), in
+// key order so the message of a request with several mistakes is stable.
+func CheckMutableParameters(params map[string]string) error {
 	for _, key := range slices.Sorted(maps.Keys(params)) {
 		if problem := mutableParameterProblem(key, params[key]); problem != "" {
 			return status.Errorf(codes.InvalidArgument, "mutable parameter %q: %s", key, problem)
@@ -85,7 +86,7 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	if err := checkMutableParameters(req.GetMutableParameters()); err != nil {
+	if err := CheckMutableParameters(req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
 	unlock, err := s.d.locks.lock(ctx, id)

@@ -29,7 +29,7 @@ func TestMutableParametersAreChecked(t *testing.T) {
 		// Several mistakes: the first key in order is reported.
 		{params: map[string]string{"tier": "gold", "a": "b"}, want: `"a": unknown`},
 	} {
-		err := checkMutableParameters(tc.params)
+		err := CheckMutableParameters(tc.params)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v refused: %v", tc.params, err)
