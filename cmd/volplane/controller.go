@@ -35,8 +35,9 @@ func newControllerCommand() *cobra.Command {
 Without --kubeconfig and with KUBECONFIG unset it uses the in-cluster
 configuration. Turn off the matching loops of the cluster's
 kube-controller-manager first (for the binder: --controllers=*,-persistentvolume-binder;
-for the protection loops: -pvc-protection,-pv-protection), or two controllers will
-fight over the same objects.
+for the protection loops: -pvc-protection,-pv-protection; for attachdetach: -attachdetach;
+for the expander: -persistentvolume-expander), or two controllers will fight over the
+same objects (or, for the expander, announce every expansion twice).
 
 The provisioner, the attacher and the resizer serve the CSI drivers behind
 --csi-endpoint (their names come from the drivers); turn off the

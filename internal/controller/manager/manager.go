@@ -30,9 +30,9 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-// The loops by the names --controllers takes. The protection and
-// attach/detach loops have kube-controller-manager's names; attacher and
-// resizer are the CSI sidecars' roles.
+// The loops by the names --controllers takes. The protection,
+// attach/detach and expander loops have kube-controller-manager's names;
+// attacher and resizer are the CSI sidecars' roles.
 const (
 	Binder        = "binder"
 	Provisioner   = "provisioner"
@@ -41,11 +41,14 @@ const (
 	AttachDetach  = "attachdetach"
 	Attacher      = "attacher"
 	Resizer       = "resizer"
+	// Expander is kube-controller-manager's persistentvolume-expander: it
+	// hands grown claims to the external resizer and calls no driver.
+	Expander = "expander"
 )
 
 // Known lists the loops this build can run.
 func Known() []string {
-	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Resizer}
+	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander, Resizer}
 }
 
 // needsDrivers says whether a selected loop calls CSI drivers.
@@ -261,12 +264,25 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	runs = append(runs, attach...)
-	if slices.Contains(cfg.Controllers, Resizer) {
-		run, err := newResizer(cfg, client, factory, events, l, pool)
+	if slices.Contains(cfg.Controllers, Expander) {
+		run, err := newExpander(client, factory, events, l)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, run)
+	}
+	if slices.Contains(cfg.Controllers, Resizer) {
+		// The external-resizer's two controllers: expansion and
+		// VolumeAttributesClass modification.
+		run, err := newResizer(cfg, client, factory, events, l, pool)
+		if err != nil {
+			return err
+		}
+		modify, err := newModifier(cfg, client, factory, pool, events, l)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run, modify)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
