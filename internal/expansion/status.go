@@ -1,8 +1,6 @@
 package expansion
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +31,7 @@ var resizeConditions = map[v1.PersistentVolumeClaimConditionType]bool{
 // When size is already the allocated size (a retry of the same
 // expansion), the resize status and the other resize conditions are left
 // as they are: an infeasible or failed mark stays until the retry answers.
-func MarkControllerResizeInProgress(claim *v1.PersistentVolumeClaim, size resource.Quantity, now time.Time) *v1.PersistentVolumeClaim {
+func MarkControllerResizeInProgress(claim *v1.PersistentVolumeClaim, size resource.Quantity, now metav1.Time) *v1.PersistentVolumeClaim {
 	retry := sameQuantity(claim.Status.AllocatedResources, size)
 	out := claim.DeepCopy()
 	out.Status.Conditions = mergeConditions(claim.Status.Conditions, retry, condition(v1.PersistentVolumeClaimResizing, "", now))
@@ -51,7 +49,7 @@ func MarkControllerResizeInProgress(claim *v1.PersistentVolumeClaim, size resour
 // MarkNodeResizePending follows a controller expansion after which the
 // node must expand the volume: condition FileSystemResizePending=True
 // (other resize conditions kept), status NodeResizePending.
-func MarkNodeResizePending(claim *v1.PersistentVolumeClaim, now time.Time) *v1.PersistentVolumeClaim {
+func MarkNodeResizePending(claim *v1.PersistentVolumeClaim, now metav1.Time) *v1.PersistentVolumeClaim {
 	out := claim.DeepCopy()
 	pending := condition(v1.PersistentVolumeClaimFileSystemResizePending, MessageNodeResizePending, now)
 	out.Status.Conditions = mergeConditions(claim.Status.Conditions, true, pending)
@@ -73,7 +71,7 @@ func MarkResizeFinished(claim *v1.PersistentVolumeClaim, capacity resource.Quant
 // condition ControllerResizeError "failed to expand pvc with <err>" (other
 // resize conditions kept), and when infeasible (csi.IsInfeasible) status
 // ControllerResizeInfeasible; otherwise the status stays in progress.
-func MarkControllerResizeFailed(claim *v1.PersistentVolumeClaim, err error, infeasible bool, now time.Time) *v1.PersistentVolumeClaim {
+func MarkControllerResizeFailed(claim *v1.PersistentVolumeClaim, err error, infeasible bool, now metav1.Time) *v1.PersistentVolumeClaim {
 	return failed(claim, v1.PersistentVolumeClaimControllerResizeError, v1.PersistentVolumeClaimControllerResizeInfeasible, err, infeasible, now)
 }
 
@@ -94,12 +92,12 @@ func MarkNodeResizeFinished(claim *v1.PersistentVolumeClaim, capacity resource.Q
 // MarkNodeResizeFailed records a failed NodeExpandVolume: condition
 // NodeResizeError "failed to expand pvc with <err>" (other resize
 // conditions kept), and when infeasible status NodeResizeInfeasible.
-func MarkNodeResizeFailed(claim *v1.PersistentVolumeClaim, err error, infeasible bool, now time.Time) *v1.PersistentVolumeClaim {
+func MarkNodeResizeFailed(claim *v1.PersistentVolumeClaim, err error, infeasible bool, now metav1.Time) *v1.PersistentVolumeClaim {
 	return failed(claim, v1.PersistentVolumeClaimNodeResizeError, v1.PersistentVolumeClaimNodeResizeInfeasible, err, infeasible, now)
 }
 
 func failed(claim *v1.PersistentVolumeClaim, typ v1.PersistentVolumeClaimConditionType, infeasibleStatus v1.ClaimResourceStatus,
-	err error, infeasible bool, now time.Time) *v1.PersistentVolumeClaim {
+	err error, infeasible bool, now metav1.Time) *v1.PersistentVolumeClaim {
 	out := claim.DeepCopy()
 	out.Status.Conditions = mergeConditions(claim.Status.Conditions, true, condition(typ, conditionMessage(err), now))
 	if infeasible {
@@ -137,8 +135,8 @@ func setResizeStatus(claim *v1.PersistentVolumeClaim, s v1.ClaimResourceStatus) 
 	claim.Status.AllocatedResourceStatuses[v1.ResourceStorage] = s
 }
 
-func condition(typ v1.PersistentVolumeClaimConditionType, msg string, now time.Time) v1.PersistentVolumeClaimCondition {
-	return v1.PersistentVolumeClaimCondition{Type: typ, Status: v1.ConditionTrue, Message: msg, LastTransitionTime: metav1.NewTime(now)}
+func condition(typ v1.PersistentVolumeClaimConditionType, msg string, now metav1.Time) v1.PersistentVolumeClaimCondition {
+	return v1.PersistentVolumeClaimCondition{Type: typ, Status: v1.ConditionTrue, Message: msg, LastTransitionTime: now}
 }
 
 // mergeConditions keeps every condition that is not a resize condition,

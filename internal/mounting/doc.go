@@ -18,6 +18,10 @@
 //   - Plan: the decision; per pod a PodPlan with one Step per CSI volume
 //     (an Action, and a Reason for every wait), plus the node's teardown
 //     and its volumesInUse.
+//   - Expansion: a node expansion a published volume needs once its PV
+//     grew (the kubelet's NodeExpander), and its ExpandMode: what it calls
+//     and writes. It happens at mount, after publishing and before the pod
+//     runs, or online (ExpandOnNode) for a running pod.
 //   - Layout: the kubelet's directory layout under a node root.
 //
 // The rules are kubelet v1.36's (pkg/kubelet/volumemanager, pkg/volume/csi):

@@ -82,4 +82,6 @@ type VolData struct {
 	AttachmentID string `json:"attachmentID,omitempty"`
 	Mode         string `json:"volumeLifecycleMode,omitempty"`
 	Done         bool   `json:"volplaneDone,omitempty"`
+	// Size, on a staging record, is Staged.Size, a quantity.
+	Size string `json:"volplaneSize,omitempty"`
 }

@@ -18,9 +18,17 @@ const (
 	Publish
 	// Done: the volume is published to the pod.
 	Done
+	// ExpandOnNode: the volume is published to the pod and its PV grew:
+	// expand it on the node (Step.Expand says how), online if the pod runs.
+	ExpandOnNode
 )
 
-func (a Action) String() string { return [...]string{"Wait", "Stage", "Publish", "Done"}[a] }
+func (a Action) String() string {
+	return [...]string{"Wait", "Stage", "Publish", "Done", "ExpandOnNode"}[a]
+}
+
+// published says whether the volume is published to the pod.
+func (a Action) published() bool { return a == Done || a == ExpandOnNode }
 
 // Reason says why a volume waits. The set is closed; events, logs and tests
 // use the same values.
@@ -72,11 +80,17 @@ type Step struct {
 	// Volume is the resolved volume; nil when the claim could not be
 	// processed.
 	Volume *Volume
+	// Expand is the node expansion the volume needs, after it is published
+	// (Stage, Publish: at mount) or now (ExpandOnNode); nil for none.
+	// NotExpanded says why a volume whose PV grew is not expanded.
+	Expand      *Expansion
+	NotExpanded Reason
 }
 
 // Volume is a CSI volume as a pod mounts it.
 type Volume struct {
 	PV         *corev1.PersistentVolume
+	Claim      *corev1.PersistentVolumeClaim
 	Driver     string
 	Handle     string
 	ReadOnly   bool // the pod's claim source says readOnly
@@ -94,10 +108,11 @@ type PodPlan struct {
 }
 
 // Ready says whether every CSI volume of the pod is published: the pod may
-// run. A pod without CSI volumes is ready at once.
+// run (once the expansions its mount includes succeed). A pod without CSI
+// volumes is ready at once.
 func (p PodPlan) Ready() bool {
 	for _, s := range p.Steps {
-		if s.Action != Done {
+		if !s.Action.published() {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -89,7 +90,7 @@ func (w World) resolve(pod *corev1.Pod, claimName string, isEphemeral, readOnly 
 		return nil, "", ""
 	}
 	src := pv.Spec.CSI
-	v := &Volume{PV: pv, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly || src.ReadOnly,
+	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly || src.ReadOnly,
 		Attachable: w.attachable(src.Driver), Unique: attachment.UniqueVolumeName(src.Driver, src.VolumeHandle)}
 	if v.Attachable {
 		v.Attachment = attachment.Name(src.VolumeHandle, src.Driver, w.Node)
@@ -103,6 +104,9 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 	step := Step{Volume: v}
 	if p, ok := d.published[publicationKey{pod.UID, v.PV.Name}]; ok && p.Done {
 		step.Action = Done
+		if w.expand(&step, pod, d); step.Expand != nil {
+			step.Action = ExpandOnNode
+		}
 		return step
 	}
 	if _, ok := w.Drivers[v.Driver]; !ok {
@@ -121,7 +125,19 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 	} else {
 		step.Action = Stage
 	}
+	w.expand(&step, pod, d)
 	return step
+}
+
+// expand decides the step's node expansion, from the size the node's
+// staging record says it last saw.
+func (w World) expand(step *Step, pod *corev1.Pod, d *disk) {
+	v := step.Volume
+	var nodeSize resource.Quantity
+	if s, ok := d.staged[volumeKey{v.Driver, v.Handle}]; ok && s.Done {
+		nodeSize = s.Size
+	}
+	step.Expand, step.NotExpanded = w.expansion(pod, v, nodeSize)
 }
 
 // attachWait says what an attachable volume still waits for: being
@@ -154,7 +170,7 @@ func (w World) attachWait(v *Volume) (Reason, string) {
 func (p PodPlan) FailureMessage() string {
 	var unmounted, unattached, failed, errs []string
 	for _, s := range p.Steps {
-		if s.Action != Done {
+		if !s.Action.published() {
 			unmounted = append(unmounted, s.Name)
 		}
 		if s.Action == Wait && s.Reason.processingFailed() {

@@ -3,6 +3,7 @@ package mounting
 import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,8 +35,9 @@ type World struct {
 
 // Driver is a driver's node service on this node.
 type Driver struct {
-	// Stage: the node service has STAGE_UNSTAGE_VOLUME.
-	Stage bool
+	// Stage: the node service has STAGE_UNSTAGE_VOLUME; Expand: it has
+	// EXPAND_VOLUME.
+	Stage, Expand bool
 }
 
 // Staged is a volume's staging found on disk.
@@ -43,6 +45,10 @@ type Staged struct {
 	Driver, Handle, PV string
 	// Done: the stage call succeeded.
 	Done bool
+	// Size is the size the node last saw the volume at: the claim's
+	// capacity when it was staged, then each size it was expanded to on
+	// the node (the kubelet keeps it in its actual state); zero if unknown.
+	Size resource.Quantity
 }
 
 // Published is a pod's publication found on disk.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/mounting"
@@ -39,7 +40,7 @@ func scan(l mounting.Layout) (onDisk, error) {
 				return d, err
 			}
 			if ok {
-				d.staged = append(d.staged, mounting.Staged{Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done})
+				d.staged = append(d.staged, staged(data))
 			}
 		}
 	}
@@ -54,6 +55,16 @@ func scan(l mounting.Layout) (onDisk, error) {
 		}
 	}
 	return d, nil
+}
+
+// staged is a staging record as the pure core takes it; a size that does
+// not parse is unknown (the claim's capacity stands in).
+func staged(data mounting.VolData) mounting.Staged {
+	s := mounting.Staged{Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done}
+	if q, err := resource.ParseQuantity(data.Size); err == nil {
+		s.Size = q
+	}
+	return s
 }
 
 func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {

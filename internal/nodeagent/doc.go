@@ -5,8 +5,11 @@
 // kubelet's directory layout, reports node.status.volumesInUse, marks the
 // pod Running and Ready, and, when the pod is deleted, unpublishes,
 // unstages the last user, drops the volumes from volumesInUse and completes
-// the pod's deletion. What to do is decided by internal/mounting; this
-// package reads, asks it, and acts.
+// the pod's deletion. When a claim's volume grew and the claim waits for
+// a node (NodeResizePending), it expands the volume with NodeExpandVolume,
+// during the mount of a pod that starts, or online for a pod that runs,
+// and finishes the claim's status as the kubelet does. What to do is
+// decided by internal/mounting; this package reads, asks it, and acts.
 //
 // Nouns: Config (the agent's dependencies), Node (a node and the CSI
 // endpoints serving it), Agent (one set of informers and two work queues

@@ -78,9 +78,29 @@ func (a *Agent) onPod(obj any) {
 		a.nodeQ.Add(pod.Spec.NodeName)
 		return
 	}
-	if !runningAndReady(pod) {
+	if !runningAndReady(pod) || a.awaitsNodeExpansion(pod) {
 		a.podQ.Add(pod.Namespace + "/" + pod.Name)
 	}
+}
+
+// awaitsNodeExpansion says whether a claim of the pod waits for a node to
+// expand its volume (NodeResizePending, or NodeResizeInProgress left by a
+// node that stopped): a running pod is then synced for an online expansion.
+// The claim's events (its status, its PV's capacity) come here through
+// queueClaimUsers, and so does a restarted agent's first sight of its pods.
+func (a *Agent) awaitsNodeExpansion(pod *corev1.Pod) bool {
+	claims, _ := podClaims(pod)
+	for _, key := range claims {
+		claim, ok, _ := a.claimByKey(key)
+		if !ok {
+			continue
+		}
+		switch claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] {
+		case corev1.PersistentVolumeClaimNodeResizePending, corev1.PersistentVolumeClaimNodeResizeInProgress:
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Agent) onPodDeleted(obj any) {

@@ -19,6 +19,9 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 	e := n.endpoints[v.Driver]
 	dir := n.layout.StagingDir(v.Driver, v.Handle)
 	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment}
+	if size, ok := v.Claim.Status.Capacity[corev1.ResourceStorage]; ok {
+		data.Size = size.String() // the size the node starts from, as the kubelet's actual state
+	}
 	if err := writeVolData(dir, data); err != nil {
 		return err
 	}

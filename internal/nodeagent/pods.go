@@ -98,6 +98,14 @@ func (a *Agent) step(ctx context.Context, n *nodeState, w mounting.World, pod *c
 			n.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", s.Volume.PV.Name, err)
 			return err
 		}
+		fallthrough
+	case mounting.ExpandOnNode:
+		if s.Expand != nil {
+			return a.expand(ctx, n, pod, s.Volume, s.Expand)
+		}
+	}
+	if s.NotExpanded != "" {
+		klog.FromContext(ctx).V(4).Info("Volume not expanded on the node", "pod", klog.KObj(pod), "pv", s.Volume.PV.Name, "reason", s.NotExpanded)
 	}
 	return nil
 }

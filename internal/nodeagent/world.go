@@ -34,7 +34,7 @@ func (a *Agent) world(n *nodeState) (mounting.World, *corev1.Node, error) {
 		w.Attached[av.Name] = true
 	}
 	for name, e := range n.endpoints {
-		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage}
+		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand}
 	}
 	a.addObjects(&w)
 	return w, node, nil

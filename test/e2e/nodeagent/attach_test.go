@@ -41,6 +41,26 @@ func TestAttachRequiredVolumeIsReportedInUseAndWaitsForAttachment(t *testing.T) 
 		return ""
 	})
 
+	attachByHand(t, node, pv)
+	waitRunning(t, pod)
+	if !mounted(staging) {
+		t.Errorf("staging %s not mounted", staging)
+	}
+
+	deletePodAndWaitGone(t, pod)
+	if got := inUse(node); slices.Contains(got, unique) {
+		t.Errorf("volumesInUse %v still lists the volume after the pod's deletion", got)
+	}
+}
+
+// attachByHand does what the attach/detach controller and the attacher
+// would for a volume of the attach driver: ControllerPublishVolume, an
+// attached VolumeAttachment, and the volume in the node's volumesAttached;
+// all undone when the test ends.
+func attachByHand(t *testing.T, node string, pv *corev1.PersistentVolume) {
+	t.Helper()
+	handle := pv.Spec.CSI.VolumeHandle
+	unique := attachment.UniqueVolumeName(attachDriverName, handle)
 	metadata, err := bed.attachDriver.ControllerPublishVolume(ctx, &csipb.ControllerPublishVolumeRequest{VolumeId: handle,
 		NodeId: node, VolumeCapability: &csipb.VolumeCapability{AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
 			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}})
@@ -61,15 +81,6 @@ func TestAttachRequiredVolumeIsReportedInUseAndWaitsForAttachment(t *testing.T) 
 	}
 	setVolumesAttached(t, node, []corev1.AttachedVolume{{Name: unique}})
 	t.Cleanup(func() { setVolumesAttached(t, node, nil) })
-	waitRunning(t, pod)
-	if !mounted(staging) {
-		t.Errorf("staging %s not mounted", staging)
-	}
-
-	deletePodAndWaitGone(t, pod)
-	if got := inUse(node); slices.Contains(got, unique) {
-		t.Errorf("volumesInUse %v still lists the volume after the pod's deletion", got)
-	}
 }
 
 func setVolumesAttached(t *testing.T, node string, vols []corev1.AttachedVolume) {

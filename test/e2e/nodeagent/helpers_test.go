@@ -61,6 +61,7 @@ func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint) *corev1.P
 		t.Fatal(err)
 	}
 	claim.Status.Phase = corev1.ClaimBound
+	claim.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
 	if _, err := client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

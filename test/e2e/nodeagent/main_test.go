@@ -9,9 +9,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -33,6 +37,36 @@ var bed struct {
 	// attachDriver serves node-1 too, with attach required.
 	attachEndpoint string
 	attachDriver   *csi.Endpoint
+	// expands records the NodeExpandVolume calls every driver was sent.
+	expands expandCalls
+}
+
+// expandCalls is what the drivers' interceptor saw of NodeExpandVolume.
+type expandCalls struct {
+	mu   sync.Mutex
+	seen []*csipb.NodeExpandVolumeRequest
+}
+
+func (c *expandCalls) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
+		c.mu.Lock()
+		c.seen = append(c.seen, proto.CloneOf(r))
+		c.mu.Unlock()
+	}
+	return handler(ctx, req)
+}
+
+// of returns the calls for a volume.
+func (c *expandCalls) of(handle string) []*csipb.NodeExpandVolumeRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*csipb.NodeExpandVolumeRequest
+	for _, r := range c.seen {
+		if r.GetVolumeId() == handle {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // attachDriverName is the second driver of node-1, whose volumes must be
@@ -63,7 +97,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	for _, node := range cp.Nodes {
 		endpoint := "unix://" + filepath.Join(dir, node+".sock")
 		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
-			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter})
+			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
 		if err != nil {
 			teardown()
 			return nil, err
@@ -141,7 +175,7 @@ func (r *running) stop() { r.cancel(); <-r.done }
 func startAttachDriver(ctx context.Context, node string, stopped *[]chan error) error {
 	endpoint := "unix://" + filepath.Join(bed.dir, "attach.sock")
 	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
-		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter})
+		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,186 @@
+package nodeagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// The kubelet's event reasons for node expansion.
+const (
+	fileSystemResizeSuccessful = "FileSystemResizeSuccessful"
+	fileSystemResizeFailed     = "FileSystemResizeFailed"
+	volumeResizeFailed         = "VolumeResizeFailed"
+)
+
+// expand carries out a published volume's node expansion as decided: the
+// claim marked in progress, NodeExpandVolume on the pod's publication, the
+// claim finished in one write; a final driver error is written into the
+// claim. The node's staging record moves to the new size once it is done,
+// so the node does not expand it again. An error is returned for the pod
+// to be retried with backoff.
+func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mounting.Volume, e *mounting.Expansion) error {
+	logger := klog.FromContext(ctx)
+	claim := v.Claim
+	switch e.Mode {
+	case mounting.RecordOnly:
+		return a.recordSize(n, v, e.Size)
+	case mounting.SkipReadOnly:
+		msg := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.PV.Name)
+		n.recorder.Event(pod, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
+		n.recorder.Event(claim, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
+		return a.recordSize(n, v, e.Size)
+	case mounting.ExpandAndFinish, mounting.FinishWithoutCall:
+		var err error
+		if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), true); err != nil {
+			return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
+		}
+	}
+	if e.Mode != mounting.FinishWithoutCall {
+		if err := a.nodeExpandVolume(ctx, n, pod, v, e.Size); err != nil {
+			a.expandFailed(ctx, n, pod, claim, v, e, err)
+			return err
+		}
+		msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", v.PV.Name, n.name)
+		n.recorder.Event(pod, corev1.EventTypeNormal, fileSystemResizeSuccessful, msg)
+		n.recorder.Event(claim, corev1.EventTypeNormal, fileSystemResizeSuccessful, msg)
+	}
+	if e.Mode != mounting.ExpandOnly {
+		if _, err := a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeFinished(claim, e.Size), true); err != nil {
+			return fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err)
+		}
+	}
+	logger.V(2).Info("Volume expanded on the node", "pod", klog.KObj(pod), "pvc", klog.KObj(claim), "pv", v.PV.Name,
+		"node", n.name, "size", e.Size.String(), "mode", e.Mode)
+	return a.recordSize(n, v, e.Size)
+}
+
+// expandFailed records a failed NodeExpandVolume: the kubelet's event
+// (FailedMount during a mount, VolumeResizeFailed online) and, for a final
+// error, the claim's NodeResizeError condition, with NodeResizeInfeasible
+// when the same size cannot succeed.
+func (a *Agent) expandFailed(ctx context.Context, n *nodeState, pod *corev1.Pod, claim *corev1.PersistentVolumeClaim,
+	v *mounting.Volume, e *mounting.Expansion, err error) {
+	if e.AtMount {
+		n.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.Setup failed while expanding volume for volume %q : %v", v.PV.Name, err)
+	} else {
+		n.recorder.Eventf(pod, corev1.EventTypeWarning, volumeResizeFailed, "NodeExpandVolume.NodeExpandVolume failed for volume %q : %v", v.PV.Name, err)
+	}
+	if e.Mode != mounting.ExpandAndFinish || !csi.IsFinal(err) {
+		return
+	}
+	failed := expansion.MarkNodeResizeFailed(claim, err, csi.IsInfeasible(err), metav1.Now())
+	if _, perr := a.patchClaimStatus(ctx, claim, failed, false); perr != nil {
+		klog.FromContext(ctx).Error(perr, "Cannot record the failed node expansion", "pvc", klog.KObj(claim), "node", n.name)
+	}
+}
+
+// nodeExpandVolume calls the driver: the volume path is the pod's
+// publication, the staging path is given when the driver stages.
+func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mounting.Volume, size resource.Quantity) error {
+	e, err := n.endpoint(v.Driver)
+	if err != nil {
+		return err
+	}
+	secrets, err := a.nodeExpandSecrets(ctx, v.PV)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: n.layout.TargetPath(pod.UID, v.PV.Name),
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: capability(v.PV), Secrets: secrets}
+	if e.Info.Stage {
+		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
+	}
+	if _, err := e.NodeExpandVolume(ctx, req); err != nil {
+		// The kubelet's text, capital and all: users match on it.
+		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", err)
+	}
+	return nil
+}
+
+// nodeExpandSecrets reads the PV's nodeExpandSecretRef, if any.
+func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolume) (map[string]string, error) {
+	ref := pv.Spec.CSI.NodeExpandSecretRef
+	if ref == nil {
+		return nil, nil
+	}
+	s, err := a.cfg.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	out := make(map[string]string, len(s.Data))
+	for k, b := range s.Data {
+		out[k] = string(b)
+	}
+	return out, nil
+}
+
+// patchClaimStatus writes the change from claim to want (nil: nothing to
+// write) as a strategic merge patch of the status, and returns the claim as
+// the server has it. With checkVersion the patch carries the claim's
+// resourceVersion, so that it fails on a claim changed meanwhile (the
+// informer's copy may be behind: the retry reads again).
+func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.PersistentVolumeClaim, checkVersion bool) (*corev1.PersistentVolumeClaim, error) {
+	if want == nil {
+		return claim, nil
+	}
+	patch, err := claimPatch(claim, want, checkVersion)
+	if err != nil {
+		return claim, err
+	}
+	out, err := a.cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
+		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return claim, fmt.Errorf("patch PVC %s/%s status: %w", claim.Namespace, claim.Name, err)
+	}
+	return out, nil
+}
+
+func claimPatch(old, cur *corev1.PersistentVolumeClaim, checkVersion bool) ([]byte, error) {
+	oldJSON, err := json.Marshal(old)
+	if err != nil {
+		return nil, err
+	}
+	curJSON, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, curJSON, &corev1.PersistentVolumeClaim{})
+	if err != nil || !checkVersion {
+		return patch, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["resourceVersion"] = old.ResourceVersion
+	m["metadata"] = meta
+	return json.Marshal(m)
+}
+
+// recordSize moves the node's staging record of the volume to size.
+func (a *Agent) recordSize(n *nodeState, v *mounting.Volume, size resource.Quantity) error {
+	dir := n.layout.StagingDir(v.Driver, v.Handle)
+	data, ok, err := readVolData(dir)
+	if err != nil || !ok {
+		return err
+	}
+	data.Size = size.String()
+	return writeVolData(dir, data)
+}
