@@ -178,8 +178,10 @@ func TestErrorsAsTheReference(t *testing.T) {
 // No step changes the claim it is given (it may be an informer's).
 func TestStepsNeverChangeTheirArgument(t *testing.T) {
 	steps := map[string]func(*v1.PersistentVolumeClaim){
-		"InProgress":  func(c *v1.PersistentVolumeClaim) { MarkModifyInProgress(c, t1) },
-		"Failed":      func(c *v1.PersistentVolumeClaim) { MarkModifyFailed(c, status.Error(codes.InvalidArgument, "x"), true, t1) },
+		"InProgress": func(c *v1.PersistentVolumeClaim) { MarkModifyInProgress(c, t1) },
+		"Failed": func(c *v1.PersistentVolumeClaim) {
+			MarkModifyFailed(c, status.Error(codes.InvalidArgument, "x"), true, t1)
+		},
 		"Unsupported": func(c *v1.PersistentVolumeClaim) { MarkModifyUnsupported(c, driver, t1) },
 		"Pending":     func(c *v1.PersistentVolumeClaim) { MarkModifyPending(c) },
 		"Finished":    func(c *v1.PersistentVolumeClaim) { MarkModifyFinished(c) },
