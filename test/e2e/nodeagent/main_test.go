@@ -9,7 +9,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,27 +39,36 @@ var bed struct {
 	// attachDriver serves node-1 too, with attach required.
 	attachEndpoint string
 	attachDriver   *csi.Endpoint
-	// expands records the NodeExpandVolume calls every driver was sent.
-	expands expandCalls
+	// tap watches and changes what every driver is sent and answers.
+	tap driverTap
 }
 
-// expandCalls is what the drivers' interceptor saw of NodeExpandVolume.
-type expandCalls struct {
-	mu   sync.Mutex
-	seen []*csipb.NodeExpandVolumeRequest
+// driverTap is the drivers' interceptor: it records the NodeExpandVolume
+// calls, and, while noNodeExpand is set, hides the node service's
+// EXPAND_VOLUME capability (the agent probes it when it starts).
+type driverTap struct {
+	mu           sync.Mutex
+	seen         []*csipb.NodeExpandVolumeRequest
+	noNodeExpand atomic.Bool
 }
 
-func (c *expandCalls) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
 		c.mu.Lock()
 		c.seen = append(c.seen, proto.CloneOf(r))
 		c.mu.Unlock()
 	}
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	if caps, ok := resp.(*csipb.NodeGetCapabilitiesResponse); ok && c.noNodeExpand.Load() {
+		caps.Capabilities = slices.DeleteFunc(slices.Clone(caps.Capabilities), func(c *csipb.NodeServiceCapability) bool {
+			return c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_EXPAND_VOLUME
+		})
+	}
+	return resp, err
 }
 
 // of returns the calls for a volume.
-func (c *expandCalls) of(handle string) []*csipb.NodeExpandVolumeRequest {
+func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*csipb.NodeExpandVolumeRequest
@@ -97,7 +108,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	for _, node := range cp.Nodes {
 		endpoint := "unix://" + filepath.Join(dir, node+".sock")
 		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
-			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
+			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 		if err != nil {
 			teardown()
 			return nil, err
@@ -175,7 +186,7 @@ func (r *running) stop() { r.cancel(); <-r.done }
 func startAttachDriver(ctx context.Context, node string, stopped *[]chan error) error {
 	endpoint := "unix://" + filepath.Join(bed.dir, "attach.sock")
 	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
-		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
+		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 	if err != nil {
 		return err
 	}
