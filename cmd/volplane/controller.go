@@ -35,12 +35,14 @@ func newControllerCommand() *cobra.Command {
 Without --kubeconfig and with KUBECONFIG unset it uses the in-cluster
 configuration. Turn off the matching loops of the cluster's
 kube-controller-manager first (for the binder: --controllers=*,-persistentvolume-binder;
-for the protection loops: -pvc-protection,-pv-protection), or two controllers will
-fight over the same objects.
+for the protection loops: -pvc-protection,-pv-protection; for attachdetach: -attachdetach;
+for the expander: -persistentvolume-expander), or two controllers will fight over the
+same objects (or, for the expander, announce every expansion twice).
 
-The provisioner serves the CSI drivers behind --csi-endpoint (their names
-come from the drivers); turn off the external-provisioner sidecar of those
-drivers first.
+The provisioner, the attacher and the resizer serve the CSI drivers behind
+--csi-endpoint (their names come from the drivers); turn off the
+external-provisioner, external-attacher and external-resizer sidecars of
+those drivers first.
 
 Leader election is on by default, as in kube-controller-manager: replicas
 share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
@@ -74,7 +76,7 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 	fl.StringSliceVar(&f.cfg.Controllers, "controllers", d.Controllers,
 		"control loops to run: "+strings.Join(manager.Known(), ", "))
 	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
-		"a CSI driver's socket, unix:///absolute/path, for the provisioner; repeat for several (one per node of a node-local driver)")
+		"a CSI driver's socket, unix:///absolute/path, for the provisioner, the attacher and the resizer; repeat for several (one per node of a node-local driver)")
 	fl.IntVar(&f.cfg.Workers, "workers", d.Workers, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", d.ResyncPeriod, "how often objects not at rest are revisited")
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")

@@ -33,6 +33,16 @@ const (
 	NetworkClass = "volplane-network"
 )
 
+// The VolumeAttributesClasses registered for the node-local driver: the
+// mutable parameters it honours (hostpath.ParamTier, hostpath.ParamIOPS),
+// set on a claim at creation or changed later.
+const (
+	// StandardAttributes is the standard tier, with the driver's default IOPS.
+	StandardAttributes = "volplane-standard"
+	// FastAttributes is the premium tier with 3000 IOPS.
+	FastAttributes = "volplane-fast"
+)
+
 // Config says where the drivers keep their data and what they serve.
 type Config struct {
 	// DataDir holds the sockets (DataDir/csi), the node-local volumes
@@ -217,10 +227,31 @@ func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
 		}
 }
 
+// AttributeClasses are the VolumeAttributesClasses of the node-local
+// driver; like Objects, Register creates them only where missing.
+func AttributeClasses() []*storagev1.VolumeAttributesClass {
+	vac := func(name string, params map[string]string) *storagev1.VolumeAttributesClass {
+		return &storagev1.VolumeAttributesClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			DriverName: hostpath.DriverName,
+			Parameters: params,
+		}
+	}
+	return []*storagev1.VolumeAttributesClass{
+		vac(StandardAttributes, map[string]string{hostpath.ParamTier: hostpath.TierStandard}),
+		vac(FastAttributes, map[string]string{hostpath.ParamTier: hostpath.TierPremium, hostpath.ParamIOPS: "3000"}),
+	}
+}
+
 // Register creates the bundled drivers' objects that do not exist yet.
 func Register(ctx context.Context, client kubernetes.Interface) error {
 	drivers, classes := Objects()
 	var errs []error
+	for _, vac := range AttributeClasses() {
+		if _, err := client.StorageV1().VolumeAttributesClasses().Create(ctx, vac, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("register VolumeAttributesClass %s: %w", vac.Name, err))
+		}
+	}
 	for _, d := range drivers {
 		if _, err := client.StorageV1().CSIDrivers().Create(ctx, d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("register CSIDriver %s: %w", d.Name, err))

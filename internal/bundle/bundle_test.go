@@ -113,3 +113,21 @@ func TestObjectsDescribeBothDriversAndTheirClasses(t *testing.T) {
 		t.Errorf("%s is not the default class", ImmediateClass)
 	}
 }
+
+// Every attributes class is for the node-local driver, and the driver
+// accepts its parameters (a class it refused would be Infeasible forever).
+func TestAttributeClassesAreForTheNodeLocalDriverAndAccepted(t *testing.T) {
+	names := map[string]bool{}
+	for _, vac := range AttributeClasses() {
+		names[vac.Name] = true
+		if vac.DriverName != hostpath.DriverName {
+			t.Errorf("%s is for driver %s, want %s", vac.Name, vac.DriverName, hostpath.DriverName)
+		}
+		if err := hostpath.CheckMutableParameters(vac.Parameters); err != nil {
+			t.Errorf("the driver refuses %s: %v", vac.Name, err)
+		}
+	}
+	if !names[StandardAttributes] || !names[FastAttributes] || len(names) != 2 {
+		t.Errorf("attribute classes %v, want %s and %s", names, StandardAttributes, FastAttributes)
+	}
+}

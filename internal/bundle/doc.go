@@ -12,4 +12,8 @@
 //   - Objects: the CSIDriver of each driver and the StorageClasses
 //     volplane-hostpath (default, Immediate), volplane-hostpath-wffc
 //     (WaitForFirstConsumer) and volplane-network (Immediate).
+//   - AttributeClasses: the VolumeAttributesClasses of the node-local driver,
+//     volplane-standard {tier: standard} and volplane-fast {tier: premium,
+//     iops: "3000"}; a claim names one in spec.volumeAttributesClassName at
+//     creation or later, and the driver records the parameters.
 package bundle

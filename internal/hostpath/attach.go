@@ -130,7 +130,9 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 }
 
 // ControllerExpandVolume grows a volume, online or not. Block volumes need
-// the node to refresh their loop device, so they ask for node expansion.
+// the node to refresh their loop device, so they ask for node expansion; so
+// does every volume of a network driver, whose filesystem is grown on the
+// node that mounts it.
 func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkName("volume ID", id); err != nil {
@@ -162,7 +164,7 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 	}
 	return &csi.ControllerExpandVolumeResponse{
 		CapacityBytes:         max(size, vol.CapacityBytes),
-		NodeExpansionRequired: vol.AccessType == accessBlock,
+		NodeExpansionRequired: vol.AccessType == accessBlock || s.d.cfg.Network,
 	}, nil
 }
 
@@ -174,6 +176,9 @@ func (d *Driver) expand(vol *volume, size int64, r *csi.CapacityRange) error {
 			return status.Errorf(codes.OutOfRange, "volume %s has %d bytes, above the limit; volumes do not shrink", vol.ID, vol.CapacityBytes)
 		}
 		return nil
+	}
+	if err := d.fitsAtAll("expand volume "+vol.ID, size); err != nil {
+		return err
 	}
 	if err := d.store.reserve(vol.ID, size-vol.CapacityBytes, d.cfg.Capacity); err != nil {
 		return status.Errorf(codes.ResourceExhausted, "expand volume %s: %v", vol.ID, err)
@@ -192,6 +197,19 @@ func (d *Driver) expand(vol *volume, size int64, r *csi.CapacityRange) error {
 	})
 	if err != nil {
 		return status.Errorf(codes.Internal, "expand volume %s: %v", vol.ID, err)
+	}
+	return nil
+}
+
+// fitsAtAll refuses a volume size larger than the driver's whole capacity
+// with OutOfRange: such a request is infeasible, it can never succeed
+// however much is freed, so callers must not retry it as they retry
+// ResourceExhausted (a size that fits the capacity but not the free part
+// of it).
+func (d *Driver) fitsAtAll(what string, size int64) error {
+	if size > d.cfg.Capacity {
+		return status.Errorf(codes.OutOfRange, "%s: %d bytes requested, more than this driver's whole capacity of %d bytes: it can never fit",
+			what, size, d.cfg.Capacity)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -30,6 +31,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_GET_VOLUME,
 		csi.ControllerServiceCapability_RPC_VOLUME_CONDITION,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 	}
 	if s.d.cfg.AttachRequired {
 		types = append(types,
@@ -85,8 +87,11 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if err != nil {
 		return nil, err
 	}
-	if len(req.GetMutableParameters()) > 0 {
-		return nil, status.Error(codes.InvalidArgument, "mutable parameters are not supported: this driver has nothing to modify")
+	if err := d.fitsAtAll(fmt.Sprintf("volume %q", req.GetName()), size); err != nil {
+		return nil, err
+	}
+	if err := CheckMutableParameters(req.GetMutableParameters()); err != nil {
+		return nil, err
 	}
 	if !d.cfg.Network && !d.reachable(req.GetAccessibilityRequirements()) {
 		return nil, status.Errorf(codes.ResourceExhausted,
@@ -99,6 +104,7 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	return &volume{
 		ID: volumeIDFor(req.GetName()), Name: req.GetName(), CapacityBytes: size,
 		AccessType: t, NodeID: d.cfg.NodeID, Source: src,
+		MutableParameters: maps.Clone(req.GetMutableParameters()),
 	}, nil
 }
 
@@ -126,6 +132,8 @@ func volumeConflict(existing, want *volume, r *csi.CapacityRange) string {
 		return fmt.Sprintf("is a %s volume", existing.AccessType)
 	case existing.Source != want.Source:
 		return "was created from a different content source"
+	case !maps.Equal(existing.MutableParameters, want.MutableParameters):
+		return fmt.Sprintf("has the mutable parameters %v", existing.MutableParameters)
 	}
 	return ""
 }

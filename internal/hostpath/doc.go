@@ -48,8 +48,10 @@
 //   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
-//     stagings and publications (version 2; a version 1 file, from before
-//     stagings were kept per node, is read and migrated). It is rewritten atomically (temp file, fsync,
+//     stagings, publications and, for network volumes, the size each node
+//     has grown a volume to (version 3; a version 2 file reads as is, a
+//     version 1 file, from before stagings were kept per node, is read and
+//     migrated). It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver
 //     restarts with everything it had acknowledged. It is the only record of
 //     what the data on disk is, so the driver never deletes data it has no
@@ -70,9 +72,32 @@
 // Capacity. Config.Capacity is the number of bytes that volumes (their full
 // size, sparse or not) and snapshots (the size of their source) may claim
 // together; CreateVolume, CreateSnapshot and ControllerExpandVolume fail with
-// ResourceExhausted beyond it. Sizes are kept exactly as requested (no
+// ResourceExhausted beyond what is free of it, and a volume size beyond the
+// whole of it (which no amount of freeing could serve) fails CreateVolume and
+// ControllerExpandVolume with OutOfRange, which the CSI sidecars treat as
+// infeasible rather than retry as they retry ResourceExhausted. Sizes are kept exactly as requested (no
 // rounding); a request without a size gets 1 GiB, and no single volume may
 // exceed 1 PiB (OutOfRange). StorageClass parameters are accepted and ignored:
 // this driver has nothing to tune. The fs_type of a mount capability is
 // ignored too: a mount volume is a directory on the node's filesystem.
+//
+// Expansion. ControllerExpandVolume grows a volume online or offline. Node
+// expansion (NodeExpandVolume) is required for block volumes, whose loop
+// device must be refreshed, and on the network driver for every volume: a
+// network filesystem is grown on the node that mounts it. The network driver
+// records per node the size the node has the volume at (the volume's size
+// when the node first staged it, raised by NodeExpandVolume), persisted like
+// the other node records; NodeGetVolumeStats reports that size, so a node
+// that has not expanded yet still shows the old one.
+//
+// Mutable parameters (MODIFY_VOLUME; a VolumeAttributesClass's parameters in
+// Kubernetes). CreateVolume and ControllerModifyVolume accept two keys:
+// "iops", a decimal integer from 1 to 100000, and "tier", "standard" or
+// "premium"; any other key or value fails with InvalidArgument naming it.
+// The driver tunes nothing with them: it records them with the volume in the
+// state file (Driver.MutableParameters reads them back). A modification sets
+// the keys it names and keeps the others; repeating it succeeds and changes
+// nothing, and modifying a volume that does not exist is NotFound. A repeated
+// CreateVolume matches the existing volume only with the same mutable
+// parameters (AlreadyExists otherwise, as for any other difference).
 package hostpath

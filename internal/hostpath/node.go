@@ -96,7 +96,9 @@ func (d *Driver) checkStaging(vol *volume, node string, path nodePath) (recorded
 	return false, nil
 }
 
-// setStaging records (or, with nil, forgets) the staging of volume id on node.
+// setStaging records (or, with nil, forgets) the staging of volume id on
+// node. A network volume staged on a node for the first time also records
+// the size the node meets it at (volume.NodeSizes).
 func (d *Driver) setStaging(id, node string, s *staging) error {
 	err := d.store.update(func(st *state) error {
 		v := st.Volumes[id]
@@ -108,6 +110,9 @@ func (d *Driver) setStaging(id, node string, s *staging) error {
 			v.Stagings = map[string]staging{}
 		}
 		v.Stagings[node] = *s
+		if _, known := v.NodeSizes[node]; d.cfg.Network && !known {
+			setNodeSize(v, node, v.CapacityBytes)
+		}
 		return nil
 	})
 	if err != nil {
@@ -255,4 +260,12 @@ func ensureFile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// setNodeSize records that node has v at size bytes.
+func setNodeSize(v *volume, node string, size int64) {
+	if v.NodeSizes == nil {
+		v.NodeSizes = map[string]int64{}
+	}
+	v.NodeSizes[node] = size
 }

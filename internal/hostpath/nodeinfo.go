@@ -66,15 +66,19 @@ func (d *Driver) servedVolume(id, node, path string) (*volume, nodePath, error) 
 	return vol, nodePath{given: given, real: real}, nil
 }
 
-// NodeGetVolumeStats reports a volume's size and, for a mount volume, the
-// bytes its files occupy. Block volumes report their size only: what the
-// workload wrote into them is its own business.
+// NodeGetVolumeStats reports a volume's size as this node has it and, for a
+// mount volume, the bytes its files occupy. Block volumes report their size
+// only: what the workload wrote into them is its own business. A network
+// volume's size on a node is the one the node last grew it to
+// (volume.NodeSizes), so it lags a controller expansion until
+// NodeExpandVolume.
 func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	vol, path, err := s.d.servedVolume(req.GetVolumeId(), s.node, req.GetVolumePath())
 	if err != nil {
 		return nil, err
 	}
-	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: vol.CapacityBytes}
+	total := vol.nodeSize(s.node)
+	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: total}
 	condition := s.d.nodeCondition(vol, s.node, path)
 	if vol.AccessType == accessMount && !condition.Abnormal {
 		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
@@ -85,7 +89,7 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "volume %s usage: %v", vol.ID, err)
 		}
-		usage.Used, usage.Available = used, max(vol.CapacityBytes-used, 0)
+		usage.Used, usage.Available = used, max(total-used, 0)
 	}
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}, VolumeCondition: condition}, nil
 }
@@ -111,7 +115,9 @@ func (d *Driver) nodeCondition(vol *volume, node string, path nodePath) *csi.Vol
 
 // NodeExpandVolume makes the node see a volume's new size: the loop device
 // of a block volume is refreshed; a mount volume, a directory, has nothing
-// to grow.
+// to grow on a node-local driver. On a network driver every volume's
+// filesystem is grown on the node that mounts it: the node's record of the
+// volume's size (volume.NodeSizes) becomes the volume's size.
 func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	if err := checkName("volume ID", req.GetVolumeId()); err != nil {
 		return nil, err
@@ -148,5 +154,24 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 			return nil, status.Errorf(codes.Internal, "expand volume %s on the node: %v", vol.ID, err)
 		}
 	}
+	if err := s.d.recordNodeExpansion(vol, s.node); err != nil {
+		return nil, err
+	}
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: vol.CapacityBytes}, nil
+}
+
+// recordNodeExpansion records, on a network driver, that node now has vol
+// at its full size; a record already there is not written again.
+func (d *Driver) recordNodeExpansion(vol *volume, node string) error {
+	if !d.cfg.Network || vol.nodeSize(node) == vol.CapacityBytes {
+		return nil
+	}
+	err := d.store.update(func(st *state) error {
+		setNodeSize(st.Volumes[vol.ID], node, vol.CapacityBytes)
+		return nil
+	})
+	if err != nil {
+		return status.Errorf(codes.Internal, "record the expansion of volume %s on node %s: %v", vol.ID, node, err)
+	}
+	return nil
 }

@@ -92,6 +92,7 @@ func TestSanitySuite(t *testing.T) {
 	sc.TestVolumeSize = 1 << 30
 	sc.TestVolumeExpandSize = 3 << 30
 	sc.TestNodeVolumeAttachLimit = true
+	sc.TestVolumeMutableParameters = map[string]string{ParamIOPS: "3000"}
 	sanity.Test(t, sc)
 }
 

@@ -16,7 +16,10 @@ import (
 // written by a newer one rather than losing what it does not understand.
 // Version 2 records stagings per node (version 1 had one staging per
 // volume, on the volume's node); a version 1 file is read and migrated.
-const stateVersion = 2
+// Version 3 adds the sizes network volumes have on each node (NodeSizes),
+// which a version 2 driver would drop on its next write; a version 2 file
+// reads as is (no node sizes recorded yet).
+const stateVersion = 3
 
 type accessType string
 
@@ -36,6 +39,9 @@ type volume struct {
 	NodeID    string        `json:"nodeID"`
 	Source    contentSource `json:"source,omitzero"`
 	CreatedAt time.Time     `json:"createdAt"`
+	// MutableParameters are those of CreateVolume, changed by
+	// ControllerModifyVolume (modify.go).
+	MutableParameters map[string]string `json:"mutableParameters,omitempty"`
 	// Attachments are the nodes ControllerPublishVolume attached it to.
 	Attachments map[string]attachment `json:"attachments,omitempty"`
 	// Stagings are keyed by node: one is set while the volume is staged on
@@ -50,6 +56,24 @@ type volume struct {
 	// this host, so unique across the nodes served); each is recorded before
 	// its mount, like a staging.
 	Publications map[string]publication `json:"publications,omitempty"`
+	// NodeSizes (network volumes only) is, per node, the size of the
+	// volume's filesystem as that node has it: the volume's size when the
+	// node first staged it, raised to the volume's size by NodeExpandVolume.
+	// A network filesystem is grown on the node that mounts it, so after
+	// ControllerExpandVolume a node sees the old size until it expands.
+	// Records outlive unstaging (the filesystem keeps its size) and go with
+	// the volume.
+	NodeSizes map[string]int64 `json:"nodeSizes,omitempty"`
+}
+
+// nodeSize is the size node sees the volume at: its NodeSizes record, or
+// the volume's size where there is none (node-local volumes, and nodes that
+// never staged the volume).
+func (v *volume) nodeSize(node string) int64 {
+	if n, ok := v.NodeSizes[node]; ok {
+		return n
+	}
+	return v.CapacityBytes
 }
 
 // staging returns the staging of the volume on node, or nil.
@@ -178,6 +202,8 @@ func (s *state) clone() *state {
 	for id, v := range s.Volumes {
 		c := *v
 		c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
+		c.NodeSizes = maps.Clone(v.NodeSizes)
+		c.MutableParameters = maps.Clone(v.MutableParameters)
 		if v.LegacyStaging != nil {
 			legacy := *v.LegacyStaging
 			c.LegacyStaging = &legacy

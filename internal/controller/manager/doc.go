@@ -4,7 +4,7 @@
 //
 // Nouns: Config (what `volplane controller` and `volplane up` pass in),
 // Run (blocks until the context ends or leadership is lost). The loops
-// (binder, provisioner) share one informer factory; the provisioner's CSI
-// endpoints are dialed when the loops start, and /readyz answers ok only
-// once every selected loop has synced its caches.
+// (binder, provisioner, protection, attach, expander) share one informer
+// factory; the CSI endpoints are dialed when the loops start, and /readyz
+// answers ok only once every selected loop has synced its caches.
 package manager

@@ -30,9 +30,9 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-// The loops by the names --controllers takes. The others of the design
-// (expander, resizer) come with their issues. The protection and
-// attach/detach loops have kube-controller-manager's names.
+// The loops by the names --controllers takes. The protection,
+// attach/detach and expander loops have kube-controller-manager's names;
+// attacher and resizer are the CSI sidecars' roles.
 const (
 	Binder        = "binder"
 	Provisioner   = "provisioner"
@@ -40,16 +40,21 @@ const (
 	PVProtection  = "pv-protection"
 	AttachDetach  = "attachdetach"
 	Attacher      = "attacher"
+	Resizer       = "resizer"
+	// Expander is kube-controller-manager's persistentvolume-expander: it
+	// hands grown claims to the external resizer and calls no driver.
+	Expander = "expander"
 )
 
 // Known lists the loops this build can run.
 func Known() []string {
-	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher}
+	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander, Resizer}
 }
 
 // needsDrivers says whether a selected loop calls CSI drivers.
 func needsDrivers(controllers []string) bool {
-	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher)
+	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher) ||
+		slices.Contains(controllers, Resizer)
 }
 
 // Config says which loops to run against which cluster.
@@ -119,7 +124,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
-	for _, loop := range []string{Provisioner, Attacher} {
+	for _, loop := range []string{Provisioner, Attacher, Resizer} {
 		if slices.Contains(c.Controllers, loop) && len(c.CSIEndpoints) == 0 {
 			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", loop)
 		}
@@ -259,13 +264,33 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	runs = append(runs, attach...)
+	if slices.Contains(cfg.Controllers, Expander) {
+		run, err := newExpander(client, factory, events, l)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	if slices.Contains(cfg.Controllers, Resizer) {
+		// The external-resizer's two controllers: expansion and
+		// VolumeAttributesClass modification.
+		run, err := newResizer(cfg, client, factory, events, l, pool)
+		if err != nil {
+			return err
+		}
+		modify, err := newModifier(cfg, client, factory, pool, events, l)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run, modify)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	return runAll(ctx, runs)
 }
 
-// dialDrivers dials the CSI endpoints of the provisioner and the attacher;
-// nil without either.
+// dialDrivers dials the CSI endpoints of the provisioner, the attacher and
+// the resizer; nil without any of them.
 func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*csi.Pool, error) {
 	if !needsDrivers(cfg.Controllers) {
 		return nil, nil

@@ -23,8 +23,8 @@ type Config struct {
 	// Client creates and deletes PVs and updates claims.
 	Client kubernetes.Interface
 	// Informers must not be started yet; New registers what it needs
-	// (claims, PVs, classes, nodes; VolumeAttachments when a driver served
-	// attaches volumes).
+	// (claims, PVs, classes, VolumeAttributesClasses, nodes;
+	// VolumeAttachments when a driver served attaches volumes).
 	Informers informers.SharedInformerFactory
 	// Pool holds the CSI endpoints of the drivers served.
 	Pool *csi.Pool
@@ -59,6 +59,7 @@ type Controller struct {
 	claims  corelisters.PersistentVolumeClaimLister
 	classes storagelisters.StorageClassLister
 	nodes   corelisters.NodeLister
+	vacs    storagelisters.VolumeAttributesClassLister
 	// attachments indexes VolumeAttachments by PV name; nil when no
 	// driver served attaches volumes.
 	attachments cache.Indexer

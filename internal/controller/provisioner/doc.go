@@ -38,6 +38,12 @@
 // secret's data goes with CreateVolume and DeleteVolume, the other
 // references are recorded on the PV (secrets.go, credentials.go).
 //
+// A claim naming a VolumeAttributesClass gets the class's parameters as the
+// request's mutable parameters and its PV records the class, which the
+// binder matches against the claim's; a driver without MODIFY_VOLUME or a
+// class for another driver fails for good, a class that does not exist
+// (yet) is retried and its creation wakes the claim (attributes.go).
+//
 // ResourceExhausted from CreateVolume is believed ("nothing was made here")
 // only when the same request gets it twice: only then does the finalizer
 // go, the pin move to the next node, or the selected node go back to the

@@ -20,12 +20,15 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	claimInf := f.Core().V1().PersistentVolumeClaims()
 	classInf := f.Storage().V1().StorageClasses()
 	nodeInf := f.Core().V1().Nodes()
+	vacInf := f.Storage().V1().VolumeAttributesClasses()
 	c.pvs, c.claims, c.classes, c.nodes = pvInf.Lister(), claimInf.Lister(), classInf.Lister(), nodeInf.Lister()
+	c.vacs = vacInf.Lister()
 	synced, err := loop.Register(
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
 		loop.Handler{Informer: classInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
+		loop.Handler{Informer: vacInf.Informer(), Funcs: c.attributesHandler()},
 	)
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)

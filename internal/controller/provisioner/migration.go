@@ -59,7 +59,7 @@ func csiClass(class *storagev1.StorageClass, driver string) (*storagev1.StorageC
 // provisionedVolume is the PV for a volume made for claim: buildVolume's,
 // and for a migrated class its in-tree form.
 func provisionedVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume, refs secretRefs) (*v1.PersistentVolume, error) {
-	pv := buildVolume(claim, class, driver, vol)
+	pv := withAttributesClass(buildVolume(claim, class, driver, vol), claim)
 	recordSecrets(pv, refs)
 	if migratedFrom(class, driver) == "" {
 		return pv, nil

@@ -79,6 +79,9 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	if err != nil {
 		return plan{}, err
 	}
+	if req.MutableParameters, err = c.mutableParameters(claim, info); err != nil {
+		return plan{}, err
+	}
 	refs, err := resolveSecretRefs(class.Parameters, req.Name, claim)
 	if err != nil {
 		return plan{}, err

@@ -1,0 +1,82 @@
+package expander
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/expansion"
+)
+
+// sync reads the claim and its PV from the caches, asks DecideHandOff, and
+// records and writes what it decided.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key of ours: nothing to retry
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", key, err)
+	}
+	pv, err := c.volume(claim.Spec.VolumeName)
+	if err != nil {
+		return err
+	}
+	h := expansion.DecideHandOff(claim, pv)
+	logger := klog.FromContext(ctx)
+	logger.V(4).Info("Hand-off decided", "pvc", klog.KObj(claim), "pv", claim.Spec.VolumeName, "decision", h.String())
+	for _, e := range h.Events {
+		c.recorder.Event(claim, e.Type, e.Reason, e.Message)
+	}
+	if h.Annotate != "" {
+		if err := c.annotate(ctx, claim, h.Annotate); err != nil {
+			e := expansion.HandOffAnnotateFailed(claim, err)
+			c.recorder.Event(claim, e.Type, e.Reason, e.Message)
+			return fmt.Errorf("annotate claim %s with resizer %s: %w", key, h.Annotate, err)
+		}
+		logger.V(2).Info("Claim handed to the external resizer of its migrated volume", "pvc", klog.KObj(claim), "driver", h.Annotate)
+	}
+	return h.Retry
+}
+
+// volume is the PV of that name from the cache, nil if none or no name.
+func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
+	if name == "" {
+		return nil, nil
+	}
+	pv, err := c.pvs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistent volume %s: %w", name, err)
+	}
+	return pv, nil
+}
+
+// annotate writes the resizer annotation through the status subresource
+// with the resourceVersion read, as the reference's SetClaimResizer does:
+// a claim changed since is refused (a conflict, retried).
+func (c *Controller) annotate(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": claim.ResourceVersion,
+		"annotations":     map[string]string{expansion.HandOffResizerAnnotation: driver},
+	}})
+	if err != nil {
+		return fmt.Errorf("resizer annotation patch: %w", err)
+	}
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
+		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}

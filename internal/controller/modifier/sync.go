@@ -1,0 +1,196 @@
+package modifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/modification"
+)
+
+// errClassMissing makes a resumed modification whose class is gone retry
+// with backoff (the claim keeps its InProgress mark).
+var errClassMissing = errors.New("the target VolumeAttributesClass does not exist")
+
+func (c *Controller) syncClaim(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	claim = c.newestClaim.Newer(key, claim)
+	f := c.facts(key, claim)
+	d := modification.Decide(f)
+	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
+	if d.Action != modification.None {
+		logger.V(4).Info("Claim sync", "decision", d.String())
+	}
+	ctx = klog.NewContext(ctx, logger)
+	switch d.Action {
+	case modification.Modify:
+		return c.modify(ctx, key, claim, f.Volume, d)
+	case modification.Pending:
+		return c.pending(ctx, key, claim, f.Volume, d)
+	case modification.Rollback:
+		return c.rollBack(ctx, key, claim, f.Volume)
+	case modification.Unsupported:
+		return c.unsupported(ctx, key, claim, f.Volume)
+	case modification.Wait:
+		c.queue.AddAfter(key, d.Wait)
+	}
+	return nil
+}
+
+// facts reads what Decide needs from the listers and the loop's memory.
+func (c *Controller) facts(key string, claim *v1.PersistentVolumeClaim) modification.Facts {
+	f := modification.Facts{Claim: claim, Serves: c.pool.Serves,
+		Classes:       map[string]*storagev1.VolumeAttributesClass{},
+		Uncertain:     c.memory.uncertain(key),
+		SlowRetryLeft: c.memory.slowRetryLeft(key, c.now(), c.slowRetry)}
+	if claim.Spec.VolumeName != "" {
+		if pv, err := c.pvs.Get(claim.Spec.VolumeName); err == nil {
+			f.Volume = c.newestPV.Newer(pv.Name, pv)
+		}
+	}
+	if f.Volume != nil && f.Volume.Spec.CSI != nil {
+		f.CanModify = len(c.modifying(f.Volume.Spec.CSI.Driver)) > 0
+	}
+	for _, name := range []string{modification.SpecClass(claim), modification.TargetClass(claim)} {
+		if class, err := c.classes.Get(name); name != "" && err == nil {
+			f.Classes[name] = class
+		}
+	}
+	return f
+}
+
+// modifying are the driver's endpoints with MODIFY_VOLUME.
+func (c *Controller) modifying(driver string) []*csi.Endpoint {
+	var out []*csi.Endpoint
+	for _, e := range c.pool.Endpoints(driver) {
+		if e.Info.Modify {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// modify marks the claim InProgress when the modification starts, asks
+// the driver, and records the outcome.
+func (c *Controller) modify(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d modification.Decision) error {
+	driver := pv.Spec.CSI.Driver
+	if d.Start {
+		c.memory.started(key)
+		marked, err := c.writeClaim(ctx, key, claim, modification.MarkModifyInProgress(claim, c.timeNow()), true)
+		if err != nil {
+			return fmt.Errorf("mark PVC %q as modify volume in progress failed: %w", claim.Name, err)
+		}
+		claim = marked
+		c.event(driver, claim, v1.EventTypeNormal, modification.EventModify, modification.MessageModify(claim.Name, d.Target))
+	}
+	if err := c.callDriver(ctx, claim, pv, d.Class); err != nil {
+		return c.failed(ctx, key, claim, driver, d.Target, err)
+	}
+	c.memory.forget(key)
+	if err := c.finish(ctx, key, claim, pv, d.Target); err != nil {
+		return fmt.Errorf("modify volume failed to mark pvc %s modify volume completed: %w", claim.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Volume modified", "pv", pv.Name, "class", d.Target)
+	c.event(driver, claim, v1.EventTypeNormal, modification.EventModifySuccessful, modification.MessageModified(claim.Name, d.Target))
+	return nil
+}
+
+// callDriver asks the endpoint holding the volume to apply the class.
+func (c *Controller) callDriver(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, class *storagev1.VolumeAttributesClass) error {
+	driver := pv.Spec.CSI.Driver
+	if pv.Spec.CSI.VolumeHandle == "" {
+		return errors.New("empty volume handle")
+	}
+	ep, err := csi.NewPool(c.modifying(driver)...).ForVolume(driver, pv)
+	if err != nil {
+		return fmt.Errorf("no endpoint to modify volume %s through: %w", pv.Name, err)
+	}
+	secrets, err := c.secrets(ctx, pv)
+	if err != nil {
+		return err
+	}
+	return ep.ControllerModifyVolume(ctx, &csipb.ControllerModifyVolumeRequest{
+		VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets, MutableParameters: class.Parameters})
+}
+
+// failed records a failed call. A gRPC answer is saved in the claim
+// (Infeasible for InvalidArgument, with a slow retry); any error is
+// reported and retried with backoff, the driver's answers after which it
+// may still be working resuming the same target.
+func (c *Controller) failed(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, driver, target string, callErr error) error {
+	if _, isStatus := grpcStatus(callErr); !isStatus {
+		// Not the driver's answer (no endpoint, no secret): nothing is
+		// marked, as the reference marks only gRPC errors.
+		c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, callErr.Error())
+		return callErr
+	}
+	final, infeasible := modification.IsFinal(callErr), modification.IsInfeasible(callErr)
+	c.memory.answered(key, final, infeasible, c.now())
+	if _, err := c.writeClaim(ctx, key, claim, modification.MarkModifyFailed(claim, callErr, infeasible, c.timeNow()), true); err != nil {
+		return fmt.Errorf("mark PVC %q as modify volume failed, errored with: %w", claim.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("ControllerModifyVolume failed", "class", target, "final", final, "infeasible", infeasible, "err", callErr)
+	c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, modification.MessageFailed(callErr, target))
+	return callErr
+}
+
+// pending reports a target class that does not exist: a new target marks
+// the claim Pending (the class's creation wakes it); a resumed one keeps
+// its mark and is retried.
+func (c *Controller) pending(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d modification.Decision) error {
+	driver := pv.Spec.CSI.Driver
+	if !d.Start {
+		c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, modification.MessageClassMissing(d.Target))
+		return fmt.Errorf("%w: %q", errClassMissing, d.Target)
+	}
+	want := modification.MarkModifyPending(claim)
+	if want == nil {
+		return nil // reported when it was marked
+	}
+	c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, modification.MessageClassMissing(d.Target))
+	_, err := c.writeClaim(ctx, key, claim, want, true)
+	return err
+}
+
+// rollBack cancels the modification the claim no longer asks for.
+func (c *Controller) rollBack(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
+	c.event(pv.Spec.CSI.Driver, claim, v1.EventTypeNormal, modification.EventModifyCanceled, modification.MessageCanceled)
+	_, err := c.writeClaim(ctx, key, claim, modification.MarkRolledBack(claim), false)
+	return err
+}
+
+// unsupported reports a driver that cannot modify volumes, then retries
+// slowly (a restarted driver may have learned).
+func (c *Controller) unsupported(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
+	driver := pv.Spec.CSI.Driver
+	c.memory.answered(key, true, true, c.now())
+	want := modification.MarkModifyUnsupported(claim, driver, c.timeNow())
+	if want == nil {
+		c.queue.AddAfter(key, c.slowRetry)
+		return nil
+	}
+	c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, modification.MessageUnsupported(driver))
+	if _, err := c.writeClaim(ctx, key, claim, want, true); err != nil {
+		return err
+	}
+	c.queue.AddAfter(key, c.slowRetry)
+	return nil
+}
+
+func (c *Controller) timeNow() metav1.Time { return metav1.NewTime(c.now()) }

@@ -1,0 +1,151 @@
+package resizer
+
+import (
+	"context"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/publication"
+)
+
+// expand walks one expansion: mark the claim in progress, ask the driver,
+// grow the PV, then mark the claim pending on the node or finished. Every
+// step already done (after a crash, or a retry) writes nothing.
+func (c *Controller) expand(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
+	driver := pv.Spec.CSI.Driver
+	claim, err := c.writeClaim(ctx, key, claim, expansion.MarkControllerResizeInProgress(claim, d.Size, metav1.NewTime(c.now())), true)
+	if err != nil {
+		return fmt.Errorf("marking pvc %s as resizing failed: %w", key, err)
+	}
+	c.event(driver, claim, v1.EventTypeNormal, expansion.EventResizing, expansion.MessageResizing(pv.Name))
+	c.memory.setRefusedInUse(key, false)
+	capacity, nodeRequired, err := c.callDriver(ctx, driver, pv, d.Size)
+	if err != nil {
+		// FailedPrecondition: the driver expands only volumes no node uses.
+		c.memory.setRefusedInUse(key, status.Code(err) == codes.FailedPrecondition)
+		return c.failed(ctx, key, claim, pv, err)
+	}
+	c.memory.forget(key)
+	klog.FromContext(ctx).V(2).Info("Volume expanded", "capacity", capacity.String(), "nodeExpansionRequired", nodeRequired)
+	if err := c.growVolume(ctx, pv, capacity); err != nil {
+		return fmt.Errorf("error updating pv %q by resizer: %w", pv.Name, err)
+	}
+	if nodeRequired {
+		if _, err := c.writeClaim(ctx, key, claim, expansion.MarkNodeResizePending(claim, metav1.NewTime(c.now())), true); err != nil {
+			return fmt.Errorf("mark PVC %s as node expansion required failed: %w", key, err)
+		}
+		c.event(driver, claim, v1.EventTypeNormal, expansion.EventFileSystemResizeRequired, expansion.MessageFileSystemResizeRequired)
+		return nil
+	}
+	if _, err := c.writeClaim(ctx, key, claim, expansion.MarkResizeFinished(claim, capacity), true); err != nil {
+		return fmt.Errorf("mark PVC %s as resize finished failed: %w", key, err)
+	}
+	c.event(driver, claim, v1.EventTypeNormal, expansion.EventResizeSuccessful, expansion.MessageResizeSuccessful)
+	return nil
+}
+
+// callDriver asks the driver to expand the volume to size and returns the
+// capacity it reports and whether the node must expand too. A driver
+// whose controller cannot expand (node EXPAND_VOLUME only) is not called:
+// the node does it all (the reference's trivial resizer).
+func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.PersistentVolume, size resource.Quantity) (resource.Quantity, bool, error) {
+	var expanding []*csi.Endpoint
+	for _, e := range c.pool.Endpoints(driver) {
+		if e.Info.ControllerExpand {
+			expanding = append(expanding, e)
+		}
+	}
+	if len(expanding) == 0 {
+		return size, true, nil
+	}
+	ep, err := csi.NewPool(expanding...).ForVolume(driver, pv)
+	if err != nil {
+		return size, false, fmt.Errorf("no endpoint to expand through: %w", err)
+	}
+	capability, err := publication.Capability(&pv.Spec, ep.Info.SingleNodeMultiWriter)
+	if err != nil {
+		return size, false, fmt.Errorf("failed to get capabilities of volume %s with %w", pv.Name, err)
+	}
+	secrets, err := c.secrets(ctx, pv.Spec.CSI.ControllerExpandSecretRef)
+	if err != nil {
+		return size, false, err
+	}
+	got, nodeRequired, err := ep.ControllerExpandVolume(ctx, &csipb.ControllerExpandVolumeRequest{
+		VolumeId: pv.Spec.CSI.VolumeHandle, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
+		Secrets: secrets, VolumeCapability: capability})
+	if err != nil {
+		return size, false, err
+	}
+	if got <= 0 {
+		return size, nodeRequired, nil // the driver reported no capacity: take what was asked
+	}
+	return *resource.NewQuantity(got, resource.BinarySI), nodeRequired, nil
+}
+
+// failed records a failed expansion. A final error is saved in the claim
+// (ControllerResizeError; infeasible ones also ControllerResizeInfeasible,
+// then retried only after the slow retry); any other leaves the claim in
+// progress, to be retried with backoff.
+func (c *Controller) failed(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, callErr error) error {
+	driver := pv.Spec.CSI.Driver
+	resizeErr := expansion.ResizeError(pv.Name, driver, callErr)
+	logger := klog.FromContext(ctx)
+	if !isFinal(callErr) {
+		c.memory.forget(key)
+		logger.V(2).Info("ControllerExpandVolume failed, the volume may still be expanding", "err", callErr)
+		c.event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
+		return resizeErr
+	}
+	infeasible := csi.IsInfeasible(callErr)
+	c.memory.failedFinal(key, infeasible, c.now())
+	logger.V(2).Info("ControllerExpandVolume failed", "infeasible", infeasible, "err", callErr)
+	if _, err := c.writeClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, metav1.NewTime(c.now())), false); err != nil {
+		resizeErr = fmt.Errorf("resizing failed in controller with %w but failed to update PVC %s with: %v", callErr, key, err)
+	}
+	c.event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
+	if infeasible {
+		c.queue.AddAfter(key, c.slowRetry)
+		return nil
+	}
+	return resizeErr
+}
+
+// isFinal is the external-resizer's IsFinalError: the driver answered, and
+// not with a code that means the expansion may still be running or room
+// may come (ResourceExhausted, which csi.Classify counts as final for
+// creates); an error that is no gRPC status never is.
+func isFinal(err error) bool {
+	return csi.IsFinal(err) && !csi.IsOutOfRoom(err)
+}
+
+// secrets reads the controllerExpandSecretRef live, as the reference does.
+func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	s, err := c.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
+	}
+	out := make(map[string]string, len(s.Data))
+	for k, v := range s.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+// event records on the claim through the driver's recorder.
+func (c *Controller) event(driver string, claim *v1.PersistentVolumeClaim, eventType, reason, msg string) {
+	if r := c.recorders[driver]; r != nil {
+		r.Event(claim, eventType, reason, msg)
+	}
+}

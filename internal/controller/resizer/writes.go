@@ -1,0 +1,80 @@
+package resizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/volplane/volplane/internal/expansion"
+)
+
+// writeClaim patches the claim's status subresource from old to want (a
+// step's answer; nil writes nothing) and returns the claim as written. With
+// rvCheck the patch carries old's resourceVersion, so it fails with a
+// conflict on a claim changed meanwhile (the reference checks all but the
+// failure marks, which must land whatever changed).
+func (c *Controller) writeClaim(ctx context.Context, key string, old, want *v1.PersistentVolumeClaim, rvCheck bool) (*v1.PersistentVolumeClaim, error) {
+	if want == nil {
+		return old, nil
+	}
+	patch, err := claimPatch(old, want, rvCheck)
+	if err != nil {
+		return old, err
+	}
+	out, err := c.client.CoreV1().PersistentVolumeClaims(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return old, err
+	}
+	return c.newestClaim.Wrote(key, out), nil
+}
+
+// claimPatch is the strategic merge patch from old to want, with old's
+// resourceVersion when rvCheck.
+func claimPatch(old, want *v1.PersistentVolumeClaim, rvCheck bool) ([]byte, error) {
+	o, err := json.Marshal(old)
+	if err != nil {
+		return nil, fmt.Errorf("marshal claim: %w", err)
+	}
+	n, err := json.Marshal(want)
+	if err != nil {
+		return nil, fmt.Errorf("marshal claim: %w", err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(o, n, &v1.PersistentVolumeClaim{})
+	if err != nil || !rvCheck {
+		return patch, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, fmt.Errorf("claim patch: %w", err)
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		m["metadata"] = meta
+	}
+	meta["resourceVersion"] = old.ResourceVersion
+	return json.Marshal(m)
+}
+
+// growVolume writes the PV's new capacity, unless it has as much already.
+func (c *Controller) growVolume(ctx context.Context, pv *v1.PersistentVolume, capacity resource.Quantity) error {
+	if expansion.GrowVolume(pv, capacity) == nil {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"capacity": map[string]any{"storage": capacity.String()}}})
+	if err != nil {
+		return err
+	}
+	out, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("update capacity of PV %s failed: %w", pv.Name, err)
+	}
+	c.newestPV.Wrote(pv.Name, out)
+	return nil
+}

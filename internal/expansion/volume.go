@@ -1,0 +1,31 @@
+package expansion
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// GrowVolume is the PV with spec.capacity[storage] = capacity, or nil when
+// the PV already has at least that much: a PV's capacity only grows.
+func GrowVolume(pv *v1.PersistentVolume, capacity resource.Quantity) *v1.PersistentVolume {
+	if have, ok := pv.Spec.Capacity[v1.ResourceStorage]; ok && have.Cmp(capacity) >= 0 {
+		return nil
+	}
+	out := pv.DeepCopy()
+	if out.Spec.Capacity == nil {
+		out.Spec.Capacity = v1.ResourceList{}
+	}
+	out.Spec.Capacity[v1.ResourceStorage] = capacity
+	return out
+}
+
+// NeedsResize says whether a claim asks for more than it has: Bound, and
+// its request above status.capacity. Only such claims are looked at.
+func NeedsResize(claim *v1.PersistentVolumeClaim) bool {
+	if claim.Status.Phase != v1.ClaimBound || claim.Spec.VolumeName == "" {
+		return false
+	}
+	request := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	capacity := claim.Status.Capacity[v1.ResourceStorage]
+	return request.Cmp(capacity) > 0
+}

@@ -1,0 +1,43 @@
+package modification
+
+import "fmt"
+
+// The event reasons, as the external-resizer's (pkg/util/events.go).
+const (
+	EventModify           = "VolumeModify"
+	EventModifyFailed     = "VolumeModifyFailed"
+	EventModifySuccessful = "VolumeModifySuccessful"
+	EventModifyCanceled   = "VolumeModifyCanceled"
+)
+
+// MessageCanceled is the message of EventModifyCanceled.
+const MessageCanceled = "Cancelled modify."
+
+// EventComponent is the source of the events on claims for driver.
+func EventComponent(driver string) string { return "external-resizer " + driver }
+
+// MessageModify is the message of EventModify.
+func MessageModify(claim, class string) string {
+	return fmt.Sprintf("external resizer is modifying volume %s with vac %s", claim, class)
+}
+
+// MessageModified is the message of EventModifySuccessful.
+func MessageModified(claim, class string) string {
+	return fmt.Sprintf("external resizer modified volume %s with vac %s successfully", claim, class)
+}
+
+// MessageClassMissing is the message of EventModifyFailed for a class that
+// does not exist.
+func MessageClassMissing(class string) string {
+	return fmt.Sprintf("VAC %q does not exist.", class)
+}
+
+// MessageFailed is the message of EventModifyFailed for a failed call: the
+// error, and for one the driver may still be working on, which target it
+// keeps.
+func MessageFailed(err error, class string) string {
+	if !IsFinal(err) {
+		return err.Error() + ". Still modifying to VAC " + class
+	}
+	return err.Error()
+}

@@ -1,0 +1,250 @@
+package expansion
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/resizer"
+	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// env is one test's world: a client to arrange and inspect, and the
+// resizer under test.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	ns     string // a fresh namespace
+	loop   *running
+}
+
+func newEnv(t *testing.T) *env {
+	cp := clustertest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	// Registered first, so it runs last: after the test's resizers stopped.
+	t.Cleanup(e.checkInvariants)
+	return e
+}
+
+// running is one resizer run with its write counter.
+type running struct {
+	cancel context.CancelFunc
+	ended  chan struct{} // closed once Run returned; err is then set
+	err    error
+	writes *writes
+}
+
+// writes counts the resizer's API writes and can stop it right after its
+// nth one (a crash between two steps).
+type writes struct {
+	mu      sync.Mutex
+	log     []string
+	crashAt int
+	crash   func()
+	next    http.RoundTripper
+}
+
+func (w *writes) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(r)
+	if r.Method == http.MethodGet || err != nil || resp.StatusCode >= 300 {
+		return resp, err
+	}
+	w.mu.Lock()
+	w.log = append(w.log, r.Method+" "+r.URL.Path)
+	if len(w.log) == w.crashAt && w.crash != nil {
+		w.crash()
+	}
+	w.mu.Unlock()
+	return resp, err
+}
+
+// about lists the writes whose path names one of the objects.
+func (w *writes) about(names ...string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, l := range w.log {
+		for _, n := range names {
+			if strings.Contains(l, "/"+n+"/") || strings.HasSuffix(l, "/"+n) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// start runs a resizer until the test ends; crashAt > 0 stops it right
+// after that many writes. Its events go through a client of their own,
+// not counted, as the manager's do.
+func (e *env) start(crashAt int) *running {
+	e.t.Helper()
+	cp := clustertest.ControlPlane(e.t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &writes{crashAt: crashAt, crash: cancel}
+	cfg := rest.CopyConfig(cp.RESTConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w })
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	r, err := resizer.New(resizer.Config{Client: client, Informers: factory, Pool: bed.pool, Workers: 2,
+		Recorder: func(driver string) record.EventRecorder {
+			return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: expansion.EventComponent(driver)})
+		}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	run := &running{cancel: cancel, ended: make(chan struct{}), writes: w}
+	go func() {
+		run.err = r.Run(ctx)
+		factory.Shutdown()
+		events.Shutdown()
+		close(run.ended)
+	}()
+	e.t.Cleanup(run.stop)
+	e.loop = run
+	return run
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.ended
+}
+
+// claim creates a claim of class asking for size and waits until it is
+// Bound; it returns the claim and its PV's name. mods change the claim
+// before it is created.
+func (e *env) claim(name, class, size string, mods ...func(*corev1.PersistentVolumeClaim)) (*corev1.PersistentVolumeClaim, string) {
+	e.t.Helper()
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
+	for _, m := range mods {
+		m(c)
+	}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create claim: %v", err)
+	}
+	e.eventually("claim "+name+" Bound", func() string {
+		c = e.getClaim(name)
+		if c.Status.Phase != corev1.ClaimBound {
+			return "phase " + string(c.Status.Phase)
+		}
+		return ""
+	})
+	return c, c.Spec.VolumeName
+}
+
+// request sets the claim's request to size, as a user editing it would.
+func (e *env) request(name, size string) error {
+	patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"storage":%q}}}}`, size)
+	_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func (e *env) getClaim(name string) *corev1.PersistentVolumeClaim {
+	e.t.Helper()
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("get claim: %v", err)
+	}
+	return c
+}
+
+func (e *env) getPV(name string) *corev1.PersistentVolume {
+	e.t.Helper()
+	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("get PV: %v", err)
+	}
+	return pv
+}
+
+// events lists "<type> <reason> <message>" of the resizer's events on the
+// claim.
+func (e *env) events(name string) []string {
+	e.t.Helper()
+	list, err := e.client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+	if err != nil {
+		e.t.Fatalf("list events: %v", err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.Source.Component == expansion.EventComponent(hostpath.DriverName) {
+			out = append(out, ev.Type+" "+ev.Reason+" "+ev.Message)
+		}
+	}
+	return out
+}
+
+func (e *env) eventually(what string, cond func() string) {
+	e.t.Helper()
+	clustertest.Eventually(e.t, what, cond, func() error {
+		if err := bed.shared.EndedEarly(); err != nil {
+			return fmt.Errorf("binder and provisioner: %w", err)
+		}
+		if e.loop == nil {
+			return nil
+		}
+		select {
+		case <-e.loop.ended:
+			return fmt.Errorf("the resizer ended: %v", e.loop.err)
+		default:
+			return nil
+		}
+	})
+}
+
+// waitCapacity waits until the claim reports capacity size with nothing of
+// an expansion left in its status, and returns it.
+func (e *env) waitCapacity(name, size string) *corev1.PersistentVolumeClaim {
+	e.t.Helper()
+	var c *corev1.PersistentVolumeClaim
+	e.eventually("claim "+name+" at "+size, func() string {
+		c = e.getClaim(name)
+		s := c.Status
+		switch {
+		case s.Capacity.Storage().Cmp(resource.MustParse(size)) != 0:
+			return "capacity " + s.Capacity.Storage().String() + ", status " + fmt.Sprint(s.AllocatedResourceStatuses)
+		case s.AllocatedResourceStatuses != nil || len(s.Conditions) != 0:
+			return fmt.Sprintf("resize status %v, conditions %v", s.AllocatedResourceStatuses, s.Conditions)
+		}
+		return ""
+	})
+	return c
+}
+
+func hasEvent(events []string, want string) bool {
+	for _, e := range events {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}

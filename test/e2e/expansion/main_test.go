@@ -1,0 +1,178 @@
+// Package expansion runs the resizer loop end to end against the embedded,
+// real kube-apiserver: the bundled hostpath driver is served in this
+// process on the one simulated node, the binder and the provisioner run
+// through the manager as `volplane controller` runs them, and each test
+// runs its own resizer through a client that counts its writes (and can
+// stop it right after one, as a crash would). Claims of the bundled class
+// volplane-hostpath are grown by editing their request, as a user would.
+package expansion
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// driverCapacity is all the driver may give out: a request above it can
+// never be met.
+const driverCapacity = 1 << 30
+
+// fixedClass is like volplane-hostpath but disallows expansion;
+// secretClass names a controller-expand secret in the claim's namespace.
+const (
+	fixedClass  = "hostpath-fixed"
+	secretClass = "hostpath-expand-secret"
+	secretName  = "expand-credentials"
+)
+
+// bed is the package's test bed.
+var bed struct {
+	pool   *csi.Pool
+	calls  *driverCalls
+	shared *clustertest.Loops
+}
+
+func TestMain(m *testing.M) {
+	clustertest.Main(m, 1, setUp)
+}
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	dir, err := os.MkdirTemp("", "vp-exp-") // short: unix socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	teardown := func() {
+		if bed.shared != nil {
+			_ = bed.shared.Stop()
+		}
+		if bed.pool != nil {
+			_ = bed.pool.Close()
+		}
+		stop()
+		wg.Wait()
+		_ = os.RemoveAll(dir)
+	}
+	bed.calls = &driverCalls{n: map[string]int{}, secrets: map[string]map[string]string{}}
+	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
+	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: cp.Nodes[0], DataDir: filepath.Join(dir, "data"),
+		Capacity: driverCapacity, Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept})
+	if err != nil {
+		teardown()
+		return nil, err
+	}
+	wg.Go(func() { _ = drv.Run(ctx) })
+	if bed.pool, err = dial(ctx, endpoint); err != nil {
+		teardown()
+		return nil, err
+	}
+	if err := registerStorage(ctx, cp); err != nil {
+		teardown()
+		return nil, err
+	}
+	bed.shared = clustertest.StartLoops(loopsConfig(cp.RESTConfig, endpoint, manager.Binder, manager.Provisioner))
+	return teardown, nil
+}
+
+func dial(ctx context.Context, endpoint string) (*csi.Pool, error) {
+	var err error
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		var pool *csi.Pool
+		if pool, err = csi.DialPool(ctx, []string{endpoint}, nil); err == nil {
+			return pool, nil
+		}
+	}
+	return nil, fmt.Errorf("dial the driver: %w", err)
+}
+
+// registerStorage creates the bundled driver's objects and fixedClass.
+func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {
+	if err := bundle.Register(ctx, cp.Client); err != nil {
+		return err
+	}
+	immediate := storagev1.VolumeBindingImmediate
+	fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: fixedClass}, Provisioner: hostpath.DriverName,
+		VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(false)}
+	withSecret := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: secretClass}, Provisioner: hostpath.DriverName,
+		VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true), Parameters: map[string]string{
+			"csi.storage.k8s.io/controller-expand-secret-name":      secretName,
+			"csi.storage.k8s.io/controller-expand-secret-namespace": "${pvc.namespace}"}}
+	for _, sc := range []*storagev1.StorageClass{fixed, withSecret} {
+		if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("class %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
+
+// loopsConfig runs the given loops against the driver, unthrottled, with
+// no election and no metrics server.
+func loopsConfig(rc *rest.Config, endpoint string, loops ...string) manager.Config {
+	cfg := manager.DefaultConfig()
+	cfg.REST = rest.CopyConfig(rc)
+	cfg.REST.QPS, cfg.REST.Burst = -1, 0
+	cfg.Controllers, cfg.CSIEndpoints = loops, []string{endpoint}
+	cfg.LeaderElect, cfg.MetricsAddr = false, ""
+	return cfg
+}
+
+// driverCalls counts the driver's calls by method and keeps the secrets of
+// the last ControllerExpandVolume of each volume. Until the driver itself
+// answers OutOfRange for an expansion beyond its whole capacity (branch
+// h-driver), it also turns its ResourceExhausted answer to such a request
+// into that OutOfRange; once it does, the translation never applies.
+type driverCalls struct {
+	mu      sync.Mutex
+	n       map[string]int
+	secrets map[string]map[string]string
+}
+
+func (d *driverCalls) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	method := filepath.Base(info.FullMethod)
+	d.mu.Lock()
+	d.n[method]++
+	if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok {
+		d.secrets[r.GetVolumeId()] = r.GetSecrets()
+	}
+	d.mu.Unlock()
+	resp, err := h(ctx, req)
+	if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok && status.Code(err) == codes.ResourceExhausted &&
+		r.GetCapacityRange().GetRequiredBytes() > driverCapacity {
+		return nil, status.Errorf(codes.OutOfRange, "%d bytes requested, more than the driver's whole capacity of %d",
+			r.GetCapacityRange().GetRequiredBytes(), int64(driverCapacity))
+	}
+	return resp, err
+}
+
+func (d *driverCalls) expandSecrets(volume string) map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.secrets[volume]
+}
+
+func (d *driverCalls) count(method string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n[method]
+}

@@ -1,0 +1,176 @@
+// Package modification runs VolumeAttributesClasses end to end against the
+// embedded, real kube-apiserver: the binder and the provisioner (through
+// manager.Run, as `up` runs them) and the modifier loop (run directly: the
+// manager runs it inside the resizer loop), with the bundled node-local
+// hostpath driver served in this process on the one simulated node. Tests
+// check what a user sees (claims, PVs, events) and the mutable parameters
+// the driver holds for the volume.
+//
+// The classes are the bundle's (volplane-standard, volplane-fast) plus one
+// whose parameters the driver refuses.
+package modification
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/controller/modifier"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/modification"
+)
+
+const (
+	// class is the StorageClass of every claim: Immediate, Delete.
+	class = "modification-immediate"
+	// refused is a VolumeAttributesClass whose tier the driver refuses.
+	refused = "modification-refused"
+)
+
+// bed is the package's test bed.
+var bed struct {
+	driver   *hostpath.Driver
+	endpoint string
+	loops    *clustertest.Loops
+	modifier *loopRun
+}
+
+// loopRun is the modifier running in the background.
+type loopRun struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func TestMain(m *testing.M) {
+	clustertest.Main(m, 1, setUp)
+}
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	dir, err := os.MkdirTemp("", "vp-mod-") // short: unix socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	teardown := func() {
+		if bed.modifier != nil {
+			bed.modifier.cancel()
+			<-bed.modifier.done
+		}
+		if bed.loops != nil {
+			_ = bed.loops.Stop()
+		}
+		stop()
+		wg.Wait()
+		_ = os.RemoveAll(dir)
+	}
+	bed.endpoint = "unix://" + filepath.Join(dir, "csi.sock")
+	bed.driver, err = hostpath.New(hostpath.Config{Endpoint: bed.endpoint, NodeID: cp.Nodes[0],
+		DataDir: filepath.Join(dir, "data"), Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
+	if err != nil {
+		teardown()
+		return nil, err
+	}
+	wg.Go(func() { _ = bed.driver.Run(ctx) })
+	if err := waitSocket(bed.endpoint); err != nil {
+		teardown()
+		return nil, err
+	}
+	if err := registerStorage(ctx, cp.Client); err != nil {
+		teardown()
+		return nil, err
+	}
+	bed.loops = clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+		Controllers: []string{manager.Binder, manager.Provisioner}, Workers: 4, ResyncPeriod: 2 * time.Second})
+	if bed.modifier, err = startModifier(cp.Client); err != nil {
+		teardown()
+		return nil, err
+	}
+	return teardown, nil
+}
+
+// registerStorage creates the driver's CSIDriver, the class, the bundle's
+// attributes classes and the refused one.
+func registerStorage(ctx context.Context, client kubernetes.Interface) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	if _, err := client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("CSIDriver: %w", err)
+	}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: hostpath.DriverName,
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate), ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
+	if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("class: %w", err)
+	}
+	vacs := append(bundle.AttributeClasses(), &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: refused},
+		DriverName: hostpath.DriverName, Parameters: map[string]string{hostpath.ParamTier: "gold"}})
+	for _, vac := range vacs {
+		if _, err := client.StorageV1().VolumeAttributesClasses().Create(ctx, vac, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("VolumeAttributesClass %s: %w", vac.Name, err)
+		}
+	}
+	return nil
+}
+
+// startModifier runs the modifier over the driver, recording events to
+// the API server as the manager would.
+func startModifier(client kubernetes.Interface) (*loopRun, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := csi.DialPool(ctx, []string{bed.endpoint}, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	m, err := modifier.New(modifier.Config{Client: client, Informers: factory, Pool: pool, Workers: 2,
+		Recorder: func(driver string) record.EventRecorder {
+			return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: modification.EventComponent(driver)})
+		}})
+	if err != nil {
+		cancel()
+		_ = pool.Close()
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	r := &loopRun{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		err := m.Run(ctx)
+		factory.Shutdown()
+		events.Shutdown()
+		_ = pool.Close()
+		r.done <- err
+	}()
+	return r, nil
+}
+
+func waitSocket(endpoint string) error {
+	path := endpoint[len("unix://"):]
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("no socket at %s", path)
+}
