@@ -310,3 +310,52 @@ func restartAgent(t *testing.T, hideNodeExpand bool) {
 		t.Fatal(err)
 	}
 }
+
+// A driver that cannot grow a volume while it is in use (FailedPrecondition,
+// the CSI spec's "volume in use"): the claim gets the NodeResizeError
+// condition but stays waiting for the node, the running pod is left alone
+// and the node does not try online again; the next pod's mount expands it.
+func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	handle := pv.Spec.CSI.VolumeHandle
+	bed.tap.refuseInUse(handle, true)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
+	clustertest.Eventually(t, "NodeResizeError, still waiting for the node", func() string {
+		c := getClaim(t, ns, "data")
+		if s := c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInProgress {
+			return fmt.Sprintf("status %q", s)
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == corev1.PersistentVolumeClaimNodeResizeError && strings.Contains(cond.Message, "FailedPrecondition") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %v", c.Status.Conditions)
+	}, alive)
+	calls := len(bed.tap.of(handle))
+	poke, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"poke": "1"}}})
+	if _, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, poke, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Holds(t, "not tried online again", time.Second, func() string {
+		if now := len(bed.tap.of(handle)); now != calls {
+			return fmt.Sprintf("%d more NodeExpandVolume calls", now-calls)
+		}
+		return ""
+	})
+
+	bed.tap.refuseInUse(handle, false)
+	deletePodAndWaitGone(t, pod)
+	next := runPod(t, ns, "next", node, "data")
+	waitRunning(t, next)
+	if missing := expandedOnNode(getClaim(t, ns, "data")); missing != "" {
+		t.Errorf("after the next mount: %s", missing)
+	}
+	lastExpand(t, pv, next, node)
+	deletePodAndWaitGone(t, next)
+}

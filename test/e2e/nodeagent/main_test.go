@@ -17,6 +17,8 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,11 +46,14 @@ var bed struct {
 }
 
 // driverTap is the drivers' interceptor: it records the NodeExpandVolume
-// calls, and, while noNodeExpand is set, hides the node service's
-// EXPAND_VOLUME capability (the agent probes it when it starts).
+// calls and refuses those of the volumes in inUse as a volume that cannot
+// grow while in use (FailedPrecondition); while noNodeExpand is set, it
+// hides the node service's EXPAND_VOLUME capability (the agent probes it
+// when it starts).
 type driverTap struct {
 	mu           sync.Mutex
 	seen         []*csipb.NodeExpandVolumeRequest
+	inUse        map[string]bool
 	noNodeExpand atomic.Bool
 }
 
@@ -56,7 +61,11 @@ func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerI
 	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
 		c.mu.Lock()
 		c.seen = append(c.seen, proto.CloneOf(r))
+		refuse := c.inUse[r.GetVolumeId()]
 		c.mu.Unlock()
+		if refuse {
+			return nil, status.Error(codes.FailedPrecondition, "volume in use: cannot expand it while staged or published")
+		}
 	}
 	resp, err := handler(ctx, req)
 	if caps, ok := resp.(*csipb.NodeGetCapabilitiesResponse); ok && c.noNodeExpand.Load() {
@@ -65,6 +74,17 @@ func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerI
 		})
 	}
 	return resp, err
+}
+
+// refuseInUse makes the drivers refuse, or stop refusing, to expand a
+// volume while in use.
+func (c *driverTap) refuseInUse(handle string, refuse bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inUse == nil {
+		c.inUse = map[string]bool{}
+	}
+	c.inUse[handle] = refuse
 }
 
 // of returns the calls for a volume.
