@@ -201,7 +201,7 @@ func (d *Driver) expand(vol *volume, size int64, r *csi.CapacityRange) error {
 	return nil
 }
 
-// fitsAtAll refuses a volume size larger than the driver's whole capacity
+// fitsAtAll refuses to grow a volume beyond the driver's whole capacity
 // with OutOfRange: such a request is infeasible, it can never succeed
 // however much is freed, so callers must not retry it as they retry
 // ResourceExhausted (a size that fits the capacity but not the free part

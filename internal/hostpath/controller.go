@@ -87,9 +87,6 @@ func (d *Driver) volumeFromRequest(req *csi.CreateVolumeRequest) (*volume, error
 	if err != nil {
 		return nil, err
 	}
-	if err := d.fitsAtAll(fmt.Sprintf("volume %q", req.GetName()), size); err != nil {
-		return nil, err
-	}
 	if err := CheckMutableParameters(req.GetMutableParameters()); err != nil {
 		return nil, err
 	}

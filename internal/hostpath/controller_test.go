@@ -93,7 +93,7 @@ func TestCapacityIsAccounted(t *testing.T) {
 	_, err = r.controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{
 		VolumeId: vol.VolumeId, CapacityRange: &csi.CapacityRange{RequiredBytes: 3<<30 + 1},
 	})
-	wantCode(t, err, codes.OutOfRange) // more than the whole capacity: see TestSizesBeyondTheWholeCapacityAreOutOfRange
+	wantCode(t, err, codes.OutOfRange) // more than the whole capacity: see TestGrowingBeyondTheWholeCapacityIsOutOfRange
 
 	must[*csi.DeleteVolumeResponse](t)(r.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol.VolumeId}))
 	if got := free(); got != 3<<30 {

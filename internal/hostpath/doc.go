@@ -72,10 +72,13 @@
 // Capacity. Config.Capacity is the number of bytes that volumes (their full
 // size, sparse or not) and snapshots (the size of their source) may claim
 // together; CreateVolume, CreateSnapshot and ControllerExpandVolume fail with
-// ResourceExhausted beyond what is free of it, and a volume size beyond the
-// whole of it (which no amount of freeing could serve) fails CreateVolume and
-// ControllerExpandVolume with OutOfRange, which the CSI sidecars treat as
-// infeasible rather than retry as they retry ResourceExhausted. Sizes are kept exactly as requested (no
+// ResourceExhausted beyond what is free of it. Growing a volume beyond the
+// whole of it (which no amount of freeing could serve, and the volume cannot
+// move elsewhere) fails ControllerExpandVolume with OutOfRange, which the CSI
+// sidecars treat as infeasible rather than retry as they retry
+// ResourceExhausted; CreateVolume stays ResourceExhausted for such a size,
+// since another node's driver may hold it and the provisioner then asks the
+// scheduler for another node. Sizes are kept exactly as requested (no
 // rounding); a request without a size gets 1 GiB, and no single volume may
 // exceed 1 PiB (OutOfRange). StorageClass parameters are accepted and ignored:
 // this driver has nothing to tune. The fs_type of a mount capability is

@@ -19,7 +19,7 @@ func expandTo(r *runningDriver, id string, size int64) (*csi.ControllerExpandVol
 // ResourceExhausted (worth retrying); a size beyond the driver's whole
 // capacity can never be served, so it is OutOfRange, which the CSI
 // sidecars treat as infeasible.
-func TestSizesBeyondTheWholeCapacityAreOutOfRange(t *testing.T) {
+func TestGrowingBeyondTheWholeCapacityIsOutOfRange(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(shortTempDir(t), NewFakeMounter())
 	cfg.Capacity = 3 << 30
@@ -37,9 +37,9 @@ func TestSizesBeyondTheWholeCapacityAreOutOfRange(t *testing.T) {
 	wantCode(t, err, codes.OutOfRange)
 
 	huge := createReq("huge")
-	huge.CapacityRange.RequiredBytes = 3<<30 + 1
+	huge.CapacityRange.RequiredBytes = 3<<30 + 1 // another node's driver may hold it
 	_, err = r.controller.CreateVolume(ctx, huge)
-	wantCode(t, err, codes.OutOfRange)
+	wantCode(t, err, codes.ResourceExhausted)
 	huge.CapacityRange.RequiredBytes = 1 << 30 // fits 3 GiB, not the 512 MiB left
 	_, err = r.controller.CreateVolume(ctx, huge)
 	wantCode(t, err, codes.ResourceExhausted)

@@ -199,8 +199,7 @@ func TestOutOfRoomAnswerAfterTheVolumeWasMadeLeaksNothing(t *testing.T) {
 // removed, and no in-progress finalizer, since nothing was made.
 func TestOutOfRoomOnTheSelectedNodeAsksForAnotherNode(t *testing.T) {
 	// Node a's driver holds a volume of half its capacity, so a claim of
-	// three quarters fits the driver but not what is left (more than the
-	// whole capacity would be OutOfRange: it can never fit).
+	// three quarters fits the driver but not what is left.
 	larger := func(c *v1.PersistentVolumeClaim) {
 		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("768Mi")
 	}
