@@ -18,8 +18,6 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -33,8 +31,8 @@ import (
 	"github.com/volplane/volplane/internal/hostpath"
 )
 
-// driverCapacity is all the driver may give out: a request above it can
-// never be met.
+// driverCapacity is all the driver may give out: it answers OutOfRange
+// (infeasible) to a request above it.
 const driverCapacity = 1 << 30
 
 // fixedClass is like volplane-hostpath but disallows expansion;
@@ -138,10 +136,7 @@ func loopsConfig(rc *rest.Config, endpoint string, loops ...string) manager.Conf
 }
 
 // driverCalls counts the driver's calls by method and keeps the secrets of
-// the last ControllerExpandVolume of each volume. Until the driver itself
-// answers OutOfRange for an expansion beyond its whole capacity (branch
-// h-driver), it also turns its ResourceExhausted answer to such a request
-// into that OutOfRange; once it does, the translation never applies.
+// the last ControllerExpandVolume of each volume.
 type driverCalls struct {
 	mu      sync.Mutex
 	n       map[string]int
@@ -156,13 +151,7 @@ func (d *driverCalls) intercept(ctx context.Context, req any, info *grpc.UnarySe
 		d.secrets[r.GetVolumeId()] = r.GetSecrets()
 	}
 	d.mu.Unlock()
-	resp, err := h(ctx, req)
-	if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok && status.Code(err) == codes.ResourceExhausted &&
-		r.GetCapacityRange().GetRequiredBytes() > driverCapacity {
-		return nil, status.Errorf(codes.OutOfRange, "%d bytes requested, more than the driver's whole capacity of %d",
-			r.GetCapacityRange().GetRequiredBytes(), int64(driverCapacity))
-	}
-	return resp, err
+	return h(ctx, req)
 }
 
 func (d *driverCalls) expandSecrets(volume string) map[string]string {

@@ -196,6 +196,7 @@ func TestClassAtCreationThenChanged(t *testing.T) {
 	if wrong := e.driverHolds(pv, map[string]string{hostpath.ParamTier: hostpath.TierStandard, hostpath.ParamIOPS: "3000"}); wrong != "" {
 		t.Error(wrong)
 	}
+	e.checkInvariants()
 }
 
 // An unknown class: Pending, reported once; once created, it is applied.
@@ -231,6 +232,7 @@ func TestUnknownClassIsPendingUntilCreated(t *testing.T) {
 	if got := e.events(modification.EventModifyFailed); len(got) != 1 {
 		t.Errorf("VolumeModifyFailed events %q, want the one", got)
 	}
+	e.checkInvariants()
 }
 
 // A class the driver refuses: Infeasible with the driver's reason, the
@@ -273,6 +275,7 @@ func TestRefusedClassIsInfeasible(t *testing.T) {
 	}
 	e.want(bundle.FastAttributes)
 	e.modified(bundle.FastAttributes)
+	e.checkInvariants()
 }
 
 // A claim naming a class that does not exist yet is not provisioned: the
@@ -324,4 +327,5 @@ func TestClaimWithAnUnknownClassIsProvisionedOnceItExists(t *testing.T) {
 		}
 		return e.driverHolds(e.pv(c.Spec.VolumeName), vac.Parameters)
 	})
+	e.checkInvariants()
 }
