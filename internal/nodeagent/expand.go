@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -134,15 +132,14 @@ func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolu
 }
 
 // patchClaimStatus writes the change from claim to want (nil: nothing to
-// write) as a strategic merge patch of the status, and returns the claim as
-// the server has it. With checkVersion the patch carries the claim's
-// resourceVersion, so that it fails on a claim changed meanwhile (the
+// write) to the status, and returns the claim as the server has it. With
+// checkVersion the write fails on a claim changed meanwhile (the
 // informer's copy may be behind: the retry reads again).
 func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.PersistentVolumeClaim, checkVersion bool) (*corev1.PersistentVolumeClaim, error) {
 	if want == nil {
 		return claim, nil
 	}
-	patch, err := claimPatch(claim, want, checkVersion)
+	patch, err := expansion.StatusPatch(claim, want, checkVersion)
 	if err != nil {
 		return claim, err
 	}
@@ -152,32 +149,6 @@ func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.Persis
 		return claim, fmt.Errorf("patch PVC %s/%s status: %w", claim.Namespace, claim.Name, err)
 	}
 	return out, nil
-}
-
-func claimPatch(old, cur *corev1.PersistentVolumeClaim, checkVersion bool) ([]byte, error) {
-	oldJSON, err := json.Marshal(old)
-	if err != nil {
-		return nil, err
-	}
-	curJSON, err := json.Marshal(cur)
-	if err != nil {
-		return nil, err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, curJSON, &corev1.PersistentVolumeClaim{})
-	if err != nil || !checkVersion {
-		return patch, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, err
-	}
-	meta, _ := m["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	meta["resourceVersion"] = old.ResourceVersion
-	m["metadata"] = meta
-	return json.Marshal(m)
 }
 
 // recordSize moves the node's staging record of the volume to size.

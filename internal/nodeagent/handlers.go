@@ -30,7 +30,8 @@ func (a *Agent) register() ([]cache.InformerSynced, error) {
 			AddFunc: a.onPod, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
-		loop.Handler{Informer: claimInf.Informer(), Funcs: funcs(a.onClaim)},
+		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: a.onClaim, UpdateFunc: a.onClaimUpdate, DeleteFunc: a.onClaim}},
 		loop.Handler{Informer: pvInf.Informer(), Funcs: funcs(a.onVolume)},
 		loop.Handler{Informer: vaInf.Informer(), Funcs: funcs(a.onAttachment)},
 		loop.Handler{Informer: driverInf.Informer(), Funcs: funcs(func(any) { a.resync(context.Background()) })},
@@ -115,6 +116,28 @@ func (a *Agent) onNode(obj any) {
 	if node, ok := obj.(*corev1.Node); ok && a.nodes[node.Name] != nil {
 		a.nodeQ.Add(node.Name)
 		a.queueWaiting(node.Name)
+	}
+}
+
+// onClaimUpdate wakes the claim's pods as onClaim does, and, when the
+// claim's capacity changed, its running pods too: a ReadWriteMany volume
+// that another node finished expanding is expanded on this node as well,
+// with no resize status left on the claim to say so.
+func (a *Agent) onClaimUpdate(old, cur any) {
+	o, okOld := old.(*corev1.PersistentVolumeClaim)
+	c, okCur := cur.(*corev1.PersistentVolumeClaim)
+	if !okOld || !okCur || o.ResourceVersion == c.ResourceVersion {
+		return
+	}
+	if o.Status.Capacity.Storage().Equal(*c.Status.Capacity.Storage()) {
+		a.onClaim(c)
+		return
+	}
+	objs, _ := a.podIndex.ByIndex(byClaim, c.Namespace+"/"+c.Name)
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok && a.nodes[pod.Spec.NodeName] != nil && pod.DeletionTimestamp == nil {
+			a.podQ.Add(pod.Namespace + "/" + pod.Name)
+		}
 	}
 }
 

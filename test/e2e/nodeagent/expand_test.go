@@ -359,3 +359,43 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 	lastExpand(t, pv, next, node)
 	deletePodAndWaitGone(t, next)
 }
+
+// A ReadWriteMany claim that another node finished expanding (capacity
+// already 2Mi, no resize status left, no node-expansion-not-required
+// annotation): this node expands its own use of the volume too, and writes
+// nothing to the claim.
+func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaimOf(t, ns, "shared", bed.drivers[node], func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	})
+	pod := runPod(t, ns, "app", node, "shared")
+	waitRunning(t, pod)
+
+	if _, _, err := bed.drivers[node].ControllerExpandVolume(ctx, &csipb.ControllerExpandVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: 2 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	grown, _ := json.Marshal(map[string]any{"spec": map[string]any{"capacity": map[string]any{"storage": "2Mi"}}})
+	if _, err := bed.cp.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, grown, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	finished, _ := json.Marshal(map[string]any{"status": map[string]any{
+		"capacity": map[string]any{"storage": "2Mi"}, "allocatedResources": map[string]any{"storage": "2Mi"}}})
+	claim, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "shared", types.MergePatchType, finished, metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Eventually(t, "expanded on this node too", func() string {
+		if len(bed.tap.of(pv.Spec.CSI.VolumeHandle)) == 0 {
+			return "no NodeExpandVolume"
+		}
+		return hasEvent(t, ns, pod.Name, "FileSystemResizeSuccessful", fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, node))
+	}, alive)
+	lastExpand(t, pv, pod, node)
+	if got := getClaim(t, ns, "shared"); got.ResourceVersion != claim.ResourceVersion {
+		t.Errorf("the claim was written after the other node finished it: %+v", got.Status)
+	}
+	deletePodAndWaitGone(t, pod)
+}

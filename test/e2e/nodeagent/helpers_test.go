@@ -26,7 +26,10 @@ func boundClaim(t *testing.T, ns, name, node string) *corev1.PersistentVolume {
 	return boundClaimOf(t, ns, name, bed.drivers[node])
 }
 
-func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint) *corev1.PersistentVolume {
+// boundClaimOf is boundClaim with the driver given; mods change the claim
+// before it is created. The PV is ReadWriteOnce whatever the claim asks:
+// the bundled node-local driver serves single-node modes only.
+func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint, mods ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolume {
 	t.Helper()
 	client := bed.cp.Client
 	vol, err := driver.CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: ns + "-" + name,
@@ -42,12 +45,15 @@ func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint) *corev1.P
 		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName, StorageClassName: new(string),
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}}}
+	for _, m := range mods {
+		m(claim)
+	}
 	claim, err = client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: corev1.PersistentVolumeSpec{
-		Capacity: corev1.ResourceList{corev1.ResourceStorage: size}, AccessModes: claim.Spec.AccessModes,
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: size}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name, UID: claim.UID},
 		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
