@@ -329,3 +329,36 @@ func TestClaimWithAnUnknownClassIsProvisionedOnceItExists(t *testing.T) {
 	})
 	e.checkInvariants()
 }
+
+// A claim whose class the driver refuses is not provisioned: it stays
+// Pending with the driver's reason.
+// (The API server forbids changing the class of a claim not yet bound, so
+// the user deletes it or the class's parameters are fixed.)
+func TestClaimWithARefusedClassStaysPending(t *testing.T) {
+	e := newEnv(t)
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:               []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:          ptr.To(class),
+			VolumeAttributesClassName: ptr.To(refused),
+			Resources:                 corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		}}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(context.Background(), "data", metav1.DeleteOptions{})
+	})
+	e.eventually("ProvisioningFailed", func() string {
+		for _, ev := range e.events("ProvisioningFailed") {
+			if strings.Contains(ev, `code = InvalidArgument desc = mutable parameter "tier": value "gold"`) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("ProvisioningFailed events %q", e.events("ProvisioningFailed"))
+	})
+	if got := e.claim(); got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("claim %s, volume %q", got.Status.Phase, got.Spec.VolumeName)
+	}
+	e.checkInvariants()
+}
