@@ -100,5 +100,7 @@
 // nothing, and modifying a volume that does not exist is NotFound. A repeated
 // CreateVolume with other mutable parameters is the same volume, given the
 // new ones (all of them, as a creation names them): a creation retried after
-// the claim changed its class leaves the volume as its PV will say.
+// its class was made again with other parameters leaves the volume as its
+// PV will say, and a CO that took AlreadyExists as "nothing was made" would
+// lose track of the volume.
 package hostpath

@@ -114,9 +114,10 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 
 // recreateMutable gives an existing volume, asked for again by
 // CreateVolume, the mutable parameters of that request: they are mutable, so
-// they do not make it another volume, and a retried creation whose claim
-// changed its VolumeAttributesClass meanwhile must leave the volume as the
-// PV will say. Unlike a modification, the request names all of them.
+// they do not make it another volume, and a retried creation whose
+// VolumeAttributesClass was made again with other parameters meanwhile must
+// leave the volume as the PV will say. Unlike a modification, the request
+// names all of them.
 func (d *Driver) recreateMutable(vol *volume, params map[string]string) error {
 	if maps.Equal(vol.MutableParameters, params) {
 		return nil
