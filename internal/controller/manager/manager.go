@@ -272,11 +272,17 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		runs = append(runs, run)
 	}
 	if slices.Contains(cfg.Controllers, Resizer) {
+		// The external-resizer's two controllers: expansion and
+		// VolumeAttributesClass modification.
 		run, err := newResizer(cfg, client, factory, events, l, pool)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, run)
+		modify, err := newModifier(cfg, client, factory, pool, events, l)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run, modify)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()

@@ -244,3 +244,27 @@ func TestBlockVolumeWaitsForTheNode(t *testing.T) {
 		return ""
 	})
 }
+
+// The class's controller-expand secret reaches ControllerExpandVolume
+// through the PV's controllerExpandSecretRef.
+func TestExpandSecretOfTheClassIsSent(t *testing.T) {
+	e := newEnv(t)
+	e.start(0)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: secretName},
+		Data: map[string][]byte{"token": []byte("s3cret")}}
+	if _, err := e.client.CoreV1().Secrets(e.ns).Create(e.ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, pvName := e.claim("data", secretClass, "1Mi")
+	ref := e.getPV(pvName).Spec.CSI.ControllerExpandSecretRef
+	if ref == nil || ref.Name != secretName || ref.Namespace != e.ns {
+		t.Fatalf("controllerExpandSecretRef %+v", ref)
+	}
+	if err := e.request("data", "2Mi"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCapacity("data", "2Mi")
+	if got := bed.calls.expandSecrets(e.getPV(pvName).Spec.CSI.VolumeHandle); got["token"] != "s3cret" {
+		t.Errorf("secrets sent %v", got)
+	}
+}

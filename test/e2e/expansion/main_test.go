@@ -18,8 +18,6 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -33,12 +31,17 @@ import (
 	"github.com/volplane/volplane/internal/hostpath"
 )
 
-// driverCapacity is all the driver may give out: a request above it can
-// never be met.
+// driverCapacity is all the driver may give out: it answers OutOfRange
+// (infeasible) to a request above it.
 const driverCapacity = 1 << 30
 
-// fixedClass is like volplane-hostpath but disallows expansion.
-const fixedClass = "hostpath-fixed"
+// fixedClass is like volplane-hostpath but disallows expansion;
+// secretClass names a controller-expand secret in the claim's namespace.
+const (
+	fixedClass  = "hostpath-fixed"
+	secretClass = "hostpath-expand-secret"
+	secretName  = "expand-credentials"
+)
 
 // bed is the package's test bed.
 var bed struct {
@@ -69,7 +72,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		wg.Wait()
 		_ = os.RemoveAll(dir)
 	}
-	bed.calls = &driverCalls{n: map[string]int{}}
+	bed.calls = &driverCalls{n: map[string]int{}, secrets: map[string]map[string]string{}}
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: cp.Nodes[0], DataDir: filepath.Join(dir, "data"),
 		Capacity: driverCapacity, Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept})
@@ -109,8 +112,14 @@ func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {
 	immediate := storagev1.VolumeBindingImmediate
 	fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: fixedClass}, Provisioner: hostpath.DriverName,
 		VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(false)}
-	if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, fixed, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("class %s: %w", fixedClass, err)
+	withSecret := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: secretClass}, Provisioner: hostpath.DriverName,
+		VolumeBindingMode: &immediate, AllowVolumeExpansion: ptr.To(true), Parameters: map[string]string{
+			"csi.storage.k8s.io/controller-expand-secret-name":      secretName,
+			"csi.storage.k8s.io/controller-expand-secret-namespace": "${pvc.namespace}"}}
+	for _, sc := range []*storagev1.StorageClass{fixed, withSecret} {
+		if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("class %s: %w", sc.Name, err)
+		}
 	}
 	return nil
 }
@@ -126,27 +135,29 @@ func loopsConfig(rc *rest.Config, endpoint string, loops ...string) manager.Conf
 	return cfg
 }
 
-// driverCalls counts the driver's calls by method. Until the driver itself
-// answers OutOfRange for an expansion beyond its whole capacity (branch
-// h-driver), it also turns its ResourceExhausted answer to such a request
-// into that OutOfRange; once it does, the translation never applies.
+// driverCalls counts the driver's calls by method and keeps the secrets of
+// the last ControllerExpandVolume of each volume.
 type driverCalls struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	secrets map[string]map[string]string
 }
 
 func (d *driverCalls) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	method := filepath.Base(info.FullMethod)
 	d.mu.Lock()
 	d.n[method]++
-	d.mu.Unlock()
-	resp, err := h(ctx, req)
-	if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok && status.Code(err) == codes.ResourceExhausted &&
-		r.GetCapacityRange().GetRequiredBytes() > driverCapacity {
-		return nil, status.Errorf(codes.OutOfRange, "%d bytes requested, more than the driver's whole capacity of %d",
-			r.GetCapacityRange().GetRequiredBytes(), int64(driverCapacity))
+	if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok {
+		d.secrets[r.GetVolumeId()] = r.GetSecrets()
 	}
-	return resp, err
+	d.mu.Unlock()
+	return h(ctx, req)
+}
+
+func (d *driverCalls) expandSecrets(volume string) map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.secrets[volume]
 }
 
 func (d *driverCalls) count(method string) int {
