@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
 )
@@ -38,11 +40,13 @@ func newEnv(t *testing.T) *env {
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
 	clustertest.Eventually(e.t, what, cond, func() error {
-		select {
-		case err := <-bed.modifier.done:
-			bed.modifier.done <- err
-			return fmt.Errorf("the modifier ended: %v", err)
-		default:
+		if bed.modifier != nil {
+			select {
+			case err := <-bed.modifier.done:
+				bed.modifier.done <- err
+				return fmt.Errorf("the modifier ended: %v", err)
+			default:
+			}
 		}
 		return bed.loops.EndedEarly()
 	})
@@ -359,6 +363,38 @@ func TestClaimWithARefusedClassStaysPending(t *testing.T) {
 	})
 	if got := e.claim(); got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
 		t.Errorf("claim %s, volume %q", got.Status.Phase, got.Spec.VolumeName)
+	}
+	e.checkInvariants()
+}
+
+// The manager's resizer loop runs the modifier too: with it instead of the
+// test's own modifier, a class change is applied the same way.
+func TestTheResizerLoopModifies(t *testing.T) {
+	e := newEnv(t)
+	bed.modifier.cancel()
+	if err := <-bed.modifier.done; err != nil {
+		t.Fatalf("stopping the modifier: %v", err)
+	}
+	bed.modifier = nil
+	cp := clustertest.ControlPlane(t)
+	resizer := clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+		Controllers: []string{manager.Resizer}, Workers: 2, ResyncPeriod: 2 * time.Second})
+	t.Cleanup(func() {
+		if err := resizer.Stop(); err != nil {
+			t.Errorf("resizer loop: %v", err)
+		}
+		var err error
+		if bed.modifier, err = startModifier(cp.Client); err != nil {
+			t.Fatalf("restarting the modifier: %v", err)
+		}
+	})
+	e.boundClaim(bundle.StandardAttributes)
+	e.want(bundle.FastAttributes)
+	e.modified(bundle.FastAttributes)
+	e.eventually("VolumeModifySuccessful", e.sawEvent(modification.EventModifySuccessful,
+		fmt.Sprintf("Normal external resizer modified volume data with vac %s successfully (1, %s)", bundle.FastAttributes, source)))
+	if err := resizer.EndedEarly(); err != nil {
+		t.Error(err)
 	}
 	e.checkInvariants()
 }
