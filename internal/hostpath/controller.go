@@ -65,6 +65,9 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		if conflict := volumeConflict(existing, want, req.GetCapacityRange()); conflict != "" {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists but %s", want.Name, conflict)
 		}
+		if err := s.d.recreateMutable(existing, want.MutableParameters); err != nil {
+			return nil, err
+		}
 		return &csi.CreateVolumeResponse{Volume: s.d.csiVolume(existing)}, nil
 	}
 	vol, err := s.d.createVolume(ctx, want, req.GetCapacityRange().GetLimitBytes())
@@ -129,8 +132,6 @@ func volumeConflict(existing, want *volume, r *csi.CapacityRange) string {
 		return fmt.Sprintf("is a %s volume", existing.AccessType)
 	case existing.Source != want.Source:
 		return "was created from a different content source"
-	case !maps.Equal(existing.MutableParameters, want.MutableParameters):
-		return fmt.Sprintf("has the mutable parameters %v", existing.MutableParameters)
 	}
 	return ""
 }

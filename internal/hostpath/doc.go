@@ -101,6 +101,9 @@
 // state file (Driver.MutableParameters reads them back). A modification sets
 // the keys it names and keeps the others; repeating it succeeds and changes
 // nothing, and modifying a volume that does not exist is NotFound. A repeated
-// CreateVolume matches the existing volume only with the same mutable
-// parameters (AlreadyExists otherwise, as for any other difference).
+// CreateVolume with other mutable parameters is the same volume, given the
+// new ones (all of them, as a creation names them): a creation retried after
+// its class was made again with other parameters leaves the volume as its
+// PV will say, and a CO that took AlreadyExists as "nothing was made" would
+// lose track of the volume.
 package hostpath

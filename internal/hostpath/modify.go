@@ -112,6 +112,26 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 	return &csi.ControllerModifyVolumeResponse{}, nil
 }
 
+// recreateMutable gives an existing volume, asked for again by
+// CreateVolume, the mutable parameters of that request: they are mutable, so
+// they do not make it another volume, and a retried creation whose
+// VolumeAttributesClass was made again with other parameters meanwhile must
+// leave the volume as the PV will say. Unlike a modification, the request
+// names all of them.
+func (d *Driver) recreateMutable(vol *volume, params map[string]string) error {
+	if maps.Equal(vol.MutableParameters, params) {
+		return nil
+	}
+	err := d.store.update(func(st *state) error {
+		st.Volumes[vol.ID].MutableParameters = maps.Clone(params)
+		return nil
+	})
+	if err != nil {
+		return status.Errorf(codes.Internal, "create volume %s: %v", vol.Name, err)
+	}
+	return nil
+}
+
 // MutableParameters returns a copy of the mutable parameters the driver
 // holds for a volume, and whether the volume exists: what a modification
 // made of it, for whoever checks that one happened (CSI has no call that

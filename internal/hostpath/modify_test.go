@@ -88,8 +88,8 @@ func TestCreateVolumeRefusesBadMutableParameters(t *testing.T) {
 	}
 }
 
-// A repeated CreateVolume is the same volume only with the same mutable
-// parameters; the parameters and a modification of them survive a restart.
+// The parameters and a modification of them survive a restart; a repeated
+// CreateVolume with other mutable parameters is the same volume, given them.
 func TestMutableParametersSurviveRestart(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(shortTempDir(t), NewFakeMounter())
@@ -104,10 +104,16 @@ func TestMutableParametersSurviveRestart(t *testing.T) {
 
 	second := startDriver(t, cfg)
 	wantParams(t, cfg, vol.VolumeId, map[string]string{ParamTier: TierStandard, ParamIOPS: "42"})
+	req.MutableParameters = map[string]string{ParamTier: TierPremium}
+	again := must[*csi.CreateVolumeResponse](t)(second.controller.CreateVolume(ctx, req)).Volume
+	if again.VolumeId != vol.VolumeId {
+		t.Errorf("the repeated creation made %s, want %s", again.VolumeId, vol.VolumeId)
+	}
+	wantParams(t, cfg, vol.VolumeId, map[string]string{ParamTier: TierPremium})
+	req.MutableParameters[ParamTier] = "gold"
 	_, err := second.controller.CreateVolume(ctx, req)
-	wantCode(t, err, codes.AlreadyExists)
-	req.MutableParameters[ParamIOPS] = "42"
-	must[*csi.CreateVolumeResponse](t)(second.controller.CreateVolume(ctx, req))
+	wantCode(t, err, codes.InvalidArgument)
+	wantParams(t, cfg, vol.VolumeId, map[string]string{ParamTier: TierPremium})
 }
 
 // wantParams reads the state file: what the driver has acknowledged.

@@ -1,14 +1,15 @@
 package provisioner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
 func attributesClass(name, driver string, params map[string]string) *storagev1.VolumeAttributesClass {
@@ -28,34 +30,36 @@ func withAttributes(name string) func(*v1.PersistentVolumeClaim) {
 
 var goldParams = map[string]string{hostpath.ParamTier: hostpath.TierPremium, hostpath.ParamIOPS: "3000"}
 
-// holds says whether the endpoint of the PV's node holds the claim's
-// volume with exactly params: the driver returns a volume asked again by
-// name only with the mutable parameters it holds (AlreadyExists otherwise).
-func (w *world) holds(pv *v1.PersistentVolume, params map[string]string) bool {
-	w.t.Helper()
-	node := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0]
-	for _, e := range w.pool.Endpoints(testDriver) {
-		if e.Info.NodeID != node {
-			continue
-		}
-		_, err := e.CreateVolume(w.ctx, &csipb.CreateVolumeRequest{Name: pv.Name, MutableParameters: params,
-			CapacityRange: &csipb.CapacityRange{RequiredBytes: 1 << 20},
-			VolumeCapabilities: []*csipb.VolumeCapability{{
-				AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-				AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}}}}})
-		if err != nil && status.Code(err) != codes.AlreadyExists {
-			w.t.Fatalf("asking %s for the volume again: %v", node, err)
-		}
-		return err == nil
+// createdWith records the mutable parameters of every CreateVolume that
+// succeeded, by volume name.
+type createdWith struct {
+	mu     sync.Mutex
+	params map[string][]map[string]string
+}
+
+func (c *createdWith) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	if r, ok := req.(*csipb.CreateVolumeRequest); ok && err == nil {
+		c.mu.Lock()
+		c.params[r.GetName()] = append(c.params[r.GetName()], r.GetMutableParameters())
+		c.mu.Unlock()
 	}
-	w.t.Fatalf("no endpoint of node %q", node)
-	return false
+	return resp, err
+}
+
+func (c *createdWith) of(name string) []map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.params[name]
 }
 
 // A claim with an attributes class: the driver gets the class's parameters
 // with CreateVolume and the PV records the class (which the binder matches).
 func TestProvisionsWithTheAttributesClassParameters(t *testing.T) {
-	w := newWorld(t, claim(withAttributes("gold")), class(), attributesClass("gold", testDriver, goldParams))
+	created := &createdWith{params: map[string][]map[string]string{}}
+	w := newWorldOf(t, func(t testing.TB, node string, capacity int64) string {
+		return hostpathtest.ServeIntercepted(t, node, capacity, created.intercept)
+	}, claim(withAttributes("gold")), class(), attributesClass("gold", testDriver, goldParams))
 	w.start()
 	w.eventually("PV made with the attributes class", func() string {
 		pv := w.pv("pvc-uid-1")
@@ -67,12 +71,14 @@ func TestProvisionsWithTheAttributesClassParameters(t *testing.T) {
 		}
 		return ""
 	})
-	pv := w.pv("pvc-uid-1")
-	if !w.holds(pv, goldParams) {
-		t.Errorf("the driver does not hold the volume with %v", goldParams)
+	got := created.of("pvc-uid-1")
+	if len(got) == 0 {
+		t.Fatal("no CreateVolume succeeded")
 	}
-	if w.holds(pv, map[string]string{hostpath.ParamTier: hostpath.TierStandard}) {
-		t.Error("the volume matches other mutable parameters too")
+	for _, params := range got {
+		if !maps.Equal(params, goldParams) {
+			t.Errorf("CreateVolume with mutable parameters %v, want %v", params, goldParams)
+		}
 	}
 }
 

@@ -4,7 +4,9 @@
 // manager runs it inside the resizer loop), with the bundled node-local
 // hostpath driver served in this process on the one simulated node. Tests
 // check what a user sees (claims, PVs, events) and the mutable parameters
-// the driver holds for the volume.
+// the driver holds for the volume; one runs the manager's resizer loop in
+// place of the test's modifier, and every test ends with the invariant
+// checker.
 //
 // The classes are the bundle's (volplane-standard, volplane-fast) plus one
 // whose parameters the driver refuses.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
 )
@@ -38,11 +40,13 @@ func newEnv(t *testing.T) *env {
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
 	clustertest.Eventually(e.t, what, cond, func() error {
-		select {
-		case err := <-bed.modifier.done:
-			bed.modifier.done <- err
-			return fmt.Errorf("the modifier ended: %v", err)
-		default:
+		if bed.modifier != nil {
+			select {
+			case err := <-bed.modifier.done:
+				bed.modifier.done <- err
+				return fmt.Errorf("the modifier ended: %v", err)
+			default:
+			}
 		}
 		return bed.loops.EndedEarly()
 	})
@@ -327,5 +331,70 @@ func TestClaimWithAnUnknownClassIsProvisionedOnceItExists(t *testing.T) {
 		}
 		return e.driverHolds(e.pv(c.Spec.VolumeName), vac.Parameters)
 	})
+	e.checkInvariants()
+}
+
+// A claim whose class the driver refuses is not provisioned: it stays
+// Pending with the driver's reason.
+// (The API server forbids changing the class of a claim not yet bound, so
+// the user deletes it or the class's parameters are fixed.)
+func TestClaimWithARefusedClassStaysPending(t *testing.T) {
+	e := newEnv(t)
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:               []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:          ptr.To(class),
+			VolumeAttributesClassName: ptr.To(refused),
+			Resources:                 corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		}}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(context.Background(), "data", metav1.DeleteOptions{})
+	})
+	e.eventually("ProvisioningFailed", func() string {
+		for _, ev := range e.events("ProvisioningFailed") {
+			if strings.Contains(ev, `code = InvalidArgument desc = mutable parameter "tier": value "gold"`) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("ProvisioningFailed events %q", e.events("ProvisioningFailed"))
+	})
+	if got := e.claim(); got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("claim %s, volume %q", got.Status.Phase, got.Spec.VolumeName)
+	}
+	e.checkInvariants()
+}
+
+// The manager's resizer loop runs the modifier too: with it instead of the
+// test's own modifier, a class change is applied the same way.
+func TestTheResizerLoopModifies(t *testing.T) {
+	e := newEnv(t)
+	bed.modifier.cancel()
+	if err := <-bed.modifier.done; err != nil {
+		t.Fatalf("stopping the modifier: %v", err)
+	}
+	bed.modifier = nil
+	cp := clustertest.ControlPlane(t)
+	resizer := clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+		Controllers: []string{manager.Resizer}, Workers: 2, ResyncPeriod: 2 * time.Second})
+	t.Cleanup(func() {
+		if err := resizer.Stop(); err != nil {
+			t.Errorf("resizer loop: %v", err)
+		}
+		var err error
+		if bed.modifier, err = startModifier(cp.Client); err != nil {
+			t.Fatalf("restarting the modifier: %v", err)
+		}
+	})
+	e.boundClaim(bundle.StandardAttributes)
+	e.want(bundle.FastAttributes)
+	e.modified(bundle.FastAttributes)
+	e.eventually("VolumeModifySuccessful", e.sawEvent(modification.EventModifySuccessful,
+		fmt.Sprintf("Normal external resizer modified volume data with vac %s successfully (1, %s)", bundle.FastAttributes, source)))
+	if err := resizer.EndedEarly(); err != nil {
+		t.Error(err)
+	}
 	e.checkInvariants()
 }
