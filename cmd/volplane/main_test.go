@@ -180,6 +180,7 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	// pod runs on node-1 and what it writes lands in the backend volume.
 	// The second half runs after the restart.
 	network := startNetworkWalkthrough(t, dir)
+	network.grows(t)
 
 	first.stop(t)
 	restarted := startUp(t, dir, "--nodes", "2")

@@ -58,6 +58,41 @@ func startNetworkWalkthrough(t *testing.T, dir string) *networkWalkthrough {
 	return w
 }
 
+// grows is the README's expansion walkthrough: the claim's request raised
+// with kubectl patch, the claim reaches 2Gi under the running writer pod
+// (the network driver needs the node, so the node agent finishes it) and
+// says so in its events.
+func (w *networkWalkthrough) grows(t *testing.T) {
+	t.Helper()
+	patch := `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`
+	if out, err := kubectl(t, w.dir, "patch", "pvc", "shared", "-p", patch); err != nil {
+		t.Fatalf("volplane kubectl patch pvc shared: %v\n%s", err, out)
+	}
+	client := clientFor(t, w.dir)
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		claim, err := client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "shared", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		got := claim.Status.Capacity[corev1.ResourceStorage]
+		if got.String() == "2Gi" && len(claim.Status.AllocatedResourceStatuses) == 0 {
+			break
+		}
+		last = "capacity " + got.String()
+	}
+	out, err := kubectl(t, w.dir, "describe", "pvc", "shared")
+	if err != nil {
+		t.Fatalf("volplane kubectl describe pvc shared: %v\n%s", err, out)
+	}
+	for _, want := range []string{"2Gi", "ExternalExpanding", "Resizing", "FileSystemResizeRequired", "FileSystemResizeSuccessful"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe pvc shared lacks %q (last seen: %s):\n%s", want, last, out)
+		}
+	}
+}
+
 // followsItsPod is the second half: the writer pod deleted, its volume is
 // unpublished and detached from node-1; the reader pod on node-2 runs with
 // the volume attached there and sees the file.

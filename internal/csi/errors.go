@@ -59,6 +59,12 @@ func IsOutOfRoom(err error) bool { return status.Code(err) == codes.ResourceExha
 // IsNotFound says whether the driver answered NotFound.
 func IsNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
+// IsInUse says whether NodeExpandVolume was refused with
+// FailedPrecondition: the CSI spec's "volume in use", a volume that cannot
+// grow while staged or published. The kubelet then stops expanding it
+// online and lets pods mount it all the same.
+func IsInUse(err error) bool { return status.Code(err) == codes.FailedPrecondition }
+
 // StatusCode is the gRPC status code the driver answered with; ok is false
 // for an error that carries none (a local error of ours, not the driver's).
 func StatusCode(err error) (c codes.Code, ok bool) {

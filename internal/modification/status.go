@@ -62,15 +62,14 @@ func MarkModifyFailed(claim *v1.PersistentVolumeClaim, err error, infeasible boo
 // failure.
 func MarkModifyUnsupported(claim *v1.PersistentVolumeClaim, driver string, now metav1.Time) *v1.PersistentVolumeClaim {
 	targeted := claim.DeepCopy()
-	targeted.Status.ModifyVolumeStatus = &v1.ModifyVolumeStatus{TargetVolumeAttributesClassName: SpecClass(claim)}
-	if claim.Status.ModifyVolumeStatus != nil {
-		targeted.Status.ModifyVolumeStatus.Status = claim.Status.ModifyVolumeStatus.Status
+	if targeted.Status.ModifyVolumeStatus == nil {
+		targeted.Status.ModifyVolumeStatus = &v1.ModifyVolumeStatus{}
 	}
-	out := MarkModifyFailed(targeted, UnsupportedError(driver), true, now)
-	if out == nil {
-		out = targeted
+	targeted.Status.ModifyVolumeStatus.TargetVolumeAttributesClassName = SpecClass(claim)
+	if out := MarkModifyFailed(targeted, UnsupportedError(driver), true, now); out != nil {
+		return out
 	}
-	return changed(claim, out)
+	return changed(claim, targeted)
 }
 
 // MarkModifyPending records that the target class does not exist: status

@@ -174,3 +174,31 @@ func TestErrorsAsTheReference(t *testing.T) {
 		t.Errorf("MessageFailed = %q", got)
 	}
 }
+
+// No step changes the claim it is given (it may be an informer's).
+func TestStepsNeverChangeTheirArgument(t *testing.T) {
+	steps := map[string]func(*v1.PersistentVolumeClaim){
+		"InProgress": func(c *v1.PersistentVolumeClaim) { MarkModifyInProgress(c, t1) },
+		"Failed": func(c *v1.PersistentVolumeClaim) {
+			MarkModifyFailed(c, status.Error(codes.InvalidArgument, "x"), true, t1)
+		},
+		"Unsupported": func(c *v1.PersistentVolumeClaim) { MarkModifyUnsupported(c, driver, t1) },
+		"Pending":     func(c *v1.PersistentVolumeClaim) { MarkModifyPending(c) },
+		"Finished":    func(c *v1.PersistentVolumeClaim) { MarkModifyFinished(c) },
+		"RolledBack":  func(c *v1.PersistentVolumeClaim) { MarkRolledBack(c) },
+	}
+	claims := []*v1.PersistentVolumeClaim{
+		claim(wants("fast")),
+		claim(wants("fast"), modifyStatus(v1.PersistentVolumeClaimModifyVolumeInProgress, "fast"),
+			withCondition(v1.PersistentVolumeClaimVolumeModifyingVolume, "m"), withCondition(v1.PersistentVolumeClaimVolumeModifyVolumeError, "e")),
+	}
+	for name, step := range steps {
+		for _, c := range claims {
+			keep := c.DeepCopy()
+			step(c)
+			if !apiequality.Semantic.DeepEqual(c, keep) {
+				t.Errorf("%s changed its argument", name)
+			}
+		}
+	}
+}

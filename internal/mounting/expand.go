@@ -57,6 +57,9 @@ const (
 	// SizeUnknown: the PV has a capacity but the claim has none in its
 	// status (and the node recorded none).
 	SizeUnknown Reason = "SizeUnknown"
+	// RefusedInUse: the driver refused to expand the volume to this size
+	// while in use (FailedPrecondition); the next mount tries again.
+	RefusedInUse Reason = "RefusedInUse"
 	// ResizeNotPending: the claim's storage resize status is neither
 	// NodeResizePending nor NodeResizeInProgress (the controller side has
 	// not finished, or the node expansion failed as infeasible).
@@ -65,15 +68,17 @@ const (
 
 // expansion decides the node expansion of a volume published (or being
 // published) for pod, given the size the node last expanded it to
-// (nodeSize, zero when unknown: the claim's capacity stands in for it).
+// (node.Size, zero when unknown: the claim's capacity stands in for it),
+// and a size it was refused while in use (node.RefusedInUse).
 // It returns nil and no reason when the node already has the PV's size,
 // and nil with a reason when the gate is closed. The rules are the
 // kubelet's (runPreCheck): expand only while the claim's status is
 // NodeResizePending or NodeResizeInProgress, or, for a ReadWriteMany claim
 // another node finished, unless the resizer said no node needs to.
-func (w World) expansion(pod *corev1.Pod, v *Volume, nodeSize resource.Quantity) (*Expansion, Reason) {
+func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, Reason) {
 	pvSize := v.PV.Spec.Capacity[corev1.ResourceStorage]
 	claimSize := v.Claim.Status.Capacity[corev1.ResourceStorage]
+	nodeSize := node.Size
 	if nodeSize.IsZero() {
 		nodeSize = claimSize
 	}
@@ -90,6 +95,9 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, nodeSize resource.Quantity)
 		return nil, DriverNotServed // nothing could expand it, and nothing may finish it in its place
 	}
 	e := &Expansion{Size: pvSize, AtMount: pod.Status.Phase != corev1.PodRunning}
+	if !e.AtMount && node.RefusedInUse.Cmp(pvSize) == 0 {
+		return nil, RefusedInUse
+	}
 	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	claimUpdated := claimSize.Cmp(pvSize) >= 0 && status == ""
 	switch {

@@ -56,6 +56,7 @@ func TestNodeExpansionRunsOnlyWhenTheClaimWaitsForTheNode(t *testing.T) {
 	readOnly := func(w *World) { w.Pods[0].Spec.Volumes[2].PersistentVolumeClaim.ReadOnly = true }
 	cannotExpand := func(w *World) { w.Drivers[local] = Driver{Stage: true} }
 	expandable := func(w *World) { w.Drivers[local] = Driver{Stage: true, Expand: true} }
+	refusedInUse := func(w *World) { w.Staged[0].RefusedInUse = resource.MustParse("2Gi") }
 	for _, tc := range []struct {
 		name    string
 		mods    []func(*World)
@@ -80,6 +81,8 @@ func TestNodeExpansionRunsOnlyWhenTheClaimWaitsForTheNode(t *testing.T) {
 		{"RWO claim expanded without this node: record only", with(inUse(local, "1Gi"), expandable, grown("2Gi", "2Gi", "")), ExpandOnNode, RecordOnly, false, ""},
 		{"RWX, this node already expanded: nothing", with(inUse(local, "2Gi"), expandable, rwx, grown("2Gi", "2Gi", "")), Done, 0, false, ""},
 		{"published, driver no longer served: nothing finishes it in its place", with(inUse(local, "1Gi"), grown("2Gi", "1Gi", pending), func(w *World) { delete(w.Drivers, local) }), Done, 0, false, DriverNotServed},
+		{"refused in use at this size: not tried online again", with(inUse(local, "1Gi"), expandable, refusedInUse, grown("2Gi", "1Gi", pending)), Done, 0, false, RefusedInUse},
+		{"refused in use: the next pod's mount tries again", []func(*World){withPods(pod(podUID, "data")), expandable, staged(local, true), refusedInUse, grown("2Gi", "1Gi", pending)}, Publish, ExpandAndFinish, true, ""},
 		{"next use: staged then expanded at mount", []func(*World){withPods(pod(podUID, "data")), expandable, grown("2Gi", "1Gi", pending)}, Stage, ExpandAndFinish, true, ""},
 		{"next use, staged for another pod at the old size", []func(*World){withPods(pod(podUID, "data")), expandable, staged(local, true), grown("2Gi", "1Gi", pending)}, Publish, ExpandAndFinish, true, ""},
 	} {

@@ -82,6 +82,8 @@ type VolData struct {
 	AttachmentID string `json:"attachmentID,omitempty"`
 	Mode         string `json:"volumeLifecycleMode,omitempty"`
 	Done         bool   `json:"volplaneDone,omitempty"`
-	// Size, on a staging record, is Staged.Size, a quantity.
-	Size string `json:"volplaneSize,omitempty"`
+	// Size and RefusedInUse, on a staging record, are Staged's, as
+	// quantities.
+	Size         string `json:"volplaneSize,omitempty"`
+	RefusedInUse string `json:"volplaneRefusedInUse,omitempty"`
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -133,11 +132,11 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 // staging record says it last saw.
 func (w World) expand(step *Step, pod *corev1.Pod, d *disk) {
 	v := step.Volume
-	var nodeSize resource.Quantity
+	var node Staged
 	if s, ok := d.staged[volumeKey{v.Driver, v.Handle}]; ok && s.Done {
-		nodeSize = s.Size
+		node = s
 	}
-	step.Expand, step.NotExpanded = w.expansion(pod, v, nodeSize)
+	step.Expand, step.NotExpanded = w.expansion(pod, v, node)
 }
 
 // attachWait says what an attachable volume still waits for: being

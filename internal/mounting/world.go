@@ -49,6 +49,10 @@ type Staged struct {
 	// capacity when it was staged, then each size it was expanded to on
 	// the node (the kubelet keeps it in its actual state); zero if unknown.
 	Size resource.Quantity
+	// RefusedInUse is a size the driver refused to expand the volume to
+	// while in use (FailedPrecondition); zero if none. The node does not
+	// try that size online again while the volume stays staged.
+	RefusedInUse resource.Quantity
 }
 
 // Published is a pod's publication found on disk.

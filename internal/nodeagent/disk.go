@@ -58,11 +58,14 @@ func scan(l mounting.Layout) (onDisk, error) {
 }
 
 // staged is a staging record as the pure core takes it; a size that does
-// not parse is unknown (the claim's capacity stands in).
+// not parse is unknown.
 func staged(data mounting.VolData) mounting.Staged {
 	s := mounting.Staged{Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done}
 	if q, err := resource.ParseQuantity(data.Size); err == nil {
 		s.Size = q
+	}
+	if q, err := resource.ParseQuantity(data.RefusedInUse); err == nil {
+		s.RefusedInUse = q
 	}
 	return s
 }

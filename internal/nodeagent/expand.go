@@ -36,12 +36,12 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 	claim := v.Claim
 	switch e.Mode {
 	case mounting.RecordOnly:
-		return a.recordSize(n, v, e.Size)
+		return recordSize(n, v, e.Size)
 	case mounting.SkipReadOnly:
 		msg := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.PV.Name)
 		n.recorder.Event(pod, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
 		n.recorder.Event(claim, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
-		return a.recordSize(n, v, e.Size)
+		return recordSize(n, v, e.Size)
 	case mounting.ExpandAndFinish, mounting.FinishWithoutCall:
 		var err error
 		if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), true); err != nil {
@@ -51,6 +51,12 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 	if e.Mode != mounting.FinishWithoutCall {
 		if err := a.nodeExpandVolume(ctx, n, pod, v, e.Size); err != nil {
 			a.expandFailed(ctx, n, pod, claim, v, e, err)
+			if csi.IsInUse(err) {
+				// As the kubelet: a volume that cannot grow in use keeps
+				// no pod from running and is not tried online again at
+				// this size while it stays staged.
+				return updateRecord(n, v, func(d *mounting.VolData) { d.RefusedInUse = e.Size.String() })
+			}
 			return err
 		}
 		msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", v.PV.Name, n.name)
@@ -64,7 +70,7 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 	}
 	logger.V(2).Info("Volume expanded on the node", "pod", klog.KObj(pod), "pvc", klog.KObj(claim), "pv", v.PV.Name,
 		"node", n.name, "size", e.Size.String(), "mode", e.Mode)
-	return a.recordSize(n, v, e.Size)
+	return recordSize(n, v, e.Size)
 }
 
 // expandFailed records a failed NodeExpandVolume: the kubelet's event
@@ -175,12 +181,17 @@ func claimPatch(old, cur *corev1.PersistentVolumeClaim, checkVersion bool) ([]by
 }
 
 // recordSize moves the node's staging record of the volume to size.
-func (a *Agent) recordSize(n *nodeState, v *mounting.Volume, size resource.Quantity) error {
+func recordSize(n *nodeState, v *mounting.Volume, size resource.Quantity) error {
+	return updateRecord(n, v, func(d *mounting.VolData) { d.Size = size.String() })
+}
+
+// updateRecord changes the node's staging record of the volume.
+func updateRecord(n *nodeState, v *mounting.Volume, change func(*mounting.VolData)) error {
 	dir := n.layout.StagingDir(v.Driver, v.Handle)
 	data, ok, err := readVolData(dir)
 	if err != nil || !ok {
 		return err
 	}
-	data.Size = size.String()
+	change(&data)
 	return writeVolData(dir, data)
 }

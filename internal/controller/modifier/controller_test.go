@@ -447,3 +447,33 @@ func TestModifySecretFromThePV(t *testing.T) {
 		t.Error("wrong error")
 	}
 }
+
+// A loop that stopped between the PV write and the claim's (or a restart
+// while InProgress) resumes the status target: the driver is asked again
+// (the call is idempotent) and only the claim is written.
+func TestRestartAfterThePVWriteFinishesWithOneWrite(t *testing.T) {
+	d := serveDriver(t)
+	handle := d.createVolume(t, "v1", fast.Parameters)
+	claim := testClaim("fast", func(c *v1.PersistentVolumeClaim) {
+		c.Status.ModifyVolumeStatus = &v1.ModifyVolumeStatus{Status: v1.PersistentVolumeClaimModifyVolumeInProgress, TargetVolumeAttributesClassName: "fast"}
+		c.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimVolumeModifyingVolume, Status: v1.ConditionTrue}}
+	})
+	pv := testPV(handle)
+	pv.Spec.VolumeAttributesClassName = ptr.To("fast")
+	b := newBed(t, csi.NewPool(d.ep), claim, pv, standard, fast)
+	if err := b.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.writes(), []string{"patch persistentvolumeclaims/status"}; !slices.Equal(got, want) {
+		t.Errorf("writes %v, want %v", got, want)
+	}
+	if c := b.claim(); c.Status.ModifyVolumeStatus != nil || ptr.Deref(c.Status.CurrentVolumeAttributesClassName, "") != "fast" || len(c.Status.Conditions) != 0 {
+		t.Errorf("claim status %+v", c.Status)
+	}
+	if d.calls() != 1 {
+		t.Errorf("%d calls, want the one that makes sure", d.calls())
+	}
+	if events := b.drained(); !slices.Equal(events, []string{"Normal VolumeModifySuccessful external resizer modified volume claim1 with vac fast successfully"}) {
+		t.Errorf("events %q", events)
+	}
+}

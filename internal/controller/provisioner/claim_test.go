@@ -198,10 +198,14 @@ func TestOutOfRoomAnswerAfterTheVolumeWasMadeLeaksNothing(t *testing.T) {
 // topology: ProvisioningFailed with the driver's error, selected-node
 // removed, and no in-progress finalizer, since nothing was made.
 func TestOutOfRoomOnTheSelectedNodeAsksForAnotherNode(t *testing.T) {
-	huge := func(c *v1.PersistentVolumeClaim) {
-		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("2Gi")
+	// Node a's driver holds a volume of half its capacity, so a claim of
+	// three quarters fits the driver but not what is left (more than the
+	// whole capacity would be OutOfRange: it can never fit).
+	larger := func(c *v1.PersistentVolumeClaim) {
+		c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("768Mi")
 	}
-	w := newTappedWorld(t, newTap(), claim(huge, selectedNode("a")), class(waitForConsumer))
+	w := newTappedWorld(t, newTap(), claim(larger, selectedNode("a")), class(waitForConsumer))
+	filler := w.fill("a", 512<<20)
 	w.start()
 	w.eventually("rescheduled", func() string {
 		c := w.claim()
@@ -213,9 +217,31 @@ func TestOutOfRoomOnTheSelectedNodeAsksForAnotherNode(t *testing.T) {
 		}
 		return w.eventOrder(announced, "Warning ProvisioningFailed rpc error: code = ResourceExhausted desc = ")
 	})
-	if b := w.backend(); len(b) != 0 {
-		t.Errorf("backend %v", b)
+	if b := w.backend(); len(b) != 1 || b[0] != filler {
+		t.Errorf("backend %v, want only %s", b, filler)
 	}
+}
+
+// fill makes a volume of size bytes on node's driver and returns it as
+// backend lists it.
+func (w *world) fill(node string, size int64) string {
+	w.t.Helper()
+	for _, e := range w.pool.Endpoints(testDriver) {
+		if e.Info.NodeID != node {
+			continue
+		}
+		vol, err := e.CreateVolume(w.ctx, &csipb.CreateVolumeRequest{Name: "filler-" + node,
+			CapacityRange: &csipb.CapacityRange{RequiredBytes: size},
+			VolumeCapabilities: []*csipb.VolumeCapability{{
+				AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+				AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}}}}})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return node + "/" + vol.GetVolumeId()
+	}
+	w.t.Fatalf("no endpoint of node %s", node)
+	return ""
 }
 
 // The class names a provisioner secret (templated from the claim) and node

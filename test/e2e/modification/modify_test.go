@@ -196,6 +196,7 @@ func TestClassAtCreationThenChanged(t *testing.T) {
 	if wrong := e.driverHolds(pv, map[string]string{hostpath.ParamTier: hostpath.TierStandard, hostpath.ParamIOPS: "3000"}); wrong != "" {
 		t.Error(wrong)
 	}
+	e.checkInvariants()
 }
 
 // An unknown class: Pending, reported once; once created, it is applied.
@@ -231,6 +232,7 @@ func TestUnknownClassIsPendingUntilCreated(t *testing.T) {
 	if got := e.events(modification.EventModifyFailed); len(got) != 1 {
 		t.Errorf("VolumeModifyFailed events %q, want the one", got)
 	}
+	e.checkInvariants()
 }
 
 // A class the driver refuses: Infeasible with the driver's reason, the
@@ -273,4 +275,57 @@ func TestRefusedClassIsInfeasible(t *testing.T) {
 	}
 	e.want(bundle.FastAttributes)
 	e.modified(bundle.FastAttributes)
+	e.checkInvariants()
+}
+
+// A claim naming a class that does not exist yet is not provisioned: the
+// provisioner says why and retries; once the class exists the claim is
+// provisioned with it and bound.
+func TestClaimWithAnUnknownClassIsProvisionedOnceItExists(t *testing.T) {
+	e := newEnv(t)
+	later := e.ns + "-at-creation"
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:               []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:          ptr.To(class),
+			VolumeAttributesClassName: ptr.To(later),
+			Resources:                 corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		}}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(context.Background(), "data", metav1.DeleteOptions{})
+	})
+	e.eventually("ProvisioningFailed", func() string {
+		want := fmt.Sprintf(`volumeattributesclasses.storage.k8s.io "%s" not found`, later)
+		for _, ev := range e.events("ProvisioningFailed") {
+			if strings.HasPrefix(ev, "Warning "+want+" (") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("ProvisioningFailed events %q", e.events("ProvisioningFailed"))
+	})
+	if c := e.claim(); c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
+		t.Fatalf("claim %s bound to %q without its class", c.Status.Phase, c.Spec.VolumeName)
+	}
+	vac := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: later}, DriverName: hostpath.DriverName,
+		Parameters: map[string]string{hostpath.ParamTier: hostpath.TierPremium}}
+	if _, err := e.client.StorageV1().VolumeAttributesClasses().Create(e.ctx, vac, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.client.StorageV1().VolumeAttributesClasses().Delete(context.Background(), later, metav1.DeleteOptions{})
+	})
+	e.eventually("Bound with the class", func() string {
+		c := e.claim()
+		switch {
+		case c.Status.Phase != corev1.ClaimBound:
+			return "phase " + string(c.Status.Phase)
+		case modification.CurrentClass(c) != later:
+			return "current class " + modification.CurrentClass(c)
+		}
+		return e.driverHolds(e.pv(c.Spec.VolumeName), vac.Parameters)
+	})
+	e.checkInvariants()
 }

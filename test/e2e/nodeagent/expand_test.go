@@ -83,7 +83,7 @@ func expandedOnNode(c *corev1.PersistentVolumeClaim) string {
 // volume, after checking it asked for 2Mi at the pod's publication.
 func lastExpand(t *testing.T, pv *corev1.PersistentVolume, pod *corev1.Pod, node string) *csipb.NodeExpandVolumeRequest {
 	t.Helper()
-	calls := bed.expands.of(pv.Spec.CSI.VolumeHandle)
+	calls := bed.tap.of(pv.Spec.CSI.VolumeHandle)
 	if len(calls) == 0 {
 		t.Fatal("the driver saw no NodeExpandVolume")
 	}
@@ -151,7 +151,7 @@ func TestNoNodeExpansionWhileTheClaimDoesNotWaitForTheNode(t *testing.T) {
 	pod := runPod(t, ns, "app", node, "data")
 	waitRunning(t, pod)
 	clustertest.Holds(t, "no NodeExpandVolume, claim untouched", time.Second, func() string {
-		if calls := bed.expands.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
+		if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
 			return fmt.Sprintf("NodeExpandVolume %v", calls)
 		}
 		c := getClaim(t, ns, "data")
@@ -192,9 +192,9 @@ func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
 		}
 		return fmt.Sprintf("conditions %v", c.Status.Conditions)
 	}, alive)
-	calls := len(bed.expands.of(pv.Spec.CSI.VolumeHandle))
+	calls := len(bed.tap.of(pv.Spec.CSI.VolumeHandle))
 	clustertest.Holds(t, "no retry once infeasible, pod still running", time.Second, func() string {
-		if now := len(bed.expands.of(pv.Spec.CSI.VolumeHandle)); now != calls {
+		if now := len(bed.tap.of(pv.Spec.CSI.VolumeHandle)); now != calls {
 			return fmt.Sprintf("%d NodeExpandVolume calls after the claim went infeasible", now-calls)
 		}
 		return ""
@@ -249,7 +249,7 @@ func TestReadOnlyMountIsNotExpanded(t *testing.T) {
 			return hasEvent(t, ns, object, "FileSystemResizeFailed", want)
 		}, alive)
 	}
-	if calls := bed.expands.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
+	if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
 		t.Errorf("NodeExpandVolume called for a read-only mount: %v", calls)
 	}
 	if s := getClaim(t, ns, "data").Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizePending {
@@ -277,4 +277,85 @@ func TestRestartedAgentResumesANodeExpansionInProgress(t *testing.T) {
 	clustertest.Eventually(t, "claim expanded by the restarted agent", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
 	lastExpand(t, pv, pod, node)
 	deletePodAndWaitGone(t, pod)
+}
+
+// A driver whose node service cannot expand (no EXPAND_VOLUME): the node
+// finishes the claim without calling it, as the kubelet does for a plugin
+// that needs no file system resize.
+func TestNodeThatCannotExpandFinishesTheClaimWithoutACall(t *testing.T) {
+	restartAgent(t, true)
+	t.Cleanup(func() { restartAgent(t, false) })
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
+	clustertest.Eventually(t, "claim finished", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
+	if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
+		t.Errorf("NodeExpandVolume called on a node service without EXPAND_VOLUME: %v", calls)
+	}
+	deletePodAndWaitGone(t, pod)
+}
+
+// restartAgent restarts the agent with the drivers' node EXPAND_VOLUME
+// hidden or not: the agent learns the capabilities when it starts.
+func restartAgent(t *testing.T, hideNodeExpand bool) {
+	t.Helper()
+	bed.agent.stop()
+	bed.tap.noNodeExpand.Store(hideNodeExpand)
+	var err error
+	if bed.agent, err = startAgent(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A driver that cannot grow a volume while it is in use (FailedPrecondition,
+// the CSI spec's "volume in use"): the claim gets the NodeResizeError
+// condition but stays waiting for the node, the running pod is left alone
+// and the node does not try online again; the next pod's mount expands it.
+func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	handle := pv.Spec.CSI.VolumeHandle
+	bed.tap.refuseInUse(handle, true)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
+	clustertest.Eventually(t, "NodeResizeError, still waiting for the node", func() string {
+		c := getClaim(t, ns, "data")
+		if s := c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInProgress {
+			return fmt.Sprintf("status %q", s)
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == corev1.PersistentVolumeClaimNodeResizeError && strings.Contains(cond.Message, "FailedPrecondition") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %v", c.Status.Conditions)
+	}, alive)
+	calls := len(bed.tap.of(handle))
+	poke, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"poke": "1"}}})
+	if _, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, poke, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Holds(t, "not tried online again", time.Second, func() string {
+		if now := len(bed.tap.of(handle)); now != calls {
+			return fmt.Sprintf("%d more NodeExpandVolume calls", now-calls)
+		}
+		return ""
+	})
+
+	bed.tap.refuseInUse(handle, false)
+	deletePodAndWaitGone(t, pod)
+	next := runPod(t, ns, "next", node, "data")
+	waitRunning(t, next)
+	if missing := expandedOnNode(getClaim(t, ns, "data")); missing != "" {
+		t.Errorf("after the next mount: %s", missing)
+	}
+	lastExpand(t, pv, next, node)
+	deletePodAndWaitGone(t, next)
 }

@@ -9,12 +9,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,27 +41,54 @@ var bed struct {
 	// attachDriver serves node-1 too, with attach required.
 	attachEndpoint string
 	attachDriver   *csi.Endpoint
-	// expands records the NodeExpandVolume calls every driver was sent.
-	expands expandCalls
+	// tap watches and changes what every driver is sent and answers.
+	tap driverTap
 }
 
-// expandCalls is what the drivers' interceptor saw of NodeExpandVolume.
-type expandCalls struct {
-	mu   sync.Mutex
-	seen []*csipb.NodeExpandVolumeRequest
+// driverTap is the drivers' interceptor: it records the NodeExpandVolume
+// calls and refuses those of the volumes in inUse as a volume that cannot
+// grow while in use (FailedPrecondition); while noNodeExpand is set, it
+// hides the node service's EXPAND_VOLUME capability (the agent probes it
+// when it starts).
+type driverTap struct {
+	mu           sync.Mutex
+	seen         []*csipb.NodeExpandVolumeRequest
+	inUse        map[string]bool
+	noNodeExpand atomic.Bool
 }
 
-func (c *expandCalls) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
 		c.mu.Lock()
 		c.seen = append(c.seen, proto.CloneOf(r))
+		refuse := c.inUse[r.GetVolumeId()]
 		c.mu.Unlock()
+		if refuse {
+			return nil, status.Error(codes.FailedPrecondition, "volume in use: cannot expand it while staged or published")
+		}
 	}
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	if caps, ok := resp.(*csipb.NodeGetCapabilitiesResponse); ok && c.noNodeExpand.Load() {
+		caps.Capabilities = slices.DeleteFunc(slices.Clone(caps.Capabilities), func(c *csipb.NodeServiceCapability) bool {
+			return c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_EXPAND_VOLUME
+		})
+	}
+	return resp, err
+}
+
+// refuseInUse makes the drivers refuse, or stop refusing, to expand a
+// volume while in use.
+func (c *driverTap) refuseInUse(handle string, refuse bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inUse == nil {
+		c.inUse = map[string]bool{}
+	}
+	c.inUse[handle] = refuse
 }
 
 // of returns the calls for a volume.
-func (c *expandCalls) of(handle string) []*csipb.NodeExpandVolumeRequest {
+func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*csipb.NodeExpandVolumeRequest
@@ -97,7 +128,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	for _, node := range cp.Nodes {
 		endpoint := "unix://" + filepath.Join(dir, node+".sock")
 		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
-			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
+			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 		if err != nil {
 			teardown()
 			return nil, err
@@ -175,7 +206,7 @@ func (r *running) stop() { r.cancel(); <-r.done }
 func startAttachDriver(ctx context.Context, node string, stopped *[]chan error) error {
 	endpoint := "unix://" + filepath.Join(bed.dir, "attach.sock")
 	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
-		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.expands.intercept})
+		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 	if err != nil {
 		return err
 	}
