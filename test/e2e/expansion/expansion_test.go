@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -175,14 +176,18 @@ func TestRestartMidExpansionFinishes(t *testing.T) {
 	if err := e.request("data", "2Mi"); err != nil {
 		t.Fatal(err)
 	}
-	c := e.getClaim("data")
-	inProgress := c.DeepCopy()
-	inProgress.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Mi")}
-	inProgress.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
-		corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInProgress}
-	inProgress.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing,
-		Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(e.ctx, inProgress, metav1.UpdateOptions{}); err != nil {
+	// Retried on conflict: the claim is the user's and the binder's too.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		inProgress := e.getClaim("data")
+		inProgress.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Mi")}
+		inProgress.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+			corev1.ResourceStorage: corev1.PersistentVolumeClaimControllerResizeInProgress}
+		inProgress.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing,
+			Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(e.ctx, inProgress, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("write the crashed status: %v", err)
 	}
 	calls := bed.calls.count("ControllerExpandVolume")
