@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,4 +248,20 @@ func hasEvent(events []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// writesAre checks the resizer's writes about the objects named are
+// exactly want. A write is counted once its answer reached the resizer,
+// which may be after the test saw its effect, so the count is waited for.
+func (e *env) writesAre(r *running, want []string, names ...string) {
+	e.t.Helper()
+	e.eventually("the resizer's writes counted", func() string {
+		if got := r.writes.about(names...); len(got) < len(want) {
+			return fmt.Sprintf("%q so far", got)
+		}
+		return ""
+	})
+	if got := r.writes.about(names...); !slices.Equal(got, want) {
+		e.t.Errorf("writes\n got %q\nwant %q", got, want)
+	}
 }

@@ -41,9 +41,7 @@ func TestUnusedClaimGrows(t *testing.T) {
 	if got := e.getPV(pvName).Spec.Capacity.Storage(); got.Cmp(resource.MustParse("2Mi")) != 0 {
 		t.Errorf("PV capacity %s, want 2Mi", got.String())
 	}
-	if got, want := r.writes.about("data", pvName), threeWrites(e.ns, "data", pvName); !slices.Equal(got, want) {
-		t.Errorf("writes\n got %q\nwant %q", got, want)
-	}
+	e.writesAre(r, threeWrites(e.ns, "data", pvName), "data", pvName)
 	want := []string{"Normal Resizing External resizer is resizing volume " + pvName, "Normal VolumeResizeSuccessful Resize volume succeeded"}
 	e.eventually("the resizer's events", func() string {
 		got := e.events("data")
@@ -163,9 +161,7 @@ func TestCrashAfterTheFirstWriteIsFinishedByTheNextResizer(t *testing.T) {
 	}
 	// The claim is already marked: the PV and the finish are all that is left.
 	want := threeWrites(e.ns, "data", pvName)[1:]
-	if got := r.writes.about("data", pvName); !slices.Equal(got, want) {
-		t.Errorf("writes of the second resizer\n got %q\nwant %q", got, want)
-	}
+	e.writesAre(r, want, "data", pvName)
 }
 
 // The claim status a crashed resizer would have left, written with no
@@ -200,9 +196,7 @@ func TestRestartMidExpansionFinishes(t *testing.T) {
 		t.Errorf("%d ControllerExpandVolume calls, want 1", n)
 	}
 	want := threeWrites(e.ns, "data", pvName)[1:]
-	if got := r.writes.about("data", pvName); !slices.Equal(got, want) {
-		t.Errorf("writes\n got %q\nwant %q", got, want)
-	}
+	e.writesAre(r, want, "data", pvName)
 }
 
 // A block volume needs node expansion after the driver's (the bundled
@@ -239,9 +233,7 @@ func TestBlockVolumeWaitsForTheNode(t *testing.T) {
 	if got := e.getPV(pvName).Spec.Capacity.Storage(); got.Cmp(resource.MustParse("2Mi")) != 0 {
 		t.Errorf("PV capacity %s", got.String())
 	}
-	if got, want := r.writes.about("raw", pvName), threeWrites(e.ns, "raw", pvName); !slices.Equal(got, want) {
-		t.Errorf("writes\n got %q\nwant %q", got, want)
-	}
+	e.writesAre(r, threeWrites(e.ns, "raw", pvName), "raw", pvName)
 	e.eventually("FileSystemResizeRequired", func() string {
 		if got := e.events("raw"); !hasEvent(got, "Normal FileSystemResizeRequired Require file system resize of volume on node") {
 			return fmt.Sprintf("events %q", got)
