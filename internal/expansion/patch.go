@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-// StatusPatch is the strategic merge patch from old to want, a claim the
-// steps above returned, for the status subresource: only what changed,
+// StatusPatch is the strategic merge patch from old to want, a claim a
+// pure step returned (this package's, or internal/modification's), for the
+// status subresource; the resizer, the modifier and the node agent all
+// write claims with it: only what changed,
 // other conditions left alone. With rvCheck it carries old's
 // resourceVersion, so that it fails with a conflict on a claim changed
 // meanwhile (the reference checks every write but the failure marks).

@@ -5,12 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-// NodeExpansionNotRequired is the claim annotation the resizer sets when
-// it finished an expansion in the controller alone: no node has to expand
-// the volume, not even a node sharing a ReadWriteMany volume.
-const NodeExpansionNotRequired = "volume.kubernetes.io/node-expansion-not-required"
+	"github.com/volplane/volplane/internal/expansion"
+)
 
 // ExpandMode is what a node expansion writes and calls.
 type ExpandMode int
@@ -123,6 +120,6 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, R
 // it even once the claim is expanded: a ReadWriteMany claim the resizer did
 // not mark as needing no node expansion.
 func expandEveryNode(claim *corev1.PersistentVolumeClaim) bool {
-	_, notRequired := claim.Annotations[NodeExpansionNotRequired]
+	_, notRequired := claim.Annotations[expansion.AnnNodeExpansionNotRequired]
 	return slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired
 }

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volplane/volplane/internal/expansion"
 )
 
 // grown: the PV was expanded to pv while the claim's status says claim
@@ -51,7 +53,7 @@ func TestNodeExpansionRunsOnlyWhenTheClaimWaitsForTheNode(t *testing.T) {
 		w.Claims["ns/data"].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	}
 	notRequired := func(w *World) {
-		w.Claims["ns/data"].Annotations = map[string]string{NodeExpansionNotRequired: "true"}
+		w.Claims["ns/data"].Annotations = map[string]string{expansion.AnnNodeExpansionNotRequired: "true"}
 	}
 	readOnly := func(w *World) { w.Pods[0].Spec.Volumes[2].PersistentVolumeClaim.ReadOnly = true }
 	cannotExpand := func(w *World) { w.Drivers[local] = Driver{Stage: true} }

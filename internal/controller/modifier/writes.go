@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
+	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/modification"
 )
 
@@ -31,7 +31,7 @@ func (c *Controller) writeClaim(ctx context.Context, key string, old, want *v1.P
 	if want == nil {
 		return old, nil
 	}
-	patch, err := claimPatch(old, want, rvCheck)
+	patch, err := expansion.StatusPatch(old, want, rvCheck)
 	if err != nil {
 		return old, err
 	}
@@ -40,34 +40,6 @@ func (c *Controller) writeClaim(ctx context.Context, key string, old, want *v1.P
 		return old, err
 	}
 	return c.newestClaim.Wrote(key, out), nil
-}
-
-// claimPatch is the strategic merge patch from old to want, with old's
-// resourceVersion when rvCheck.
-func claimPatch(old, want *v1.PersistentVolumeClaim, rvCheck bool) ([]byte, error) {
-	o, err := json.Marshal(old)
-	if err != nil {
-		return nil, fmt.Errorf("marshal claim: %w", err)
-	}
-	n, err := json.Marshal(want)
-	if err != nil {
-		return nil, fmt.Errorf("marshal claim: %w", err)
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(o, n, &v1.PersistentVolumeClaim{})
-	if err != nil || !rvCheck {
-		return patch, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, fmt.Errorf("claim patch: %w", err)
-	}
-	meta, _ := m["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		m["metadata"] = meta
-	}
-	meta["resourceVersion"] = old.ResourceVersion
-	return json.Marshal(m)
 }
 
 // finish writes the PV's class first, then the claim's: a crash between

@@ -19,7 +19,7 @@ func TestClaimPatchesCarryOnlyTheChange(t *testing.T) {
 		c.Annotations = map[string]string{expansion.AnnNodeExpansionNotRequired: "true", "keep": "me"}
 	})
 	marked := expansion.MarkControllerResizeInProgress(old, qty("2Mi"), at)
-	patch, err := claimPatch(old, marked, true)
+	patch, err := expansion.StatusPatch(old, marked, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestClaimPatchesCarryOnlyTheChange(t *testing.T) {
 	}
 	marked.ResourceVersion = "8"
 	done := expansion.MarkResizeFinished(marked, qty("2Mi"))
-	patch, err = claimPatch(marked, done, false)
+	patch, err = expansion.StatusPatch(marked, done, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestClaimPatchesCarryOnlyTheChange(t *testing.T) {
 	// With a condition of someone else's, only ours is deleted.
 	other := marked.DeepCopy()
 	other.Status.Conditions = append(other.Status.Conditions, v1.PersistentVolumeClaimCondition{Type: "ModifyingVolume", Status: v1.ConditionTrue})
-	patch, err = claimPatch(other, expansion.MarkResizeFinished(other, qty("2Mi")), false)
+	patch, err = expansion.StatusPatch(other, expansion.MarkResizeFinished(other, qty("2Mi")), false)
 	if err != nil {
 		t.Fatal(err)
 	}
