@@ -84,17 +84,31 @@ func runAttachCase(b *testing.B, referenceLimits bool, n int) (attachResult, err
 // startAttachLoops runs attachdetach and the attacher as managers of their
 // own, each with a counting client at the case's limits.
 func startAttachLoops(stack *clustertest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
-	limits := map[string][2]float32{clientAttachDetach: {-1, 0}, clientAttacher: {-1, 0}}
+	var limits map[string][2]float32
 	if referenceLimits {
-		limits[clientAttachDetach] = [2]float32{20, 30} // kube-controller-manager
-		limits[clientAttacher] = [2]float32{5, 10}      // external-attacher
+		limits = map[string][2]float32{
+			clientAttachDetach: {20, 30}, // kube-controller-manager
+			clientAttacher:     {5, 10},  // external-attacher
+		}
 	}
+	return startCountedLoops(stack, map[string]string{clientAttachDetach: manager.AttachDetach, clientAttacher: manager.Attacher}, limits, counters)
+}
+
+// startCountedLoops runs each loop of loops (client name to loop name) as a
+// manager of its own, with a client that counts its writes in counters and
+// is limited to limits (QPS, burst) by client name; a client without
+// limits is unthrottled.
+func startCountedLoops(stack *clustertest.Stack, loops map[string]string, limits map[string][2]float32,
+	counters map[string]*writeCounter) func() {
 	var running []*clustertest.Loops
-	for c, loop := range map[string]string{clientAttachDetach: manager.AttachDetach, clientAttacher: manager.Attacher} {
+	for c, loop := range loops {
 		cfg := stack.LoopsConfig()
 		cfg.Controllers, cfg.Workers = []string{loop}, benchWorkers()
 		cfg.REST = rest.CopyConfig(stack.CP.RESTConfig)
-		cfg.REST.QPS, cfg.REST.Burst = limits[c][0], int(limits[c][1])
+		cfg.REST.QPS, cfg.REST.Burst = -1, 0
+		if l, ok := limits[c]; ok {
+			cfg.REST.QPS, cfg.REST.Burst = l[0], int(l[1])
+		}
 		cfg.REST.Wrap(counters[c].wrap)
 		running = append(running, clustertest.StartLoops(cfg))
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -77,25 +76,14 @@ func runExpandCase(referenceLimits bool, n int) (expandResult, error) {
 // startExpandLoops runs the expander and the resizer as managers of their
 // own, each with a counting client at the case's limits.
 func startExpandLoops(stack *clustertest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
-	limits := map[string][2]float32{clientExpander: {-1, 0}, clientResizer: {-1, 0}}
+	var limits map[string][2]float32
 	if referenceLimits {
-		limits[clientExpander] = [2]float32{20, 30} // kube-controller-manager
-		limits[clientResizer] = [2]float32{5, 10}   // external-resizer
-	}
-	var running []*clustertest.Loops
-	for c, loop := range map[string]string{clientExpander: manager.Expander, clientResizer: manager.Resizer} {
-		cfg := stack.LoopsConfig()
-		cfg.Controllers, cfg.Workers = []string{loop}, benchWorkers()
-		cfg.REST = rest.CopyConfig(stack.CP.RESTConfig)
-		cfg.REST.QPS, cfg.REST.Burst = limits[c][0], int(limits[c][1])
-		cfg.REST.Wrap(counters[c].wrap)
-		running = append(running, clustertest.StartLoops(cfg))
-	}
-	return func() {
-		for _, l := range running {
-			_ = l.Stop()
+		limits = map[string][2]float32{
+			clientExpander: {20, 30}, // kube-controller-manager
+			clientResizer:  {5, 10},  // external-resizer
 		}
 	}
+	return startCountedLoops(stack, map[string]string{clientExpander: manager.Expander, clientResizer: manager.Resizer}, limits, counters)
 }
 
 // measureExpansions raises every claim's request (16 writers) and watches
