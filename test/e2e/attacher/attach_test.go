@@ -39,9 +39,23 @@ func TestFirstAttachProtectsThePVAnnotatesPublishesInThreeWrites(t *testing.T) {
 		"PATCH /apis/storage.k8s.io/v1/volumeattachments/" + va.Name,
 		"PATCH /apis/storage.k8s.io/v1/volumeattachments/" + va.Name + "/status",
 	}
+	e.writesSettle(r, pv.Name, va.Name, len(want))
 	if got := r.writes.about(pv.Name, va.Name); !slices.Equal(got, want) {
 		t.Errorf("writes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// writesSettle waits until at least n writes about the PV and the
+// attachment are logged: a write is logged when its answer reaches the
+// attacher, which may be after the test has seen its effect.
+func (e *env) writesSettle(r *running, pv, va string, n int) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("%d writes logged", n), func() string {
+		if got := r.writes.about(pv, va); len(got) < n {
+			return fmt.Sprintf("%v", got)
+		}
+		return ""
+	})
 }
 
 func TestFirstAttachOfAProtectedPVIsTwoWrites(t *testing.T) {
@@ -49,6 +63,7 @@ func TestFirstAttachOfAProtectedPVIsTwoWrites(t *testing.T) {
 	r := e.start(0)
 	pv, _ := e.volume(attaching, finalizer)
 	va := e.waitAttached(e.attachment(pv, bed.node).Name)
+	e.writesSettle(r, pv.Name, va.Name, 2)
 	if got := r.writes.about(pv.Name, va.Name); len(got) != 2 || slices.ContainsFunc(got, func(w string) bool {
 		return strings.Contains(w, "/persistentvolumes/")
 	}) {
@@ -180,6 +195,7 @@ func TestDriverWithoutPublishIsOnlyMarkedAttached(t *testing.T) {
 	if n := bed.calls.count("ControllerPublishVolume", handle); n != 0 {
 		t.Errorf("ControllerPublishVolume called %d times", n)
 	}
+	e.writesSettle(r, pv.Name, va.Name, 1)
 	if got := r.writes.about(pv.Name, va.Name); len(got) != 1 {
 		t.Errorf("writes %v, want the one status write", got)
 	}
