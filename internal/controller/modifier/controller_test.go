@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
@@ -295,7 +296,7 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 	if err := b.sync(); err != nil || d.calls() != 1 {
 		t.Errorf("a sync within the slow retry: %v, %d calls (want none more)", err, d.calls())
 	}
-	b.clock = b.clock.Add(DefaultRetryMax)
+	b.clock = b.clock.Add(resizing.DefaultRetryMax)
 	if err := b.sync(); status.Code(err) != codes.InvalidArgument || d.calls() != 2 {
 		t.Errorf("after the slow retry: %v, %d calls, want a second call", err, d.calls())
 	}

@@ -39,7 +39,7 @@ type Controller struct {
 
 // New builds the loop over the given informers.
 func New(cfg Config) (*Controller, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults("resizer")
 	if err != nil {
 		return nil, err
 	}

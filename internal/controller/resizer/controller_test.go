@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 )
@@ -224,7 +225,7 @@ func TestInfeasibleSizeWaitsForItsSlowRetryButALoweredRequestDoesNot(t *testing.
 		t.Fatalf("early retry: %v, %d calls, writes %v", err, d.count("ControllerExpandVolume"), writes(b.client))
 	}
 	// Once it is due, the same size is asked for once more.
-	b.clock = b.clock.Add(DefaultRetryMax + time.Second)
+	b.clock = b.clock.Add(resizing.DefaultRetryMax + time.Second)
 	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil || d.count("ControllerExpandVolume") != 2 {
 		t.Fatalf("due retry: %v, %d calls", err, d.count("ControllerExpandVolume"))
 	}

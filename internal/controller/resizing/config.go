@@ -1,0 +1,80 @@
+// Package resizing holds what the external-resizer's two controllers share:
+// the resizer (expansion) and the modifier (VolumeAttributesClass) take the
+// same dependencies and the same settings, the external-resizer's flags.
+package resizing
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/csi"
+)
+
+// Config is what either loop needs; every dependency is passed in.
+type Config struct {
+	// Client writes claims' status and PVs, and reads the expand or modify
+	// secrets.
+	Client kubernetes.Interface
+	// Informers must not be started yet; each loop registers what it
+	// watches (claims and PVs; the modifier also VolumeAttributesClasses).
+	Informers informers.SharedInformerFactory
+	// Pool holds the drivers served: a loop handles exactly the claims
+	// whose PV's spec.csi.driver is one of them.
+	Pool *csi.Pool
+	// Recorder returns the event recorder of a driver; its source should be
+	// "external-resizer <driver>" (expansion.EventComponent). Nil records
+	// no events.
+	Recorder func(driver string) record.EventRecorder
+	// Workers (the external-resizer's --workers: 10).
+	Workers int
+	// ResyncPeriod is how often claims not at rest are looked at again
+	// (--resync-period: 10m); those backing off are left alone.
+	ResyncPeriod time.Duration
+	// RetryStart and RetryMax bound the per-claim backoff of failed syncs
+	// (--retry-interval-start/-max: 1s, 5m).
+	RetryStart, RetryMax time.Duration
+	// SlowRetry is how long an infeasible request (a size, a class) waits
+	// before it is asked for again (the reference's slow set: RetryMax).
+	SlowRetry time.Duration
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+// The external-resizer's defaults.
+const (
+	DefaultWorkers      = 10
+	DefaultResyncPeriod = 10 * time.Minute
+	DefaultRetryStart   = time.Second
+	DefaultRetryMax     = 5 * time.Minute
+)
+
+// WithDefaults checks the dependencies and fills in what is left zero;
+// loop names the loop in the error.
+func (c Config) WithDefaults(loop string) (Config, error) {
+	if c.Client == nil || c.Informers == nil || c.Pool == nil {
+		return c, fmt.Errorf("%s: Client, Informers and Pool are required", loop)
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.ResyncPeriod <= 0 {
+		c.ResyncPeriod = DefaultResyncPeriod
+	}
+	if c.RetryStart <= 0 {
+		c.RetryStart = DefaultRetryStart
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.SlowRetry <= 0 {
+		c.SlowRetry = c.RetryMax
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
