@@ -3,10 +3,7 @@ package attacher
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,47 +43,7 @@ type running struct {
 	cancel context.CancelFunc
 	ended  chan struct{} // closed once Run returned; err is then set
 	err    error
-	writes *writes
-}
-
-// writes counts the attacher's API writes and can stop the attacher right
-// after its nth one (a crash between two steps).
-type writes struct {
-	mu      sync.Mutex
-	log     []string
-	crashAt int
-	crash   func()
-	next    http.RoundTripper
-}
-
-func (w *writes) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(r)
-	if r.Method == http.MethodGet || err != nil || resp.StatusCode >= 300 {
-		return resp, err
-	}
-	w.mu.Lock()
-	w.log = append(w.log, r.Method+" "+r.URL.Path)
-	if len(w.log) == w.crashAt && w.crash != nil {
-		w.crash()
-	}
-	w.mu.Unlock()
-	return resp, err
-}
-
-// about lists the writes whose path mentions name.
-func (w *writes) about(names ...string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, l := range w.log {
-		for _, n := range names {
-			if strings.Contains(l, "/"+n) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return out
+	writes *clustertest.WriteLog
 }
 
 // start runs an attacher until the test ends; crashAt > 0 stops it right
@@ -95,10 +52,10 @@ func (e *env) start(crashAt int) *running {
 	e.t.Helper()
 	cp := clustertest.ControlPlane(e.t)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writes{crashAt: crashAt, crash: cancel}
+	w := clustertest.NewWriteLog(crashAt, cancel)
 	cfg := rest.CopyConfig(cp.RESTConfig)
 	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w })
+	cfg.Wrap(w.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		e.t.Fatal(err)

@@ -3,10 +3,7 @@ package expansion
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,47 +47,7 @@ type running struct {
 	cancel context.CancelFunc
 	ended  chan struct{} // closed once Run returned; err is then set
 	err    error
-	writes *writes
-}
-
-// writes counts the resizer's API writes and can stop it right after its
-// nth one (a crash between two steps).
-type writes struct {
-	mu      sync.Mutex
-	log     []string
-	crashAt int
-	crash   func()
-	next    http.RoundTripper
-}
-
-func (w *writes) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(r)
-	if r.Method == http.MethodGet || err != nil || resp.StatusCode >= 300 {
-		return resp, err
-	}
-	w.mu.Lock()
-	w.log = append(w.log, r.Method+" "+r.URL.Path)
-	if len(w.log) == w.crashAt && w.crash != nil {
-		w.crash()
-	}
-	w.mu.Unlock()
-	return resp, err
-}
-
-// about lists the writes whose path names one of the objects.
-func (w *writes) about(names ...string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, l := range w.log {
-		for _, n := range names {
-			if strings.Contains(l, "/"+n+"/") || strings.HasSuffix(l, "/"+n) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return out
+	writes *clustertest.WriteLog
 }
 
 // start runs a resizer until the test ends; crashAt > 0 stops it right
@@ -100,10 +57,10 @@ func (e *env) start(crashAt int) *running {
 	e.t.Helper()
 	cp := clustertest.ControlPlane(e.t)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writes{crashAt: crashAt, crash: cancel}
+	w := clustertest.NewWriteLog(crashAt, cancel)
 	cfg := rest.CopyConfig(cp.RESTConfig)
 	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w })
+	cfg.Wrap(w.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		e.t.Fatal(err)
@@ -256,12 +213,12 @@ func hasEvent(events []string, want string) bool {
 func (e *env) writesAre(r *running, want []string, names ...string) {
 	e.t.Helper()
 	e.eventually("the resizer's writes counted", func() string {
-		if got := r.writes.about(names...); len(got) < len(want) {
+		if got := r.writes.About(names...); len(got) < len(want) {
 			return fmt.Sprintf("%q so far", got)
 		}
 		return ""
 	})
-	if got := r.writes.about(names...); !slices.Equal(got, want) {
+	if got := r.writes.About(names...); !slices.Equal(got, want) {
 		e.t.Errorf("writes\n got %q\nwant %q", got, want)
 	}
 }

@@ -71,7 +71,7 @@ func TestClassWithoutExpansionRefusesTheEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitCapacity("other", "2Mi")
-	if got := r.writes.about("fixed"); len(got) != 0 {
+	if got := r.writes.About("fixed"); len(got) != 0 {
 		t.Errorf("writes to the refused claim: %q", got)
 	}
 	if got := e.events("fixed"); len(got) != 0 {

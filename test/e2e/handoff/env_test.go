@@ -3,10 +3,8 @@ package handoff
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,30 +44,7 @@ type running struct {
 	cancel context.CancelFunc
 	ended  chan struct{} // closed once Run returned; err is then set
 	err    error
-	writes *writes
-}
-
-// writes logs the expander's API writes as "METHOD path".
-type writes struct {
-	mu   sync.Mutex
-	log  []string
-	next http.RoundTripper
-}
-
-func (w *writes) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(r)
-	if r.Method != http.MethodGet {
-		w.mu.Lock()
-		w.log = append(w.log, r.Method+" "+r.URL.Path)
-		w.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (w *writes) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.log)
+	writes *clustertest.WriteLog
 }
 
 // start runs an expander until the test ends (or stop).
@@ -77,9 +52,9 @@ func (e *env) start() *running {
 	e.t.Helper()
 	cp := clustertest.ControlPlane(e.t)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writes{}
+	w := clustertest.NewWriteLog(0, nil)
 	cfg := rest.CopyConfig(cp.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w })
+	cfg.Wrap(w.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		e.t.Fatal(err)
