@@ -66,16 +66,7 @@ func runAttachCase(b *testing.B, referenceLimits bool, n int) (attachResult, err
 	defer stopAttach()
 
 	client := kubernetes.NewForConfigOrDie(protobuf(cp.RESTConfig, -1))
-	if err := createNamespace(ctx, client); err != nil {
-		return attachResult{}, err
-	}
-	if err := parallel(n, func(i int) error { return createClaim(ctx, client, i, bundle.NetworkClass) }); err != nil {
-		return attachResult{}, err
-	}
-	if err := waitFor(ctx, 10*time.Minute, func() (bool, error) { return allBound(ctx, client, n) }); err != nil {
-		return attachResult{}, fmt.Errorf("binding: %w", err)
-	}
-	if err := stack.EndedEarly(); err != nil {
+	if err := bindClaims(ctx, client, stack, n, bundle.NetworkClass); err != nil {
 		return attachResult{}, err
 	}
 	return measurePods(ctx, b, client, cp.Nodes, n, counters)
@@ -117,6 +108,21 @@ func startCountedLoops(stack *clustertest.Stack, loops map[string]string, limits
 			_ = l.Stop()
 		}
 	}
+}
+
+// bindClaims creates the bench namespace and n claims of class in it (16
+// writers), and waits until all are Bound and the stack still runs.
+func bindClaims(ctx context.Context, client kubernetes.Interface, stack *clustertest.Stack, n int, class string) error {
+	if err := createNamespace(ctx, client); err != nil {
+		return err
+	}
+	if err := parallel(n, func(i int) error { return createClaim(ctx, client, i, class) }); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 10*time.Minute, func() (bool, error) { return allBound(ctx, client, n) }); err != nil {
+		return fmt.Errorf("binding: %w", err)
+	}
+	return stack.EndedEarly()
 }
 
 func createNamespace(ctx context.Context, client kubernetes.Interface) error {

@@ -58,16 +58,7 @@ func runExpandCase(referenceLimits bool, n int) (expandResult, error) {
 	defer stop()
 
 	client := kubernetes.NewForConfigOrDie(protobuf(cp.RESTConfig, -1))
-	if err := createNamespace(ctx, client); err != nil {
-		return expandResult{}, err
-	}
-	if err := parallel(n, func(i int) error { return createClaim(ctx, client, i, bundle.ImmediateClass) }); err != nil {
-		return expandResult{}, err
-	}
-	if err := waitFor(ctx, 10*time.Minute, func() (bool, error) { return allBound(ctx, client, n) }); err != nil {
-		return expandResult{}, fmt.Errorf("binding: %w", err)
-	}
-	if err := stack.EndedEarly(); err != nil {
+	if err := bindClaims(ctx, client, stack, n, bundle.ImmediateClass); err != nil {
 		return expandResult{}, err
 	}
 	return measureExpansions(ctx, client, n, counters)
