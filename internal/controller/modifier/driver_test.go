@@ -2,17 +2,14 @@ package modifier
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
 // testDriver is the bundled driver served in the test, with a hook that
@@ -29,36 +26,13 @@ type testDriver struct {
 
 func serveDriver(t *testing.T) *testDriver {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vp-mod-") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := &testDriver{}
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	hp, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: "node-1", DataDir: filepath.Join(dir, "data"),
-		Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter(), Interceptor: d.intercept})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = hp.Run(ctx); close(done) }()
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if d.ep, err = csi.Dial(ctx, endpoint, nil); err == nil {
-			break
-		}
-	}
-	t.Cleanup(func() {
-		if d.ep != nil {
-			_ = d.ep.Close()
-		}
-		stop()
-		<-done
-		_ = os.RemoveAll(dir)
-	})
+	ep, err := csi.Dial(context.Background(), hostpathtest.ServeIntercepted(t, "node-1", 1<<30, d.intercept), nil)
 	if err != nil {
 		t.Fatalf("dial the driver: %v", err)
 	}
+	t.Cleanup(func() { _ = ep.Close() })
+	d.ep = ep
 	return d
 }
 
