@@ -50,14 +50,20 @@ import (
 // process is not something it supports); VOLPLANE_BENCH_PROFILE=dir writes
 // each child's CPU profile there.
 func BenchmarkAttach(b *testing.B) {
+	benchCases(b, "BenchmarkAttachCase", attachResult.report)
+}
+
+// benchCases runs caseBench in a child process for every count of
+// VOLPLANE_BENCH_N at both client limits, and reports each result.
+func benchCases[R any](b *testing.B, caseBench string, report func(R, *testing.B, string, int)) {
 	for _, n := range attachNs(b) {
 		for _, limits := range []string{limitsReference, limitsNone} {
 			name := fmt.Sprintf("n=%d/%s", n, limits)
 			b.Run(name, func(b *testing.B) {
 				for range b.N {
-					var r attachResult
-					runChildCase(b, "BenchmarkAttachCase", name, n, &r)
-					r.report(b, name, n)
+					var r R
+					runChildCase(b, caseBench, name, n, &r)
+					report(r, b, name, n)
 				}
 			})
 		}
@@ -81,16 +87,25 @@ const (
 // BenchmarkAttachCase is the body of one case; it runs only in a child
 // started by BenchmarkAttach.
 func BenchmarkAttachCase(b *testing.B) {
+	caseBody(b, "BenchmarkAttach", func(referenceLimits bool, n int) (attachResult, error) {
+		return runAttachCase(b, referenceLimits, n)
+	})
+}
+
+// caseBody runs one case in the child started by parent: the case's name
+// and count come from the environment; the result goes to the parent as a
+// RESULT line.
+func caseBody[R any](b *testing.B, parent string, run func(referenceLimits bool, n int) (R, error)) {
 	name := os.Getenv(caseEnv)
 	if name == "" {
-		b.Skip("run through BenchmarkAttach")
+		b.Skip("run through " + parent)
 	}
 	n, err := strconv.Atoi(os.Getenv("VOLPLANE_BENCH_N"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	_, limits, _ := strings.Cut(name, "/")
-	r, err := runAttachCase(b, limits == limitsReference, n)
+	r, err := run(limits == limitsReference, n)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,12 +1,7 @@
 package bench
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -38,18 +33,7 @@ import (
 // to ControllerResizeInProgress, PV capacity, claim status finished) plus
 // two events (Resizing, VolumeResizeSuccessful).
 func BenchmarkExpand(b *testing.B) {
-	for _, n := range attachNs(b) {
-		for _, limits := range []string{limitsReference, limitsNone} {
-			name := fmt.Sprintf("n=%d/%s", n, limits)
-			b.Run(name, func(b *testing.B) {
-				for range b.N {
-					var r expandResult
-					runChildCase(b, "BenchmarkExpandCase", name, n, &r)
-					r.report(b, name, n)
-				}
-			})
-		}
-	}
+	benchCases(b, "BenchmarkExpandCase", expandResult.report)
 }
 
 // The clients of the expansion loops, counted apart.
@@ -61,21 +45,7 @@ const (
 // BenchmarkExpandCase is the body of one case; it runs only in a child
 // started by BenchmarkExpand.
 func BenchmarkExpandCase(b *testing.B) {
-	name := os.Getenv(caseEnv)
-	if name == "" {
-		b.Skip("run through BenchmarkExpand")
-	}
-	n, err := strconv.Atoi(os.Getenv("VOLPLANE_BENCH_N"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, limits, _ := strings.Cut(name, "/")
-	r, err := runExpandCase(limits == limitsReference, n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", out)
+	caseBody(b, "BenchmarkExpand", runExpandCase)
 }
 
 // expandResult is what one case measured.
