@@ -40,7 +40,7 @@ func TestFirstAttachProtectsThePVAnnotatesPublishesInThreeWrites(t *testing.T) {
 		"PATCH /apis/storage.k8s.io/v1/volumeattachments/" + va.Name + "/status",
 	}
 	e.writesSettle(r, pv.Name, va.Name, len(want))
-	if got := r.writes.About(pv.Name, va.Name); !slices.Equal(got, want) {
+	if got := r.Writes.About(pv.Name, va.Name); !slices.Equal(got, want) {
 		t.Errorf("writes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
@@ -48,10 +48,10 @@ func TestFirstAttachProtectsThePVAnnotatesPublishesInThreeWrites(t *testing.T) {
 // writesSettle waits until at least n writes about the PV and the
 // attachment are logged: a write is logged when its answer reaches the
 // attacher, which may be after the test has seen its effect.
-func (e *env) writesSettle(r *running, pv, va string, n int) {
+func (e *env) writesSettle(r *clustertest.LoopRun, pv, va string, n int) {
 	e.t.Helper()
 	e.eventually(fmt.Sprintf("%d writes logged", n), func() string {
-		if got := r.writes.About(pv, va); len(got) < n {
+		if got := r.Writes.About(pv, va); len(got) < n {
 			return fmt.Sprintf("%v", got)
 		}
 		return ""
@@ -64,7 +64,7 @@ func TestFirstAttachOfAProtectedPVIsTwoWrites(t *testing.T) {
 	pv, _ := e.volume(attaching, finalizer)
 	va := e.waitAttached(e.attachment(pv, bed.node).Name)
 	e.writesSettle(r, pv.Name, va.Name, 2)
-	if got := r.writes.About(pv.Name, va.Name); len(got) != 2 || slices.ContainsFunc(got, func(w string) bool {
+	if got := r.Writes.About(pv.Name, va.Name); len(got) != 2 || slices.ContainsFunc(got, func(w string) bool {
 		return strings.Contains(w, "/persistentvolumes/")
 	}) {
 		t.Errorf("writes %v, want the attachment's two", got)
@@ -196,7 +196,7 @@ func TestDriverWithoutPublishIsOnlyMarkedAttached(t *testing.T) {
 		t.Errorf("ControllerPublishVolume called %d times", n)
 	}
 	e.writesSettle(r, pv.Name, va.Name, 1)
-	if got := r.writes.About(pv.Name, va.Name); len(got) != 1 {
+	if got := r.Writes.About(pv.Name, va.Name); len(got) != 1 {
 		t.Errorf("writes %v, want the one status write", got)
 	}
 }
@@ -209,11 +209,11 @@ func TestRestartAfterAFinalizerWriteFinishesWithOneFinalizer(t *testing.T) {
 			pv, handle := e.volume(attaching)
 			name := e.attachment(pv, bed.node).Name
 			select {
-			case <-first.ended:
+			case <-first.Ended():
 			case <-time.After(clustertest.WaitTimeout):
 				t.Fatal("the first attacher did not stop at its crash point")
 			}
-			if w := first.writes.About(pv.Name, name); len(w) < crashAt {
+			if w := first.Writes.About(pv.Name, name); len(w) < crashAt {
 				t.Fatalf("the first attacher stopped after %v", w)
 			}
 			e.start(0)

@@ -12,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -29,7 +27,7 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace: its name prefixes the test's objects
-	loop   *running
+	loop   *clustertest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
@@ -38,48 +36,14 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// running is one attacher run with its write counter.
-type running struct {
-	cancel context.CancelFunc
-	ended  chan struct{} // closed once Run returned; err is then set
-	err    error
-	writes *clustertest.WriteLog
-}
-
 // start runs an attacher until the test ends; crashAt > 0 stops it right
 // after that many writes.
-func (e *env) start(crashAt int) *running {
+func (e *env) start(crashAt int) *clustertest.LoopRun {
 	e.t.Helper()
-	cp := clustertest.ControlPlane(e.t)
-	ctx, cancel := context.WithCancel(context.Background())
-	w := clustertest.NewWriteLog(crashAt, cancel)
-	cfg := rest.CopyConfig(cp.RESTConfig)
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(w.Wrap)
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	a, err := attacher.New(attacher.Config{Client: client, Informers: factory, Pool: bed.pool, Workers: 2})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	r := &running{cancel: cancel, ended: make(chan struct{}), writes: w}
-	go func() {
-		r.err = a.Run(ctx)
-		factory.Shutdown()
-		close(r.ended)
-	}()
-	e.t.Cleanup(r.stop)
-	e.loop = r
-	return r
-}
-
-func (r *running) stop() {
-	r.cancel()
-	<-r.ended
+	e.loop = clustertest.StartLoop(e.t, crashAt, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+		return attacher.New(attacher.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2})
+	})
+	return e.loop
 }
 
 // volume makes a backend volume of driver and a PV over it; finalizers are
@@ -172,8 +136,8 @@ func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
 	clustertest.Eventually(e.t, what, cond, func() error {
 		select {
-		case <-e.loop.ended:
-			return fmt.Errorf("the attacher ended: %v", e.loop.err)
+		case <-e.loop.Ended():
+			return fmt.Errorf("the attacher ended: %v", e.loop.Err())
 		default:
 			return nil
 		}

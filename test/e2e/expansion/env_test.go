@@ -11,11 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/cluster/clustertest"
@@ -31,7 +27,7 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace
-	loop   *running
+	loop   *clustertest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
@@ -42,55 +38,16 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// running is one resizer run with its write counter.
-type running struct {
-	cancel context.CancelFunc
-	ended  chan struct{} // closed once Run returned; err is then set
-	err    error
-	writes *clustertest.WriteLog
-}
-
 // start runs a resizer until the test ends; crashAt > 0 stops it right
 // after that many writes. Its events go through a client of their own,
 // not counted, as the manager's do.
-func (e *env) start(crashAt int) *running {
+func (e *env) start(crashAt int) *clustertest.LoopRun {
 	e.t.Helper()
-	cp := clustertest.ControlPlane(e.t)
-	ctx, cancel := context.WithCancel(context.Background())
-	w := clustertest.NewWriteLog(crashAt, cancel)
-	cfg := rest.CopyConfig(cp.RESTConfig)
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.Wrap(w.Wrap)
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	factory := informers.NewSharedInformerFactory(client, 0)
-	r, err := resizer.New(resizer.Config{Client: client, Informers: factory, Pool: bed.pool, Workers: 2,
-		Recorder: func(driver string) record.EventRecorder {
-			return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: expansion.EventComponent(driver)})
-		}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	run := &running{cancel: cancel, ended: make(chan struct{}), writes: w}
-	go func() {
-		run.err = r.Run(ctx)
-		factory.Shutdown()
-		events.Shutdown()
-		close(run.ended)
-	}()
-	e.t.Cleanup(run.stop)
-	e.loop = run
-	return run
-}
-
-func (r *running) stop() {
-	r.cancel()
-	<-r.ended
+	e.loop = clustertest.StartLoop(e.t, crashAt, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+		return resizer.New(resizer.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
+			Recorder: func(driver string) record.EventRecorder { return d.Recorder(expansion.EventComponent(driver)) }})
+	})
+	return e.loop
 }
 
 // claim creates a claim of class asking for size and waits until it is
@@ -171,8 +128,8 @@ func (e *env) eventually(what string, cond func() string) {
 			return nil
 		}
 		select {
-		case <-e.loop.ended:
-			return fmt.Errorf("the resizer ended: %v", e.loop.err)
+		case <-e.loop.Ended():
+			return fmt.Errorf("the resizer ended: %v", e.loop.Err())
 		default:
 			return nil
 		}
@@ -210,15 +167,15 @@ func hasEvent(events []string, want string) bool {
 // writesAre checks the resizer's writes about the objects named are
 // exactly want. A write is counted once its answer reached the resizer,
 // which may be after the test saw its effect, so the count is waited for.
-func (e *env) writesAre(r *running, want []string, names ...string) {
+func (e *env) writesAre(r *clustertest.LoopRun, want []string, names ...string) {
 	e.t.Helper()
 	e.eventually("the resizer's writes counted", func() string {
-		if got := r.writes.About(names...); len(got) < len(want) {
+		if got := r.Writes.About(names...); len(got) < len(want) {
 			return fmt.Sprintf("%q so far", got)
 		}
 		return ""
 	})
-	if got := r.writes.About(names...); !slices.Equal(got, want) {
+	if got := r.Writes.About(names...); !slices.Equal(got, want) {
 		e.t.Errorf("writes\n got %q\nwant %q", got, want)
 	}
 }

@@ -71,7 +71,7 @@ func TestClassWithoutExpansionRefusesTheEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitCapacity("other", "2Mi")
-	if got := r.writes.About("fixed"); len(got) != 0 {
+	if got := r.Writes.About("fixed"); len(got) != 0 {
 		t.Errorf("writes to the refused claim: %q", got)
 	}
 	if got := e.events("fixed"); len(got) != 0 {
@@ -148,7 +148,7 @@ func TestCrashAfterTheFirstWriteIsFinishedByTheNextResizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := e.start(1)
-	<-crashed.ended
+	<-crashed.Ended()
 	c := e.getClaim("data")
 	if expansion.ResizeStatus(c) != corev1.PersistentVolumeClaimControllerResizeInProgress ||
 		c.Status.Capacity.Storage().Cmp(resource.MustParse("1Mi")) != 0 {

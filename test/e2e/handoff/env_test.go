@@ -12,12 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/cluster/clustertest"
@@ -31,7 +26,7 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace: its name prefixes the test's cluster-scoped objects
-	loop   *running
+	loop   *clustertest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
@@ -39,50 +34,13 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
 }
 
-// running is one expander run with its write log.
-type running struct {
-	cancel context.CancelFunc
-	ended  chan struct{} // closed once Run returned; err is then set
-	err    error
-	writes *clustertest.WriteLog
-}
-
-// start runs an expander until the test ends (or stop).
-func (e *env) start() *running {
+// start runs an expander until the test ends (or Stop).
+func (e *env) start() *clustertest.LoopRun {
 	e.t.Helper()
-	cp := clustertest.ControlPlane(e.t)
-	ctx, cancel := context.WithCancel(context.Background())
-	w := clustertest.NewWriteLog(0, nil)
-	cfg := rest.CopyConfig(cp.RESTConfig)
-	cfg.Wrap(w.Wrap)
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	factory := informers.NewSharedInformerFactory(client, 0)
-	x, err := expander.New(expander.Config{Client: client, Informers: factory,
-		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: expander.EventComponent})})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	r := &running{cancel: cancel, ended: make(chan struct{}), writes: w}
-	go func() {
-		r.err = x.Run(ctx)
-		factory.Shutdown()
-		events.Shutdown()
-		close(r.ended)
-	}()
-	e.t.Cleanup(r.stop)
-	e.loop = r
-	return r
-}
-
-func (r *running) stop() {
-	r.cancel()
-	<-r.ended
+	e.loop = clustertest.StartLoop(e.t, 0, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+		return expander.New(expander.Config{Client: d.Client, Informers: d.Informers, Recorder: d.Recorder(expander.EventComponent)})
+	})
+	return e.loop
 }
 
 // class makes a StorageClass of provisioner that allows expansion.
@@ -190,8 +148,8 @@ func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
 	clustertest.Eventually(e.t, what, cond, func() error {
 		select {
-		case <-e.loop.ended:
-			return fmt.Errorf("the expander ended: %v", e.loop.err)
+		case <-e.loop.Ended():
+			return fmt.Errorf("the expander ended: %v", e.loop.Err())
 		default:
 			return nil
 		}

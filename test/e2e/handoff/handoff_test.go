@@ -37,7 +37,7 @@ func (e *env) steady(name string, annotation string, writes []string, want ...st
 		if got := e.claim(name).Annotations[expansion.HandOffResizerAnnotation]; got != annotation {
 			return fmt.Sprintf("resizer annotation %q, want %q", got, annotation)
 		}
-		if got := e.loop.writes.All(); !slices.Equal(got, writes) {
+		if got := e.loop.Writes.All(); !slices.Equal(got, writes) {
 			return fmt.Sprintf("expander writes %q, want %q", got, writes)
 		}
 		return ""
@@ -106,7 +106,7 @@ func TestRestartAnnouncesAgainWithoutWritingAgain(t *testing.T) {
 		}
 		return ""
 	})
-	first.stop()
+	first.Stop()
 
 	e.start()
 	e.waitEvents("data", ebsEvent, ebsEvent)
