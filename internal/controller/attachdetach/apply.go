@@ -22,11 +22,11 @@ import (
 // first (a volume leaves volumesAttached before it is detached, and if
 // that write fails nothing is detached), then detaches, then attaches,
 // then the events.
-func (c *Controller) apply(ctx context.Context, node string, plan attachment.Plan) error {
+func (c *Controller) apply(ctx context.Context, node string, existed bool, plan attachment.Plan) error {
 	var errs []error
 	statusErr := c.writeStatus(ctx, node, plan)
 	if statusErr == nil {
-		errs = append(errs, c.detach(ctx, node, plan.Detach))
+		errs = append(errs, c.detach(ctx, node, existed, plan.Detach))
 	} else {
 		errs = append(errs, statusErr)
 	}
@@ -75,7 +75,8 @@ func volumesAttachedPatch(vols []v1.AttachedVolume) ([]byte, error) {
 // detach deletes the attachments to detach. A normal detach is checked
 // against the node read live first, as the reference's safe-to-detach
 // check does: the cache may not show yet that the node uses it again.
-func (c *Controller) detach(ctx context.Context, node string, detaches []attachment.Detach) error {
+// existed says whether the decision saw the node.
+func (c *Controller) detach(ctx context.Context, node string, existed bool, detaches []attachment.Detach) error {
 	var errs []error
 	var inUse []v1.UniqueVolumeName
 	checked := false
@@ -85,7 +86,7 @@ func (c *Controller) detach(ctx context.Context, node string, detaches []attachm
 		}
 		if !d.Reason.Forced() && !checked {
 			var err error
-			if inUse, err = c.liveInUse(ctx, node); err != nil {
+			if inUse, err = c.liveInUse(ctx, node, existed); err != nil {
 				return err
 			}
 			checked = true
@@ -99,13 +100,20 @@ func (c *Controller) detach(ctx context.Context, node string, detaches []attachm
 	return errors.Join(errs...)
 }
 
-// liveInUse reads the node's volumesInUse from the API server; a deleted
-// node uses nothing (the reference skips the check then).
-func (c *Controller) liveInUse(ctx context.Context, node string) ([]v1.UniqueVolumeName, error) {
+// liveInUse reads the node's volumesInUse from the API server. A node the
+// decision already knew deleted uses nothing (the reference skips the check
+// then). One deleted since the decision was made is an error: the next
+// sync decides again from what the node last reported in its delete event,
+// which the cache the decision read may not have shown yet (the reference
+// would detach at once; that would skip the unmount wait of a volume the
+// node was still using).
+func (c *Controller) liveInUse(ctx context.Context, node string, existed bool) ([]v1.UniqueVolumeName, error) {
 	n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) && !existed:
 		return nil, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("node %s was deleted after the detach was decided; deciding again from its last status", node)
 	case err != nil:
 		return nil, fmt.Errorf("reading node %s before detach: %w", node, err)
 	}

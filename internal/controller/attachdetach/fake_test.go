@@ -218,6 +218,27 @@ func TestNormalDetachIsCheckedAgainstTheLiveNode(t *testing.T) {
 	}
 }
 
+// A node deleted between the decision and the detach is decided again,
+// from what its delete event says it last used: the cache the decision
+// read may not have shown its volume in use yet, and detaching at once
+// would skip the unmount wait.
+func TestNodeDeletedAfterTheDecisionIsDecidedAgain(t *testing.T) {
+	claim, pv := boundVolume()
+	l := newFakeLoop(t, node(unique), claim, pv, attachmentOf(true))
+	l.cache(t, node()) // the cache is behind: it shows the volume unused
+	if err := l.client.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.sync(t); err == nil || !strings.Contains(err.Error(), "deciding again") {
+		t.Fatalf("sync error %v, want the node's deletion to be decided again", err)
+	}
+	for _, w := range l.writes() {
+		if strings.HasPrefix(w, "delete volumeattachments") {
+			t.Errorf("writes %v: detached before the node's last status was known", l.writes())
+		}
+	}
+}
+
 // A create or delete that another sync made already is not an error.
 func TestAlreadyExistsAndNotFoundAreSuccess(t *testing.T) {
 	claim, pv := boundVolume()

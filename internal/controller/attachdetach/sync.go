@@ -28,7 +28,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		logger.V(4).Info("Attachment waits", "pv", w.Volume, "pod", klog.KObj(w.Pod), "reason", w.Reason.String(), "detail", w.Detail)
 	}
 	c.remember(name, f.Node, plan)
-	if err := c.apply(ctx, name, plan); err != nil {
+	if err := c.apply(ctx, name, f.Node.Exists, plan); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {
