@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
@@ -136,17 +136,9 @@ func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolu
 // checkVersion the write fails on a claim changed meanwhile (the
 // informer's copy may be behind: the retry reads again).
 func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.PersistentVolumeClaim, checkVersion bool) (*corev1.PersistentVolumeClaim, error) {
-	if want == nil {
-		return claim, nil
-	}
-	patch, err := expansion.StatusPatch(claim, want, checkVersion)
+	out, err := claimstatus.Write(ctx, a.cfg.Client, claim, want, checkVersion)
 	if err != nil {
-		return claim, err
-	}
-	out, err := a.cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
-		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return claim, fmt.Errorf("patch PVC %s/%s status: %w", claim.Namespace, claim.Name, err)
+		return out, fmt.Errorf("patch PVC %s/%s status: %w", claim.Namespace, claim.Name, err)
 	}
 	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/modification"
 )
 
@@ -28,16 +28,9 @@ const (
 // conflict on a claim changed meanwhile (as the reference's marks; its
 // final write and its cancel go without).
 func (c *Controller) writeClaim(ctx context.Context, key string, old, want *v1.PersistentVolumeClaim, rvCheck bool) (*v1.PersistentVolumeClaim, error) {
-	if want == nil {
-		return old, nil
-	}
-	patch, err := expansion.StatusPatch(old, want, rvCheck)
-	if err != nil {
-		return old, err
-	}
-	out, err := c.client.CoreV1().PersistentVolumeClaims(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return old, err
+	out, err := claimstatus.Write(ctx, c.client, old, want, rvCheck)
+	if err != nil || want == nil {
+		return out, err
 	}
 	return c.newestClaim.Wrote(key, out), nil
 }
