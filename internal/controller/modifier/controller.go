@@ -47,16 +47,11 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: cfg.Client, pool: cfg.Pool, slowRetry: cfg.SlowRetry, now: cfg.Now,
-		recorders:   map[string]record.EventRecorder{},
+		recorders:   cfg.Recorders(),
 		queue:       loop.NewQueue("modifier-claims", cfg.RetryStart, cfg.RetryMax),
 		newestClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 		newestPV:    loop.NewNewest[*v1.PersistentVolume](),
 		memory:      newMemory()}
-	if cfg.Recorder != nil {
-		for _, d := range cfg.Pool.Drivers() {
-			c.recorders[d] = cfg.Recorder(d)
-		}
-	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	classInf := cfg.Informers.Storage().V1().VolumeAttributesClasses()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/modification"
 )
 
 // A claim naming a VolumeAttributesClass (spec.volumeAttributesClassName)
@@ -26,18 +27,10 @@ import (
 // VolumeAttributesClass and a driver without MODIFY_VOLUME.
 var errNoModify = errors.New("CSI driver does not support VolumeAttributesClass: controller MODIFY_VOLUME capability is not reported")
 
-// attributesClassName is the claim's volumeAttributesClassName, "" if none.
-func attributesClassName(claim *v1.PersistentVolumeClaim) string {
-	if claim.Spec.VolumeAttributesClassName == nil {
-		return ""
-	}
-	return *claim.Spec.VolumeAttributesClassName
-}
-
 // mutableParameters are the parameters of the claim's attributes class
 // (nil without one), read through the lister.
 func (c *Controller) mutableParameters(claim *v1.PersistentVolumeClaim, info csi.Info) (map[string]string, error) {
-	name := attributesClassName(claim)
+	name := modification.SpecClass(claim)
 	if name == "" {
 		return nil, nil
 	}
@@ -65,7 +58,7 @@ func classParameters(vac *storagev1.VolumeAttributesClass, driver string) (map[s
 
 // withAttributesClass records the claim's attributes class on its new PV.
 func withAttributesClass(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
-	if name := attributesClassName(claim); name != "" {
+	if name := modification.SpecClass(claim); name != "" {
 		pv.Spec.VolumeAttributesClassName = &name
 	}
 	return pv
@@ -79,7 +72,7 @@ func (c *Controller) onAttributesClass(obj any) {
 	}
 	claims, _ := c.claims.List(labels.Everything())
 	for _, claim := range claims {
-		if attributesClassName(claim) == vac.Name && c.decide(claim).action == claimProvision {
+		if modification.SpecClass(claim) == vac.Name && c.decide(claim).action == claimProvision {
 			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
 		}
 	}

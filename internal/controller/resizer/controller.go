@@ -43,16 +43,11 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: cfg.Client, pool: cfg.Pool, recorders: map[string]record.EventRecorder{},
+	c := &Controller{client: cfg.Client, pool: cfg.Pool, recorders: cfg.Recorders(),
 		queue:       loop.NewQueue("resizer", cfg.RetryStart, cfg.RetryMax),
 		newestClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 		newestPV:    loop.NewNewest[*v1.PersistentVolume](),
 		memory:      newMemory(), slowRetry: cfg.SlowRetry, now: cfg.Now}
-	if cfg.Recorder != nil {
-		for _, d := range cfg.Pool.Drivers() {
-			c.recorders[d] = cfg.Recorder(d)
-		}
-	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	podInf := cfg.Informers.Core().V1().Pods()

@@ -78,3 +78,16 @@ func (c Config) WithDefaults(loop string) (Config, error) {
 	}
 	return c, nil
 }
+
+// Recorders are the event recorders of the pool's drivers, by driver name;
+// empty without a Recorder.
+func (c Config) Recorders() map[string]record.EventRecorder {
+	out := map[string]record.EventRecorder{}
+	if c.Recorder == nil {
+		return out
+	}
+	for _, d := range c.Pool.Drivers() {
+		out[d] = c.Recorder(d)
+	}
+	return out
+}
