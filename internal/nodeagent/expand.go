@@ -117,16 +117,9 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 // nodeExpandSecrets reads the PV's nodeExpandSecretRef, if any.
 func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolume) (map[string]string, error) {
 	ref := pv.Spec.CSI.NodeExpandSecretRef
-	if ref == nil {
-		return nil, nil
-	}
-	s, err := a.cfg.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := csi.Secrets(ctx, a.cfg.Client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	out := make(map[string]string, len(s.Data))
-	for k, b := range s.Data {
-		out[k] = string(b)
 	}
 	return out, nil
 }

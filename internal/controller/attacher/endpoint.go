@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/csi"
 )
@@ -41,16 +40,9 @@ func (c *Controller) endpoint(driver string, pv *v1.PersistentVolume) (*csi.Endp
 // secrets reads the controllerPublishSecretRef live, as the reference does
 // (no Secret informer: the attacher should not cache every Secret).
 func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	s, err := c.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := csi.Secrets(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load secret \"%s/%s\": %w", ref.Namespace, ref.Name, err)
-	}
-	out := make(map[string]string, len(s.Data))
-	for k, v := range s.Data {
-		out[k] = string(v)
 	}
 	return out, nil
 }

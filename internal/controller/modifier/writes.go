@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/claimstatus"
+	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/modification"
 )
 
@@ -64,13 +65,9 @@ func (c *Controller) secrets(ctx context.Context, pv *v1.PersistentVolume) (map[
 		}
 		name, ns = ref.Name, ref.Namespace
 	}
-	secret, err := c.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	out, err := csi.Secrets(ctx, c.client, &v1.SecretReference{Name: name, Namespace: ns})
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", name, ns, err)
-	}
-	out := make(map[string]string, len(secret.Data))
-	for k, v := range secret.Data {
-		out[k] = string(v)
 	}
 	return out, nil
 }

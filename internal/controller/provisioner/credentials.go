@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // credentials reads the data of a referenced secret (nil for no
@@ -14,16 +16,9 @@ import (
 // cached: the provisioner has no business holding every secret of the
 // cluster in memory.
 func (c *Controller) credentials(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	secret, err := c.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := csi.Secrets(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
-	}
-	out := make(map[string]string, len(secret.Data))
-	for k, v := range secret.Data {
-		out[k] = string(v)
 	}
 	return out, nil
 }

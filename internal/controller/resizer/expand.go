@@ -129,16 +129,9 @@ func isFinal(err error) bool {
 
 // secrets reads the controllerExpandSecretRef live, as the reference does.
 func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	s, err := c.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := csi.Secrets(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
-	}
-	out := make(map[string]string, len(s.Data))
-	for k, v := range s.Data {
-		out[k] = string(v)
 	}
 	return out, nil
 }

@@ -1,0 +1,29 @@
+package csi
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Secrets reads the data of the secret ref names, for the secrets field
+// of a CSI call; nil without a reference. The secret is read live, one at
+// a time, as the CSI sidecars and the kubelet read theirs: nothing of ours
+// holds every Secret of the cluster in a cache. The error is the GET's,
+// for the caller to put in the reference's words.
+func Secrets(ctx context.Context, client kubernetes.Interface, ref *v1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	s, err := client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(s.Data))
+	for k, v := range s.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
