@@ -150,15 +150,11 @@ func (s *controllerServer) ControllerExpandVolume(ctx context.Context, req *csi.
 			return nil, err
 		}
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	vol, unlock, err := s.d.lockedVolume(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[id]
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
-	}
 	if err := s.d.expand(vol, size, req.GetCapacityRange()); err != nil {
 		return nil, err
 	}

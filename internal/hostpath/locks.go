@@ -84,3 +84,18 @@ func (k *keyedMutex) release(key string) {
 	<-sem.slot
 	k.unref(key)
 }
+
+// lockedVolume locks the volume id and returns it with the unlock to call,
+// or NotFound (and nothing locked) when the driver has no such volume.
+func (d *Driver) lockedVolume(ctx context.Context, id string) (*volume, func(), error) {
+	unlock, err := d.locks.lock(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	vol := d.store.current().Volumes[id]
+	if vol == nil {
+		unlock()
+		return nil, nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
+	}
+	return vol, unlock, nil
+}

@@ -89,15 +89,11 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 	if err := CheckMutableParameters(req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	vol, unlock, err := s.d.lockedVolume(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[id]
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
-	}
 	next := withMutableParameters(vol.MutableParameters, req.GetMutableParameters())
 	if next == nil {
 		return &csi.ControllerModifyVolumeResponse{}, nil

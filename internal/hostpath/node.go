@@ -184,15 +184,11 @@ func (s *nodeServer) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstage
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	vol, unlock, err := s.d.lockedVolume(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[id]
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
-	}
 	staged := vol.staging(s.node)
 	switch {
 	case staged == nil || staged.Path != given:
