@@ -100,9 +100,7 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, R
 	switch {
 	case v.ReadOnly:
 		e.Mode = SkipReadOnly
-	case claimUpdated && !expandEveryNode(v.Claim):
-		e.Mode = RecordOnly
-	case claimUpdated && !drv.Expand:
+	case claimUpdated && (!expandEveryNode(v.Claim) || !drv.Expand):
 		e.Mode = RecordOnly
 	case claimUpdated:
 		e.Mode = ExpandOnly
