@@ -1,0 +1,95 @@
+package bench
+
+import "time"
+
+// Scenarios `volplane bench` runs.
+const (
+	// Static: N PVs and N claims exist before the controller starts.
+	Static = "static"
+	// Trickle: N claims wait; their PVs arrive one by one at a fixed rate.
+	Trickle = "trickle"
+	// Dynamic: N claims of the bundled driver's class, provisioned and bound.
+	Dynamic = "dynamic"
+	// Churn: claims created and deleted continuously, Delete policy.
+	Churn = "churn"
+)
+
+// Scenarios lists the scenarios in the order of the help text.
+func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn} }
+
+// Sides of a comparison.
+const (
+	Volplane  = "volplane"
+	Reference = "reference"
+)
+
+// Report is everything one `volplane bench` run measured: one Side per
+// implementation run (volplane, then the reference with --compare) and the
+// API server's ceiling for the same writes.
+type Report struct {
+	Scenario string    `json:"scenario"`
+	Pairs    int       `json:"pairs"`
+	QPS      float32   `json:"qps"` // <= 0: unthrottled
+	Burst    int       `json:"burst"`
+	Workers  int       `json:"workers"`
+	Started  time.Time `json:"started"`
+	Sides    []Side    `json:"sides"`
+	// Ceiling is nil when it was not measured (it is for static only).
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+}
+
+// Side is what one implementation did with the workload.
+type Side struct {
+	Name string `json:"name"` // Volplane or Reference
+	// Processes names what ran, e.g. "volplane controller --controllers binder".
+	Processes []string `json:"processes"`
+	// Bound is how many claims were Bound when the measurement ended;
+	// Complete says whether that was all of them.
+	Bound    int  `json:"bound"`
+	Complete bool `json:"complete"`
+	// Seconds from the controller's start to the last bind measured.
+	Seconds     float64 `json:"seconds"`
+	BindsPerSec float64 `json:"bindsPerSec"`
+	// Time to Bound per claim, from the moment it could be bound (the
+	// controller's start, its PV's creation, or its own creation).
+	P50, P90, P99 time.Duration `json:"-"`
+	P50Ms         float64       `json:"p50Ms"`
+	P90Ms         float64       `json:"p90Ms"`
+	P99Ms         float64       `json:"p99Ms"`
+	// Writes are the controller's writes to PVs and claims (create, update,
+	// patch, delete, status included); Events its event writes.
+	Writes        int64   `json:"writes"`
+	Events        int64   `json:"events"`
+	WritesPerBind float64 `json:"writesPerBind"`
+	// CPUSeconds is user+system CPU of the controller process(es) over the
+	// run; PeakRSSBytes their peak resident set (VmHWM), summed.
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	CPUMsPerBind float64 `json:"cpuMsPerBind"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// Curve is claims Bound over time since the controller started.
+	Curve []Point `json:"curve"`
+}
+
+// Point is one step of a Side's curve.
+type Point struct {
+	Seconds float64 `json:"s"`
+	Bound   int     `json:"bound"`
+}
+
+// Ceiling is the API server's sustained write rate for the writes of a bind
+// (PV and claim updates and status updates) from a trivial writer that
+// knows what to write and reads nothing, on the same store.
+type Ceiling struct {
+	Writes       int64   `json:"writes"`
+	Seconds      float64 `json:"seconds"`
+	WritesPerSec float64 `json:"writesPerSec"`
+}
+
+// BindsPossible is the ceiling expressed in binds/s for a controller that
+// needs writesPerBind writes per bind.
+func (c Ceiling) BindsPossible(writesPerBind float64) float64 {
+	if writesPerBind <= 0 {
+		return 0
+	}
+	return c.WritesPerSec / writesPerBind
+}
