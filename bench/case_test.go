@@ -32,7 +32,6 @@ import (
 )
 
 const (
-	benchNS    = "bench"
 	benchClass = "bench-delete"
 )
 
@@ -179,8 +178,6 @@ func startProtection(ctx context.Context, rc *rest.Config, reference bool) error
 	return waitFor(ctx, time.Minute, func() (bool, error) { return c.Ready() && v.Ready(), nil })
 }
 
-func claimName(i int) string { return fmt.Sprintf("c-%05d", i) }
-
 func createClaim(ctx context.Context, client kubernetes.Interface, i int, class string) error {
 	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claimName(i), Namespace: benchNS},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class),
@@ -213,29 +210,9 @@ func allGone(ctx context.Context, client kubernetes.Interface, pvsToo bool) (boo
 	return err == nil && len(pvs.Items) == 0, err
 }
 
-// parallel runs f(0..n-1) from 16 goroutines and returns the first error.
+// parallel runs f(0..n-1) from the bench's writers and returns the first error.
 func parallel(n int, f func(int) error) error {
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	jobs := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := f(i); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		})
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return first
+	return forEach(context.Background(), n, func() {}, f)
 }
 
 func waitFor(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {

@@ -136,7 +136,7 @@ func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("case %s: %v\n%s\n%s", name, err, out, tail(stderr.String()))
+		b.Fatalf("case %s: %v\n%s\n%s", name, err, out, lastLines(stderr.String(), 40))
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -148,12 +148,4 @@ func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 		}
 	}
 	b.Fatalf("case %s printed no result:\n%s", name, out)
-}
-
-func tail(s string) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -91,6 +91,7 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 		"how long the leader tries to renew its Lease before it stops leading; less than the lease duration")
 	fl.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "pause between two tries to acquire or renew the Lease")
 	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", d.MetricsAddr, `address of /metrics, /healthz and /readyz ("" disables)`)
+	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	return cmd
 }
 

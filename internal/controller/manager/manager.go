@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -90,6 +91,9 @@ type Config struct {
 	CSIEndpoints []string
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
+	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.
+	// Off by default: a profile costs CPU and shows internals.
+	Profiling bool
 	// Ready, if set, is told the address the metrics server listens on
 	// (useful with port 0).
 	Ready func(metricsAddr string)
@@ -158,7 +162,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if cfg.MetricsAddr != "" {
-		srv, addr, err := serveMetrics(cfg.MetricsAddr, reg, loops)
+		srv, addr, err := serveMetrics(cfg.MetricsAddr, cfg.Profiling, reg, loops)
 		if err != nil {
 			return err
 		}
@@ -389,7 +393,7 @@ func recorder(b record.EventBroadcaster, component string) record.EventRecorder 
 	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
 }
 
-func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {
+func serveMetrics(addr string, profiling bool, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics address %s: %w", addr, err)
@@ -404,6 +408,13 @@ func serveMetrics(addr string, reg *prometheus.Registry, l *loops) (*http.Server
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr().String(), nil

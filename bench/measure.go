@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// bindWatch records when each claim of the bench namespace is first seen
+// Bound, through an informer, so a watch that breaks is re-listed and no
+// bind is missed.
+type bindWatch struct {
+	mu    sync.Mutex
+	bound map[string]time.Time // claim name → first seen Bound
+	// changed is signalled (without blocking) after every new bind.
+	changed chan struct{}
+	// waiters: claim name → closed when that claim is Bound.
+	waiters map[string]chan struct{}
+}
+
+func startBindWatch(ctx context.Context, client kubernetes.Interface) (*bindWatch, error) {
+	w := &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(benchNS))
+	inf := factory.Core().V1().PersistentVolumeClaims().Informer()
+	record := func(obj any) {
+		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok && c.Status.Phase == corev1.ClaimBound {
+			w.see(c.Name)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("watching claims: %w", ctx.Err())
+	}
+	return w, nil
+}
+
+func (w *bindWatch) see(name string) {
+	now := time.Now()
+	w.mu.Lock()
+	_, dup := w.bound[name]
+	if !dup {
+		w.bound[name] = now
+		if ch, ok := w.waiters[name]; ok {
+			close(ch)
+			delete(w.waiters, name)
+		}
+	}
+	w.mu.Unlock()
+	if !dup {
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitBound returns once the named claim has been seen Bound.
+func (w *bindWatch) waitBound(ctx context.Context, name string) error {
+	w.mu.Lock()
+	if _, ok := w.bound[name]; ok {
+		w.mu.Unlock()
+		return nil
+	}
+	ch, ok := w.waiters[name]
+	if !ok {
+		ch = make(chan struct{})
+		w.waiters[name] = ch
+	}
+	w.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for %s to be Bound: %w", name, ctx.Err())
+	}
+}
+
+func (w *bindWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.bound)
+}
+
+// snapshot returns a copy of the bind times.
+func (w *bindWatch) snapshot() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]time.Time, len(w.bound))
+	for k, v := range w.bound {
+		out[k] = v
+	}
+	return out
+}
+
+// apiWrites are the API server's counts of writes to PVs and claims and of
+// event writes, read from its /metrics (apiserver_request_total), so that
+// every client is counted, whatever process it lives in.
+type apiWrites struct {
+	Volumes int64 // PV and claim creates, updates, patches, deletes (status included)
+	Events  int64
+}
+
+func (a apiWrites) minus(b apiWrites) apiWrites {
+	return apiWrites{Volumes: a.Volumes - b.Volumes, Events: a.Events - b.Events}
+}
+
+var writeVerbs = map[string]bool{"POST": true, "CREATE": true, "PUT": true, "UPDATE": true, "PATCH": true, "APPLY": true, "DELETE": true}
+
+func readAPIWrites(ctx context.Context, client kubernetes.Interface) (apiWrites, error) {
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiWrites{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseAPIWrites(raw)
+}
+
+func parseAPIWrites(raw []byte) (apiWrites, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return apiWrites{}, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	var out apiWrites
+	fam, ok := families["apiserver_request_total"]
+	if !ok {
+		return out, fmt.Errorf("the API server's metrics have no apiserver_request_total")
+	}
+	for _, m := range fam.GetMetric() {
+		labels := labelMap(m)
+		if !writeVerbs[labels["verb"]] {
+			continue
+		}
+		n := int64(m.GetCounter().GetValue())
+		switch labels["resource"] {
+		case "persistentvolumes", "persistentvolumeclaims":
+			out.Volumes += n
+		case "events":
+			out.Events += n
+		}
+	}
+	return out, nil
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// procStats are a process's CPU time and peak resident set, from /proc.
+type procStats struct {
+	CPUSeconds float64
+	PeakRSS    int64
+}
+
+// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+func readProcStats(pid int) (procStats, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStats{}, err
+	}
+	// The command name (field 2) may hold spaces: count fields after its ')'.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return procStats{}, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return procStats{}, fmt.Errorf("reading CPU times of /proc/%d/stat", pid)
+	}
+	out := procStats{CPUSeconds: float64(utime+stime) / clockTicks}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procStats{}, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return procStats{}, fmt.Errorf("reading VmHWM of /proc/%d/status: %w", pid, err)
+			}
+			out.PeakRSS = kb * 1024
+		}
+	}
+	return out, nil
+}

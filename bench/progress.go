@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress shows one side's phases and, while it measures, a bar of the
+// claims Bound. With no writer it shows nothing.
+type progress struct {
+	out  io.Writer
+	side string
+	bar  *progressbar.ProgressBar
+}
+
+func newProgress(out io.Writer, side string) *progress {
+	return &progress{out: out, side: side}
+}
+
+func (p *progress) phase(what string) {
+	if p.out == nil {
+		return
+	}
+	p.done()
+	fmt.Fprintf(p.out, "%s: %s\n", p.side, what)
+}
+
+// start shows a bar counting to total.
+func (p *progress) start(what string, total int) {
+	if p.out == nil {
+		return
+	}
+	p.done()
+	p.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(p.out),
+		progressbar.OptionSetDescription(p.side+": "+what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("claims"),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionFullWidth(),
+	)
+}
+
+// set moves the bar to n.
+func (p *progress) set(n int) {
+	if p.bar != nil {
+		_ = p.bar.Set(n)
+	}
+}
+
+// done ends the bar, if one is showing, on its own line.
+func (p *progress) done() {
+	if p.bar == nil {
+		return
+	}
+	_ = p.bar.Finish()
+	fmt.Fprintln(p.out)
+	p.bar = nil
+}
+
+// add moves the bar on by n.
+func (p *progress) add(n int) {
+	if p.bar != nil {
+		_ = p.bar.Add(n)
+	}
+}

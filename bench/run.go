@@ -1,0 +1,200 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster"
+)
+
+// Options are the flags of `volplane bench`.
+type Options struct {
+	Scenario string
+	Pairs    int
+	// QPS and Burst limit the controllers' clients; QPS <= 0: unthrottled.
+	QPS   float32
+	Burst int
+	// Workers is volplane's --workers; 0 keeps its default.
+	Workers int
+	// Compare also runs the reference on an identical fresh control plane.
+	Compare bool
+	// Rate is how many PVs per second arrive in the trickle scenario.
+	Rate float64
+	// Timeout ends one side's measurement; what was bound by then is
+	// reported, marked incomplete.
+	Timeout time.Duration
+	// Executable is the volplane binary the controllers run from.
+	Executable string
+	// Progress receives the progress bar and the phases; nil: silent.
+	Progress io.Writer
+	// Profile, when set, starts volplane's controller with --profiling
+	// and writes a 20 s CPU profile of it, taken mid-run, to this path.
+	Profile string
+}
+
+// Validate rejects options that cannot run, with the reason.
+func (o Options) Validate() error {
+	switch {
+	case !slices.Contains(Scenarios(), o.Scenario):
+		return fmt.Errorf("unknown scenario %q: choose one of %v", o.Scenario, Scenarios())
+	case o.Pairs < 1:
+		return fmt.Errorf("--pairs must be at least 1, got %d", o.Pairs)
+	case o.Burst < 0:
+		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
+	case o.QPS > 0 && o.Burst < 1:
+		return fmt.Errorf("--burst must be at least 1 with a --qps limit")
+	case o.Workers < 0:
+		return fmt.Errorf("--workers must not be negative, got %d", o.Workers)
+	case o.Scenario == Trickle && o.Rate <= 0:
+		return fmt.Errorf("--rate must be above 0 for the trickle scenario, got %g", o.Rate)
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout must be above 0, got %s", o.Timeout)
+	case o.Executable == "":
+		return errors.New("no volplane executable to run the controllers from")
+	}
+	return nil
+}
+
+// Run measures volplane (and with Compare the reference) on the workload,
+// each on a fresh embedded control plane.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if err := o.Validate(); err != nil {
+		return Report{}, err
+	}
+	r := Report{Scenario: o.Scenario, Pairs: o.Pairs, QPS: o.QPS, Burst: o.Burst, Workers: o.Workers, Started: time.Now()}
+	sides := []string{Volplane}
+	if o.Compare {
+		sides = append(sides, Reference)
+	}
+	for _, name := range sides {
+		side, ceiling, err := runSide(ctx, o, name)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", name, err)
+		}
+		r.Sides = append(r.Sides, side)
+		if ceiling != nil && r.Ceiling == nil {
+			r.Ceiling = ceiling
+		}
+	}
+	return r, nil
+}
+
+// sideEnv is one side's fresh control plane and what runs on it.
+type sideEnv struct {
+	o        Options
+	name     string
+	dir      string
+	cp       *cluster.ControlPlane
+	admin    kubernetes.Interface
+	drivers  *bundle.Drivers
+	work     *workload
+	progress *progress
+}
+
+func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error) {
+	dir, err := os.MkdirTemp("", "volplane-bench-")
+	if err != nil {
+		return Side{}, nil, err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e := &sideEnv{o: o, name: name, dir: dir, progress: newProgress(o.Progress, name)}
+	e.progress.phase("starting a fresh control plane")
+	e.cp, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: 1, UnsafeNoFsync: true})
+	if err != nil {
+		return Side{}, nil, err
+	}
+	defer e.cp.Stop()
+	e.admin = kubernetes.NewForConfigOrDie(unthrottled(e.cp.RESTConfig))
+	e.work = &workload{client: e.admin}
+	if o.Scenario == Dynamic || o.Scenario == Churn {
+		e.drivers, err = bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: e.cp.Nodes, Capacity: 1 << 50})
+		if err != nil {
+			return Side{}, nil, err
+		}
+		defer e.drivers.Stop()
+	}
+	if err := e.work.prepare(ctx, o.Scenario); err != nil {
+		return Side{}, nil, err
+	}
+	side, err := e.measure(ctx)
+	if err != nil {
+		return side, nil, err
+	}
+	if o.Scenario == Churn {
+		return side, nil, nil
+	}
+	e.progress.phase("measuring the API server's ceiling")
+	c, err := measureCeiling(ctx, e.admin)
+	return side, c, err
+}
+
+// unthrottled is a copy of rc speaking protobuf, as the controllers do,
+// with no client-side limit: the bench's own writes must never be what is
+// slow.
+func unthrottled(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = -1, 0
+	rc.UserAgent = "volplane-bench"
+	return rc
+}
+
+// controllerArgs are the processes a side runs: the binder under test
+// (measured) and, where the scenario needs them, volplane's provisioner and
+// protection loops in a process of their own, the same on both sides.
+func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
+	o, kc := e.o, e.cp.Kubeconfig
+	limits := []string{"--kubeconfig", kc, "--kube-api-qps", fmtQPS(o.QPS), "--kube-api-burst", strconv.Itoa(o.Burst)}
+	var binder []string
+	if e.name == Reference {
+		binder = append([]string{"bench", "reference-binder"}, limits...)
+	} else {
+		binder = append([]string{"controller", "--controllers", "binder", "--leader-elect=false",
+			"--metrics-bind-address", "127.0.0.1:0"}, limits...)
+		if o.Workers > 0 {
+			binder = append(binder, "--workers", strconv.Itoa(o.Workers))
+		}
+		if o.Profile != "" {
+			binder = append(binder, "--profiling")
+		}
+	}
+	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, binder...)
+	if err != nil {
+		return nil, err
+	}
+	procs := []*controllerProcess{p}
+	if o.Scenario != Dynamic && o.Scenario != Churn {
+		return procs, nil
+	}
+	helpers := append([]string{"controller", "--controllers", "provisioner,pvc-protection,pv-protection",
+		"--leader-elect=false", "--metrics-bind-address", ""}, limits...)
+	for _, ep := range e.drivers.Endpoints {
+		helpers = append(helpers, "--csi-endpoint", ep)
+	}
+	h, err := startProcess(ctx, o.Executable, e.dir, e.name+" provisioner", false, helpers...)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	return append(procs, h), nil
+}
+
+func fmtQPS(q float32) string {
+	if q <= 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(q), 'f', -1, 32)
+}

@@ -1,0 +1,298 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ReadyLine is what `volplane bench reference-binder` prints once its
+// caches are synced, so the bench knows when it is running.
+const ReadyLine = "reference binder: caches synced"
+
+// measure creates the workload, starts the side's controllers and measures
+// until every claim is Bound or the timeout ends the run.
+func (e *sideEnv) measure(ctx context.Context) (Side, error) {
+	o := e.o
+	if err := e.createUpfront(ctx); err != nil {
+		return Side{}, err
+	}
+	watch, err := startBindWatch(ctx, e.admin)
+	if err != nil {
+		return Side{}, err
+	}
+	before, err := readAPIWrites(ctx, e.admin)
+	if err != nil {
+		return Side{}, err
+	}
+	ownBefore := e.work.writes.Load()
+	e.progress.phase("starting the controller")
+	began := time.Now()
+	procs, err := e.start(ctx)
+	if err != nil {
+		return Side{}, err
+	}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	if err := waitReady(ctx, procs, e.name); err != nil {
+		return Side{}, err
+	}
+	if o.Profile != "" && e.name == Volplane {
+		go e.profile(ctx, procs[0])
+	}
+	arrivals := e.drive(ctx, watch)
+	complete, err := e.waitBound(ctx, watch, procs, began, arrivals)
+	if err != nil {
+		return Side{}, err
+	}
+	stats, err := sampleAll(procs)
+	if err != nil {
+		return Side{}, err
+	}
+	after, err := readAPIWrites(ctx, e.admin)
+	if err != nil {
+		return Side{}, err
+	}
+	writes := after.minus(before)
+	writes.Volumes -= e.work.writes.Load() - ownBefore
+	a := arrivals.wait()
+	return e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs), nil
+}
+
+// createUpfront creates what exists before the controller starts.
+func (e *sideEnv) createUpfront(ctx context.Context) error {
+	n, w := e.o.Pairs, e.work
+	switch e.o.Scenario {
+	case Static:
+		e.progress.start("creating PVs and claims", 2*n)
+		err := forEach(ctx, n, func() { e.progress.add(2) }, func(i int) error {
+			if err := w.createVolume(ctx, i); err != nil {
+				return fmt.Errorf("creating %s: %w", volumeName(i), err)
+			}
+			return w.createClaim(ctx, Static, i)
+		})
+		e.progress.done()
+		return err
+	case Trickle, Dynamic:
+		e.progress.start("creating claims", n)
+		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
+		e.progress.done()
+		return err
+	}
+	return nil
+}
+
+// arrivals are the times the workload made each claim bindable while the
+// controller ran (trickle: PV creations in order; churn: claim creations by
+// name); both empty for the scenarios where everything exists up front.
+type arrivals struct {
+	done   chan struct{}
+	pvs    []time.Time
+	claims map[string]time.Time
+	err    error
+}
+
+func (a *arrivals) wait() *arrivals {
+	<-a.done
+	return a
+}
+
+// drive starts the part of the workload that runs with the controller.
+func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
+	a := &arrivals{done: make(chan struct{})}
+	switch e.o.Scenario {
+	case Trickle:
+		go func() { defer close(a.done); a.pvs, a.err = e.work.trickle(ctx, e.o.Pairs, e.o.Rate) }()
+	case Churn:
+		go func() { defer close(a.done); a.claims, a.err = e.work.churn(ctx, e.o.Pairs, watch) }()
+	default:
+		close(a.done)
+	}
+	return a
+}
+
+// waitBound waits until every claim is Bound (true), the timeout passes
+// (false) or a controller or the workload fails.
+func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*controllerProcess, began time.Time, a *arrivals) (bool, error) {
+	e.progress.start("binding", e.o.Pairs)
+	defer e.progress.done()
+	deadline := time.NewTimer(time.Until(began.Add(e.o.Timeout)))
+	defer deadline.Stop()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	for {
+		n := watch.count()
+		e.progress.set(n)
+		if n >= e.o.Pairs {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-deadline.C:
+			return false, nil
+		case <-watch.changed:
+		case <-check.C:
+			for _, p := range procs {
+				if err := p.exited(); err != nil {
+					return false, err
+				}
+			}
+			select {
+			case <-a.done:
+				if a.err != nil {
+					return false, fmt.Errorf("workload: %w", a.err)
+				}
+			default:
+			}
+		}
+	}
+}
+
+// summarize turns the bind times into the side's figures.
+func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arrivals, complete bool, w apiWrites, s procStats, procs []*controllerProcess) Side {
+	side := Side{Name: e.name, Bound: len(bound), Complete: complete, Writes: w.Volumes, Events: w.Events,
+		CPUSeconds: s.CPUSeconds, PeakRSSBytes: s.PeakRSS}
+	for _, p := range procs {
+		side.Processes = append(side.Processes, describe(p))
+	}
+	sinceStart := make([]time.Duration, 0, len(bound))
+	last := began
+	for _, t := range bound {
+		sinceStart = append(sinceStart, t.Sub(began))
+		if t.After(last) {
+			last = t
+		}
+	}
+	side.Seconds = last.Sub(began).Seconds()
+	if !complete {
+		side.Seconds = e.o.Timeout.Seconds()
+	}
+	side.Curve = CurveOf(sinceStart, 500)
+	side.P50, side.P90, side.P99 = Percentiles(timesToBound(bound, began, a))
+	side.P50Ms, side.P90Ms, side.P99Ms = ms(side.P50), ms(side.P90), ms(side.P99)
+	if n := float64(side.Bound); n > 0 {
+		side.BindsPerSec = n / side.Seconds
+		side.WritesPerBind = float64(side.Writes) / n
+		side.CPUMsPerBind = 1000 * side.CPUSeconds / n
+	}
+	return side
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// timesToBound measures each claim from when it could be bound: the
+// controller's start when everything existed before it, its PV's arrival
+// in trickle (claims are interchangeable there, so the i-th bind answers
+// the i-th PV), its own creation in churn.
+func timesToBound(bound map[string]time.Time, began time.Time, a *arrivals) []time.Duration {
+	out := make([]time.Duration, 0, len(bound))
+	switch {
+	case a.claims != nil:
+		for name, t := range bound {
+			if c, ok := a.claims[name]; ok {
+				out = append(out, t.Sub(c))
+			}
+		}
+	case a.pvs != nil:
+		times := make([]time.Time, 0, len(bound))
+		for _, t := range bound {
+			times = append(times, t)
+		}
+		slices.SortFunc(times, func(x, y time.Time) int { return x.Compare(y) })
+		for i := 0; i < len(times) && i < len(a.pvs); i++ {
+			out = append(out, times[i].Sub(a.pvs[i]))
+		}
+	default:
+		for _, t := range bound {
+			out = append(out, t.Sub(began))
+		}
+	}
+	return out
+}
+
+func describe(p *controllerProcess) string {
+	args := strings.Join(p.cmd.Args[1:], " ")
+	if !p.measured {
+		args += " (not measured)"
+	}
+	return "volplane " + args
+}
+
+var servingRE = regexp.MustCompile(`Serving /metrics, /healthz and /readyz on http://(\S+)`)
+
+// waitReady waits until the measured controller has synced its caches:
+// volplane's /readyz answers, or the reference prints ReadyLine.
+func waitReady(ctx context.Context, procs []*controllerProcess, side string) error {
+	p := procs[0]
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := p.exited(); err != nil {
+			return err
+		}
+		if ready(ctx, p, side) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready within 2 minutes; see %s", p.name, p.log)
+}
+
+func ready(ctx context.Context, p *controllerProcess, side string) bool {
+	log, _ := os.ReadFile(p.log)
+	if side == Reference {
+		return strings.Contains(string(log), ReadyLine)
+	}
+	m := servingRE.FindSubmatch(log)
+	if m == nil {
+		return false
+	}
+	return httpOK(ctx, "http://"+string(m[1])+"/readyz", nil)
+}
+
+func httpOK(ctx context.Context, url string, into io.Writer) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if into != nil {
+		_, err = io.Copy(into, resp.Body)
+	}
+	return err == nil && resp.StatusCode == http.StatusOK
+}
+
+// profile takes a 20 s CPU profile of volplane's controller mid-run.
+func (e *sideEnv) profile(ctx context.Context, p *controllerProcess) {
+	log, _ := os.ReadFile(p.log)
+	m := servingRE.FindSubmatch(log)
+	if m == nil {
+		return
+	}
+	f, err := os.Create(e.o.Profile)
+	if err != nil {
+		e.progress.phase("profile: " + err.Error())
+		return
+	}
+	defer f.Close()
+	if !httpOK(ctx, "http://"+string(m[1])+"/debug/pprof/profile?seconds=20", f) {
+		e.progress.phase("profile: the controller did not serve /debug/pprof/profile")
+	}
+}
