@@ -23,9 +23,22 @@ func boundPlot(r Report) (io.WriterTo, error) {
 	p.X.Label.Text = "seconds since the controller started"
 	p.Y.Label.Text = "claims Bound"
 	p.X.Min, p.Y.Min = 0, 0
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// Cumulative curves rise to the top left: the bottom right is free.
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
 	p.Add(plotter.NewGrid())
+
+	// Room above the highest count, the pairs included, so a line that
+	// reaches them does not run along the frame.
+	top := r.Pairs
+	for _, s := range r.Sides {
+		for _, pt := range s.Curve {
+			top = max(top, pt.Bound)
+		}
+	}
+	if top > 0 {
+		p.Y.Max = 1.05 * float64(top)
+	}
 
 	for i, s := range r.Sides {
 		// Nothing is Bound when the controller starts; the count then holds

@@ -239,7 +239,6 @@ func (r Report) WriteText(w io.Writer) error {
 
 	va, vb, compare := r.comparison()
 	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
-	fmt.Fprint(tw, "")
 	for _, s := range r.Sides {
 		fmt.Fprintf(tw, "\t%s", s.Name)
 	}
@@ -266,16 +265,17 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 
 	if c := r.Ceiling; c != nil {
-		fmt.Fprintf(&b, "\nAPI server ceiling: %.1f writes/s (%d writes in %.2f s)\n", c.WritesPerSec, c.Writes, c.Seconds)
-		tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+		fmt.Fprintf(&b, "\nAPI server ceiling (%d writes in %.2f s):\n", c.Writes, c.Seconds)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		for _, s := range r.Sides {
 			possible := c.BindsPossible(s.WritesPerBind)
 			if possible <= 0 {
-				fmt.Fprintf(tw, "  %s:\tbinds/s possible = n/a (no writes per bind measured)\n", s.Name)
+				fmt.Fprintf(tw, "  %s\t%.1f writes/s → binds/s possible = n/a (no writes per bind measured)\n",
+					s.Name, c.WritesPerSec)
 				continue
 			}
-			fmt.Fprintf(tw, "  %s:\tbinds/s possible = %.1f ÷ %.2f writes per bind = %.1f;\tachieved %.1f binds/s =\t%.1f%% of possible\n",
-				s.Name, c.WritesPerSec, s.WritesPerBind, possible, s.BindsPerSec, 100*s.BindsPerSec/possible)
+			fmt.Fprintf(tw, "  %s\t%.1f writes/s → binds/s possible = %.1f ÷ %.2f writes per bind = %.1f;\treached %.1f binds/s =\t%.1f%% of possible\n",
+				s.Name, c.WritesPerSec, c.WritesPerSec, s.WritesPerBind, possible, s.BindsPerSec, 100*s.BindsPerSec/possible)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
