@@ -2,6 +2,6 @@
 // reference controllers of kube-controller-manager, each run on a fresh
 // embedded control plane. It may import k8s.io/kubernetes, like
 // internal/cluster. Under a plain `go test` only
-// TestReferenceBinderBindsAStaticPair runs (a few seconds); the rest are
+// TestReferenceBinderBindsAStaticPair runs (5 to 20 s); the rest are
 // Benchmark functions, selected with -bench.
 package bench

@@ -13,6 +13,10 @@ import (
 	"github.com/volplane/volplane/internal/cluster"
 )
 
+// The reference binds a claim only to an Available PV, and a new PV is
+// Pending until the binder's volume worker has seen it: when its claim
+// worker looks first, the claim waits for the next resync (15s). So this
+// takes either well under a second or about 15s after the binder starts.
 func TestReferenceBinderBindsAStaticPair(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -30,7 +34,7 @@ func TestReferenceBinderBindsAStaticPair(t *testing.T) {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-0"},
 		Spec: corev1.PersistentVolumeSpec{Capacity: size, AccessModes: rwo, StorageClassName: class,
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/pv-0"}}}}
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/pv-0"}}}}
 	if _, err := cp.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,9 @@ func TestReferenceBinderBindsAStaticPair(t *testing.T) {
 	defer stop()
 	done := make(chan error, 1)
 	began := time.Now()
-	go func() { done <- RunReferenceBinder(runCtx, ReferenceConfig{Kubeconfig: cp.Kubeconfig, QPS: 20, Burst: 30}) }()
+	go func() {
+		done <- RunReferenceBinder(runCtx, ReferenceConfig{Kubeconfig: cp.Kubeconfig, QPS: 20, Burst: 30})
+	}()
 
 	err = waitFor(ctx, time.Minute, func() (bool, error) {
 		select {
