@@ -110,7 +110,7 @@ func caseBody[R any](b *testing.B, parent string, run func(referenceLimits bool,
 		b.Fatal(err)
 	}
 	out, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", out)
+	fmt.Printf("%s%s\n", resultPrefix, out)
 }
 
 // attachResult is what one case measured.

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -87,7 +86,7 @@ func BenchmarkProtectionCase(b *testing.B) {
 		b.Fatal(err)
 	}
 	out, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", out)
+	fmt.Printf("%s%s\n", resultPrefix, out)
 }
 
 type result struct {
@@ -138,14 +137,7 @@ func runChildCase(b *testing.B, caseBench, name string, n int, r any) {
 	if err != nil {
 		b.Fatalf("case %s: %v\n%s\n%s", name, err, out, lastLines(stderr.String(), 40))
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if js, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-			if err := json.Unmarshal([]byte(js), r); err != nil {
-				b.Fatal(err)
-			}
-			return
-		}
+	if err := decodeResult(string(out), r); err != nil {
+		b.Fatalf("case %s: %v", name, err)
 	}
-	b.Fatalf("case %s printed no result:\n%s", name, out)
 }

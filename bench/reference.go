@@ -31,6 +31,8 @@ type ReferenceConfig struct {
 	// --kube-api-qps and --kube-api-burst; QPS <= 0 means unthrottled.
 	QPS   float32
 	Burst int
+	// Ready, if set, is called once the informers' caches are synced.
+	Ready func()
 }
 
 // RunReferenceBinder runs kube-controller-manager's PersistentVolumeController
@@ -87,6 +89,16 @@ func RunReferenceBinder(ctx context.Context, cfg ReferenceConfig) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	if cfg.Ready != nil {
+		go func() {
+			for _, synced := range factory.WaitForCacheSync(ctx.Done()) {
+				if !synced {
+					return
+				}
+			}
+			cfg.Ready()
+		}()
+	}
 	ctrl.Run(ctx) // returns once ctx ends and its workers stopped
 	return nil
 }

@@ -1,13 +1,18 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // Options are the flags of `volplane bench`.
@@ -36,7 +42,7 @@ type Options struct {
 	// Executable is the volplane binary the controllers run from.
 	Executable string
 	// Progress receives the progress bar and the phases; nil: silent.
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// Profile, when set, starts volplane's controller with --profiling
 	// and writes a 20 s CPU profile of it, taken mid-run, to this path.
 	Profile string
@@ -65,28 +71,102 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run measures volplane (and with Compare the reference) on the workload,
-// each on a fresh embedded control plane.
+// Run measures volplane (and with Compare the reference) on the workload.
+// Each side runs in a child process of its own (`volplane bench side`),
+// on a fresh embedded control plane: the control plane's components
+// register process-wide state and cannot be started twice in one process.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
-	r := Report{Scenario: o.Scenario, Pairs: o.Pairs, QPS: o.QPS, Burst: o.Burst, Workers: o.Workers, Started: time.Now()}
+	workers := o.Workers
+	if workers == 0 {
+		workers = loop.DefaultWorkers
+	}
+	r := Report{Scenario: o.Scenario, Pairs: o.Pairs, QPS: o.QPS, Burst: o.Burst, Workers: workers, Started: time.Now()}
 	sides := []string{Volplane}
 	if o.Compare {
 		sides = append(sides, Reference)
 	}
 	for _, name := range sides {
-		side, ceiling, err := runSide(ctx, o, name)
+		res, err := runSideProcess(ctx, o, name)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", name, err)
 		}
-		r.Sides = append(r.Sides, side)
-		if ceiling != nil && r.Ceiling == nil {
-			r.Ceiling = ceiling
+		r.Sides = append(r.Sides, res.Side)
+		if res.Ceiling != nil && r.Ceiling == nil {
+			r.Ceiling = res.Ceiling
 		}
 	}
 	return r, nil
+}
+
+// SideResult is what `volplane bench side` prints for its parent.
+type SideResult struct {
+	Side    Side     `json:"side"`
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+}
+
+// resultPrefix starts the line that carries a child's SideResult.
+const resultPrefix = "RESULT "
+
+// runSideProcess runs one side in `volplane bench side`, its progress passed
+// through to o.Progress.
+func runSideProcess(ctx context.Context, o Options, side string) (SideResult, error) {
+	opts, err := json.Marshal(o)
+	if err != nil {
+		return SideResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, o.Executable, "bench", "side", "--side", side, "--options", string(opts))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if o.Progress != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, o.Progress)
+	}
+	if err := cmd.Run(); err != nil {
+		return SideResult{}, fmt.Errorf("%w: %s", err, lastLines(stderr.String(), 15))
+	}
+	var res SideResult
+	err = decodeResult(stdout.String(), &res)
+	return res, err
+}
+
+// decodeResult decodes the JSON a child printed after resultPrefix.
+func decodeResult(out string, v any) error {
+	for _, line := range strings.Split(out, "\n") {
+		if js, ok := strings.CutPrefix(line, resultPrefix); ok {
+			if err := json.Unmarshal([]byte(js), v); err != nil {
+				return fmt.Errorf("reading the child's result: %w", err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("the child printed no result: %s", lastLines(out, 15))
+}
+
+// RunSide measures one side in this process and prints its SideResult on
+// out, for the parent that ran `volplane bench side`.
+func RunSide(ctx context.Context, o Options, side string, out io.Writer) error {
+	if side != Volplane && side != Reference {
+		return fmt.Errorf("unknown side %q: %s or %s", side, Volplane, Reference)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	s, c, err := runSide(ctx, o, side)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(SideResult{Side: s, Ceiling: c})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s%s\n", resultPrefix, js)
+	return err
 }
 
 // sideEnv is one side's fresh control plane and what runs on it.

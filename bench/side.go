@@ -179,7 +179,7 @@ func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arri
 	}
 	side.Curve = CurveOf(sinceStart, 500)
 	side.P50, side.P90, side.P99 = Percentiles(timesToBound(bound, began, a))
-	side.P50Ms, side.P90Ms, side.P99Ms = ms(side.P50), ms(side.P90), ms(side.P99)
+	side.P50Ms, side.P90Ms, side.P99Ms = millis(side.P50), millis(side.P90), millis(side.P99)
 	if n := float64(side.Bound); n > 0 {
 		side.BindsPerSec = n / side.Seconds
 		side.WritesPerBind = float64(side.Writes) / n
@@ -188,7 +188,7 @@ func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arri
 	return side
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // timesToBound measures each claim from when it could be bound: the
 // controller's start when everything existed before it, its PV's arrival

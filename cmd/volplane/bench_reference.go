@@ -42,6 +42,7 @@ func newBenchReferenceCommand() *cobra.Command {
 			defer klog.Flush()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			cfg.Ready = func() { fmt.Fprintln(cmd.OutOrStdout(), bench.ReadyLine) }
 			return bench.RunReferenceBinder(ctx, cfg)
 		},
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -14,25 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-// runBenchReferenceEnv makes the test binary act as `volplane bench
-// reference-binder` (not yet reachable from main), so that a test can send
-// it a real SIGTERM.
-const runBenchReferenceEnv = "VOLPLANE_TEST_RUN_BENCH_REFERENCE"
-
-func init() {
-	if os.Getenv(runBenchReferenceEnv) != "1" {
-		return
-	}
-	cmd := newBenchReferenceCommand()
-	cmd.SetArgs(os.Args[1:])
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
 
 func TestBenchReferenceBinderFlags(t *testing.T) {
 	cmd := newBenchReferenceCommand()
@@ -75,8 +55,7 @@ current-context: x
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := volplane(t, "--kubeconfig", kubeconfig)
-	cmd.Env = append(cmd.Env, runBenchReferenceEnv+"=1")
+	cmd := volplane(t, "bench", "reference-binder", "--kubeconfig", kubeconfig)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

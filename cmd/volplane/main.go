@@ -29,6 +29,7 @@ func newRootCommand() *cobra.Command {
 		newControllerCommand(),
 		newDriverCommand(),
 		newExplainCommand(),
+		newBenchCommand(),
 		newKubectlCommand(),
 	)
 	return root
