@@ -21,6 +21,7 @@ func freeVolume(name, class string) *v1.PersistentVolume {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.PersistentVolumeSpec{StorageClassName: class,
 			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeAvailable},
 	}
 }
 
