@@ -130,7 +130,7 @@ func (c *Controller) fitsFor(pv *v1.PersistentVolume) func(*v1.PersistentVolumeC
 			return err == nil && binding.Check(claim, pv, binding.DelayBinding(class)).Fits()
 		}
 	}
-	class, err := c.className(binding.VolumeClass(pv))
+	class, err := c.classNamed(binding.VolumeClass(pv))
 	if err != nil || binding.DelayBinding(class) {
 		return nil
 	}
