@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,6 +54,8 @@ func (b *fakeBinder) store(obj runtime.Object) cache.Store {
 		return b.informers.Core().V1().PersistentVolumeClaims().Informer().GetStore()
 	case *v1.Pod:
 		return b.informers.Core().V1().Pods().Informer().GetStore()
+	case *storagev1.StorageClass:
+		return b.informers.Storage().V1().StorageClasses().Informer().GetStore()
 	}
 	return nil
 }
@@ -70,6 +73,8 @@ func (b *fakeBinder) informerAdds(t *testing.T, obj runtime.Object) {
 		b.onClaim(o)
 	case *v1.Pod:
 		b.onPod(o)
+	case *storagev1.StorageClass:
+		b.onClass(o)
 	}
 }
 

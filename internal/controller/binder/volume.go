@@ -94,24 +94,47 @@ func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, c
 	return nil
 }
 
-// offer hands a free PV to the oldest waiting claim it fits and reports
-// whether one took it (or a claim has already reserved it).
+// offer hands a free PV to the waiting claim it fits best (see waitingClaims)
+// and reports whether one took it (or a claim has already reserved it).
 func (c *Controller) offer(pv *v1.PersistentVolume) bool {
 	if pv.DeletionTimestamp != nil {
 		return false
 	}
+	fits := c.fitsFor(pv)
 	c.mu.Lock()
 	if _, reserved := c.index.ReservedBy(pv.Name); reserved {
 		c.mu.Unlock()
 		return true
 	}
-	key, ok := c.waiting.wake(pv, func(claim *v1.PersistentVolumeClaim) bool {
-		class, err := c.claimClass(claim)
-		return err == nil && binding.Check(claim, pv, binding.DelayBinding(class)).Fits()
-	})
+	key, ok := "", false
+	if fits != nil {
+		key, ok = c.waiting.wake(pv, fits)
+	}
 	c.mu.Unlock()
 	if ok {
 		c.claimQ.Add(key)
 	}
 	return ok
+}
+
+// fitsFor returns what decides whether a waiting claim could take pv, nil
+// when no claim can. A PV pre-bound to a claim fits it whatever its class, so
+// the claim's own class says how it binds. A free PV only fits claims of its
+// own class: the class is read once, and when it binds on first consumer no
+// claim fits (the scheduler chooses), so the wake does not walk every
+// waiting claim of the class to be told no by each.
+func (c *Controller) fitsFor(pv *v1.PersistentVolume) func(*v1.PersistentVolumeClaim) bool {
+	if pv.Spec.ClaimRef != nil {
+		return func(claim *v1.PersistentVolumeClaim) bool {
+			class, err := c.claimClass(claim)
+			return err == nil && binding.Check(claim, pv, binding.DelayBinding(class)).Fits()
+		}
+	}
+	class, err := c.classNamed(binding.VolumeClass(pv))
+	if err != nil || binding.DelayBinding(class) {
+		return nil
+	}
+	return func(claim *v1.PersistentVolumeClaim) bool {
+		return binding.Check(claim, pv, false).Fits()
+	}
 }

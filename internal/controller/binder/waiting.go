@@ -1,10 +1,10 @@
 package binder
 
 import (
-	"container/list"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
@@ -12,30 +12,71 @@ import (
 )
 
 // waitingClaims holds the claims still looking for a volume (no volumeName,
-// binding not completed), oldest first per class, and which of them a free
-// PV has woken. A free PV wakes one claim it fits, not all of them: with a
-// thousand claims waiting, waking all for every new PV would be a thousand
-// syncs per PV. A woken claim that did not take its PV hands it back
-// (release), and the PV wakes the next claim.
+// binding not completed), and which of them a free PV has woken. A free PV
+// wakes one claim it fits, not all of them: with a thousand claims waiting,
+// waking all for every new PV would be a thousand syncs per PV. A woken claim
+// that did not take its PV hands it back (release), and the PV wakes the
+// next claim.
+//
+// Which claim a PV wakes: among the claims it fits, the one with the largest
+// request the PV can hold, the oldest (first to arrive) among equal requests.
+// Matching gives a claim the smallest PV that fits; this is the same best fit
+// seen from the PV's side, so a big PV does not wake a small claim while a
+// claim only it can serve waits. A claim some PV already woke (busy) is only
+// chosen when no idle claim fits: the PV then waits for that claim's sync
+// instead of being written Available just before a bind makes it Bound.
+//
+// Why trees: when PVs are created in bulk, each PV event arrives while the
+// claims woken before it are still busy, so a walk from the oldest claim
+// passes k-1 busy claims for the k-th PV, quadratic overall. Claims are kept
+// in partitions by the shape a PV must share with them (class, volume mode,
+// attributes class, access modes: the shapes the index keeps free PVs by),
+// and inside a partition in two btrees, idle and busy, ordered by request
+// descending, then arrival. A wake looks at the partitions of the PV's class,
+// volume mode and attributes class whose modes the PV offers (at most 16),
+// seeks in each to the largest request not above the PV's capacity, and
+// walks from there until fits accepts a claim. Cost: O(p log n), p those
+// partitions, plus one fits call for each claim of the right shape and size
+// that fits still rejects (a label selector the PV's labels miss, say): the
+// walk is linear only in those.
 //
 // Not safe for concurrent use; the controller holds its mutex.
 type waitingClaims struct {
-	byClass map[string]*list.List // of *waitingClaim, oldest first
-	byKey   map[string]*list.Element
-	// wokenFor: claim key → PVs that woke it and wait for its sync.
+	byKey map[string]*waitingClaim
+	// shapes: family → the partitions of that family by the access modes
+	// their claims ask for.
+	shapes map[family]map[binding.ModeSet]*partition
+	// seq counts arrivals; a claim entering takes the next value.
+	seq uint64
+	// wokenFor: claim key → PVs that woke it and wait for its sync. It
+	// outlives the claim's removal: the sync that removal queued releases
+	// the PVs.
 	wokenFor map[string][]string
 	// woke: PV name → the claim it woke.
 	woke map[string]string
 }
 
+// waitingClaim is one waiting claim and where it sits. A placed
+// waitingClaim's order fields (shape, request, seq, busy) never change while
+// it is in a tree; a claim that moves is taken out, changed, put back.
 type waitingClaim struct {
-	key   string
-	class string
-	claim *v1.PersistentVolumeClaim
+	key     string
+	claim   *v1.PersistentVolumeClaim
+	shape   claimShape
+	request resource.Quantity
+	// seq is the arrival order: smaller came first.
+	seq uint64
+	// hopeless: the claim asks for an access mode Kubernetes does not know
+	// or has a selector that does not parse, so binding.Check rejects every
+	// PV for it. It is waiting (has, keys) but in no tree.
+	hopeless bool
+	// busy says which tree of its partition holds the claim: a PV woke it
+	// and waits for its sync.
+	busy bool
 }
 
 func newWaitingClaims() *waitingClaims {
-	return &waitingClaims{byClass: map[string]*list.List{}, byKey: map[string]*list.Element{},
+	return &waitingClaims{byKey: map[string]*waitingClaim{}, shapes: map[family]map[binding.ModeSet]*partition{},
 		wokenFor: map[string][]string{}, woke: map[string]string{}}
 }
 
@@ -45,43 +86,69 @@ func isWaiting(claim *v1.PersistentVolumeClaim) bool {
 		!metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
 }
 
-// update adds, refreshes or removes a claim after it changed.
+// newWaitingClaim compiles what the trees sort a claim by; seq and busy are
+// set when it is added.
+func newWaitingClaim(key string, claim *v1.PersistentVolumeClaim) *waitingClaim {
+	r := binding.NewRequest(claim)
+	return &waitingClaim{
+		key:   key,
+		claim: claim,
+		shape: claimShape{
+			family: family{class: r.Class, volumeMode: r.VolumeMode, attributesClass: r.AttributesClass},
+			modes:  r.Modes,
+		},
+		request:  r.Size,
+		hopeless: r.UnknownModes || r.SelectorErr != nil,
+	}
+}
+
+// samePlace says whether two versions of a claim sort the same way.
+func (wc *waitingClaim) samePlace(other *waitingClaim) bool {
+	return wc.shape == other.shape && wc.hopeless == other.hopeless && wc.request.Cmp(other.request) == 0
+}
+
+// update adds, refreshes or removes a claim after it changed. A claim that
+// changed class queues behind the claims of its new class; any other change
+// keeps its place in arrival order.
 func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 	key := binding.ClaimKey(claim)
 	if !isWaiting(claim) {
 		w.remove(key)
 		return
 	}
-	class := binding.ClaimClass(claim)
-	if el, ok := w.byKey[key]; ok {
-		wc := el.Value.(*waitingClaim)
-		if wc.class == class {
-			wc.claim = claim
-			return
-		}
-		w.remove(key) // a new class: queue it behind that class's claims
+	next := newWaitingClaim(key, claim)
+	old, ok := w.byKey[key]
+	switch {
+	case !ok:
+		w.add(next)
+	case old.shape.class != next.shape.class:
+		w.remove(key)
+		w.add(next)
+	case old.samePlace(next):
+		old.claim = claim
+	default: // a new request or shape: same arrival, new place
+		w.unplace(old)
+		next.seq, next.busy = old.seq, old.busy
+		w.byKey[key] = next
+		w.place(next)
 	}
-	l := w.byClass[class]
-	if l == nil {
-		l = list.New()
-		w.byClass[class] = l
-	}
-	w.byKey[key] = l.PushBack(&waitingClaim{key: key, class: class, claim: claim})
+}
+
+func (w *waitingClaims) add(wc *waitingClaim) {
+	w.seq++
+	wc.seq = w.seq
+	wc.busy = len(w.wokenFor[wc.key]) > 0
+	w.byKey[wc.key] = wc
+	w.place(wc)
 }
 
 func (w *waitingClaims) remove(key string) {
-	el, ok := w.byKey[key]
+	wc, ok := w.byKey[key]
 	if !ok {
 		return
 	}
 	delete(w.byKey, key)
-	class := el.Value.(*waitingClaim).class
-	if l := w.byClass[class]; l != nil {
-		l.Remove(el)
-		if l.Len() == 0 {
-			delete(w.byClass, class)
-		}
-	}
+	w.unplace(wc)
 }
 
 func (w *waitingClaims) has(key string) bool {
@@ -97,43 +164,75 @@ func (w *waitingClaims) keys() []string {
 	return keys
 }
 
-// wake finds the oldest waiting claim that pv fits, preferring one no other
-// PV has woken yet, and marks it woken by pv. fits decides with the claim's
-// binding mode. A claim already woken by another PV is still better than
-// none: the PV then waits for that claim's sync instead of being written
-// Available just before a bind makes it Bound.
+// wake finds the waiting claim pv should be offered to (see the type's
+// comment for which) and marks it woken by pv. A PV that already woke a claim
+// gets the same claim back until that claim's sync releases it.
+//
+// fits decides, with the claim's binding mode, whether the claim could take
+// pv; it must say no whenever binding.Check does, as the search skips the
+// claims Check would reject for class, volume mode, attributes class, access
+// modes, size or pv's phase without asking it.
 func (w *waitingClaims) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) (string, bool) {
 	if key, ok := w.woke[pv.Name]; ok {
 		return key, true
 	}
-	l := w.byClass[binding.VolumeClass(pv)]
-	if l == nil {
+	wc := w.choose(pv, fits)
+	if wc == nil {
 		return "", false
 	}
-	fallback := ""
-	for el := l.Front(); el != nil; el = el.Next() {
-		wc := el.Value.(*waitingClaim)
-		busy := len(w.wokenFor[wc.key]) > 0
-		if (busy && fallback != "") || !fits(wc.claim) {
-			continue
-		}
-		if busy {
-			fallback = wc.key
-			continue
-		}
-		w.mark(wc.key, pv.Name)
-		return wc.key, true
-	}
-	if fallback != "" {
-		w.mark(fallback, pv.Name)
-		return fallback, true
-	}
-	return "", false
+	w.mark(wc, pv.Name)
+	return wc.key, true
 }
 
-func (w *waitingClaims) mark(key, pvName string) {
-	w.wokenFor[key] = append(w.wokenFor[key], pvName)
-	w.woke[pvName] = key
+// choose applies the selection rule without marking anything.
+func (w *waitingClaims) choose(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		return w.preBoundClaim(ref, fits)
+	}
+	// binding.Check takes a PV without a claimRef only while it is free and
+	// not being deleted, for any claim: a Released PV offered before its
+	// phase write need not walk the claims to learn that none fits.
+	if pv.DeletionTimestamp != nil || !binding.FreePhase(pv.Status.Phase) {
+		return nil
+	}
+	if wc := w.bestFit(pv, false, fits); wc != nil {
+		return wc
+	}
+	return w.bestFit(pv, true, fits)
+}
+
+// preBoundClaim: a PV with a claimRef fits no claim but the one it names
+// (binding.Check: pre-bound or bound to another), and fits that one whatever
+// its class, so it is looked up by name rather than in the PV's class. Idle
+// or busy, it is the only candidate.
+func (w *waitingClaims) preBoundClaim(ref *v1.ObjectReference, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+	wc, ok := w.byKey[binding.ClaimRefKey(ref)]
+	if !ok || wc.hopeless || !fits(wc.claim) {
+		return nil
+	}
+	return wc
+}
+
+// bestFit returns the first claim in (request descending, arrival) order,
+// among the idle or the busy claims of every partition pv could serve, that
+// fits pv. Each partition is sought and walked on its own; the first fit of
+// each is compared.
+func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, busy bool, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+	capacity := binding.Capacity(pv)
+	var best *waitingClaim
+	w.eachPartition(pv, func(p *partition) {
+		wc := firstFit(p.tree(busy), capacity, fits)
+		if wc != nil && (best == nil || claimLess(wc, best)) {
+			best = wc
+		}
+	})
+	return best
+}
+
+func (w *waitingClaims) mark(wc *waitingClaim, pvName string) {
+	w.wokenFor[wc.key] = append(w.wokenFor[wc.key], pvName)
+	w.woke[pvName] = wc.key
+	w.setBusy(wc, true)
 }
 
 // release ends the wake-ups of a claim whose sync ran and returns the PVs
@@ -144,10 +243,14 @@ func (w *waitingClaims) release(key string) []string {
 	for _, pv := range pvs {
 		delete(w.woke, pv)
 	}
+	if wc, ok := w.byKey[key]; ok {
+		w.setBusy(wc, false)
+	}
 	return pvs
 }
 
-// forgetVolume drops a deleted PV's wake-up.
+// forgetVolume drops a deleted PV's wake-up; a claim no other PV woke is
+// idle again.
 func (w *waitingClaims) forgetVolume(pvName string) {
 	key, ok := w.woke[pvName]
 	if !ok {
@@ -155,7 +258,21 @@ func (w *waitingClaims) forgetVolume(pvName string) {
 	}
 	delete(w.woke, pvName)
 	w.wokenFor[key] = slices.DeleteFunc(w.wokenFor[key], func(n string) bool { return n == pvName })
-	if len(w.wokenFor[key]) == 0 {
-		delete(w.wokenFor, key)
+	if len(w.wokenFor[key]) > 0 {
+		return
 	}
+	delete(w.wokenFor, key)
+	if wc, ok := w.byKey[key]; ok {
+		w.setBusy(wc, false)
+	}
+}
+
+// setBusy moves a claim to its partition's idle or busy tree.
+func (w *waitingClaims) setBusy(wc *waitingClaim, busy bool) {
+	if wc.busy == busy {
+		return
+	}
+	w.unplace(wc)
+	wc.busy = busy
+	w.place(wc)
 }

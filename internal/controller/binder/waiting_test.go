@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 func pendingClaim(name, class string) *v1.PersistentVolumeClaim {
@@ -21,10 +23,50 @@ func freeVolume(name, class string) *v1.PersistentVolume {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.PersistentVolumeSpec{StorageClassName: class,
 			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeAvailable},
 	}
 }
 
+// claimFor is a waiting claim of class gold asking for size and modes.
+func claimFor(name, size string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolumeClaim {
+	c := pendingClaim(name, "gold")
+	c.Spec.AccessModes = modes
+	c.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}
+	return c
+}
+
+// volumeOf is a free PV of class gold holding size and offering modes.
+func volumeOf(name, size string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
+	pv := freeVolume(name, "gold")
+	pv.Spec.AccessModes = modes
+	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}
+	return pv
+}
+
 func always(*v1.PersistentVolumeClaim) bool { return true }
+
+// checked is the fits the controller passes for an Immediate class.
+func checked(pv *v1.PersistentVolume) func(*v1.PersistentVolumeClaim) bool {
+	return func(claim *v1.PersistentVolumeClaim) bool { return binding.Check(claim, pv, false).Fits() }
+}
+
+// wakes wakes with pv and fails the test unless want was woken.
+func wakes(t *testing.T, w *waitingClaims, pv *v1.PersistentVolume, want string) {
+	t.Helper()
+	if key, ok := w.wake(pv, checked(pv)); !ok || key != want {
+		t.Errorf("%s woke %q, %v; want %s", pv.Name, key, ok, want)
+	}
+}
+
+// wakesNone wakes with pv and fails the test if a claim was woken.
+func wakesNone(t *testing.T, w *waitingClaims, pv *v1.PersistentVolume, why string) {
+	t.Helper()
+	if key, ok := w.wake(pv, checked(pv)); ok {
+		t.Errorf("%s woke %q: %s", pv.Name, key, why)
+	}
+}
+
+const rwo, rwx = v1.ReadWriteOnce, v1.ReadWriteMany
 
 func TestAFreeVolumeWakesTheOldestWaitingClaimOfItsClass(t *testing.T) {
 	w := newWaitingClaims()
@@ -91,4 +133,133 @@ func TestADeletedVolumeStopsHoldingItsClaim(t *testing.T) {
 	if key, _ := w.wake(freeVolume("pv2", "gold"), always); key != "ns/c" {
 		t.Errorf("claim still busy after its PV was deleted: pv2 woke %q", key)
 	}
+}
+
+// A claim two PVs woke stays busy until both are gone.
+func TestAClaimIsIdleAgainOnceEveryVolumeThatWokeItIsDeleted(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("c", "1Gi"))
+	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/c")
+	wakes(t, w, volumeOf("pv2", "1Gi"), "ns/c") // the fallback: c is busy
+	w.update(claimFor("d", "1Gi"))
+	w.forgetVolume("pv1")
+	wakes(t, w, volumeOf("pv3", "1Gi"), "ns/d") // pv2 still holds c
+	w.forgetVolume("pv2")
+	wakes(t, w, volumeOf("pv4", "1Gi"), "ns/c")
+}
+
+// Matching gives a claim the smallest PV that fits it; a PV wakes the claim
+// it is the best fit for, so the big claim is not left for a PV that never
+// comes while the small one takes the big PV.
+func TestAVolumeWakesTheLargestClaimItCanHoldBeforeAnOlderSmallerOne(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("small", "1Gi"))
+	w.update(claimFor("big", "5Gi"))
+	w.update(claimFor("huge", "10Gi"))
+	w.update(claimFor("big-too", "5Gi"))
+	wakes(t, w, volumeOf("pv1", "5Gi"), "ns/big")
+	wakes(t, w, volumeOf("pv2", "5Gi"), "ns/big-too") // the older of equal requests first
+	wakes(t, w, volumeOf("pv3", "5Gi"), "ns/small")
+	wakes(t, w, volumeOf("pv4", "5Gi"), "ns/big") // every claim it holds is busy: the best of them
+}
+
+func TestAClaimTooBigForTheVolumeIsNotWoken(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("c", "2Gi"))
+	wakesNone(t, w, volumeOf("pv", "1Gi"), "the claim asks for more than the PV holds")
+	wakes(t, w, volumeOf("pv2", "2Gi"), "ns/c")
+}
+
+func TestAClaimAskingForModesTheVolumeLacksIsNotWoken(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("shared", "1Gi", rwx))
+	wakesNone(t, w, volumeOf("pv", "1Gi", rwo), "the PV does not offer ReadWriteMany")
+	wakes(t, w, volumeOf("pv2", "1Gi", rwo, rwx), "ns/shared")
+}
+
+func TestAClaimOfAnotherVolumeModeOrAttributesClassIsNotWoken(t *testing.T) {
+	w := newWaitingClaims()
+	block := claimFor("block", "1Gi")
+	mode := v1.PersistentVolumeBlock
+	block.Spec.VolumeMode = &mode
+	w.update(block)
+	fast := claimFor("fast", "1Gi")
+	vac := "fast"
+	fast.Spec.VolumeAttributesClassName = &vac
+	w.update(fast)
+	wakesNone(t, w, volumeOf("pv", "1Gi"), "a Filesystem PV without attributes class fits neither")
+	fastPV := volumeOf("pv-fast", "1Gi")
+	fastPV.Spec.VolumeAttributesClassName = &vac
+	wakes(t, w, fastPV, "ns/fast")
+}
+
+func TestAClaimWhoseRequestChangedIsFoundByItsNewSize(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("a", "1Gi"))
+	w.update(claimFor("b", "1Gi"))
+	w.update(claimFor("a", "3Gi"))
+	wakes(t, w, volumeOf("pv1", "2Gi"), "ns/b")
+	wakes(t, w, volumeOf("pv2", "3Gi"), "ns/a")
+
+	w = newWaitingClaims()
+	w.update(claimFor("a", "1Gi"))
+	w.update(claimFor("b", "1Gi"))
+	w.update(claimFor("a", "2Gi"))
+	w.update(claimFor("a", "1Gi"))
+	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/a") // it kept its place in arrival order
+}
+
+func TestReleasedVolumesGoBackAndTheClaimIsIdleAgain(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("c", "1Gi"))
+	w.update(claimFor("d", "1Gi"))
+	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/c")
+	wakes(t, w, volumeOf("pv2", "1Gi"), "ns/d")
+	wakes(t, w, volumeOf("pv3", "1Gi"), "ns/c") // both busy: the older
+	if got := w.release("ns/c"); len(got) != 2 || got[0] != "pv1" || got[1] != "pv3" {
+		t.Errorf("release returned %v, want [pv1 pv3]", got)
+	}
+	if got := w.release("ns/c"); len(got) != 0 {
+		t.Errorf("a second release returned %v, want nothing", got)
+	}
+	wakes(t, w, volumeOf("pv3", "1Gi"), "ns/c") // idle again, and pv3 free to wake anew
+}
+
+// A pre-bound PV fits only the claim its claimRef names, whatever that
+// claim's class (binding.Check).
+func TestAPreBoundVolumeWakesTheClaimItNames(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("other", "1Gi"))
+	mine := claimFor("mine", "1Gi")
+	silver := "silver"
+	mine.Spec.StorageClassName = &silver
+	w.update(mine)
+	pv := volumeOf("pv", "1Gi")
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "mine"}
+	wakes(t, w, pv, "ns/mine")
+	pv2 := volumeOf("pv2", "1Gi")
+	pv2.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "gone"}
+	wakesNone(t, w, pv2, "its claim is not waiting, and it fits no other")
+}
+
+func TestAVolumeThatIsNotFreeWakesNoClaim(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("c", "1Gi"))
+	released := volumeOf("pv", "1Gi")
+	released.Status.Phase = v1.VolumeReleased
+	wakesNone(t, w, released, "a Released PV is not free")
+	pending := volumeOf("pv2", "1Gi")
+	pending.Status.Phase = v1.VolumePending
+	wakes(t, w, pending, "ns/c")
+}
+
+// A claim asking for a mode Kubernetes does not know can match no PV: it is
+// waiting, but no PV wakes it.
+func TestAClaimThatCanMatchNothingWaitsUnwoken(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("odd", "1Gi", "ReadWriteSometimes"))
+	if !w.has("ns/odd") {
+		t.Error("the claim is not waiting")
+	}
+	wakesNone(t, w, volumeOf("pv", "1Gi", rwo), "no PV offers an unknown mode")
 }

@@ -139,7 +139,11 @@ func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, e
 }
 
 func (c *Controller) claimClass(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
-	name := binding.ClaimClass(claim)
+	return c.classNamed(binding.ClaimClass(claim))
+}
+
+// classNamed reads a class; nil, as for no class, when it does not exist.
+func (c *Controller) classNamed(name string) (*storagev1.StorageClass, error) {
 	if name == "" {
 		return nil, nil
 	}
