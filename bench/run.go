@@ -187,8 +187,6 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 		return Side{}, nil, err
 	}
 	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	e := &sideEnv{o: o, name: name, dir: dir, progress: newProgress(o.Progress, name)}
 	e.progress.phase("starting a fresh control plane")
 	e.cp, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: 1, UnsafeNoFsync: true})
@@ -196,6 +194,11 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 		return Side{}, nil, err
 	}
 	defer e.cp.Stop()
+	// Everything of the bench's own (watches, drivers, controllers) ends
+	// before the control plane stops: an open watch holds the API server's
+	// shutdown for its whole grace period.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	e.admin = kubernetes.NewForConfigOrDie(unthrottled(e.cp.RESTConfig))
 	e.work = &workload{client: e.admin}
 	if o.Scenario == Dynamic || o.Scenario == Churn {
