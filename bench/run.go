@@ -43,8 +43,8 @@ type Options struct {
 	Executable string
 	// Progress receives the progress bar and the phases; nil: silent.
 	Progress io.Writer `json:"-"`
-	// Profile, when set, starts volplane's controller with --profiling
-	// and writes a 20 s CPU profile of it, taken mid-run, to this path.
+	// Profile, when set, is where volplane's controller writes a CPU
+	// profile of its whole run (its hidden --cpuprofile flag).
 	Profile string
 }
 
@@ -251,7 +251,7 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 			binder = append(binder, "--workers", strconv.Itoa(o.Workers))
 		}
 		if o.Profile != "" {
-			binder = append(binder, "--profiling")
+			binder = append(binder, "--cpuprofile", o.Profile)
 		}
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, binder...)

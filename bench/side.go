@@ -19,7 +19,6 @@ const ReadyLine = "reference binder: caches synced"
 // measure creates the workload, starts the side's controllers and measures
 // until every claim is Bound or the timeout ends the run.
 func (e *sideEnv) measure(ctx context.Context) (Side, error) {
-	o := e.o
 	if err := e.createUpfront(ctx); err != nil {
 		return Side{}, err
 	}
@@ -45,9 +44,6 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	}()
 	if err := waitReady(ctx, procs, e.name); err != nil {
 		return Side{}, err
-	}
-	if o.Profile != "" && e.name == Volplane {
-		go e.profile(ctx, procs[0])
 	}
 	arrivals := e.drive(ctx, watch)
 	complete, err := e.waitBound(ctx, watch, procs, began, arrivals)
@@ -277,22 +273,4 @@ func httpOK(ctx context.Context, url string, into io.Writer) bool {
 		_, err = io.Copy(into, resp.Body)
 	}
 	return err == nil && resp.StatusCode == http.StatusOK
-}
-
-// profile takes a 20 s CPU profile of volplane's controller mid-run.
-func (e *sideEnv) profile(ctx context.Context, p *controllerProcess) {
-	log, _ := os.ReadFile(p.log)
-	m := servingRE.FindSubmatch(log)
-	if m == nil {
-		return
-	}
-	f, err := os.Create(e.o.Profile)
-	if err != nil {
-		e.progress.phase("profile: " + err.Error())
-		return
-	}
-	defer f.Close()
-	if !httpOK(ctx, "http://"+string(m[1])+"/debug/pprof/profile?seconds=20", f) {
-		e.progress.phase("profile: the controller did not serve /debug/pprof/profile")
-	}
 }

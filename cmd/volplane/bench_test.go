@@ -72,10 +72,11 @@ func TestBenchComparesStaticBindingWithTheReference(t *testing.T) {
 	for _, s := range r.Sides {
 		checkSide(t, s, pairs)
 	}
-	// volplane's bind is four writes (PV, PV status, claim, claim status);
-	// the reference writes a fifth (the PV's phase Available first).
-	if w := r.Sides[0].WritesPerBind; w != 4 {
-		t.Errorf("volplane wrote %.2f times per bind, want 4", w)
+	// volplane's bind is four writes (PV, PV status, claim, claim status),
+	// plus an Available phase for the few PVs no claim was waiting on; the
+	// reference writes that fifth for every PV.
+	if w, ref := r.Sides[0].WritesPerBind, r.Sides[1].WritesPerBind; w < 4 || w >= ref {
+		t.Errorf("volplane wrote %.2f times per bind, the reference %.2f: want 4 or a little more, and fewer", w, ref)
 	}
 	if r.Ceiling == nil || r.Ceiling.WritesPerSec <= 0 {
 		t.Errorf("no ceiling measured: %+v", r.Ceiling)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -21,7 +22,21 @@ type controllerFlags struct {
 	kubeconfig string
 	qps        float32
 	burst      int
+	cpuProfile string
 	cfg        manager.Config
+}
+
+// startCPUProfile profiles the process into path until the returned stop.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func newControllerCommand() *cobra.Command {
@@ -66,6 +81,13 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 			f.cfg.Ready = func(addr string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "Serving /metrics, /healthz and /readyz on http://%s\n", addr)
 			}
+			if f.cpuProfile != "" {
+				stopProfile, err := startCPUProfile(f.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			return manager.Run(ctx, f.cfg)
 		},
 	}
@@ -91,6 +113,8 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 		"how long the leader tries to renew its Lease before it stops leading; less than the lease duration")
 	fl.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "pause between two tries to acquire or renew the Lease")
 	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", d.MetricsAddr, `address of /metrics, /healthz and /readyz ("" disables)`)
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for volplane bench)")
+	_ = fl.MarkHidden("cpuprofile")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	return cmd
 }

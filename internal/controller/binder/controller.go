@@ -79,6 +79,9 @@ type Controller struct {
 	mu      sync.Mutex
 	index   *index.Index
 	waiting *waitingClaims
+	// claimsSynced and volumesSynced: when each key was last synced, so a
+	// resync skips what was just looked at.
+	claimsSynced, volumesSynced *loop.Recent
 }
 
 // New builds a binder over the given informers.
@@ -102,14 +105,16 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: cfg.Client, recorder: cfg.Recorder, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		recycleNamespace: cfg.RecyclerNamespace, recycleImage: cfg.RecyclerImage, recycleTimeout: cfg.RecycleTimeout,
-		claimQ:   loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
-		volumeQ:  loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
-		pvLocks:  newKeyedMutex(),
-		newPV:    loop.NewNewest[*v1.PersistentVolume](),
-		newClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
-		events:   newEventMemory(),
-		index:    index.New(),
-		waiting:  newWaitingClaims(),
+		claimQ:        loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
+		volumeQ:       loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
+		pvLocks:       newKeyedMutex(),
+		newPV:         loop.NewNewest[*v1.PersistentVolume](),
+		newClaim:      loop.NewNewest[*v1.PersistentVolumeClaim](),
+		events:        newEventMemory(),
+		index:         index.New(),
+		waiting:       newWaitingClaims(),
+		claimsSynced:  loop.NewRecent(),
+		volumesSynced: loop.NewRecent(),
 	}
 	if err := c.registerInformers(cfg.Informers); err != nil {
 		return nil, err
@@ -117,7 +122,8 @@ func New(cfg Config) (*Controller, error) {
 	// Conflicts are harmless and frequent across thousands of binds: retry them
 	// fast, per key, with no global cap.
 	c.runner = &loop.Runner{Name: "Binder", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim}, {Q: c.volumeQ, Sync: c.syncVolume}},
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim, Recent: c.claimsSynced},
+			{Q: c.volumeQ, Sync: c.syncVolume, Recent: c.volumesSynced}},
 		Resync: c.resyncUnsettled, ResyncPeriod: c.resync}
 	m, err := newMetrics(cfg.Metrics, c.pvs, c.claims)
 	if err != nil {

@@ -10,10 +10,16 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 )
 
-// resyncUnsettled re-queues the objects not at rest. The reference re-queues
-// every object every 15 s; objects at rest cannot change without an event,
-// so revisiting them is pure cost at 100k volumes.
+// resyncUnsettled re-queues the objects not at rest that were not synced
+// within the last period. The reference re-queues every object every 15 s;
+// objects at rest cannot change without an event, so revisiting them is pure
+// cost at 100k volumes. Objects synced lately are skipped too: during a
+// large backlog they are the bulk of the unsettled ones, and re-queuing them
+// made the extra syncs grow with the backlog (quadratic runs). An unsettled
+// object is thus revisited within two periods of its last sync, not one.
 func (c *Controller) resyncUnsettled(ctx context.Context) {
+	defer c.claimsSynced.ForgetOlder(c.resync)
+	defer c.volumesSynced.ForgetOlder(c.resync)
 	claims, err := c.claims.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Resync: list claims")
@@ -21,8 +27,8 @@ func (c *Controller) resyncUnsettled(ctx context.Context) {
 	}
 	n := 0
 	for _, claim := range claims {
-		if !claimAtRest(claim) {
-			c.claimQ.Add(binding.ClaimKey(claim))
+		if key := binding.ClaimKey(claim); !claimAtRest(claim) && c.claimsSynced.Stale(key, c.resync) {
+			c.claimQ.Add(key)
 			n++
 		}
 	}
@@ -32,7 +38,7 @@ func (c *Controller) resyncUnsettled(ctx context.Context) {
 		return
 	}
 	for _, pv := range pvs {
-		if !volumeAtRest(pv) {
+		if !volumeAtRest(pv) && c.volumesSynced.Stale(pv.Name, c.resync) {
 			c.volumeQ.Add(pv.Name)
 			n++
 		}

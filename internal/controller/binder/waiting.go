@@ -22,9 +22,14 @@ import (
 // request the PV can hold, the oldest (first to arrive) among equal requests.
 // Matching gives a claim the smallest PV that fits; this is the same best fit
 // seen from the PV's side, so a big PV does not wake a small claim while a
-// claim only it can serve waits. A claim some PV already woke (busy) is only
-// chosen when no idle claim fits: the PV then waits for that claim's sync
-// instead of being written Available just before a bind makes it Bound.
+// claim only it can serve waits. A claim one PV already woke (busy) is only
+// chosen when no idle claim fits and the PV is new (Pending): the PV then
+// waits for that claim's sync instead of being written Available just before
+// a bind makes it Bound. Two wake-ups per claim at most: when every claim
+// is busy, PVs handed back would otherwise pile up on the same claim and all
+// come back at its sync, to pile up on the next one; that cascade made a
+// bulk bind quadratic. A PV that wakes no claim needs none: every busy
+// claim is queued and searches all free PVs itself.
 //
 // Why trees: when PVs are created in bulk, each PV event arrives while the
 // claims woken before it are still busy, so a walk from the oldest claim
@@ -57,7 +62,7 @@ type waitingClaims struct {
 }
 
 // waitingClaim is one waiting claim and where it sits. A placed
-// waitingClaim's order fields (shape, request, seq, busy) never change while
+// waitingClaim's order fields (shape, request, seq, slot) never change while
 // it is in a tree; a claim that moves is taken out, changed, put back.
 type waitingClaim struct {
 	key     string
@@ -70,9 +75,9 @@ type waitingClaim struct {
 	// or has a selector that does not parse, so binding.Check rejects every
 	// PV for it. It is waiting (has, keys) but in no tree.
 	hopeless bool
-	// busy says which tree of its partition holds the claim: a PV woke it
-	// and waits for its sync.
-	busy bool
+	// slot says which tree of its partition holds the claim, from how many
+	// PVs woke it and wait for its sync.
+	slot slot
 }
 
 func newWaitingClaims() *waitingClaims {
@@ -128,7 +133,7 @@ func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 		old.claim = claim
 	default: // a new request or shape: same arrival, new place
 		w.unplace(old)
-		next.seq, next.busy = old.seq, old.busy
+		next.seq, next.slot = old.seq, old.slot
 		w.byKey[key] = next
 		w.place(next)
 	}
@@ -137,7 +142,7 @@ func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 func (w *waitingClaims) add(wc *waitingClaim) {
 	w.seq++
 	wc.seq = w.seq
-	wc.busy = len(w.wokenFor[wc.key]) > 0
+	wc.slot = slotFor(len(w.wokenFor[wc.key]))
 	w.byKey[wc.key] = wc
 	w.place(wc)
 }
@@ -195,10 +200,16 @@ func (w *waitingClaims) choose(pv *v1.PersistentVolume, fits func(*v1.Persistent
 	if pv.DeletionTimestamp != nil || !binding.FreePhase(pv.Status.Phase) {
 		return nil
 	}
-	if wc := w.bestFit(pv, false, fits); wc != nil {
+	if wc := w.bestFit(pv, idleSlot, fits); wc != nil || !newVolume(pv) {
 		return wc
 	}
-	return w.bestFit(pv, true, fits)
+	return w.bestFit(pv, busySlot, fits)
+}
+
+// newVolume: a PV not yet written any phase, whose Available write a busy
+// claim's bind may still make needless.
+func newVolume(pv *v1.PersistentVolume) bool {
+	return pv.Status.Phase == v1.VolumePending || pv.Status.Phase == ""
 }
 
 // preBoundClaim: a PV with a claimRef fits no claim but the one it names
@@ -217,11 +228,11 @@ func (w *waitingClaims) preBoundClaim(ref *v1.ObjectReference, fits func(*v1.Per
 // among the idle or the busy claims of every partition pv could serve, that
 // fits pv. Each partition is sought and walked on its own; the first fit of
 // each is compared.
-func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, busy bool, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, s slot, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
 	capacity := binding.Capacity(pv)
 	var best *waitingClaim
 	w.eachPartition(pv, func(p *partition) {
-		wc := firstFit(p.tree(busy), capacity, fits)
+		wc := firstFit(p.tree(s), capacity, fits)
 		if wc != nil && (best == nil || claimLess(wc, best)) {
 			best = wc
 		}
@@ -232,7 +243,7 @@ func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, busy bool, fits func(*v
 func (w *waitingClaims) mark(wc *waitingClaim, pvName string) {
 	w.wokenFor[wc.key] = append(w.wokenFor[wc.key], pvName)
 	w.woke[pvName] = wc.key
-	w.setBusy(wc, true)
+	w.settle(wc)
 }
 
 // release ends the wake-ups of a claim whose sync ran and returns the PVs
@@ -244,7 +255,7 @@ func (w *waitingClaims) release(key string) []string {
 		delete(w.woke, pv)
 	}
 	if wc, ok := w.byKey[key]; ok {
-		w.setBusy(wc, false)
+		w.settle(wc)
 	}
 	return pvs
 }
@@ -258,21 +269,21 @@ func (w *waitingClaims) forgetVolume(pvName string) {
 	}
 	delete(w.woke, pvName)
 	w.wokenFor[key] = slices.DeleteFunc(w.wokenFor[key], func(n string) bool { return n == pvName })
-	if len(w.wokenFor[key]) > 0 {
-		return
+	if len(w.wokenFor[key]) == 0 {
+		delete(w.wokenFor, key)
 	}
-	delete(w.wokenFor, key)
 	if wc, ok := w.byKey[key]; ok {
-		w.setBusy(wc, false)
+		w.settle(wc)
 	}
 }
 
-// setBusy moves a claim to its partition's idle or busy tree.
-func (w *waitingClaims) setBusy(wc *waitingClaim, busy bool) {
-	if wc.busy == busy {
+// settle moves a claim to the slot its wake-ups say.
+func (w *waitingClaims) settle(wc *waitingClaim) {
+	s := slotFor(len(w.wokenFor[wc.key]))
+	if wc.slot == s {
 		return
 	}
 	w.unplace(wc)
-	wc.busy = busy
+	wc.slot = s
 	w.place(wc)
 }

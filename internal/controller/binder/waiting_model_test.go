@@ -48,18 +48,21 @@ func (m *waitingModel) update(claim *v1.PersistentVolumeClaim) {
 
 func (m *waitingModel) remove(key string) { delete(m.claims, key) }
 
-// wake: the idle claim that fits, largest request then oldest; a busy one
-// by the same order only when no idle one fits.
+// wake: the idle claim that fits, largest request then oldest; for a new
+// (Pending) PV, a claim exactly one PV woke, by the same order, only when no
+// idle one fits.
 func (m *waitingModel) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) (string, bool) {
 	if key, ok := m.woke[pv.Name]; ok {
 		return key, true
 	}
 	best, bestBusy := "", false
 	for key, mc := range m.claims {
-		if !fits(mc.claim) {
+		wakers := len(m.wokenFor[key])
+		eligible := pv.Spec.ClaimRef != nil || wakers == 0 || (wakers == 1 && newVolume(pv))
+		if !fits(mc.claim) || !eligible {
 			continue
 		}
-		busy := len(m.wokenFor[key]) > 0
+		busy := wakers == 1
 		if best == "" || (bestBusy && !busy) || (busy == bestBusy && m.before(mc, m.claims[best])) {
 			best, bestBusy = key, busy
 		}
@@ -184,16 +187,20 @@ func compareWaiting(t *testing.T, step int, op string, w *waitingClaims, m *wait
 func (w *waitingClaims) checkPlaces() error {
 	placed := 0
 	for key, wc := range w.byKey {
-		if wc.busy != (len(w.wokenFor[key]) > 0) {
-			return fmt.Errorf("%s: busy %v, woken by %v", key, wc.busy, w.wokenFor[key])
+		if wc.slot != slotFor(len(w.wokenFor[key])) {
+			return fmt.Errorf("%s: slot %v, woken by %v", key, wc.slot, w.wokenFor[key])
 		}
-		if wc.hopeless {
+		if wc.hopeless || wc.slot == fullSlot {
 			continue
 		}
 		placed++
 		p := w.shapes[wc.shape.family][wc.shape.modes]
-		if p == nil || !p.tree(wc.busy).Has(wc) || p.tree(!wc.busy).Has(wc) {
-			return fmt.Errorf("%s is not in its tree alone (busy %v)", key, wc.busy)
+		other := busySlot
+		if wc.slot == busySlot {
+			other = idleSlot
+		}
+		if p == nil || !p.tree(wc.slot).Has(wc) || p.tree(other).Has(wc) {
+			return fmt.Errorf("%s is not in its tree alone (slot %v)", key, wc.slot)
 		}
 	}
 	inTrees := 0

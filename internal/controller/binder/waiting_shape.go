@@ -27,6 +27,21 @@ type claimShape struct {
 	modes binding.ModeSet
 }
 
+// slot is where a placed claim sits, by how many PVs woke it: idle (none),
+// busy (one: a new PV may still wait on it) or full (two or more: in no
+// tree, no PV waits on it any more).
+type slot uint8
+
+const (
+	idleSlot slot = iota
+	busySlot
+	fullSlot
+)
+
+func slotFor(wakers int) slot {
+	return slot(min(wakers, int(fullSlot)))
+}
+
 // partition holds the placed claims of one shape, idle and busy apart so
 // that a wake never walks past the busy ones to reach an idle one.
 type partition struct {
@@ -40,11 +55,15 @@ func newPartition() *partition {
 	return &partition{idle: btree.NewG(waitingDegree, claimLess), busy: btree.NewG(waitingDegree, claimLess)}
 }
 
-func (p *partition) tree(busy bool) *btree.BTreeG[*waitingClaim] {
-	if busy {
+// tree is the slot's tree, nil for full.
+func (p *partition) tree(s slot) *btree.BTreeG[*waitingClaim] {
+	switch s {
+	case idleSlot:
+		return p.idle
+	case busySlot:
 		return p.busy
 	}
-	return p.idle
+	return nil
 }
 
 func (p *partition) empty() bool { return p.idle.Len() == 0 && p.busy.Len() == 0 }
@@ -58,9 +77,9 @@ func claimLess(a, b *waitingClaim) bool {
 	return a.seq < b.seq
 }
 
-// place puts a claim into the tree its shape and busy flag say.
+// place puts a claim into the tree its shape and slot say.
 func (w *waitingClaims) place(wc *waitingClaim) {
-	if wc.hopeless {
+	if wc.hopeless || wc.slot == fullSlot {
 		return
 	}
 	parts, ok := w.shapes[wc.shape.family]
@@ -73,13 +92,13 @@ func (w *waitingClaims) place(wc *waitingClaim) {
 		p = newPartition()
 		parts[wc.shape.modes] = p
 	}
-	p.tree(wc.busy).ReplaceOrInsert(wc)
+	p.tree(wc.slot).ReplaceOrInsert(wc)
 }
 
 // unplace takes a claim out of its tree and drops what became empty, so
 // that shapes no claim has any more cost nothing to a wake.
 func (w *waitingClaims) unplace(wc *waitingClaim) {
-	if wc.hopeless {
+	if wc.hopeless || wc.slot == fullSlot {
 		return
 	}
 	parts := w.shapes[wc.shape.family]
@@ -87,7 +106,7 @@ func (w *waitingClaims) unplace(wc *waitingClaim) {
 	if !ok {
 		return
 	}
-	p.tree(wc.busy).Delete(wc)
+	p.tree(wc.slot).Delete(wc)
 	if !p.empty() {
 		return
 	}

@@ -27,6 +27,12 @@ func freeVolume(name, class string) *v1.PersistentVolume {
 	}
 }
 
+// pending makes pv new: no phase written yet.
+func pending(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv.Status.Phase = v1.VolumePending
+	return pv
+}
+
 // claimFor is a waiting claim of class gold asking for size and modes.
 func claimFor(name, size string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolumeClaim {
 	c := pendingClaim(name, "gold")
@@ -87,12 +93,23 @@ func TestAFreeVolumeWakesTheOldestWaitingClaimOfItsClass(t *testing.T) {
 	}
 }
 
-func TestAVolumeFallsBackToABusyClaimRatherThanNone(t *testing.T) {
+// A new PV with no idle claim waits on a busy one rather than be written
+// Available just before a bind; but one such PV per claim: more would all
+// come back at the claim's sync and pile up on the next claim, a cascade
+// that made bulk binding quadratic. A PV already Available has no write to
+// save and waits on nobody: busy claims search every free PV themselves.
+func TestANewVolumeFallsBackToABusyClaimButNeverPilesUp(t *testing.T) {
 	w := newWaitingClaims()
 	w.update(pendingClaim("only", "gold"))
 	w.wake(freeVolume("pv1", "gold"), always)
-	if key, ok := w.wake(freeVolume("pv2", "gold"), always); !ok || key != "ns/only" {
-		t.Fatalf("pv2 woke %q, %v; want the busy claim ns/only", key, ok)
+	if key, ok := w.wake(pending(freeVolume("pv2", "gold")), always); !ok || key != "ns/only" {
+		t.Fatalf("new pv2 woke %q, %v; want the busy claim ns/only", key, ok)
+	}
+	if key, ok := w.wake(pending(freeVolume("pv3", "gold")), always); ok {
+		t.Errorf("new pv3 woke %q: a claim two PVs woke takes no third", key)
+	}
+	if key, ok := w.wake(freeVolume("pv4", "gold"), always); ok {
+		t.Errorf("Available pv4 woke %q: it has no write to save by waiting", key)
 	}
 	got := w.release("ns/only")
 	if len(got) != 2 {
@@ -101,6 +118,13 @@ func TestAVolumeFallsBackToABusyClaimRatherThanNone(t *testing.T) {
 	if key, _ := w.wake(freeVolume("pv2", "gold"), always); key != "ns/only" {
 		t.Errorf("after release the claim can be woken again, got %q", key)
 	}
+}
+
+func TestAVolumeAlreadyAvailableDoesNotWaitOnABusyClaim(t *testing.T) {
+	w := newWaitingClaims()
+	w.update(claimFor("c", "1Gi"))
+	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/c")
+	wakesNone(t, w, volumeOf("pv2", "1Gi"), "the only claim is busy and pv2 is Available")
 }
 
 func TestClaimsThatAreNoLongerWaitingLeaveTheQueue(t *testing.T) {
@@ -140,7 +164,7 @@ func TestAClaimIsIdleAgainOnceEveryVolumeThatWokeItIsDeleted(t *testing.T) {
 	w := newWaitingClaims()
 	w.update(claimFor("c", "1Gi"))
 	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/c")
-	wakes(t, w, volumeOf("pv2", "1Gi"), "ns/c") // the fallback: c is busy
+	wakes(t, w, pending(volumeOf("pv2", "1Gi")), "ns/c") // the fallback: c is busy
 	w.update(claimFor("d", "1Gi"))
 	w.forgetVolume("pv1")
 	wakes(t, w, volumeOf("pv3", "1Gi"), "ns/d") // pv2 still holds c
@@ -160,7 +184,7 @@ func TestAVolumeWakesTheLargestClaimItCanHoldBeforeAnOlderSmallerOne(t *testing.
 	wakes(t, w, volumeOf("pv1", "5Gi"), "ns/big")
 	wakes(t, w, volumeOf("pv2", "5Gi"), "ns/big-too") // the older of equal requests first
 	wakes(t, w, volumeOf("pv3", "5Gi"), "ns/small")
-	wakes(t, w, volumeOf("pv4", "5Gi"), "ns/big") // every claim it holds is busy: the best of them
+	wakes(t, w, pending(volumeOf("pv4", "5Gi")), "ns/big") // every claim it holds is busy: the best of them
 }
 
 func TestAClaimTooBigForTheVolumeIsNotWoken(t *testing.T) {
@@ -215,7 +239,7 @@ func TestReleasedVolumesGoBackAndTheClaimIsIdleAgain(t *testing.T) {
 	w.update(claimFor("d", "1Gi"))
 	wakes(t, w, volumeOf("pv1", "1Gi"), "ns/c")
 	wakes(t, w, volumeOf("pv2", "1Gi"), "ns/d")
-	wakes(t, w, volumeOf("pv3", "1Gi"), "ns/c") // both busy: the older
+	wakes(t, w, pending(volumeOf("pv3", "1Gi")), "ns/c") // both busy: the older
 	if got := w.release("ns/c"); len(got) != 2 || got[0] != "pv1" || got[1] != "pv3" {
 		t.Errorf("release returned %v, want [pv1 pv3]", got)
 	}

@@ -23,6 +23,8 @@ import (
 type Queue struct {
 	Q    workqueue.TypedRateLimitingInterface[string]
 	Sync func(ctx context.Context, key string) error
+	// Recent, if set, is told each key's sync as it ends, failed or not.
+	Recent *Recent
 }
 
 // NewQueue retries a failed key with per-key exponential backoff from base
@@ -106,6 +108,9 @@ func (r *Runner) processNext(ctx context.Context, q Queue) bool {
 	}
 	defer q.Q.Done(key)
 	err := r.sync(ctx, q, key)
+	if q.Recent != nil {
+		q.Recent.Synced(key)
+	}
 	switch {
 	case err == nil:
 		q.Q.Forget(key)

@@ -1,0 +1,41 @@
+package binder
+
+import (
+	"testing"
+	"time"
+)
+
+// A resync revisits the waiting claims and new PVs not synced lately; those
+// synced within the period are skipped, so a large backlog is not re-queued
+// every period while it is being worked through.
+func TestResyncRevisitsOnlyWhatWasNotSyncedWithinThePeriod(t *testing.T) {
+	b := newFakeBinder(t, pendingClaim("fresh", "gold"), pendingClaim("stale", "gold"),
+		pending(freeVolume("pv-fresh", "silver")), pending(freeVolume("pv-stale", "silver")))
+	queued(b.claimQ) // the informer adds' keys
+	queued(b.volumeQ)
+	b.resync = time.Minute
+	b.claimsSynced.Synced("ns/fresh")
+	b.volumesSynced.Synced("pv-fresh")
+	b.resyncUnsettled(t.Context())
+	if got := queued(b.claimQ); len(got) != 1 || got[0] != "ns/stale" {
+		t.Errorf("claims re-queued %v, want only ns/stale", got)
+	}
+	if got := queued(b.volumeQ); len(got) != 1 || got[0] != "pv-stale" {
+		t.Errorf("volumes re-queued %v, want only pv-stale", got)
+	}
+}
+
+// queued empties a queue without syncing and returns what it held.
+func queued(q interface {
+	Len() int
+	Get() (string, bool)
+	Done(string)
+}) []string {
+	var keys []string
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		q.Done(key)
+		keys = append(keys, key)
+	}
+	return keys
+}
