@@ -19,7 +19,7 @@ import (
 // VOLPLANE_BENCH_N is the number of pods, one value or a comma-separated
 // list (default "100,1000"); select cases with e.g.
 // -bench 'Attach/n=100/unthrottled'. VOLPLANE_BENCH_WORKERS sets the
-// workers of attachdetach and the attacher (default 4, `up`'s; the
+// workers of attachdetach and the attacher (default loop.DefaultWorkers, `up`'s; the
 // external-attacher runs 10). Per case, N claims are created and
 // bound (not timed), then N pods are created (16 writers, pod i on node
 // i%10+1 by spec.nodeName) and the clock runs from each pod's create call

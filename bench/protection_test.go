@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // Deleting claims end to end, volplane's protection loops next to the
@@ -20,7 +22,7 @@ import (
 //	go test -run '^$' -bench Protection -benchtime 1x -timeout 60m ./bench/
 //
 // VOLPLANE_BENCH_N sets the number of claims (default 1000), and
-// VOLPLANE_BENCH_WORKERS volplane's --workers (default 4). Scenarios:
+// VOLPLANE_BENCH_WORKERS volplane's --workers (default loop.DefaultWorkers). Scenarios:
 //   - unused: N claims no pod uses (and no volume);
 //   - pairs: N claims Bound to provisioned volumes of a Delete class; done
 //     when every PV is gone (binder and provisioner run unthrottled in
@@ -103,12 +105,12 @@ func benchN() int {
 }
 
 // benchWorkers is volplane's --workers for the protection loops
-// (VOLPLANE_BENCH_WORKERS, default 4, the default of volplane controller).
+// (VOLPLANE_BENCH_WORKERS, default loop.DefaultWorkers, the default of volplane controller).
 func benchWorkers() int {
 	if n, err := strconv.Atoi(os.Getenv("VOLPLANE_BENCH_WORKERS")); err == nil && n > 0 {
 		return n
 	}
-	return 4
+	return loop.DefaultWorkers
 }
 
 func runChild(b *testing.B, name string, n int) result {

@@ -23,7 +23,7 @@ type Config struct {
 	// writing to Client. Each node records as the kubelet does, with
 	// source component "kubelet" and the node as host.
 	Events record.EventBroadcaster
-	// Workers is the number of workers per queue (default 4).
+	// Workers is the number of workers per queue (default loop.DefaultWorkers).
 	Workers int
 	// ResyncPeriod is how often pods not running yet and every node are
 	// revisited (default 15s): a safety net, the agent is event driven.

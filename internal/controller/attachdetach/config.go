@@ -24,7 +24,7 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Metrics receives the loop's series; nil means a private registry.
 	Metrics prometheus.Registerer
-	// Workers is the number of node workers (default 4).
+	// Workers is the number of node workers (default loop.DefaultWorkers).
 	Workers int
 	// ResyncPeriod is how often every node is looked at again (default
 	// 15s): the reference's desired-state populator, a safety net.

@@ -35,7 +35,7 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Metrics receives the binder's series; nil means a private registry.
 	Metrics prometheus.Registerer
-	// Workers is the number of claim workers and of volume workers (default 4).
+	// Workers is the number of claim workers and of volume workers (default loop.DefaultWorkers).
 	Workers int
 	// ResyncPeriod is how often objects not yet at rest are revisited
 	// (default 15s, as the reference): a safety net, not the way we notice work.

@@ -17,7 +17,7 @@ type Config struct {
 	// Informers must not be started yet; the loops register what they need
 	// (claims and pods, or volumes).
 	Informers informers.SharedInformerFactory
-	// Workers is the number of workers of each loop (default 4); the claim
+	// Workers is the number of workers of each loop (default loop.DefaultWorkers); the claim
 	// loop also sends up to WritersPerWorker times this many writes of one
 	// batch at once.
 	Workers int

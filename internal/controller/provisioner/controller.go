@@ -31,7 +31,7 @@ type Config struct {
 	// Recorder returns the event recorder of a driver; its source should be
 	// EventComponent(driver).
 	Recorder func(driver string) record.EventRecorder
-	// Workers is the number of claim workers and of volume workers (default 4).
+	// Workers is the number of claim workers and of volume workers (default loop.DefaultWorkers).
 	Workers int
 	// ResyncPeriod is how often objects with work left are revisited
 	// (default 15s).
