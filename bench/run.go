@@ -43,8 +43,9 @@ type Options struct {
 	Executable string
 	// Progress receives the progress bar and the phases; nil: silent.
 	Progress io.Writer `json:"-"`
-	// Profile, when set, is where volplane's controller writes a CPU
-	// profile of its whole run (its hidden --cpuprofile flag).
+	// Profile, when set, is a path prefix: volplane's controller writes a
+	// CPU profile of its whole run to Profile.cpu.pprof, and its heap as the
+	// run ends is saved to Profile.heap.pprof.
 	Profile string
 }
 
@@ -251,7 +252,7 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 			binder = append(binder, "--workers", strconv.Itoa(o.Workers))
 		}
 		if o.Profile != "" {
-			binder = append(binder, "--cpuprofile", o.Profile)
+			binder = append(binder, "--cpuprofile", o.Profile+".cpu.pprof", "--profiling")
 		}
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, binder...)

@@ -54,6 +54,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err != nil {
 		return Side{}, err
 	}
+	if e.o.Profile != "" && e.name == Volplane {
+		e.saveHeap(ctx, procs[0])
+	}
 	after, err := readAPIWrites(ctx, e.admin)
 	if err != nil {
 		return Side{}, err
@@ -273,4 +276,22 @@ func httpOK(ctx context.Context, url string, into io.Writer) bool {
 		_, err = io.Copy(into, resp.Body)
 	}
 	return err == nil && resp.StatusCode == http.StatusOK
+}
+
+// saveHeap saves volplane's controller's heap profile as the run ends.
+func (e *sideEnv) saveHeap(ctx context.Context, p *controllerProcess) {
+	log, _ := os.ReadFile(p.log)
+	m := servingRE.FindSubmatch(log)
+	if m == nil {
+		return
+	}
+	f, err := os.Create(e.o.Profile + ".heap.pprof")
+	if err != nil {
+		e.progress.phase("heap profile: " + err.Error())
+		return
+	}
+	defer f.Close()
+	if !httpOK(ctx, "http://"+string(m[1])+"/debug/pprof/heap", f) {
+		e.progress.phase("heap profile: the controller did not serve /debug/pprof/heap")
+	}
 }

@@ -85,7 +85,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "longest measurement per side; what is bound by then is reported")
 	fl.StringVarP(&out, "output", "o", "", "directory for report.json and bound.png (claims Bound over time)")
-	fl.StringVar(&o.Profile, "cpuprofile", "", "write a CPU profile of volplane's controller, its whole run, to this file (an absolute path)")
+	fl.StringVar(&o.Profile, "profile", "", "profile volplane's controller: its whole run's CPU to PREFIX.cpu.pprof, its heap at the end to PREFIX.heap.pprof (PREFIX: an absolute path)")
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
 	return cmd
 }

@@ -65,7 +65,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, nodes: map[string]*nodeState{},
-		factory: informers.NewSharedInformerFactory(cfg.Client, 0),
+		factory: informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.StripManagedFields)),
 		podQ:    loop.NewQueue("nodeagent-pods", retryBase, retryMax),
 		nodeQ:   loop.NewQueue("nodeagent-nodes", retryBase, retryMax)}
 	if a.cfg.Events == nil {

@@ -38,7 +38,7 @@ func (c *Controller) syncAttachment(ctx context.Context, name string) error {
 	for range maxSteps {
 		in := c.read(va)
 		d := publication.Decide(in)
-		logger.V(4).Info("Decided", "decision", d.String())
+		logger.V(4).Info("Decided", "decision", d)
 		var done bool
 		switch d.Step {
 		case publication.None:

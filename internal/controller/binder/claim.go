@@ -37,8 +37,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	defer c.unreserve(in.Match)
 	d := binding.DecideClaim(in)
-	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
-	logger.V(4).Info("Claim decision", "decision", d.String())
+	// d, not d.String(): the logger renders a Stringer only if it logs.
+	klog.FromContext(ctx).V(4).Info("Claim decision", "pvc", klog.KObj(claim), "decision", d)
 	return c.applyClaim(ctx, claim, d)
 }
 

@@ -69,7 +69,7 @@ func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d bin
 		in.LiveChecked = true
 		sd = binding.DecideScrub(in)
 	}
-	klog.FromContext(ctx).V(4).Info("Scrub decision", "pv", pv.Name, "decision", sd.String())
+	klog.FromContext(ctx).V(4).Info("Scrub decision", "pv", pv.Name, "decision", sd)
 	return c.applyScrub(ctx, pv, in.Pod, source, sd)
 }
 

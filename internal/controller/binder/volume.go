@@ -44,7 +44,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		in.LiveChecked = true
 		d = binding.DecideVolume(in)
 	}
-	klog.FromContext(ctx).V(4).Info("Volume decision", "pv", name, "decision", d.String())
+	klog.FromContext(ctx).V(4).Info("Volume decision", "pv", name, "decision", d) // rendered only if logged
 	return c.applyVolume(ctx, pv, in.Claim, d)
 }
 

@@ -35,7 +35,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	h := expansion.DecideHandOff(claim, pv)
 	logger := klog.FromContext(ctx)
-	logger.V(4).Info("Hand-off decided", "pvc", klog.KObj(claim), "pv", claim.Spec.VolumeName, "decision", h.String())
+	logger.V(4).Info("Hand-off decided", "pvc", klog.KObj(claim), "pv", claim.Spec.VolumeName, "decision", h)
 	for _, e := range h.Events {
 		c.recorder.Event(claim, e.Type, e.Reason, e.Message)
 	}

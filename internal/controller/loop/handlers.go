@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -51,4 +52,16 @@ func As[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// StripManagedFields is an informer transform that drops metadata.managedFields
+// before an object enters the cache. No loop reads them, and they are often
+// the largest part of a PV or claim: at 100,000 of each they were most of the
+// cache's memory. Writes of cached copies stay correct: the API server keeps
+// the live object's managedFields when a request carries none.
+func StripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -235,7 +235,7 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	defer events.Shutdown()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(loop.StripManagedFields))
 	// Nodes: the provisioner's topology, and the binder's to come.
 	factory.Core().V1().Nodes().Informer()
 	var runs []func(context.Context) error

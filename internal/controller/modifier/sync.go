@@ -35,7 +35,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	d := modification.Decide(f)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
 	if d.Action != modification.None {
-		logger.V(4).Info("Claim sync", "decision", d.String())
+		logger.V(4).Info("Claim sync", "decision", d)
 	}
 	ctx = klog.NewContext(ctx, logger)
 	switch d.Action {

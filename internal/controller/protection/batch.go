@@ -85,7 +85,7 @@ func (c *ClaimLoop) decide(ctx context.Context, b *batch, name string) (*write, 
 	case protection.AddFinalizer, protection.RemoveFinalizer:
 		return &write{claim: claim, decision: d}, nil
 	case protection.Keep:
-		logger.V(2).Info("Keeping PVC because it is being used", "pvc", klog.KObj(claim), "pod", d.Pod, "use", d.Use.String())
+		logger.V(2).Info("Keeping PVC because it is being used", "pvc", klog.KObj(claim), "pod", d.Pod, "use", d.Use)
 	}
 	return nil, nil
 }

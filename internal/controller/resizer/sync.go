@@ -29,7 +29,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	f := c.read(key, claim)
 	d := expansion.Decide(f)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim), "pv", claim.Spec.VolumeName)
-	logger.V(4).Info("Decided", "decision", d.String())
+	logger.V(4).Info("Decided", "decision", d)
 	ctx = klog.NewContext(ctx, logger)
 	switch d.Action {
 	case expansion.Expand:
