@@ -12,8 +12,17 @@
 //     older than one it wrote.
 //   - reservation: a PV promised to one claim in memory before the first
 //     write, so two workers can never give one PV to two claims.
-//   - waiting claims: unbound claims with no volume yet; a free PV wakes the
-//     oldest one it fits, so binding never waits for the periodic resync.
+//   - waiting claims: unbound claims with no volume yet; a free PV wakes one
+//     claim it fits (the largest request it holds, oldest first), found in
+//     O(log n), so binding never waits for the periodic resync and a new PV
+//     never wakes every claim. See waitingClaims for the order and why a
+//     claim takes at most two wake-ups.
+//   - resync: the safety net, every ResyncPeriod, over the objects not at
+//     rest that were not synced within the period (loop.Recent).
+//
+// Cost. Every step of a sync is O(log n) or O(1) in the number of PVs and
+// claims (matching, wake-ups, the resync's choice), so CPU per bind stays
+// flat from 1,000 to 100,000 pairs; `volplane bench` measures it.
 //
 // The invariant. A PV and a claim are bound to each other when the PV's
 // claimRef names the claim (namespace, name and UID) and the claim's

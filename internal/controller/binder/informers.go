@@ -61,14 +61,14 @@ func (c *Controller) onVolume(obj any) {
 	if !ok {
 		return
 	}
-	if c.newPV.IsOwnWrite(pv.Name, pv) {
-		return // index and newest copy were updated when we wrote it
-	}
+	own := c.newPV.IsOwnWrite(pv.Name, pv)
 	pv = c.newPV.Observe(pv.Name, pv)
 	c.mu.Lock()
-	c.index.Upsert(pv)
+	c.index.Upsert(pv) // for our own write: the informer's copy in place of ours, one copy kept
 	c.mu.Unlock()
-	c.volumeQ.Add(pv.Name)
+	if !own { // our write's sync already decided what follows
+		c.volumeQ.Add(pv.Name)
+	}
 }
 
 // onVolumeDeleted forgets the PV everywhere. It forgets under c.mu, as
@@ -97,14 +97,14 @@ func (c *Controller) onClaim(obj any) {
 		return
 	}
 	key := binding.ClaimKey(claim)
-	if c.newClaim.IsOwnWrite(key, claim) {
-		return // waiting set and newest copy were updated when we wrote it
-	}
+	own := c.newClaim.IsOwnWrite(key, claim)
 	claim = c.newClaim.Observe(key, claim)
 	c.mu.Lock()
-	c.waiting.update(claim)
+	c.waiting.update(claim) // for our own write: the informer's copy in place of ours
 	c.mu.Unlock()
-	c.claimQ.Add(key)
+	if !own { // our write's sync already decided what follows
+		c.claimQ.Add(key)
+	}
 }
 
 // onClaimDeleted forgets the claim everywhere, under c.mu like

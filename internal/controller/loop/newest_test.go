@@ -14,16 +14,18 @@ func pvAt(rv string, uid types.UID) *v1.PersistentVolume {
 
 func TestNewestKeepsTheNewerCopy(t *testing.T) {
 	n := NewNewest[*v1.PersistentVolume]()
-	n.Observe("pv", pvAt("10", "a"))
+	n.Wrote("pv", pvAt("10", "a"))
 	if got := n.Observe("pv", pvAt("9", "a")); got.ResourceVersion != "10" {
 		t.Errorf("an older informer copy replaced our newer write: got rv %s", got.ResourceVersion)
 	}
 	if got := n.Observe("pv", pvAt("11", "a")); got.ResourceVersion != "11" {
 		t.Errorf("a newer copy was ignored: got rv %s", got.ResourceVersion)
 	}
+	n.Wrote("pv", pvAt("12", "a"))
 	if got := n.Observe("pv", pvAt("3", "b")); got.UID != "b" {
 		t.Error("a re-created object (new UID) must replace the old one whatever its version")
 	}
+	n.Wrote("pv", pvAt("4", "b"))
 	if got := n.Observe("pv", pvAt("x", "b")); got.ResourceVersion != "x" {
 		t.Error("an unparsable version must not pin the held copy")
 	}
@@ -60,5 +62,22 @@ func TestNewerReadsWithoutRecording(t *testing.T) {
 	}
 	if _, ok := n.Get("pv"); ok {
 		t.Error("Newer recorded the copy it was shown")
+	}
+}
+
+// Once the informer delivers the version we hold, or a newer one, the held
+// copy is dropped: the lister has it, and holding a second copy of every
+// object we wrote doubled the binder's memory.
+func TestTheHeldCopyIsDroppedOnceTheInformerCaughtUp(t *testing.T) {
+	n := NewNewest[*v1.PersistentVolume]()
+	n.Wrote("pv", pvAt("5", "a"))
+	if got := n.Observe("pv", pvAt("5", "a")); got.ResourceVersion != "5" {
+		t.Errorf("got rv %s, want 5", got.ResourceVersion)
+	}
+	if _, ok := n.Get("pv"); ok {
+		t.Error("the written copy is still held after the informer delivered its version")
+	}
+	if !n.IsOwnWrite("pv", pvAt("5", "a")) {
+		t.Error("the own write is no longer recognised")
 	}
 }
