@@ -174,7 +174,8 @@ func msOr(ms float64, d time.Duration) float64 {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // ratio is the ratio column's cell for a ÷ b: "3.70x better",
-// "1.25x worse", "1.00x same", or "n/a" when there is nothing to divide.
+// "1.25x worse", "1.00x same", "0.0017x better" (two significant digits
+// below 0.1), or "n/a" when there is nothing to divide.
 func ratio(r row, a, b Side) string {
 	if r.value == nil {
 		return ""
@@ -195,6 +196,10 @@ func ratio(r row, a, b Side) string {
 		return "n/a"
 	}
 	s := fmt.Sprintf("%.2fx", q)
+	if q > 0 && q < 0.1 {
+		// Two decimals would print 0.00x for a trickle's 10 ms against 7 s.
+		s = fmt.Sprintf("%.2gx", q)
+	}
 	switch {
 	case s == "1.00x":
 		return s + " same"

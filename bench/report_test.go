@@ -313,3 +313,12 @@ func TestWriteFilesNothingBound(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A trickle's 10 ms against the reference's 7 s must not print as 0.00x.
+func TestATinyRatioKeepsTwoSignificantDigits(t *testing.T) {
+	latency := row{value: func(s Side) (float64, bool) { return s.P50Ms, true }}
+	got := ratio(latency, Side{P50Ms: 11.6}, Side{P50Ms: 6810.7})
+	if got != "0.0017x better" {
+		t.Errorf("ratio of 11.6 to 6810.7 ms shown as %q, want 0.0017x better", got)
+	}
+}
