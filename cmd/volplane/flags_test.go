@@ -100,7 +100,7 @@ func TestControllerFlagsDefaultToTheManagersDefaultConfig(t *testing.T) {
 			t.Errorf("--%s defaults to %q, want %q (manager.DefaultConfig)", name, f.DefValue, v)
 		}
 	}
-	if !d.LeaderElect || d.Workers != 4 || d.ResyncPeriod.Seconds() != 15 {
-		t.Errorf("DefaultConfig %+v: want leader election on, 4 workers, a 15s resync", d)
+	if !d.LeaderElect || d.Workers != 16 || d.ResyncPeriod.Seconds() != 15 {
+		t.Errorf("DefaultConfig %+v: want leader election on, 16 workers, a 15s resync", d)
 	}
 }
