@@ -25,14 +25,16 @@ type controllerProcess struct {
 	last     procStats
 }
 
-// startProcess runs exe with args, its output to a log file in dir.
-func startProcess(ctx context.Context, exe, dir, name string, measured bool, args ...string) (*controllerProcess, error) {
+// startProcess runs exe with args and, on top of this process's
+// environment, env; its output goes to a log file in dir.
+func startProcess(ctx context.Context, exe, dir, name string, measured bool, env []string, args ...string) (*controllerProcess, error) {
 	log := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log")
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

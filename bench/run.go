@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,10 @@ type Options struct {
 	Timeout time.Duration
 	// Executable is the volplane binary the controllers run from.
 	Executable string
+	// MemoryLimit, if set, is the measured controller's GOMEMLIMIT (Go's
+	// soft memory limit, e.g. "900MiB"), on both sides: the GC then works
+	// harder to keep the heap under it, trading CPU for peak RSS.
+	MemoryLimit string
 	// Progress receives the progress bar and the phases; nil: silent.
 	Progress io.Writer `json:"-"`
 	// Profile, when set, is a path prefix: volplane's controller writes a
@@ -66,11 +71,16 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--rate must be above 0 for the trickle scenario, got %g", o.Rate)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout must be above 0, got %s", o.Timeout)
+	case o.MemoryLimit != "" && !memoryLimitRE.MatchString(o.MemoryLimit):
+		return fmt.Errorf("--memory-limit %q: want a size such as 900MiB or 1GiB", o.MemoryLimit)
 	case o.Executable == "":
 		return errors.New("no volplane executable to run the controllers from")
 	}
 	return nil
 }
+
+// memoryLimitRE is what the Go runtime accepts as GOMEMLIMIT, less "off".
+var memoryLimitRE = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)
 
 // Run measures volplane (and with Compare the reference) on the workload.
 // Each side runs in a child process of its own (`volplane bench side`),
@@ -255,7 +265,11 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 			binder = append(binder, "--cpuprofile", o.Profile+".cpu.pprof", "--profiling")
 		}
 	}
-	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, binder...)
+	var env []string
+	if o.MemoryLimit != "" {
+		env = append(env, "GOMEMLIMIT="+o.MemoryLimit)
+	}
+	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, env, binder...)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +282,7 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 	for _, ep := range e.drivers.Endpoints {
 		helpers = append(helpers, "--csi-endpoint", ep)
 	}
-	h, err := startProcess(ctx, o.Executable, e.dir, e.name+" provisioner", false, helpers...)
+	h, err := startProcess(ctx, o.Executable, e.dir, e.name+" provisioner", false, nil, helpers...)
 	if err != nil {
 		p.stop()
 		return nil, err

@@ -85,6 +85,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "longest measurement per side; what is bound by then is reported")
 	fl.StringVarP(&out, "output", "o", "", "directory for report.json and bound.png (claims Bound over time)")
+	fl.StringVar(&o.MemoryLimit, "memory-limit", "", "GOMEMLIMIT of the controller under test, both sides (e.g. 900MiB): Go's soft memory limit, trading CPU for peak RSS")
 	fl.StringVar(&o.Profile, "profile", "", "profile volplane's controller: its whole run's CPU to PREFIX.cpu.pprof, its heap at the end to PREFIX.heap.pprof (PREFIX: an absolute path)")
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
 	return cmd

@@ -95,7 +95,7 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 	for _, scenario := range []string{bench.Trickle, bench.Dynamic, bench.Churn} {
 		t.Run(scenario, func(t *testing.T) {
 			const pairs = 10
-			r, _ := runBench(t, "--scenario", scenario, "--pairs", "10", "--rate", "50")
+			r, _ := runBench(t, "--scenario", scenario, "--pairs", "10", "--rate", "50", "--memory-limit", "512MiB")
 			if len(r.Sides) != 1 {
 				t.Fatalf("sides %+v, want volplane alone", r.Sides)
 			}
@@ -114,6 +114,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"--pairs", "0"},
 		{"--scenario", "trickle", "--rate", "0"},
 		{"--qps", "20", "--burst", "0"},
+		{"--memory-limit", "lots"},
 	} {
 		out, err := volplane(t, append([]string{"bench"}, args...)...).CombinedOutput()
 		if err == nil {
