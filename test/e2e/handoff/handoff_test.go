@@ -80,13 +80,18 @@ func TestGrownMigratedClaimIsAnnotatedWithItsCSIDriver(t *testing.T) {
 			e.start()
 			e.grow("data", "2Gi")
 			e.waitEvents("data", tt.event)
+			patch := []string{"PATCH /api/v1/namespaces/" + e.ns + "/persistentvolumeclaims/data/status"}
 			e.eventually("resizer annotation", func() string {
 				if got := e.claim("data").Annotations[expansion.HandOffResizerAnnotation]; got != tt.driver {
 					return fmt.Sprintf("annotation %q, want %q", got, tt.driver)
 				}
+				// The API server shows the annotation before the expander's
+				// client has the PATCH's response, which is when it is logged.
+				if got := e.loop.Writes.All(); !slices.Equal(got, patch) {
+					return fmt.Sprintf("expander writes %q, want %q", got, patch)
+				}
 				return ""
 			})
-			patch := []string{"PATCH /api/v1/namespaces/" + e.ns + "/persistentvolumeclaims/data/status"}
 			e.steady("data", tt.driver, patch, tt.event)
 		})
 	}
