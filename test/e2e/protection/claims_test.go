@@ -2,6 +2,7 @@ package protection
 
 import (
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"testing"
 	"time"
 
@@ -125,7 +126,9 @@ func TestFinalizerIsAddedToAClaimAndAVolumeThatLackIt(t *testing.T) {
 			return err
 		},
 	} {
-		e.noError(strip(), "strip finalizer")
+		// The binder may write the new PV (its phase) between our read
+		// and our update: read again and retry, as any client would.
+		e.noError(retry.RetryOnConflict(retry.DefaultRetry, strip), "strip finalizer")
 	}
 	e.eventually("finalizers back", func() string {
 		if c := e.findClaim("data"); !has(c.Finalizers, pvcProtection) {
