@@ -251,15 +251,23 @@ func waitReady(ctx context.Context, procs []*controllerProcess, side string) err
 }
 
 func ready(ctx context.Context, p *controllerProcess, side string) bool {
-	log, _ := os.ReadFile(p.log)
 	if side == Reference {
+		log, _ := os.ReadFile(p.log)
 		return strings.Contains(string(log), ReadyLine)
 	}
+	base, ok := metricsURL(p)
+	return ok && httpOK(ctx, base+"/readyz", nil)
+}
+
+// metricsURL is where volplane's controller serves /metrics and the rest,
+// read from the line it logs once listening.
+func metricsURL(p *controllerProcess) (string, bool) {
+	log, _ := os.ReadFile(p.log)
 	m := servingRE.FindSubmatch(log)
 	if m == nil {
-		return false
+		return "", false
 	}
-	return httpOK(ctx, "http://"+string(m[1])+"/readyz", nil)
+	return "http://" + string(m[1]), true
 }
 
 func httpOK(ctx context.Context, url string, into io.Writer) bool {
@@ -280,9 +288,8 @@ func httpOK(ctx context.Context, url string, into io.Writer) bool {
 
 // saveHeap saves volplane's controller's heap profile as the run ends.
 func (e *sideEnv) saveHeap(ctx context.Context, p *controllerProcess) {
-	log, _ := os.ReadFile(p.log)
-	m := servingRE.FindSubmatch(log)
-	if m == nil {
+	base, ok := metricsURL(p)
+	if !ok {
 		return
 	}
 	f, err := os.Create(e.o.Profile + ".heap.pprof")
@@ -291,7 +298,7 @@ func (e *sideEnv) saveHeap(ctx context.Context, p *controllerProcess) {
 		return
 	}
 	defer f.Close()
-	if !httpOK(ctx, "http://"+string(m[1])+"/debug/pprof/heap", f) {
+	if !httpOK(ctx, base+"/debug/pprof/heap", f) {
 		e.progress.phase("heap profile: the controller did not serve /debug/pprof/heap")
 	}
 }
