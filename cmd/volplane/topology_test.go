@@ -75,9 +75,9 @@ type topology struct {
 	kubeconfig string
 	stack      *clustertest.Stack
 	nodes      []string
-	sockets map[string]string // node → its node-local driver's socket
-	network string            // the network driver's controller socket
-	procs   []*controllerProcess
+	sockets    map[string]string // node → its node-local driver's socket
+	network    string            // the network driver's controller socket
+	procs      []*controllerProcess
 }
 
 // start runs one `volplane controller` and dumps its log if the test fails.
