@@ -1,0 +1,263 @@
+package rbac
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// unreachable are the grants the lifecycle below cannot use, each with
+// the reason it is granted all the same. Keyed "serviceAccount: grant".
+var unreachable = map[string]string{
+	// The binder's recycler pod scrubs a volume of the deprecated policy
+	// Recycle; no kubelet here runs it to completion.
+	"volplane-controller: create pods": "recycler pod (policy Recycle)",
+	"volplane-controller: get pods":    "recycler pod (policy Recycle)",
+	"volplane-controller: delete pods": "recycler pod (policy Recycle)",
+	// The event recorder patches an event that repeats (its count)
+	// instead of creating another; no event of the lifecycle repeats
+	// within the recorder's window.
+	"volplane-controller: patch events":  "repeated events",
+	"volplane-node: patch events":        "repeated events",
+	"volplane-csi-sidecar: patch events": "repeated events",
+}
+
+// running is one role's loops, started with its own credentials.
+type running struct {
+	role
+	log   *requestLog
+	loops *clustertest.Loops
+}
+
+// Each deployed role runs with its ServiceAccount's token alone while the
+// whole lifecycle goes through: static binding, dynamic provisioning
+// (Immediate and WaitForFirstConsumer), pods on node-local and attached
+// network volumes, online expansion, the protection finalizers, and
+// reclaim with Delete and Retain. No request of any role is forbidden, and
+// every rule a role is granted is one its loops used.
+func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
+	ctx := context.Background()
+	rs, err := roles(bed.deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := start(t, ctx, rs)
+	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: clustertest.Namespace(t), alive: func() error {
+		for _, r := range runs {
+			if err := r.loops.EndedEarly(); err != nil {
+				return fmt.Errorf("%s: %w", r.serviceAccount, err)
+			}
+		}
+		return bed.stack.EndedEarly()
+	}}
+	lifecycle(e)
+	// Stopped, the leaders release their Leases: that update is theirs too.
+	for _, r := range runs {
+		if err := r.loops.Stop(); err != nil {
+			t.Errorf("%s: the loops returned %v", r.serviceAccount, err)
+		}
+	}
+	for _, r := range runs {
+		if denied := r.log.forbidden(); len(denied) > 0 {
+			t.Errorf("%s was forbidden: %v", r.serviceAccount, denied)
+		}
+		unused, err := unusedGrants(r)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, g := range unused {
+			t.Errorf("%s is granted %s, which its loops never used: remove the rule, or list it in unreachable with the reason", r.serviceAccount, g)
+		}
+	}
+}
+
+// start runs every role's loops with a token of its ServiceAccount.
+func start(t *testing.T, ctx context.Context, rs []role) []*running {
+	var runs []*running
+	for _, r := range rs {
+		log := newRequestLog()
+		rc, err := restConfig(ctx, bed.stack, r.serviceAccount, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := r.config(rc, bed.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &running{role: r, log: log, loops: clustertest.StartLoops(cfg)}
+		t.Cleanup(func() { _ = run.loops.Stop(); logCalls(t, run) })
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// unusedGrants are the role's grants no call of its loops used, but those
+// listed in unreachable.
+func unusedGrants(r *running) ([]string, error) {
+	grants, err := grantsOf(bed.deploy, r.serviceAccount)
+	if err != nil {
+		return nil, err
+	}
+	if len(grants) == 0 {
+		return nil, errors.New(r.serviceAccount + " is granted nothing in deploy/")
+	}
+	calls := r.log.all()
+	var out []string
+	for _, g := range grants {
+		if _, ok := unreachable[r.serviceAccount+": "+g.String()]; !ok && !g.usedBy(calls) {
+			out = append(out, g.String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// lifecycle drives every phase through the loops under test.
+func lifecycle(e *env) {
+	node := bed.stack.CP.Nodes[0]
+	network, premium := networkClasses(e)
+
+	// Static: an administrator's PV and a claim that selects it.
+	static := staticVolume(e)
+	e.claim("static", "", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"rbac": e.ns}}
+	})
+	if got := e.bound("static"); got != static {
+		e.t.Fatalf("claim static bound to %s, want %s", got, static)
+	}
+	// Dynamic, node-local: Immediate (with deploy/'s attributes class)
+	// and WaitForFirstConsumer (provisioned on the node of its pod).
+	e.claim("immediate", bundle.ImmediateClass, func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.VolumeAttributesClassName = ptr.To(bundle.StandardAttributes)
+	})
+	immediate := e.bound("immediate")
+	e.attributes("immediate", bundle.StandardAttributes)
+	e.claim("wffc", bundle.WaitClass)
+	e.pod("local-app", node, "wffc")
+	wffc := e.bound("wffc")
+	e.running("local-app")
+	// Network, policy Retain: attached to the pod's node, grown and
+	// given other attributes while in use.
+	e.claim("network", network)
+	e.pod("network-app", node, "network")
+	attached := e.bound("network")
+	e.running("network-app")
+	e.grow("network", "2Gi")
+	e.modify("network", premium)
+	// Network, policy Delete.
+	e.claim("network-delete", bundle.NetworkClass)
+	networkDeleted := e.bound("network-delete")
+
+	// The claim in use outlives its deletion until its pod is gone
+	// (pvc-protection); then the Retain volume is Released, detached, and
+	// deleted by hand (pv-protection lets it go once it is not Bound).
+	if err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, "network", metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.gone("pod", "network-app")
+	e.gone("claim", "network")
+	e.released(attached)
+	e.gone("pv", attached)
+	// Delete: the volumes go with their claims.
+	e.gone("pod", "local-app")
+	for _, claim := range []string{"wffc", "immediate", "network-delete"} {
+		e.gone("claim", claim)
+	}
+	for _, pv := range []string{wffc, immediate, networkDeleted} {
+		e.waitGone("pv", pv, func() error {
+			_, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, pv, metav1.GetOptions{})
+			return err
+		})
+	}
+	// Retain, static: Released, then deleted by hand.
+	e.gone("claim", "static")
+	e.released(static)
+	e.gone("pv", static)
+}
+
+// networkClasses make a Retain class of the network driver whose volumes
+// need a secret for each controller call (provision, attach, expand), that
+// secret, and an attributes class of the network driver; they go when the
+// test ends.
+func networkClasses(e *env) (class, attributes string) {
+	e.t.Helper()
+	name := "rbac-network-" + e.ns
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "network-credentials", Namespace: e.ns},
+		StringData: map[string]string{"user": "volplane"}}
+	if _, err := e.client.CoreV1().Secrets(e.ns).Create(e.ctx, secret, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	params := map[string]string{}
+	for _, call := range []string{"provisioner", "controller-publish", "controller-expand"} {
+		params["csi.storage.k8s.io/"+call+"-secret-name"] = secret.Name
+		params["csi.storage.k8s.io/"+call+"-secret-namespace"] = e.ns
+	}
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: hostpath.NetworkDriverName, Parameters: params,
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimRetain),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate), AllowVolumeExpansion: ptr.To(true),
+	}
+	if _, err := e.client.StorageV1().StorageClasses().Create(e.ctx, sc, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = e.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	vac := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: name + "-premium"},
+		DriverName: hostpath.NetworkDriverName, Parameters: map[string]string{hostpath.ParamTier: hostpath.TierPremium}}
+	if _, err := e.client.StorageV1().VolumeAttributesClasses().Create(e.ctx, vac, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		_ = e.client.StorageV1().VolumeAttributesClasses().Delete(context.Background(), vac.Name, metav1.DeleteOptions{})
+	})
+	return name, vac.Name
+}
+
+// staticVolume makes an administrator's PV (policy Retain, no class),
+// labelled for the test's claim alone.
+func staticVolume(e *env) string {
+	e.t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "static-" + e.ns, Labels: map[string]string{"rbac": e.ns}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: hostpath.NetworkDriverName, VolumeHandle: "static-" + e.ns}},
+		},
+	}
+	if _, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	return pv.Name
+}
+
+// logCalls logs the distinct calls the role's loops made, with their
+// answers and counts (shown when the test fails, or with -v): what a rule
+// to add or remove is read from.
+func logCalls(t *testing.T, r *running) {
+	seen := map[string]int{}
+	for _, c := range r.log.all() {
+		c.namespace = ""
+		seen[fmt.Sprintf("%s → %d", c.call, c.status)]++
+	}
+	out := make([]string, 0, len(seen))
+	for k, n := range seen {
+		out = append(out, fmt.Sprintf("%s ×%d", k, n))
+	}
+	slices.Sort(out)
+	t.Logf("%s called:\n\t%s", r.serviceAccount, strings.Join(out, "\n\t"))
+}
