@@ -173,7 +173,10 @@ func (e *env) gone(kind, name string) {
 		}
 	case "pv":
 		del = func() error { return e.client.CoreV1().PersistentVolumes().Delete(e.ctx, name, metav1.DeleteOptions{}) }
-		get = func() error { _, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{}); return err }
+		get = func() error {
+			_, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+			return err
+		}
 	}
 	if err := del(); err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
