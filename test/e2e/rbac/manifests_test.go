@@ -1,25 +1,17 @@
 package rbac
 
 import (
-	"bytes"
 	"fmt"
-	"path/filepath"
-	"runtime"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
+
+	"github.com/volplane/volplane/deploy"
 )
 
-// manifests are the objects of deploy/, as `kubectl apply -k deploy/`
-// would send them (kustomize's own build, so the kustomization's resource
-// list, namespace and images count).
+// manifests are the objects of deploy/ by kind.
 type manifests struct {
 	namespaces          []*corev1.Namespace
 	serviceAccounts     []*corev1.ServiceAccount
@@ -34,35 +26,15 @@ type manifests struct {
 	attributeClasses    []*storagev1.VolumeAttributesClass
 }
 
-// repoRoot is the repository's top directory (this file is three below).
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-// loadDeploy builds deploy/ with kustomize and decodes every object; an
-// object of a kind this test does not know fails it, so nothing in deploy/
-// goes unchecked.
+// loadDeploy decodes deploy/; an object of a kind this test does not
+// know fails it, so nothing in deploy/ goes unchecked.
 func loadDeploy() (*manifests, error) {
-	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(), "deploy"))
+	objs, err := deploy.Objects()
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build deploy/: %w", err)
+		return nil, err
 	}
 	m := &manifests{}
-	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
-	for _, res := range built.Resources() {
-		doc, err := res.AsYAML()
-		if err != nil {
-			return nil, err
-		}
-		json, err := yaml.YAMLToJSONStrict(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
-		}
-		obj, _, err := decode.Decode(bytes.TrimSpace(json), nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
-		}
+	for _, obj := range objs {
 		if err := m.add(obj); err != nil {
 			return nil, err
 		}
