@@ -3,6 +3,7 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +193,16 @@ func (e *env) waitGone(kind, name string, get func() error) {
 		}
 		return ""
 	})
+}
+
+// terminating fails unless the claim is still there, deleted but held by
+// its protection finalizer.
+func (e *env) terminating(claim string) {
+	e.t.Helper()
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, claim, metav1.GetOptions{})
+	if err != nil || c.DeletionTimestamp == nil || !slices.Contains(c.Finalizers, "kubernetes.io/pvc-protection") {
+		e.t.Fatalf("claim %s in use: %v, want it Terminating under kubernetes.io/pvc-protection", claim, err)
+	}
 }
 
 // released waits until the PV is Released (its claim gone, policy Retain).

@@ -71,20 +71,22 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 		}
 	}
 	for _, r := range runs {
-		if denied := r.log.forbidden(); len(denied) > 0 {
-			t.Errorf("%s was forbidden: %v", r.serviceAccount, denied)
-		}
-		unused, err := unusedGrants(r)
+		unused, stale, err := audit(r)
 		if err != nil {
 			t.Error(err)
 		}
 		for _, g := range unused {
 			t.Errorf("%s is granted %s, which its loops never used: remove the rule, or list it in unreachable with the reason", r.serviceAccount, g)
 		}
+		for _, key := range stale {
+			t.Errorf("unreachable lists %s: remove the entry", key)
+		}
 	}
 }
 
-// start runs every role's loops with a token of its ServiceAccount.
+// start runs every role's loops with a token of its ServiceAccount; when
+// the test ends they stop, and any call of theirs that was forbidden
+// fails it.
 func start(t *testing.T, ctx context.Context, rs []role) []*running {
 	var runs []*running
 	for _, r := range rs {
@@ -98,31 +100,55 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 			t.Fatal(err)
 		}
 		run := &running{role: r, log: log, loops: clustertest.StartLoops(cfg)}
-		t.Cleanup(func() { _ = run.loops.Stop(); logCalls(t, run) })
+		// Also when the lifecycle failed: a forbidden call is the likely
+		// reason.
+		t.Cleanup(func() {
+			_ = run.loops.Stop()
+			logCalls(t, run)
+			if denied := run.log.forbidden(); len(denied) > 0 {
+				t.Errorf("%s was forbidden: %v", run.serviceAccount, denied)
+			}
+		})
 		runs = append(runs, run)
 	}
 	return runs
 }
 
-// unusedGrants are the role's grants no call of its loops used, but those
-// listed in unreachable.
-func unusedGrants(r *running) ([]string, error) {
+// audit compares a role's grants in deploy/ with the calls its loops
+// made: the grants no call used (but those listed in unreachable), and
+// the entries of unreachable for the role that no longer hold (the rule
+// is not granted, or was used after all).
+func audit(r *running) (unused, stale []string, err error) {
 	grants, err := grantsOf(bed.deploy, r.serviceAccount)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(grants) == 0 {
-		return nil, errors.New(r.serviceAccount + " is granted nothing in deploy/")
+		return nil, nil, errors.New(r.serviceAccount + " is granted nothing in deploy/")
 	}
 	calls := r.log.all()
-	var out []string
+	excused := map[string]bool{}
 	for _, g := range grants {
-		if _, ok := unreachable[r.serviceAccount+": "+g.String()]; !ok && !g.usedBy(calls) {
-			out = append(out, g.String())
+		key := r.serviceAccount + ": " + g.String()
+		_, listed := unreachable[key]
+		used := g.usedBy(calls)
+		switch {
+		case listed && used:
+			stale = append(stale, key+" (used)")
+		case listed:
+			excused[key] = true
+		case !used:
+			unused = append(unused, g.String())
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	for key := range unreachable {
+		if strings.HasPrefix(key, r.serviceAccount+": ") && !excused[key] && !slices.Contains(stale, key+" (used)") {
+			stale = append(stale, key+" (not granted)")
+		}
+	}
+	slices.Sort(unused)
+	slices.Sort(stale)
+	return slices.Compact(unused), stale, nil
 }
 
 // lifecycle drives every phase through the loops under test.
@@ -167,6 +193,7 @@ func lifecycle(e *env) {
 	if err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, "network", metav1.DeleteOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	e.terminating("network")
 	e.gone("pod", "network-app")
 	e.gone("claim", "network")
 	e.released(attached)
