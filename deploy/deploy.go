@@ -63,3 +63,14 @@ func Objects() ([]runtime.Object, error) {
 	}
 	return out, nil
 }
+
+// Of returns the objects of type T (say *appsv1.Deployment), in order.
+func Of[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}

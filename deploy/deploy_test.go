@@ -25,17 +25,6 @@ func objects(t *testing.T) []runtime.Object {
 	return objs
 }
 
-// ofType returns the objects of type T.
-func ofType[T runtime.Object](objs []runtime.Object) []T {
-	var out []T
-	for _, o := range objs {
-		if v, ok := o.(T); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // The bundled driver's CSIDriver, classes and attributes classes are those
 // `volplane up` registers, field for field: a claim written for up works
 // the same on a cluster.
@@ -46,7 +35,7 @@ func TestStorageObjectsAreThoseUpRegisters(t *testing.T) {
 		if want.Name != hostpath.DriverName {
 			continue // the network driver is up's alone: `volplane driver` serves the node-local one
 		}
-		got := ofType[*storagev1.CSIDriver](objs)
+		got := Of[*storagev1.CSIDriver](objs)
 		if len(got) != 1 || got[0].Name != want.Name || !reflect.DeepEqual(got[0].Spec, want.Spec) {
 			t.Errorf("CSIDrivers %v, want only %s with %+v", names(got), want.Name, want.Spec)
 		}
@@ -57,28 +46,28 @@ func TestStorageObjectsAreThoseUpRegisters(t *testing.T) {
 			continue
 		}
 		wantClasses = append(wantClasses, want.Name)
-		i := slices.IndexFunc(ofType[*storagev1.StorageClass](objs), func(c *storagev1.StorageClass) bool { return c.Name == want.Name })
+		i := slices.IndexFunc(Of[*storagev1.StorageClass](objs), func(c *storagev1.StorageClass) bool { return c.Name == want.Name })
 		if i < 0 {
 			t.Errorf("no StorageClass %s", want.Name)
 			continue
 		}
-		got := ofType[*storagev1.StorageClass](objs)[i]
+		got := Of[*storagev1.StorageClass](objs)[i]
 		if got.Provisioner != want.Provisioner || !maps.Equal(got.Parameters, want.Parameters) ||
 			*got.ReclaimPolicy != *want.ReclaimPolicy || *got.VolumeBindingMode != *want.VolumeBindingMode ||
 			*got.AllowVolumeExpansion != *want.AllowVolumeExpansion || !maps.Equal(got.Annotations, want.Annotations) {
 			t.Errorf("StorageClass %s differs from up's:\n got %+v %v\nwant %+v %v", want.Name, got, got.Annotations, want, want.Annotations)
 		}
 	}
-	if got := names(ofType[*storagev1.StorageClass](objs)); !slices.Equal(got, wantClasses) {
+	if got := names(Of[*storagev1.StorageClass](objs)); !slices.Equal(got, wantClasses) {
 		t.Errorf("StorageClasses %v, want %v", got, wantClasses)
 	}
 	for _, want := range bundle.AttributeClasses() {
-		i := slices.IndexFunc(ofType[*storagev1.VolumeAttributesClass](objs), func(c *storagev1.VolumeAttributesClass) bool { return c.Name == want.Name })
+		i := slices.IndexFunc(Of[*storagev1.VolumeAttributesClass](objs), func(c *storagev1.VolumeAttributesClass) bool { return c.Name == want.Name })
 		if i < 0 {
 			t.Errorf("no VolumeAttributesClass %s", want.Name)
 			continue
 		}
-		got := ofType[*storagev1.VolumeAttributesClass](objs)[i]
+		got := Of[*storagev1.VolumeAttributesClass](objs)[i]
 		if got.DriverName != want.DriverName || !maps.Equal(got.Parameters, want.Parameters) {
 			t.Errorf("VolumeAttributesClass %s: %s %v, want %s %v", want.Name, got.DriverName, got.Parameters, want.DriverName, want.Parameters)
 		}
@@ -176,7 +165,7 @@ func workload[T interface {
 	GetName() string
 }](t *testing.T, objs []runtime.Object, name string) T {
 	t.Helper()
-	for _, o := range ofType[T](objs) {
+	for _, o := range Of[T](objs) {
 		if o.GetName() == name {
 			return o
 		}

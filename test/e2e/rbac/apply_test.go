@@ -4,75 +4,57 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 )
 
-// apply creates what deploy/ holds, but the workloads: no kubelet runs
-// here to start their pods; each role's loops run in this process instead.
-func apply(ctx context.Context, c kubernetes.Interface, m *manifests) error {
-	create := func(what, name string, err error) error {
+// apply creates deploy/'s objects in kustomize's order (namespace and
+// roles first), but the workloads: no kubelet runs here to start their
+// pods; each role's loops run in this process instead.
+func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	for _, obj := range objs {
+		switch obj.(type) {
+		case *appsv1.Deployment, *appsv1.DaemonSet:
+			continue
+		}
+		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
 		if err != nil {
-			return fmt.Errorf("create %s %s: %w", what, name, err)
-		}
-		return nil
-	}
-	opts := metav1.CreateOptions{}
-	for _, o := range m.namespaces {
-		_, err := c.CoreV1().Namespaces().Create(ctx, o, opts)
-		if err := create("Namespace", o.Name, err); err != nil {
 			return err
 		}
-	}
-	for _, o := range m.serviceAccounts {
-		_, err := c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
-		if err := create("ServiceAccount", o.Name, err); err != nil {
+		mapping, err := mapper.RESTMapping(kinds[0].GroupKind(), kinds[0].Version)
+		if err != nil {
 			return err
 		}
-	}
-	for _, o := range m.clusterRoles {
-		_, err := c.RbacV1().ClusterRoles().Create(ctx, o, opts)
-		if err := create("ClusterRole", o.Name, err); err != nil {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
 			return err
 		}
-	}
-	for _, o := range m.clusterRoleBindings {
-		_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
-		if err := create("ClusterRoleBinding", o.Name, err); err != nil {
-			return err
+		u := &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(kinds[0])
+		var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			client = dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
-	}
-	for _, o := range m.roles {
-		_, err := c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
-		if err := create("Role", o.Name, err); err != nil {
-			return err
-		}
-	}
-	for _, o := range m.roleBindings {
-		_, err := c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
-		if err := create("RoleBinding", o.Name, err); err != nil {
-			return err
-		}
-	}
-	return applyStorage(ctx, c, m)
-}
-
-// applyStorage creates deploy/'s CSIDriver, classes and attributes classes.
-func applyStorage(ctx context.Context, c kubernetes.Interface, m *manifests) error {
-	opts := metav1.CreateOptions{}
-	for _, o := range m.csiDrivers {
-		if _, err := c.StorageV1().CSIDrivers().Create(ctx, o, opts); err != nil {
-			return fmt.Errorf("create CSIDriver %s: %w", o.Name, err)
-		}
-	}
-	for _, o := range m.classes {
-		if _, err := c.StorageV1().StorageClasses().Create(ctx, o, opts); err != nil {
-			return fmt.Errorf("create StorageClass %s: %w", o.Name, err)
-		}
-	}
-	for _, o := range m.attributeClasses {
-		if _, err := c.StorageV1().VolumeAttributesClasses().Create(ctx, o, opts); err != nil {
-			return fmt.Errorf("create VolumeAttributesClass %s: %w", o.Name, err)
+		if _, err := client.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create %s %s: %w", kinds[0].Kind, u.GetName(), err)
 		}
 	}
 	return nil

@@ -5,6 +5,9 @@ import (
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/volplane/volplane/deploy"
 )
 
 // grant is one verb on one resource of one group that a role may use,
@@ -15,28 +18,28 @@ type grant struct {
 
 // grantsOf expands the rules bound to the ServiceAccount in deploy/ into
 // single grants. A wildcard is an error: it grants what no test can list.
-func grantsOf(m *manifests, serviceAccount string) ([]grant, error) {
+func grantsOf(objs []runtime.Object, serviceAccount string) ([]grant, error) {
 	subject := func(subjects []rbacv1.Subject) bool {
 		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
 			return s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace
 		})
 	}
 	var out []grant
-	for _, b := range m.clusterRoleBindings {
+	for _, b := range deploy.Of[*rbacv1.ClusterRoleBinding](objs) {
 		if !subject(b.Subjects) {
 			continue
 		}
-		rules, err := m.rulesOf(b.RoleRef, "")
+		rules, err := rulesOf(objs, b.RoleRef, "")
 		if err != nil {
 			return nil, fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
 		}
 		out = append(out, expand(rules, "")...)
 	}
-	for _, b := range m.roleBindings {
+	for _, b := range deploy.Of[*rbacv1.RoleBinding](objs) {
 		if !subject(b.Subjects) {
 			continue
 		}
-		rules, err := m.rulesOf(b.RoleRef, b.Namespace)
+		rules, err := rulesOf(objs, b.RoleRef, b.Namespace)
 		if err != nil {
 			return nil, fmt.Errorf("RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
 		}
@@ -51,16 +54,16 @@ func grantsOf(m *manifests, serviceAccount string) ([]grant, error) {
 }
 
 // rulesOf are the rules of the role a binding in namespace ns refers to.
-func (m *manifests) rulesOf(ref rbacv1.RoleRef, ns string) ([]rbacv1.PolicyRule, error) {
+func rulesOf(objs []runtime.Object, ref rbacv1.RoleRef, ns string) ([]rbacv1.PolicyRule, error) {
 	switch ref.Kind {
 	case "ClusterRole":
-		for _, r := range m.clusterRoles {
+		for _, r := range deploy.Of[*rbacv1.ClusterRole](objs) {
 			if r.Name == ref.Name {
 				return r.Rules, nil
 			}
 		}
 	case "Role":
-		for _, r := range m.roles {
+		for _, r := range deploy.Of[*rbacv1.Role](objs) {
 			if r.Name == ref.Name && r.Namespace == ns {
 				return r.Rules, nil
 			}

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/volplane/volplane/deploy"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
@@ -27,7 +30,7 @@ const unmountWait = 3 * time.Second
 // bed is the package's test bed: deploy/ decoded and applied, and the
 // stack with its loops stopped (each role runs its own).
 var bed struct {
-	deploy *manifests
+	deploy []runtime.Object
 	stack  *clustertest.Stack
 }
 
@@ -36,14 +39,14 @@ func TestMain(m *testing.M) {
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	deploy, err := loadDeploy()
+	objs, err := deploy.Objects()
 	if err != nil {
 		return nil, err
 	}
 	// deploy/'s CSIDriver and classes go first: the stack registers only
 	// what is missing (the network driver and its class, which deploy/
 	// does not ship).
-	if err := apply(context.Background(), cp.Client, deploy); err != nil {
+	if err := apply(context.Background(), cp.RESTConfig, objs); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "vp-rbac-") // short: unix socket paths are limited
@@ -64,7 +67,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	bed.deploy, bed.stack = deploy, s
+	bed.deploy, bed.stack = objs, s
 	return func() {
 		s.Stop()
 		os.RemoveAll(dir)

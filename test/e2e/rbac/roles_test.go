@@ -6,12 +6,15 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/deploy"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -39,12 +42,12 @@ var sidecarArgs = []string{"controller", "--controllers=provisioner,attacher,res
 // the node-local provisioner (the DaemonSet's container beside the
 // bundled driver), and the CSI sidecar of a central driver, served here by
 // the bundle's network driver.
-func roles(m *manifests) ([]role, error) {
-	controller, err := containerOf(m, "Deployment", "volplane-controller", "controller")
+func roles(objs []runtime.Object) ([]role, error) {
+	controller, err := containerOf(objs, "Deployment", "volplane-controller", "controller")
 	if err != nil {
 		return nil, err
 	}
-	node, err := containerOf(m, "DaemonSet", "volplane-node", "provisioner")
+	node, err := containerOf(objs, "DaemonSet", "volplane-node", "provisioner")
 	if err != nil {
 		return nil, err
 	}
@@ -54,14 +57,14 @@ func roles(m *manifests) ([]role, error) {
 }
 
 // containerOf finds a workload's container in deploy/.
-func containerOf(m *manifests, kind, name, container string) (role, error) {
+func containerOf(objs []runtime.Object, kind, name, container string) (role, error) {
 	var spec *corev1.PodSpec
-	for _, d := range m.deployments {
+	for _, d := range deploy.Of[*appsv1.Deployment](objs) {
 		if kind == "Deployment" && d.Name == name {
 			spec = &d.Spec.Template.Spec
 		}
 	}
-	for _, d := range m.daemonSets {
+	for _, d := range deploy.Of[*appsv1.DaemonSet](objs) {
 		if kind == "DaemonSet" && d.Name == name {
 			spec = &d.Spec.Template.Spec
 		}
