@@ -18,8 +18,9 @@ import (
 )
 
 // apply creates deploy/'s objects in kustomize's order (namespace and
-// roles first), but the workloads: no kubelet runs here to start their
-// pods; each role's loops run in this process instead.
+// roles first). The workloads are only validated by the API server (a
+// dry run): no kubelet runs here to start their pods; each role's loops
+// run in this process instead.
 func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -31,9 +32,10 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	for _, obj := range objs {
+		opts := metav1.CreateOptions{}
 		switch obj.(type) {
 		case *appsv1.Deployment, *appsv1.DaemonSet:
-			continue
+			opts.DryRun = []string{metav1.DryRunAll}
 		}
 		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
 		if err != nil {
@@ -53,7 +55,7 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			client = dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
-		if _, err := client.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := client.Create(ctx, u, opts); err != nil {
 			return fmt.Errorf("create %s %s: %w", kinds[0].Kind, u.GetName(), err)
 		}
 	}
