@@ -81,8 +81,11 @@ func containerOf(objs []runtime.Object, kind, name, container string) (role, err
 
 // config is the manager configuration the role's arguments say, with the
 // endpoints of the bundled drivers it serves and the REST configuration
-// given. Flags of no concern to RBAC (metrics, node deployment) are
-// skipped.
+// given. Other flags are skipped: the metrics address (none here), and
+// --node-deployment/--node-name, which this build's manager.Config does
+// not have yet (the topology work adds them): until they are wired here,
+// the node role's provisioner runs in the ordinary mode against every
+// node-local endpoint, which may call the API differently.
 func (r role) config(rc *rest.Config, stack *clustertest.Stack) (manager.Config, error) {
 	cfg := manager.DefaultConfig()
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
