@@ -220,6 +220,37 @@ func (e *env) released(pv string) {
 	})
 }
 
+// recycle finishes the recycler pod of a Released PV of policy Recycle as
+// a kubelet would (Succeeded) and waits until the PV is Available and the
+// pod gone.
+func (e *env) recycle(pv string) {
+	e.t.Helper()
+	pods := e.client.CoreV1().Pods(metav1.NamespaceDefault)
+	name := "recycler-for-" + pv
+	e.eventually("recycler pod "+name+" Succeeded", func() string {
+		pod, err := pods.Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		pod.Status.Phase = corev1.PodSucceeded
+		if _, err := pods.UpdateStatus(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	e.eventually("PV "+pv+" Available", func() string {
+		v, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, pv, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if v.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Sprintf("phase %s; events %s", v.Status.Phase, e.events(pv))
+		}
+		return ""
+	})
+	e.waitGone("pod", name, func() error { _, err := pods.Get(e.ctx, name, metav1.GetOptions{}); return err })
+}
+
 // events are the events about an object, "reason: message; ...".
 func (e *env) events(name string) string {
 	list, err := e.client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})

@@ -22,11 +22,10 @@ import (
 // unreachable are the grants the lifecycle below cannot use, each with
 // the reason it is granted all the same. Keyed "serviceAccount: grant".
 var unreachable = map[string]string{
-	// The binder's recycler pod scrubs a volume of the deprecated policy
-	// Recycle; no kubelet here runs it to completion.
-	"volplane-controller: create pods": "recycler pod (policy Recycle)",
-	"volplane-controller: get pods":    "recycler pod (policy Recycle)",
-	"volplane-controller: delete pods": "recycler pod (policy Recycle)",
+	// The binder reads its recycler pod from the API server only when
+	// its cache does not hold the pod yet right after creating it: a race
+	// the lifecycle does not reach on purpose.
+	"volplane-controller: get pods": "recycler pod read live while the cache lags",
 	// The event recorder patches an event that repeats (its count)
 	// instead of creating another; no event of the lifecycle repeats
 	// within the recorder's window.
@@ -79,7 +78,7 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 			t.Errorf("%s is granted %s, which its loops never used: remove the rule, or list it in unreachable with the reason", r.serviceAccount, g)
 		}
 		for _, key := range stale {
-			t.Errorf("unreachable lists %s: remove the entry", key)
+			t.Errorf("unreachable lists %s, which is not granted: remove the entry", key)
 		}
 	}
 }
@@ -116,8 +115,9 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 
 // audit compares a role's grants in deploy/ with the calls its loops
 // made: the grants no call used (but those listed in unreachable), and
-// the entries of unreachable for the role that no longer hold (the rule
-// is not granted, or was used after all).
+// the entries of unreachable for the role that grant nothing (the rule is
+// gone). An entry used after all is not an error: some are races the
+// lifecycle may hit.
 func audit(r *running) (unused, stale []string, err error) {
 	grants, err := grantsOf(bed.deploy, r.serviceAccount)
 	if err != nil {
@@ -127,23 +127,17 @@ func audit(r *running) (unused, stale []string, err error) {
 		return nil, nil, errors.New(r.serviceAccount + " is granted nothing in deploy/")
 	}
 	calls := r.log.all()
-	excused := map[string]bool{}
+	granted := map[string]bool{}
 	for _, g := range grants {
 		key := r.serviceAccount + ": " + g.String()
-		_, listed := unreachable[key]
-		used := g.usedBy(calls)
-		switch {
-		case listed && used:
-			stale = append(stale, key+" (used)")
-		case listed:
-			excused[key] = true
-		case !used:
+		granted[key] = true
+		if _, listed := unreachable[key]; !listed && !g.usedBy(calls) {
 			unused = append(unused, g.String())
 		}
 	}
 	for key := range unreachable {
-		if strings.HasPrefix(key, r.serviceAccount+": ") && !excused[key] && !slices.Contains(stale, key+" (used)") {
-			stale = append(stale, key+" (not granted)")
+		if strings.HasPrefix(key, r.serviceAccount+": ") && !granted[key] {
+			stale = append(stale, key)
 		}
 	}
 	slices.Sort(unused)
@@ -156,14 +150,11 @@ func lifecycle(e *env) {
 	node := bed.stack.CP.Nodes[0]
 	network, premium := networkClasses(e)
 
-	// Static: an administrator's PV and a claim that selects it.
-	static := staticVolume(e)
-	e.claim("static", "", func(c *corev1.PersistentVolumeClaim) {
-		c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"rbac": e.ns}}
-	})
-	if got := e.bound("static"); got != static {
-		e.t.Fatalf("claim static bound to %s, want %s", got, static)
-	}
+	// Static: an administrator's PVs and claims that select them.
+	static := e.staticBound("static", corev1.PersistentVolumeReclaimRetain, corev1.PersistentVolumeSource{
+		CSI: &corev1.CSIPersistentVolumeSource{Driver: hostpath.NetworkDriverName, VolumeHandle: "static-" + e.ns}})
+	recycled := e.staticBound("recycled", corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/volplane-rbac/" + e.ns}})
 	// Dynamic, node-local: Immediate (with deploy/'s attributes class)
 	// and WaitForFirstConsumer (provisioned on the node of its pod).
 	e.claim("immediate", bundle.ImmediateClass, func(c *corev1.PersistentVolumeClaim) {
@@ -213,6 +204,12 @@ func lifecycle(e *env) {
 	e.gone("claim", "static")
 	e.released(static)
 	e.gone("pv", static)
+	// Recycle (deprecated): the binder scrubs the volume with a pod, which
+	// the test finishes as a kubelet would; the volume is Available again
+	// and the pod removed.
+	e.gone("claim", "recycled")
+	e.recycle(recycled)
+	e.gone("pv", recycled)
 }
 
 // networkClasses make a Retain class of the network driver whose volumes
@@ -254,22 +251,28 @@ func networkClasses(e *env) (class, attributes string) {
 	return name, vac.Name
 }
 
-// staticVolume makes an administrator's PV (policy Retain, no class),
-// labelled for the test's claim alone.
-func staticVolume(e *env) string {
+// staticBound makes an administrator's PV named name-<namespace> (no
+// class, the policy and source given) and a claim name that selects it,
+// and waits until they are bound; it returns the PV's name.
+func (e *env) staticBound(name string, policy corev1.PersistentVolumeReclaimPolicy, source corev1.PersistentVolumeSource) string {
 	e.t.Helper()
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "static-" + e.ns, Labels: map[string]string{"rbac": e.ns}},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + e.ns, Labels: map[string]string{"rbac": name + "-" + e.ns}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: hostpath.NetworkDriverName, VolumeHandle: "static-" + e.ns}},
+			PersistentVolumeReclaimPolicy: policy,
+			PersistentVolumeSource:        source,
 		},
 	}
 	if _, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
+	}
+	e.claim(name, "", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.Selector = &metav1.LabelSelector{MatchLabels: pv.Labels}
+	})
+	if got := e.bound(name); got != pv.Name {
+		e.t.Fatalf("claim %s bound to %s, want %s", name, got, pv.Name)
 	}
 	return pv.Name
 }
