@@ -53,6 +53,11 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As on a fresh install, no Lease exists yet: creating it is part of
+	// what the roles must be allowed (the test may run again, -count).
+	if err := bed.stack.CP.Client.CoordinationV1().Leases(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	runs := start(t, ctx, rs)
 	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: clustertest.Namespace(t), alive: func() error {
 		for _, r := range runs {
