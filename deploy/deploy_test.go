@@ -10,7 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -190,4 +192,30 @@ func names[T interface{ GetName() string }](objs []T) []string {
 		out = append(out, o.GetName())
 	}
 	return out
+}
+
+// Everything namespaced lives in the namespace volplane, which deploy/
+// creates, and nothing cluster-scoped names a namespace.
+func TestEverythingNamespacedIsInVolplane(t *testing.T) {
+	namespaced := map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "Deployment": true, "DaemonSet": true}
+	for _, o := range objects(t) {
+		kinds, _, err := scheme.Scheme.ObjectKinds(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := kinds[0].Kind
+		switch ns := m.GetNamespace(); {
+		case namespaced[kind] && ns != "volplane":
+			t.Errorf("%s %s in namespace %q, want volplane", kind, m.GetName(), ns)
+		case !namespaced[kind] && ns != "":
+			t.Errorf("%s %s is cluster-scoped but names namespace %q", kind, m.GetName(), ns)
+		}
+	}
+	if ns := Of[*corev1.Namespace](objects(t)); len(ns) != 1 || ns[0].Name != "volplane" {
+		t.Errorf("namespaces %v, want volplane", names(ns))
+	}
 }
