@@ -31,7 +31,7 @@ const (
 )
 
 // Two `volplane controller` replicas against one API server: one leads and
-// binds, the other waits (not ready); a SIGKILLed leader is replaced within
+// binds, the other stands by (ready, volplane_leading 0); a SIGKILLed leader is replaced within
 // about a lease duration and the new leader binds; SIGTERM makes a leader
 // exit cleanly and clear the Lease at once.
 func TestControllerReplicasElectOneLeaderAndHandOver(t *testing.T) {
@@ -57,11 +57,18 @@ func TestControllerReplicasElectOneLeaderAndHandOver(t *testing.T) {
 	}
 	createStaticPair(t, client, "before")
 	waitBoundClaim(t, client, "before")
-	if status := httpStatus(t, follower.url+"/readyz"); status != http.StatusServiceUnavailable {
-		t.Errorf("the replica without the Lease answers /readyz with %d, want 503", status)
+	// Both are ready (a standby is ready to take over, so a Deployment's
+	// rolling update can proceed); volplane_leading says which one leads.
+	for _, p := range []*controllerProcess{leader, follower} {
+		if status := httpStatus(t, p.url+"/readyz"); status != http.StatusOK {
+			t.Errorf("a replica answers /readyz with %d, want 200", status)
+		}
 	}
-	if status := httpStatus(t, leader.url+"/readyz"); status != http.StatusOK {
-		t.Errorf("the leader answers /readyz with %d, want 200", status)
+	if !strings.Contains(httpGetBody(t, follower.url+"/metrics"), "\nvolplane_leading 0\n") {
+		t.Error("the replica without the Lease does not report volplane_leading 0")
+	}
+	if !strings.Contains(httpGetBody(t, leader.url+"/metrics"), "\nvolplane_leading 1\n") {
+		t.Error("the leader does not report volplane_leading 1")
 	}
 
 	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {

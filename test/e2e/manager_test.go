@@ -25,7 +25,13 @@ func TestControllerServesMetricsAndHoldsItsLease(t *testing.T) {
 		LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-e2e",
 		MetricsAddr: "127.0.0.1:0",
 	})
-	e.eventually("/readyz ok", func() string { return httpGetOK(base + "/readyz") })
+	// A standby is ready too: wait until this replica leads.
+	e.eventually("leading, /readyz ok", func() string {
+		if !strings.Contains(httpGet(t, base+"/metrics"), "\nvolplane_leading 1\n") {
+			return "volplane_leading is not 1"
+		}
+		return httpGetOK(base + "/readyz")
+	})
 	if msg := httpGetOK(base + "/healthz"); msg != "" {
 		t.Errorf("/healthz: %s", msg)
 	}

@@ -188,7 +188,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loops := &loops{want: len(slices.Compact(slices.Sorted(slices.Values(cfg.Controllers))))}
+	loops := &loops{want: len(slices.Compact(slices.Sorted(slices.Values(cfg.Controllers)))), standby: cfg.LeaderElect}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "volplane_leading",
+		Help: "1 while this replica runs its loops (it holds the leader election Lease, or election is off), 0 while it stands by.",
+	}, loops.leading))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -215,14 +219,41 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cfg.LeaderElect {
 		return runLoops(ctx, cfg, reg, loops, pool)
 	}
-	return runElected(ctx, cfg, func(ctx context.Context) error { return runLoops(ctx, cfg, reg, loops, pool) })
+	return runElected(ctx, cfg, func(ctx context.Context) error {
+		loops.lead()
+		return runLoops(ctx, cfg, reg, loops, pool)
+	})
 }
 
-// loops tracks readiness for /readyz: ready once every selected loop is.
+// loops tracks readiness for /readyz: ready once every selected loop is,
+// or, with leader election, while waiting for the Lease (a standby replica
+// is healthy and ready to take over: a Deployment counts it available, so a
+// rolling update can proceed). Which replica leads is the gauge
+// volplane_leading.
 type loops struct {
 	mu      sync.Mutex
 	running []interface{ Ready() bool }
 	want    int
+	// standby: leader election is on and this replica does not hold the
+	// Lease (yet).
+	standby bool
+}
+
+// lead marks the end of the standby: the loops are starting.
+func (l *loops) lead() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.standby = false
+}
+
+// leading is 1 while this replica runs the loops, 0 while it stands by.
+func (l *loops) leading() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.standby {
+		return 0
+	}
+	return 1
 }
 
 func (l *loops) started(loop interface{ Ready() bool }) {
@@ -234,6 +265,9 @@ func (l *loops) started(loop interface{ Ready() bool }) {
 func (l *loops) ready() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.standby {
+		return true
+	}
 	if len(l.running) == 0 || len(l.running) < l.want {
 		return false
 	}
@@ -444,7 +478,7 @@ func serveMetrics(addr string, profiling bool, reg *prometheus.Registry, l *loop
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !l.ready() {
-			http.Error(w, "not ready: caches syncing or not the leader", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: the loops' caches are syncing", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

@@ -1,0 +1,76 @@
+// Package deploy holds the manifests that run volplane in a real cluster
+// (`kubectl apply -k deploy/`), embedded so that tests check the very files
+// an operator applies.
+package deploy
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed *.yaml
+var manifests embed.FS
+
+// Objects builds the kustomization as `kubectl apply -k deploy/` does
+// (kustomize's own build: its resource list, namespace and images count)
+// and decodes every object it yields, in kustomize's order.
+func Objects() ([]runtime.Object, error) {
+	const dir = "/deploy"
+	disk := filesys.MakeFsInMemory()
+	names, err := fs.Glob(manifests, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		data, err := manifests.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := disk.WriteFile(path.Join(dir, name), data); err != nil {
+			return nil, err
+		}
+	}
+	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(disk, dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build deploy/: %w", err)
+	}
+	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	var out []runtime.Object
+	for _, res := range built.Resources() {
+		doc, err := res.AsYAML()
+		if err != nil {
+			return nil, err
+		}
+		json, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
+		}
+		obj, _, err := decode.Decode(bytes.TrimSpace(json), nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// Of returns the objects of type T (say *appsv1.Deployment), in order.
+func Of[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
