@@ -102,14 +102,21 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 func claimKey(ns, name string) string { return ns + "/" + name }
 
 // onClaim queues claims handed to a driver we serve, and claims carrying
-// our finalizer whatever else changed.
+// our finalizer whatever else changed; not for our own write, whose sync
+// already decided what follows: a failed attempt drops the finalizer it
+// added, and waking on that write would retry at once, skipping the
+// backoff (hundreds of writes a second for a claim the driver refuses).
 func (c *Controller) onClaim(obj any) {
 	claim, ok := obj.(*v1.PersistentVolumeClaim)
 	if !ok {
 		return
 	}
 	key := claimKey(claim.Namespace, claim.Name)
+	own := c.newClaim.IsOwnWrite(key, claim)
 	claim = c.newClaim.Observe(key, claim)
+	if own {
+		return
+	}
 	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
 		c.claimQ.Add(key)
 	}

@@ -21,7 +21,7 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 	if err != nil {
 		return nil, fmt.Errorf("update claim %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
-	return c.newClaim.Observe(claimKey(out.Namespace, out.Name), out), nil
+	return c.newClaim.Wrote(claimKey(out.Namespace, out.Name), out), nil
 }
 
 // addFinalizer persists that a backend volume may exist from now on, which
