@@ -22,7 +22,9 @@ const (
 func TestMalformedClassParameters(t *testing.T) {
 	e := newEnv(t)
 	garbageMountOptions := []string{"--no-such-option", "", "a=b=c,,"}
-	failed := func(msg string) func(e *env, name string) string { return pending("Warning ProvisioningFailed: " + msg) }
+	failed := func(msg string) func(e *env, name string) string {
+		return pending("Warning ProvisioningFailed: " + msg)
+	}
 	e.run([]edgeCase{
 		// The bundled driver has no class parameters and ignores what it
 		// does not know, as many drivers do: the claim is served.

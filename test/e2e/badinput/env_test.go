@@ -160,4 +160,5 @@ func (e *env) getVolume(name string) *corev1.PersistentVolume {
 	}
 	return pv
 }
+
 var listOptions = metav1.ListOptions{}
