@@ -71,6 +71,10 @@ func TestTheAPIServerRejects(t *testing.T) {
 			c.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "ConfigMap", Name: "cm"}
 		}), rejected: `[spec.dataSource: Invalid value: "ConfigMap": must be 'PersistentVolumeClaim' when referencing the default apiGroup, spec.dataSourceRef: Invalid value: "ConfigMap": must be 'PersistentVolumeClaim' when referencing the default apiGroup]`},
 
+		// VolumeAttributesClass validation.
+		{name: "attributes-class-without-parameters", make: vacClaim(hostpath.DriverName, nil),
+			rejected: `parameters: Required value: must contain at least one key/value pair`},
+
 		// PersistentVolume validation.
 		{name: "pv-no-capacity", make: pvWith(func(_ *env, pv *corev1.PersistentVolume) { pv.Spec.Capacity = nil }),
 			rejected: `[spec.capacity: Required value, spec.capacity: Unsupported value: null: supported values: "storage"]`},

@@ -161,4 +161,11 @@ func (e *env) getVolume(name string) *corev1.PersistentVolume {
 	return pv
 }
 
-var listOptions = metav1.ListOptions{}
+func (e *env) getPod(name string) *corev1.Pod {
+	e.t.Helper()
+	p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, getOptions)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}

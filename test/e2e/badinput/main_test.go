@@ -21,9 +21,10 @@ import (
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
-// driverCapacity is what each bundled driver may hand out: small, so one
-// claim can ask for more than any driver has without being absurd.
-const driverCapacity = 10 << 30
+// driverCapacity is what each bundled driver may hand out: room for every
+// test's claims, and a claim can still ask for more than a driver has
+// without being absurd.
+const driverCapacity = 100 << 30
 
 // stack is the package's running stack; writes logs the loops' API writes
 // (across restarts), to tell a retry with backoff from a hot loop.

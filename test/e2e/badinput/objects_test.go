@@ -121,16 +121,15 @@ func both(a, b maker) maker {
 }
 
 // attributesClass makes the VolumeAttributesClass "<ns>-<name>" of driver.
-func (e *env) attributesClass(name, driver string, params map[string]string) string {
-	e.t.Helper()
+func (e *env) attributesClass(name, driver string, params map[string]string) (string, error) {
 	vac := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name}, DriverName: driver, Parameters: params}
 	if _, err := e.client.StorageV1().VolumeAttributesClasses().Create(e.ctx, vac, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
+		return "", err
 	}
 	e.t.Cleanup(func() {
 		_ = e.client.StorageV1().VolumeAttributesClasses().Delete(context.Background(), vac.Name, metav1.DeleteOptions{})
 	})
-	return vac.Name
+	return vac.Name, nil
 }
 
 // pod makes a pod using claim through volumeMounts, or volumeDevices if

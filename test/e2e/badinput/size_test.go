@@ -33,9 +33,9 @@ func TestSizesAtTheirEdges(t *testing.T) {
 		// could be made (ResourceExhausted); expansion says "it can never
 		// fit" for the same size (TestExpansionsAtTheirEdges). Left to the
 		// driver.
-		{name: "more-than-capacity", make: claimWith(size("20Gi")),
+		{name: "more-than-capacity", make: claimWith(size("200Gi")),
 			want: pending(`Warning ProvisioningFailed: rpc error: code = ResourceExhausted desc = volume "pvc-`)},
-		{name: "network-more-than-capacity", make: claimWith(size("20Gi"), classNamed(bundle.NetworkClass)),
+		{name: "network-more-than-capacity", make: claimWith(size("200Gi"), classNamed(bundle.NetworkClass)),
 			want: pending(`Warning ProvisioningFailed: rpc error: code = ResourceExhausted desc = volume "pvc-`)},
 		// A limit below the request is accepted by the API server and not
 		// sent to the driver (the reference sends only the request).
