@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,11 +28,13 @@ type env struct {
 	ns     string
 	// runs counts the tables run, for the name of each one's normal claim.
 	runs int
+	// began is when the test began, for writesAllowed.
+	began time.Time
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: clustertest.Namespace(t)}
+	return &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: clustertest.Namespace(t), began: time.Now()}
 }
 
 // eventually waits for cond, failing at once if a loop, the agent or a
