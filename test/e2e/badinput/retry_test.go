@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
 )
@@ -25,6 +28,15 @@ func TestRefusedClaimsAreRetriedWithBackoff(t *testing.T) {
 			want: pending("Warning ProvisioningFailed: rpc error: code = ResourceExhausted desc = ")},
 		{name: "bad-attributes", make: vacClaim(hostpath.DriverName, map[string]string{hostpath.ParamIOPS: "0"}),
 			want: pending("Warning ProvisioningFailed: rpc error: code = InvalidArgument desc = ")},
+		// On a node the scheduler chose, a final error gives the choice
+		// back (the selected node taken off); the scheduler's own backoff
+		// paces the next choice.
+		{name: "refused-on-chosen-node", make: both(
+			classWith(map[string]string{"csi.storage.k8s.io/foo": "x"}, func(sc *storagev1.StorageClass) {
+				sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)
+			}),
+			func(e *env, name string) error { return e.pod(name, name, false) }),
+			want: pending(`Warning ProvisioningFailed: failed to strip CSI Parameters of prefixed keys: found unknown parameter key "csi.storage.k8s.io/foo" with reserved namespace csi.storage.k8s.io/`)},
 	}
 	e.run(cases)
 	clustertest.Holds(t, "writes within the backoff", 2*time.Second, func() string {
