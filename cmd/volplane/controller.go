@@ -8,12 +8,15 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/controller/provisioner"
 )
 
 // controllerFlags are the flags of `volplane controller`; `up` reuses the
@@ -24,6 +27,16 @@ type controllerFlags struct {
 	burst      int
 	cpuProfile string
 	cfg        manager.Config
+	node       nodeFlags
+}
+
+// nodeFlags are the flags of node deployment (the external-provisioner's
+// --node-deployment and its companions).
+type nodeFlags struct {
+	enabled   bool
+	name      string
+	immediate bool
+	base, max time.Duration
 }
 
 // startCPUProfile profiles the process into path until the returned stop.
@@ -57,7 +70,27 @@ same objects (or, for the expander, announce every expansion twice).
 The provisioner, the attacher and the resizer serve the CSI drivers behind
 --csi-endpoint (their names come from the drivers); turn off the
 external-provisioner, external-attacher and external-resizer sidecars of
-those drivers first.
+those drivers first. On a real cluster a driver is served one of two ways:
+
+  A central driver (one controller service for the whole cluster): run
+  --controllers provisioner,attacher,resizer --csi-endpoint unix:///path/csi.sock
+  as a sidecar beside the driver's controller, on a shared socket, with
+  leader election on if it has replicas.
+
+  A node-local driver (volumes live on the node its driver runs on): run
+  --node-deployment --node-name=$(NODE_NAME) --controllers provisioner[,resizer]
+  beside each node's driver (a DaemonSet), with that node's socket as the
+  only --csi-endpoint. Each provisioner handles the claims whose selected
+  node is its node, and deletes (and the resizer expands) only the volumes
+  whose node affinity points at its node. Claims of an Immediate class have
+  no selected node: every node that can serve one (the Node carries its
+  driver's topology, the class's allowedTopologies admit it) waits a delay,
+  then writes itself as the selected node with the claim's resourceVersion;
+  one write wins, the others conflict. The delay is a random part of
+  --node-deployment-base-delay, one base delay more for each claim the node
+  won lately, doubled after a conflict, at most --node-deployment-max-delay.
+  Leader election is off in this mode; the binder and the other loops run
+  once, in a central volplane controller.
 
 Leader election is on by default, as in kube-controller-manager: replicas
 share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
@@ -66,6 +99,9 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
+				return err
+			}
+			if err := f.applyNode(cmd.Flags()); err != nil {
 				return err
 			}
 			rc, err := loadRESTConfig(f.kubeconfig)
@@ -98,7 +134,7 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 	fl.StringSliceVar(&f.cfg.Controllers, "controllers", d.Controllers,
 		"control loops to run: "+strings.Join(manager.Known(), ", "))
 	fl.StringArrayVar(&f.cfg.CSIEndpoints, "csi-endpoint", nil,
-		"a CSI driver's socket, unix:///absolute/path, for the provisioner, the attacher and the resizer; repeat for several (one per node of a node-local driver)")
+		"a CSI driver's socket, unix:///absolute/path, for the provisioner, the attacher and the resizer; repeat for several (one per node of a node-local driver whose nodes are all this machine, as in up; on a real cluster see --node-deployment)")
 	fl.IntVar(&f.cfg.Workers, "workers", d.Workers, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", d.ResyncPeriod, "how often objects not at rest are revisited")
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
@@ -115,6 +151,15 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 	fl.StringVar(&f.cfg.MetricsAddr, "metrics-bind-address", d.MetricsAddr, `address of /metrics, /healthz and /readyz ("" disables)`)
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for volplane bench)")
 	_ = fl.MarkHidden("cpuprofile")
+	fl.BoolVar(&f.node.enabled, "node-deployment", false,
+		"run beside one node's node-local driver: serve only that node's claims and volumes (see above); needs --node-name")
+	fl.StringVar(&f.node.name, "node-name", "", "the Kubernetes node this process runs on, with --node-deployment (default: $NODE_NAME)")
+	fl.BoolVar(&f.node.immediate, "node-deployment-immediate-binding", true,
+		"with --node-deployment, race the other nodes for claims of Immediate classes (false: only claims the scheduler assigned to this node)")
+	fl.DurationVar(&f.node.base, "node-deployment-base-delay", provisioner.DefaultNodeDeploymentBaseDelay,
+		"with --node-deployment, the scale of the wait before claiming an Immediate claim: a random part of it when idle, one more for each claim won lately")
+	fl.DurationVar(&f.node.max, "node-deployment-max-delay", provisioner.DefaultNodeDeploymentMaxDelay,
+		"with --node-deployment, the longest wait before claiming an Immediate claim")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	return cmd
 }
@@ -150,6 +195,30 @@ func (f *controllerFlags) check() error {
 		return fmt.Errorf("--recycle-timeout %s: want a positive duration such as 5m", f.cfg.RecycleTimeout)
 	case f.qps > 0 && f.burst < 1:
 		return fmt.Errorf("--kube-api-burst %d: want at least 1 while --kube-api-qps limits requests", f.burst)
+	}
+	return nil
+}
+
+// applyNode puts the node deployment flags into the config: the node's
+// name from $NODE_NAME if not given, leader election off unless asked for
+// (which Validate then refuses, with the reason).
+func (f *controllerFlags) applyNode(fl *pflag.FlagSet) error {
+	if !f.node.enabled {
+		for _, name := range []string{"node-name", "node-deployment-immediate-binding", "node-deployment-base-delay", "node-deployment-max-delay"} {
+			if fl.Changed(name) {
+				return fmt.Errorf("--%s is used only with --node-deployment", name)
+			}
+		}
+		return nil
+	}
+	name := f.node.name
+	if name == "" {
+		name = os.Getenv("NODE_NAME")
+	}
+	f.cfg.NodeDeployment = &provisioner.NodeDeployment{NodeName: name, ImmediateBinding: f.node.immediate,
+		BaseDelay: f.node.base, MaxDelay: f.node.max}
+	if !fl.Changed("leader-elect") {
+		f.cfg.LeaderElect = false
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,17 +107,24 @@ type controllerProcess struct {
 
 func startController(t *testing.T, kubeconfig string) *controllerProcess {
 	t.Helper()
-	cmd := volplane(t, "controller", "--kubeconfig", kubeconfig, "--controllers", "binder",
+	return runController(t, os.Stderr, "--kubeconfig", kubeconfig, "--controllers", "binder",
 		"--metrics-bind-address", "127.0.0.1:0", "--leader-elect-name", testLeaseName,
 		"--leader-elect-lease-duration", testLease.String(), "--leader-elect-renew-deadline", testRenew.String(),
 		"--leader-elect-retry-period", testRetry.String())
+}
+
+// runController starts `volplane controller args...` (which must serve
+// metrics) with its log on stderr, and returns once it says where.
+func runController(t *testing.T, stderr io.Writer, args ...string) *controllerProcess {
+	t.Helper()
+	cmd := volplane(t, append([]string{"controller"}, args...)...)
 	cmd.Env = append(cmd.Env, "KUBECONFIG=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &controllerProcess{cmd: cmd, output: &strings.Builder{}, done: make(chan error, 1)}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/resourceversion"
 )
 
 // shape is what a free PV must share with a claim before size and labels
@@ -89,7 +90,16 @@ func (x *Index) Get(name string) *v1.PersistentVolume {
 // Upsert adds a PV or replaces the copy held under its name. The index keeps
 // the pointer: callers must not modify the PV afterwards (informer objects
 // are never modified anyway). A reservation survives the update.
+//
+// An older copy of the PV held (same UID, smaller resourceVersion) is
+// ignored. Copies arrive from the informer and from write answers in no
+// fixed order: a write's answer handled after the informer delivered a
+// later change (a deletionTimestamp, say) would otherwise put the PV back
+// as free, and claims would choose it until its next change.
 func (x *Index) Upsert(pv *v1.PersistentVolume) {
+	if held, ok := x.entries[pv.Name]; ok && resourceversion.Older(pv, held.pv) {
+		return
+	}
 	x.unplace(pv.Name)
 	e := &entry{
 		pv: pv,

@@ -85,6 +85,32 @@ func TestUpsertMovesAVolumeOutOfTheFreeTrees(t *testing.T) {
 	}
 }
 
+// A write's answer can be handled after the informer delivered a later
+// change of the same PV; the older copy must not make a PV being deleted
+// free again.
+func TestUpsertIgnoresAnOlderCopyOfTheVolumeHeld(t *testing.T) {
+	idx := index.New()
+	available := freePV("doomed", "1Gi")
+	available.UID, available.ResourceVersion = "uid-doomed", "10"
+	deleting := available.DeepCopy()
+	deleting.ResourceVersion = "11"
+	deleting.DeletionTimestamp = &metav1.Time{}
+	idx.Upsert(deleting)
+	idx.Upsert(available)
+	if got := idx.Get("doomed"); got.ResourceVersion != "11" {
+		t.Errorf("index holds version %s, want 11", got.ResourceVersion)
+	}
+	if got := idx.FindBest(rwoClaim("ns", "c", "1Gi"), false); got != nil {
+		t.Errorf("a PV being deleted is offered: %s", got.Name)
+	}
+	recreated := freePV("doomed", "1Gi")
+	recreated.UID, recreated.ResourceVersion = "uid-again", "5"
+	idx.Upsert(recreated)
+	if got := name(idx.FindBest(rwoClaim("ns", "c", "1Gi"), false)); got != "doomed" {
+		t.Errorf("a re-created PV (new UID, any version) is not taken in: found %q", got)
+	}
+}
+
 func TestCandidatesAreTheClaimsClassPlusItsPreBoundVolumes(t *testing.T) {
 	idx := index.New()
 	gold := freePV("gold", "1Gi")

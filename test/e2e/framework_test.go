@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,8 +203,24 @@ func (e *env) eventually(what string, cond func() string) {
 		return last == "", nil
 	})
 	if err != nil {
-		e.t.Fatalf("%s: not reached in %s: %s", what, waitTimeout, last)
+		e.t.Fatalf("%s: not reached in %s: %s\n%s", what, waitTimeout, last, e.namespaceEvents())
 	}
+}
+
+// namespaceEvents lists the test namespace's events, oldest first, for a
+// failure message: they say what the binder decided while the wait ran.
+func (e *env) namespaceEvents() string {
+	events, err := e.client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return "events: " + err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "events in %s:", e.ns)
+	for _, ev := range events.Items {
+		fmt.Fprintf(&b, "\n  %s %s/%s %s %s (x%d): %s", ev.LastTimestamp.Format("15:04:05.000"),
+			ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Type, ev.Reason, ev.Count, ev.Message)
+	}
+	return b.String()
 }
 
 func (e *env) getClaim(name string) *v1.PersistentVolumeClaim {

@@ -9,6 +9,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/resourceversion"
 )
 
 // waitingClaims holds the claims still looking for a volume (no volumeName,
@@ -114,15 +115,19 @@ func (wc *waitingClaim) samePlace(other *waitingClaim) bool {
 
 // update adds, refreshes or removes a claim after it changed. A claim that
 // changed class queues behind the claims of its new class; any other change
-// keeps its place in arrival order.
+// keeps its place in arrival order. An older copy than the one held is
+// ignored.
 func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 	key := binding.ClaimKey(claim)
+	old, ok := w.byKey[key]
+	if ok && resourceversion.Older(claim, old.claim) {
+		return // a write's answer handled after the informer delivered a later change
+	}
 	if !isWaiting(claim) {
 		w.remove(key)
 		return
 	}
 	next := newWaitingClaim(key, claim)
-	old, ok := w.byKey[key]
 	switch {
 	case !ok:
 		w.add(next)

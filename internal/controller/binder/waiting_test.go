@@ -127,6 +127,22 @@ func TestAVolumeAlreadyAvailableDoesNotWaitOnABusyClaim(t *testing.T) {
 	wakesNone(t, w, volumeOf("pv2", "1Gi"), "the only claim is busy and pv2 is Available")
 }
 
+// A write's answer can be handled after the informer delivered a later
+// change: the older copy changes nothing.
+func TestAnOlderCopyOfAWaitingClaimChangesNothing(t *testing.T) {
+	w := newWaitingClaims()
+	c := pendingClaim("c", "gold")
+	c.ResourceVersion = "7"
+	w.update(c)
+	stale := c.DeepCopy()
+	stale.ResourceVersion = "6"
+	stale.Spec.VolumeName = "pv" // say, a copy from before an unbind
+	w.update(stale)
+	if key, _ := w.wake(freeVolume("pv", "gold"), always); key != "ns/c" {
+		t.Errorf("an older copy took the claim out of the queue (woken: %q)", key)
+	}
+}
+
 func TestClaimsThatAreNoLongerWaitingLeaveTheQueue(t *testing.T) {
 	w := newWaitingClaims()
 	c := pendingClaim("c", "gold")

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/resourceversion"
 )
 
 // Every write goes through these helpers. They share one contract:
@@ -50,12 +52,16 @@ func (c *Controller) updateVolumeStatusOr(ctx context.Context, cur, upd *v1.Pers
 // storeVolume records a PV we wrote. A PV that became Available is offered
 // to the waiting claims through its volume sync: its own informer event will
 // not trigger one (see newest.isOwnWrite).
+//
+// Under load the informer may deliver a later change (a deletionTimestamp)
+// before the write's answer is handled here; the listed copy then wins, or
+// the index would offer a PV being deleted as free until its next change.
 func (c *Controller) storeVolume(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	c.mu.Lock()
 	listedPV, err := c.pvs.Get(pv.Name)
 	listed := stillListed(pv, listedPV, err)
 	if listed {
-		pv = c.newPV.Wrote(pv.Name, pv)
+		pv = recordWrite(c.newPV, pv.Name, pv, listedPV)
 		c.index.Upsert(pv)
 	}
 	c.mu.Unlock()
@@ -96,9 +102,18 @@ func (c *Controller) storeClaim(claim *v1.PersistentVolumeClaim) *v1.PersistentV
 	if !stillListed(claim, listed, err) {
 		return claim
 	}
-	claim = c.newClaim.Wrote(key, claim)
+	claim = recordWrite(c.newClaim, key, claim, listed)
 	c.waiting.update(claim)
 	return claim
+}
+
+// recordWrite returns the copy to carry on with after a write: its answer,
+// recorded as the newest, unless the informer already lists a later version.
+func recordWrite[T metav1.Object](n *loop.Newest[T], key string, written, listed T) T {
+	if resourceversion.Older(written, listed) {
+		return listed
+	}
+	return n.Wrote(key, written)
 }
 
 // stillListed reports whether the informer still lists the object a write

@@ -1,10 +1,11 @@
 package loop
 
 import (
-	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/resourceversion"
 )
 
 // Newest remembers, per key, the newest copy of an object seen from the
@@ -29,7 +30,7 @@ func NewNewest[T metav1.Object]() *Newest[T] {
 func (n *Newest[T]) Wrote(key string, obj T) T {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if held, ok := n.objs[key]; ok && olderThan(obj, held) {
+	if held, ok := n.objs[key]; ok && resourceversion.Older(obj, held) {
 		obj = held
 	} else {
 		n.objs[key] = obj
@@ -56,7 +57,7 @@ func (n *Newest[T]) IsOwnWrite(key string, obj T) bool {
 func (n *Newest[T]) Observe(key string, obj T) T {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if held, ok := n.objs[key]; ok && olderThan(obj, held) {
+	if held, ok := n.objs[key]; ok && resourceversion.Older(obj, held) {
 		return held
 	}
 	delete(n.objs, key)
@@ -70,7 +71,7 @@ func (n *Newest[T]) Observe(key string, obj T) T {
 func (n *Newest[T]) Newer(key string, obj T) T {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if held, ok := n.objs[key]; ok && olderThan(obj, held) {
+	if held, ok := n.objs[key]; ok && resourceversion.Older(obj, held) {
 		return held
 	}
 	return obj
@@ -90,18 +91,4 @@ func (n *Newest[T]) Forget(key string) {
 	defer n.mu.Unlock()
 	delete(n.objs, key)
 	delete(n.own, key)
-}
-
-// olderThan compares the resourceVersions of one object numerically. The API
-// server documents them as opaque, but etcd3 storage makes them increasing
-// integers, and the reference controller relies on the same; a re-created
-// object (another UID) replaces the old one, and an unparsable version
-// counts as newer so that we never pin a stale copy.
-func olderThan(a, b metav1.Object) bool {
-	if a.GetUID() != b.GetUID() {
-		return false
-	}
-	av, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
-	bv, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
-	return errA == nil && errB == nil && av < bv
 }

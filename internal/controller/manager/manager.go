@@ -89,6 +89,12 @@ type Config struct {
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
 	CSIEndpoints []string
+	// NodeDeployment, if set, runs the provisioner (and the resizer)
+	// beside one node's driver: CSIEndpoints are that node's, and only
+	// its claims and volumes are served (provisioner.NodeDeployment).
+	// Only those two loops may run so, without leader election: every
+	// node runs its own.
+	NodeDeployment *provisioner.NodeDeployment
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.
@@ -138,11 +144,37 @@ func (c Config) Validate() error {
 			return fmt.Errorf("CSI endpoint %q: want unix:///absolute/path", e)
 		}
 	}
+	if err := c.validateNodeDeployment(); err != nil {
+		return err
+	}
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return errors.New("leader election needs a namespace and a lease name")
 	}
 	if c.LeaderElect {
 		return c.LeaderElection.orDefaults().validate()
+	}
+	return nil
+}
+
+// NodeLoops are the loops that may run in node deployment: those that
+// call a node-local driver for a node's own volumes.
+func NodeLoops() []string { return []string{Provisioner, Resizer} }
+
+func (c Config) validateNodeDeployment() error {
+	if c.NodeDeployment == nil {
+		return nil
+	}
+	if err := c.NodeDeployment.Validate(); err != nil {
+		return err
+	}
+	for _, name := range c.Controllers {
+		if !slices.Contains(NodeLoops(), name) {
+			return fmt.Errorf("node deployment runs only %s beside a node's driver; run %s in the central controller",
+				strings.Join(NodeLoops(), " and "), name)
+		}
+	}
+	if c.LeaderElect {
+		return errors.New("node deployment runs one provisioner per node, which must not share a Lease: turn leader election off")
 	}
 	return nil
 }
@@ -221,6 +253,14 @@ func protobuf(rc *rest.Config) *rest.Config {
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return rc
+}
+
+// nodeName is the node of a node deployment, "" without one.
+func (c Config) nodeName() string {
+	if c.NodeDeployment == nil {
+		return ""
+	}
+	return c.NodeDeployment.NodeName
 }
 
 // runLoops builds the selected loops over one shared informer factory and
@@ -326,6 +366,7 @@ func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.S
 		},
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
 		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
+		NodeDeployment:    cfg.NodeDeployment,
 	})
 }
 

@@ -22,7 +22,7 @@ func newModifier(cfg Config, client kubernetes.Interface, factory informers.Shar
 		Recorder: func(driver string) record.EventRecorder {
 			return recorder(events, modification.EventComponent(driver))
 		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
 	})
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 		Recorder: func(driver string) record.EventRecorder {
 			return recorder(events, expansion.EventComponent(driver))
 		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
 	})
 	if err != nil {
 		return nil, err

@@ -37,7 +37,9 @@ type Controller struct {
 	newestClaim *loop.Newest[*v1.PersistentVolumeClaim]
 	newestPV    *loop.Newest[*v1.PersistentVolume]
 	memory      *memory
-	runner      *loop.Runner
+	// holds: Config.Holds.
+	holds  func(*v1.PersistentVolume) bool
+	runner *loop.Runner
 }
 
 // New builds the loop over the given informers.
@@ -51,7 +53,7 @@ func New(cfg Config) (*Controller, error) {
 		queue:       loop.NewQueue("modifier-claims", cfg.RetryStart, cfg.RetryMax),
 		newestClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 		newestPV:    loop.NewNewest[*v1.PersistentVolume](),
-		memory:      newMemory()}
+		memory:      newMemory(), holds: cfg.Holds}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	classInf := cfg.Informers.Storage().V1().VolumeAttributesClasses()

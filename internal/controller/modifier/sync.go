@@ -66,6 +66,9 @@ func (c *Controller) facts(key string, claim *v1.PersistentVolumeClaim) modifica
 	}
 	if f.Volume != nil && f.Volume.Spec.CSI != nil {
 		f.CanModify = len(c.modifying(f.Volume.Spec.CSI.Driver)) > 0
+		// In node deployment another node's volume is not served here.
+		held := c.holds(f.Volume)
+		f.Serves = func(string) bool { return held }
 	}
 	for _, name := range []string{modification.SpecClass(claim), modification.TargetClass(claim)} {
 		if class, err := c.classes.Get(name); name != "" && err == nil {

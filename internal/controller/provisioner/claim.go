@@ -12,12 +12,15 @@ import (
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // claimDecision is a decision with the facts it was made from.
 type claimDecision struct {
 	action claimAction
 	facts  claimFacts
+	// turn is whose claim it is, in node deployment (else zero).
+	turn provisioning.ClaimVerdict
 }
 
 // decide reads the facts of a claim from the listers (and the PVs we made
@@ -33,7 +36,12 @@ func (c *Controller) decide(claim *v1.PersistentVolumeClaim) claimDecision {
 	} else if _, ok := c.madePVs.Get(pvName); ok {
 		f.pvExists = true
 	}
-	return claimDecision{action: decideClaim(f), facts: f}
+	d := claimDecision{action: decideClaim(f), facts: f}
+	if c.node != nil && d.action != claimNone {
+		d.turn = c.claimTurn(claim, f.class)
+		d.action = gated(d.action, d.turn.Turn)
+	}
+	return d
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
@@ -51,6 +59,12 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if d.action != claimNone {
 		logger.V(4).Info("Claim sync", "action", d.action)
 	}
+	if c.node != nil && d.action != claimRace {
+		c.races.settled(claim.UID)
+		if d.turn.Turn == provisioning.Leave {
+			logger.V(5).Info("Not this node's claim", "node", c.node.NodeName, "reason", d.turn.String())
+		}
+	}
 	ctx = klog.NewContext(ctx, logger)
 	class := d.facts.class
 	if d.action == claimProvision || d.action == claimCleanup {
@@ -63,6 +77,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		return c.provision(ctx, claim, class)
 	case claimPopulator:
 		c.leaveToPopulator(ctx, claim)
+	case claimRace:
+		return c.race(ctx, key, claim)
 	case claimFinish:
 		_, err := c.dropFinalizer(ctx, claim)
 		return err

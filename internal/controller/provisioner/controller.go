@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -43,6 +44,10 @@ type Config struct {
 	// attach. The attacher removes it as usual once the PV is deleted and
 	// no VolumeAttachment names it.
 	AttacherFinalizer bool
+	// NodeDeployment, if set, runs the provisioner beside one node's
+	// driver (see NodeDeployment); nil serves every endpoint of Pool from
+	// here.
+	NodeDeployment *NodeDeployment
 }
 
 // Controller is the provisioner. Build it with New and start it with Run.
@@ -54,6 +59,9 @@ type Controller struct {
 	resync    time.Duration
 	// attacherFinalizer: Config.AttacherFinalizer.
 	attacherFinalizer bool
+	// node is the node deployment (nil: off); races its memory.
+	node  *NodeDeployment
+	races *raceMemory
 
 	pvs     corelisters.PersistentVolumeLister
 	claims  corelisters.PersistentVolumeClaimLister
@@ -88,6 +96,15 @@ func New(cfg Config) (*Controller, error) {
 		newClaim:          loop.NewNewest[*v1.PersistentVolumeClaim](),
 		madePVs:           loop.NewNewest[*v1.PersistentVolume](),
 		events:            newEventMemory(),
+	}
+	if n := cfg.NodeDeployment; n != nil {
+		if err := n.Validate(); err != nil {
+			return nil, fmt.Errorf("provisioner: %w", err)
+		}
+		if err := checkNodePool(cfg.Pool, n.NodeName); err != nil {
+			return nil, err
+		}
+		c.node, c.races = n, newRaceMemory(*n)
 	}
 	for _, d := range cfg.Pool.Drivers() {
 		c.recorders[d] = cfg.Recorder(d)

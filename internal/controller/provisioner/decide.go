@@ -27,10 +27,13 @@ const (
 	// data source is neither a claim nor a snapshot): say so and leave it
 	// to the populator, changing nothing.
 	claimPopulator
+	// claimRace: in node deployment, an unassigned Immediate claim this
+	// node can serve: try to become its owner (node.go).
+	claimRace
 )
 
 func (a claimAction) String() string {
-	return [...]string{"none", "provision", "finish", "cleanup", "populator"}[a]
+	return [...]string{"none", "provision", "finish", "cleanup", "populator", "race"}[a]
 }
 
 // claimFacts is what decideClaim needs, read by the sync.

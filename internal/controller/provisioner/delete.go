@@ -25,10 +25,13 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if _, ok := c.madePVs.Get(name); ok {
 		pv = c.madePVs.Observe(name, pv)
 	}
-	action := decideVolume(pv, c.pool.Serves)
+	action, why := c.volumeAction(pv)
 	logger := klog.FromContext(ctx).WithValues("pv", klog.KObj(pv))
 	if action != volumeNone {
 		logger.V(4).Info("Volume sync", "action", action)
+	}
+	if why != "" {
+		logger.V(5).Info("Not this node's volume", "node", c.node.NodeName, "reason", why.Message())
 	}
 	ctx = klog.NewContext(ctx, logger)
 	switch action {

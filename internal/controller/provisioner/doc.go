@@ -49,6 +49,14 @@
 // go, the pin move to the next node, or the selected node go back to the
 // scheduler (csi.IsOutOfRoom says why).
 //
+// In node deployment (NodeDeployment, node.go) the provisioner runs beside
+// one node's driver and acts only on what internal/provisioning says is
+// its node's: claims selected for the node or pinned to its driver, PVs
+// whose node affinity points at it. An unassigned claim of an Immediate
+// class is raced for: after provisioning.RaceDelay the node writes itself
+// as the selected node with the claim's resourceVersion (claimRace), and
+// the one write that does not conflict wins.
+//
 // Events on claims come from the component "<driver>_volplane" (one per
 // driver served), as the external-provisioner reports "<driver>_<identity>".
 package provisioner

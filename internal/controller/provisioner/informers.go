@@ -139,6 +139,9 @@ func (c *Controller) onClaimUpdated(old, cur any) {
 func (c *Controller) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.newClaim.Forget(claimKey(claim.Namespace, claim.Name))
+		if c.races != nil {
+			c.races.settled(claim.UID)
+		}
 		c.events.forget(claim.UID)
 	}
 }
@@ -175,7 +178,7 @@ func (c *Controller) resyncPending(context.Context) {
 	}
 	pvs, _ := c.pvs.List(labels.Everything())
 	for _, pv := range pvs {
-		if decideVolume(pv, c.pool.Serves) != volumeNone {
+		if a, _ := c.volumeAction(pv); a != volumeNone {
 			c.volumeQ.Add(pv.Name)
 		}
 	}

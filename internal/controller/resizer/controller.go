@@ -34,7 +34,9 @@ type Controller struct {
 	memory      *memory
 	slowRetry   time.Duration
 	now         func() time.Time
-	runner      *loop.Runner
+	// holds: Config.Holds.
+	holds  func(*v1.PersistentVolume) bool
+	runner *loop.Runner
 }
 
 // New builds the loop over the given informers.
@@ -47,7 +49,7 @@ func New(cfg Config) (*Controller, error) {
 		queue:       loop.NewQueue("resizer", cfg.RetryStart, cfg.RetryMax),
 		newestClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 		newestPV:    loop.NewNewest[*v1.PersistentVolume](),
-		memory:      newMemory(), slowRetry: cfg.SlowRetry, now: cfg.Now}
+		memory:      newMemory(), slowRetry: cfg.SlowRetry, now: cfg.Now, holds: cfg.Holds}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	podInf := cfg.Informers.Core().V1().Pods()

@@ -57,7 +57,7 @@ func (c *Controller) read(key string, claim *v1.PersistentVolumeClaim) expansion
 		return f
 	}
 	driver := f.Volume.Spec.CSI.Driver
-	f.Served = c.pool.Serves(driver)
+	f.Served = c.holds(f.Volume)
 	for _, e := range c.pool.Endpoints(driver) {
 		f.ControllerExpand = f.ControllerExpand || e.Info.ControllerExpand
 		f.NodeExpand = f.NodeExpand || e.Info.Expand

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Config is what either loop needs; every dependency is passed in.
@@ -42,6 +44,11 @@ type Config struct {
 	SlowRetry time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// NodeName, if set, is node deployment: the loop runs beside that
+	// node's driver (Pool holds its endpoint) and serves only the PVs that
+	// driver holds (Holds), since another node's driver cannot expand or
+	// modify a volume it never made.
+	NodeName string
 }
 
 // The external-resizer's defaults.
@@ -77,6 +84,20 @@ func (c Config) WithDefaults(loop string) (Config, error) {
 		c.Now = time.Now
 	}
 	return c, nil
+}
+
+// Holds says whether the loop serves pv's volume: every volume of a
+// driver in Pool, and in node deployment only one whose node affinity the
+// node's driver's segment meets (provisioning.ForVolume).
+func (c Config) Holds(pv *v1.PersistentVolume) bool {
+	if pv.Spec.CSI == nil || !c.Pool.Serves(pv.Spec.CSI.Driver) {
+		return false
+	}
+	if c.NodeName == "" {
+		return true
+	}
+	eps := c.Pool.Endpoints(pv.Spec.CSI.Driver)
+	return provisioning.ForVolume(provisioning.Local{Node: c.NodeName, Topology: eps[0].Info.Topology}, pv).Ours
 }
 
 // Recorders are the event recorders of the pool's drivers, by driver name;
