@@ -42,7 +42,7 @@ func TestRefusedClaimsAreRetriedWithBackoff(t *testing.T) {
 	clustertest.Holds(t, "writes within the backoff", 2*time.Second, func() string {
 		allowed := writesAllowed(time.Since(e.began))
 		for _, c := range cases {
-			if n := len(writes.About(c.name)); n > allowed {
+			if n := len(e.writesTo(c.name)); n > allowed {
 				return fmt.Sprintf("%s: %d writes in %s, more than %d", c.name, n, time.Since(e.began), allowed)
 			}
 		}
