@@ -60,6 +60,8 @@ func TestTheAPIServerRejects(t *testing.T) {
 			rejected: "spec.selector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
 		{name: "selector-key", make: claimWith(selector(&metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}})),
 			rejected: `spec.selector.matchLabels: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+		{name: "class-name-invalid", make: claimWith(classNamed("Bad_Class!")),
+			rejected: `spec.storageClassName: Invalid value: "Bad_Class!": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{name: "label-64", make: claimWith(func(c *corev1.PersistentVolumeClaim) { c.Labels = map[string]string{"l": longName(64)} }),
 			rejected: `metadata.labels: Invalid value: "` + longName(64) + `": must be no more than 63 bytes`},
 		{name: longName(254), make: claimWith(),
@@ -89,6 +91,10 @@ func TestTheAPIServerRejects(t *testing.T) {
 			rejected: `spec: Required value: must specify a volume type`},
 		{name: "pv-csi-no-handle", make: pvWith(func(_ *env, pv *corev1.PersistentVolume) { pv.Spec.CSI.VolumeHandle = "" }),
 			rejected: `spec.csi.volumeHandle: Required value`},
+		{name: "pv-class-name-invalid", make: pvWith(func(_ *env, pv *corev1.PersistentVolume) { pv.Spec.StorageClassName = "Bad_Class!" }),
+			rejected: `spec.storageClassName: Invalid value: "Bad_Class!": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		{name: "pv-reclaim-policy", make: pvWith(func(_ *env, pv *corev1.PersistentVolume) { pv.Spec.PersistentVolumeReclaimPolicy = "Shred" }),
+			rejected: `spec.persistentVolumeReclaimPolicy: Unsupported value: "Shred": supported values: "Delete", "Recycle", "Retain"`},
 		{name: "pv-affinity-no-terms", make: pvWith(func(_ *env, pv *corev1.PersistentVolume) {
 			pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}}
 		}), rejected: `spec.nodeAffinity.required.nodeSelectorTerms: Required value: must have at least one node selector term`},

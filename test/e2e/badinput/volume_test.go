@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // PersistentVolumes with optional fields at their edges, past the API
@@ -86,6 +87,20 @@ func TestVolumesAtTheirEdges(t *testing.T) {
 			claimRef("gone", "1111")(e, pv)
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
 		}), want: volumeIs(corev1.VolumeReleased, "")},
+		// Recycle is for the in-tree plugins that scrub; a CSI PV cannot be.
+		{name: "recycle-csi", make: pvWith(func(e *env, pv *corev1.PersistentVolume) {
+			claimRef("gone", "2222")(e, pv)
+			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRecycle
+		}), want: volumeIs(corev1.VolumeFailed, "Warning VolumeFailedRecycle: No recycler plugin found for the volume!")},
+		// A VolumeAttributesClass that does not exist is only a name to
+		// match, as a class is.
+		{name: "attributes-class-missing", make: both(
+			pvWith(func(e *env, pv *corev1.PersistentVolume) {
+				ofClass("vac")(e, pv)
+				pv.Spec.VolumeAttributesClassName = ptr.To("no-such-vac")
+			}),
+			claimWith(classNamed(e.ns+"-vac"), attributesClass("no-such-vac"))),
+			want: all(volumeIs(corev1.VolumeBound, ""), bound(""))},
 		{name: longName(253 - len(e.ns) - 1), make: pvWith(nil), want: volumeIs(corev1.VolumeAvailable, "")},
 	})
 	for _, name := range []string{"claim-ref-to-missing-claim", "delete-policy-not-provisioned"} {
