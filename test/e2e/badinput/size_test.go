@@ -29,10 +29,11 @@ func TestSizesAtTheirEdges(t *testing.T) {
 		// Beyond int64: Quantity.Value saturates, so the message names
 		// 8Ei-1 bytes rather than what the user wrote (as the reference).
 		{name: "hundred-exbibytes", make: claimWith(size("100Ei")), want: outOfRange("9223372036854775807")},
-		// More than the driver's whole capacity, yet retried as if room
-		// could be made (ResourceExhausted); expansion says "it can never
-		// fit" for the same size (TestExpansionsAtTheirEdges). Left to the
-		// driver.
+		// More than the driver's whole capacity: ResourceExhausted, so
+		// every node is tried and the claim retried with backoff (another
+		// node's driver may be larger); expansion of the same size is
+		// OutOfRange, "it can never fit", as a volume cannot move
+		// (TestExpansionsAtTheirEdges).
 		{name: "more-than-capacity", make: claimWith(size("200Gi")),
 			want: pending(`Warning ProvisioningFailed: rpc error: code = ResourceExhausted desc = volume "pvc-`)},
 		{name: "network-more-than-capacity", make: claimWith(size("200Gi"), classNamed(bundle.NetworkClass)),
