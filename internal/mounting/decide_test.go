@@ -165,6 +165,41 @@ func TestPodLevelFailedMountOnlyForClaimProblems(t *testing.T) {
 	}
 }
 
+// A Block volume in volumeMounts, or a Filesystem one in volumeDevices,
+// is never staged: the pod gets the kubelet's processing failure.
+func TestVolumeModeTheContainersDoNotAskForIsNotMounted(t *testing.T) {
+	block := func(w *World) { w.Volumes["pv-1"].Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) }
+	mountedAt := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Containers = []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "vol-data", MountPath: "/data"}}}}
+		return p
+	}
+	deviceAt := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", VolumeDevices: []corev1.VolumeDevice{{Name: "vol-data", DevicePath: "/dev/x"}}}}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		world World
+		want  string
+	}{
+		{"block in volumeMounts", world(local, block, withPods(mountedAt(pod(podUID, "data")))),
+			"failed to process volumes=[vol-data]: volume vol-data has volumeMode Block, but is specified in volumeMounts"},
+		{"filesystem in volumeDevices", world(local, withPods(deviceAt(pod(podUID, "data")))),
+			"failed to process volumes=[vol-data]: volume vol-data has volumeMode Filesystem, but is specified in volumeDevices"},
+		{"block in volumeDevices", world(local, block, withPods(deviceAt(pod(podUID, "data")))), ""},
+		{"filesystem in volumeMounts", world(local, withPods(mountedAt(pod(podUID, "data")))), ""},
+	} {
+		pp := Decide(tc.world).Pods[0]
+		got := pp.FailureMessage()
+		if !strings.HasSuffix(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("%s: message %q, want it to end with %q", tc.name, got, tc.want)
+		}
+		if staging := pp.Steps[0].Action == Stage; staging != (tc.want == "") {
+			t.Errorf("%s: step %+v", tc.name, pp.Steps[0])
+		}
+	}
+}
+
 func TestVolumesInUseListsAttachableVolumesWantedOrStillMounted(t *testing.T) {
 	u := attachment.UniqueVolumeName(network, "h-1")
 	for _, tc := range []struct {

@@ -45,6 +45,10 @@ const (
 	ClaimNotForPod        Reason = "ClaimNotForPod"
 	VolumeNotFound        Reason = "VolumeNotFound"
 	VolumeNotBoundToClaim Reason = "VolumeNotBoundToClaim"
+	// VolumeModeMismatch: the pod's containers ask for a Block volume in
+	// volumeMounts or a Filesystem one in volumeDevices; the pod gets the
+	// same event and never starts (the kubelet's populator error).
+	VolumeModeMismatch Reason = "VolumeModeMismatch"
 	// DriverNotServed: no node service of the volume's driver serves this
 	// node (the kubelet: driver not registered).
 	DriverNotServed Reason = "DriverNotServed"
@@ -61,7 +65,7 @@ const (
 // than a wait for something in progress.
 func (r Reason) processingFailed() bool {
 	switch r {
-	case ClaimNotFound, ClaimBeingDeleted, ClaimNotBound, ClaimNotForPod, VolumeNotFound, VolumeNotBoundToClaim:
+	case ClaimNotFound, ClaimBeingDeleted, ClaimNotBound, ClaimNotForPod, VolumeNotFound, VolumeNotBoundToClaim, VolumeModeMismatch:
 		return true
 	}
 	return false

@@ -40,6 +40,11 @@ func (w World) podPlan(pod *corev1.Pod, d *disk) PodPlan {
 			continue
 		}
 		vol, reason, err := w.resolve(pod, claim, pv.Ephemeral != nil, readOnly)
+		if vol != nil {
+			if msg := volumeModeMismatch(pod, pv.Name, vol.PV); msg != "" {
+				vol, reason, err = nil, VolumeModeMismatch, msg
+			}
+		}
 		switch {
 		case reason != "":
 			pp.Steps = append(pp.Steps, Step{Name: pv.Name, Action: Wait, Reason: reason, Err: err})
@@ -95,6 +100,28 @@ func (w World) resolve(pod *corev1.Pod, claimName string, isEphemeral, readOnly 
 		v.Attachment = attachment.Name(src.VolumeHandle, src.Driver, w.Node)
 	}
 	return v, "", ""
+}
+
+// volumeModeMismatch says, as the kubelet does, why the pod's containers
+// cannot use the volume named name as they ask (a Block volume in
+// volumeMounts, a Filesystem one in volumeDevices), or "".
+func volumeModeMismatch(pod *corev1.Pod, name string, pv *corev1.PersistentVolume) string {
+	mode := corev1.PersistentVolumeFilesystem
+	if pv.Spec.VolumeMode != nil {
+		mode = *pv.Spec.VolumeMode
+	}
+	var mounted, device bool
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		mounted = mounted || slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == name })
+		device = device || slices.ContainsFunc(c.VolumeDevices, func(d corev1.VolumeDevice) bool { return d.Name == name })
+	}
+	switch {
+	case mounted && mode != corev1.PersistentVolumeFilesystem:
+		return fmt.Sprintf("volume %s has volumeMode %s, but is specified in volumeMounts", name, mode)
+	case device && mode != corev1.PersistentVolumeBlock:
+		return fmt.Sprintf("volume %s has volumeMode %s, but is specified in volumeDevices", name, mode)
+	}
+	return ""
 }
 
 // next decides the next step for a resolved volume: published already,

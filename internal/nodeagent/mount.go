@@ -26,10 +26,14 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 		return err
 	}
 	if e.Info.Stage {
-		err := e.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
+		secrets, err := a.nodeSecrets(ctx, "NodeStageSecretRef", v.PV.Spec.CSI.NodeStageSecretRef)
+		if err != nil {
+			return err
+		}
+		err = e.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
 			VolumeId: v.Handle, PublishContext: publishContext(w, v),
 			StagingTargetPath: n.layout.StagingPath(v.Driver, v.Handle),
-			VolumeCapability:  capability(v.PV), VolumeContext: v.PV.Spec.CSI.VolumeAttributes})
+			VolumeCapability:  capability(v.PV), VolumeContext: v.PV.Spec.CSI.VolumeAttributes, Secrets: secrets})
 		if err != nil {
 			return fmt.Errorf("rpc NodeStageVolume: %w", err)
 		}
@@ -42,6 +46,10 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 // NodePublishVolume, record that it succeeded.
 func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
+	secrets, err := a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef)
+	if err != nil {
+		return err
+	}
 	dir := n.layout.TargetDir(pod.UID, v.PV.Name)
 	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment, Mode: "Persistent"}
 	if err := writeVolData(dir, data); err != nil {
@@ -49,7 +57,7 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	}
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: publishContext(w, v),
 		TargetPath: n.layout.TargetPath(pod.UID, v.PV.Name), VolumeCapability: capability(v.PV),
-		Readonly: v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
+		Readonly: v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes, Secrets: secrets}
 	if e.Info.Stage {
 		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
 	}
@@ -58,6 +66,18 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	}
 	data.Done = true
 	return writeVolData(dir, data)
+}
+
+// nodeSecrets reads the secret a PV names for a node call (field says
+// which), as the kubelet does right before the call: a secret that cannot
+// be read fails the mount, with the kubelet's text.
+func (a *Agent) nodeSecrets(ctx context.Context, field string, ref *corev1.SecretReference) (map[string]string, error) {
+	out, err := csi.Secrets(ctx, a.cfg.Client, ref)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s %s/%s failed: kubernetes.io/csi: failed to find the secret %s in the namespace %s with error: %w",
+			field, ref.Namespace, ref.Name, ref.Name, ref.Namespace, err)
+	}
+	return out, nil
 }
 
 // unpublish is the kubelet's TearDown; the record goes once the driver

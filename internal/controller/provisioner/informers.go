@@ -25,7 +25,7 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	c.vacs = vacInf.Lister()
 	synced, err := loop.Register(
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
-		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
+		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: c.onClaimUpdated, DeleteFunc: c.onClaimDeleted}},
 		loop.Handler{Informer: classInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
 		loop.Handler{Informer: vacInf.Informer(), Funcs: c.attributesHandler()},
@@ -113,6 +113,27 @@ func (c *Controller) onClaim(obj any) {
 	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
 		c.claimQ.Add(key)
 	}
+}
+
+// onClaimUpdated is onClaim, except for an update that only moved the
+// in-progress marks: the provisioner's own bookkeeping, whose sync already
+// decided what follows. A failed attempt takes off the finalizer it put on
+// (after moving the pin, if the driver had no room); waking on those
+// writes retried at once, defeating the backoff (hundreds of writes a
+// second for a claim the driver refuses). The event of a write may arrive
+// before the write's answer, so this looks at what changed, not at who
+// wrote it.
+func (c *Controller) onClaimUpdated(old, cur any) {
+	o, okO := old.(*v1.PersistentVolumeClaim)
+	n, okN := cur.(*v1.PersistentVolumeClaim)
+	switch {
+	case okO && okN && o.ResourceVersion == n.ResourceVersion:
+		return
+	case okO && okN && onlyMarksChanged(o, n):
+		c.newClaim.Observe(claimKey(n.Namespace, n.Name), n)
+		return
+	}
+	c.onClaim(cur)
 }
 
 func (c *Controller) onClaimDeleted(obj any) {

@@ -96,6 +96,11 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	if node := claim.Annotations[AnnEndpointNode]; node != "" {
 		return c.pinnedPlan(p, driver, node)
 	}
+	if purpose == forCreate {
+		if err := outsideTopology(p.endpoint, req.GetAccessibilityRequirements()); err != nil {
+			return plan{}, final(err)
+		}
+	}
 	return p, nil
 }
 

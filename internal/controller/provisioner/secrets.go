@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -142,6 +143,9 @@ func secretTemplates(k secretKind, params map[string]string) (name, ns string, e
 // resolveTemplate expands ${token} (and $token) from tokens; any other
 // token is an error naming all of them.
 func resolveTemplate(template string, tokens map[string]string) (string, error) {
+	if malformedTemplate(template) {
+		return "", fmt.Errorf("error resolving value %q: every \"${\" needs a token and a closing \"}\"", template)
+	}
 	missing := map[string]bool{}
 	out := os.Expand(template, func(t string) string {
 		v, ok := tokens[t]
@@ -154,6 +158,24 @@ func resolveTemplate(template string, tokens map[string]string) (string, error) 
 		return "", fmt.Errorf("error resolving value %q: %v", template, fmt.Errorf("invalid tokens: %q", slices.Sorted(maps.Keys(missing))))
 	}
 	return out, nil
+}
+
+// malformedTemplate says whether a "${" is never closed or encloses
+// nothing: os.Expand silently drops such a "${" (and a "${}"), so the typo
+// "${pvc.name" would resolve to the secret "pvc.name", which nobody meant.
+func malformedTemplate(template string) bool {
+	for rest := template; ; {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2:]
+		end := strings.IndexByte(rest, '}')
+		if end <= 0 {
+			return true
+		}
+		rest = rest[end+1:]
+	}
 }
 
 func invalidResolved(template, resolved, what string) error {

@@ -9,6 +9,8 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // accessibility says where the volume may live: exactly the selected node's
@@ -125,3 +127,35 @@ func segmentID(seg map[string]string) string {
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// outsideTopology says why a new volume cannot be asked of e, or nil. The
+// pool falls back to the driver's first endpoint when none is in the
+// requisite topology (a class's allowedTopologies naming no served node,
+// or a key the driver does not report); a node-local endpoint there would
+// refuse, or, ignoring topology, make the volume where the class forbids
+// it, and the pin to it would later narrow the request to its node. Only a
+// node-local endpoint (a node ID and a topology) is judged: a central one's
+// topology says where it runs, not where its volumes may live.
+func outsideTopology(e *csi.Endpoint, req *csipb.TopologyRequirement) error {
+	if e == nil || e.Info.NodeID == "" || len(e.Info.Topology) == 0 || len(req.GetRequisite()) == 0 {
+		return nil
+	}
+	var asked []string
+	for _, t := range req.GetRequisite() {
+		if within(e.Info.Topology, t.GetSegments()) {
+			return nil
+		}
+		asked = append(asked, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
+	}
+	return fmt.Errorf("no node served by driver %s is in the topology the claim may use: %s", e.Info.Driver, strings.Join(asked, "; "))
+}
+
+// within says whether every key of segment has the same value in topology.
+func within(topology, segment map[string]string) bool {
+	for k, v := range segment {
+		if topology[k] != v {
+			return false
+		}
+	}
+	return len(segment) > 0
+}

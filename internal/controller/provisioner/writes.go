@@ -3,9 +3,11 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -85,6 +87,26 @@ func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolu
 // markedInProgress: the claim carries any of what unpin removes.
 func markedInProgress(c *v1.PersistentVolumeClaim) bool {
 	return hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "" || c.Annotations[AnnCreateRequest] != ""
+}
+
+// onlyMarksChanged says whether cur differs from old in the in-progress
+// marks (finalizer, pin, recorded request) and in nothing else but its
+// version.
+func onlyMarksChanged(old, cur *v1.PersistentVolumeClaim) bool {
+	if marks(old) == marks(cur) {
+		return false
+	}
+	o, n := old.DeepCopy(), cur.DeepCopy()
+	unpin(o)
+	unpin(n)
+	o.ResourceVersion, n.ResourceVersion = "", ""
+	o.ManagedFields, n.ManagedFields = nil, nil
+	return apiequality.Semantic.DeepEqual(o, n)
+}
+
+// marks are the claim's in-progress marks, comparable.
+func marks(c *v1.PersistentVolumeClaim) [3]string {
+	return [3]string{strconv.FormatBool(hasFinalizer(c.Finalizers, ClaimFinalizer)), c.Annotations[AnnEndpointNode], c.Annotations[AnnCreateRequest]}
 }
 
 // unpin removes the in-progress finalizer, the endpoint pin and the

@@ -1,0 +1,59 @@
+// Package badinput feeds volplane bad input end to end: StorageClasses with
+// malformed parameters, absurd sizes, claims and PVs with every optional
+// field at its edge. Everything `volplane up` runs is running
+// (clustertest.Stack: the bundled drivers, the node agent, every loop)
+// against the embedded, real kube-apiserver, so each case shows what a user
+// sees: the API server's rejection (which validation said no), or the
+// event on the claim or PV that names the problem. After every table the
+// loops must still be running and still provision and bind a normal claim.
+//
+// Each case asserts the exact observed result, so a change of behaviour
+// fails here; where the behaviour is questionable the case says so.
+package badinput
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/controller/manager"
+)
+
+// driverCapacity is what each bundled driver may hand out: room for every
+// test's claims, and a claim can still ask for more than a driver has
+// without being absurd.
+const driverCapacity = 100 << 30
+
+// stack is the package's running stack; writes logs the loops' API writes
+// (across restarts), to tell a retry with backoff from a hot loop.
+var (
+	stack  *clustertest.Stack
+	writes = clustertest.NewWriteLog(0, nil)
+)
+
+func TestMain(m *testing.M) {
+	clustertest.Main(m, 2, setUp)
+}
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	dir, err := os.MkdirTemp("", "vp-bad-") // short: unix socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	s, err := clustertest.StartStack(context.Background(), cp, clustertest.StackConfig{
+		DataDir:  dir,
+		Capacity: driverCapacity,
+		Loops:    func(c *manager.Config) { c.REST.Wrap(writes.Wrap) },
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	stack = s
+	return func() {
+		s.Stop()
+		os.RemoveAll(dir)
+	}, nil
+}
