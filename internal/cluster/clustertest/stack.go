@@ -175,3 +175,21 @@ func (s *Stack) Stop() {
 	_ = s.StopAgent()
 	s.Drivers.Stop()
 }
+
+// StartTempStack starts a stack whose DataDir is a new temporary directory
+// named from prefix (keep it short: unix socket paths are limited to about
+// 100 bytes). stop stops the stack and removes the directory; it is also
+// how a setup that fails after this call cleans up.
+func StartTempStack(ctx context.Context, cp *cluster.ControlPlane, prefix string, cfg StackConfig) (s *Stack, stop func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DataDir = dir
+	s, err = StartStack(ctx, cp, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return s, func() { s.Stop(); os.RemoveAll(dir) }, nil
+}

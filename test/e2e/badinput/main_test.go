@@ -13,7 +13,6 @@ package badinput
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/volplane/volplane/internal/cluster"
@@ -38,22 +37,10 @@ func TestMain(m *testing.M) {
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-bad-") // short: unix socket paths are limited
-	if err != nil {
-		return nil, err
-	}
-	s, err := clustertest.StartStack(context.Background(), cp, clustertest.StackConfig{
-		DataDir:  dir,
+	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-bad-", clustertest.StackConfig{
 		Capacity: driverCapacity,
 		Loops:    func(c *manager.Config) { c.REST.Wrap(writes.Wrap) },
 	})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
 	stack = s
-	return func() {
-		s.Stop()
-		os.RemoveAll(dir)
-	}, nil
+	return stop, err
 }

@@ -11,7 +11,6 @@ package rbac
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -49,27 +48,17 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	if err := apply(context.Background(), cp.RESTConfig, objs); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "vp-rbac-") // short: unix socket paths are limited
-	if err != nil {
-		return nil, err
-	}
-	s, err := clustertest.StartStack(context.Background(), cp, clustertest.StackConfig{
-		DataDir: dir,
-		Loops:   func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
+	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-rbac-", clustertest.StackConfig{
+		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
 	})
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	// The stack's loops run as admin: the roles' loops replace them.
 	if err := s.StopLoops(); err != nil {
-		s.Stop()
-		os.RemoveAll(dir)
+		stop()
 		return nil, err
 	}
 	bed.deploy, bed.stack = objs, s
-	return func() {
-		s.Stop()
-		os.RemoveAll(dir)
-	}, nil
+	return stop, nil
 }

@@ -12,7 +12,6 @@ package using
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -33,21 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-use-") // short: unix socket paths are limited
-	if err != nil {
-		return nil, err
-	}
-	s, err := clustertest.StartStack(context.Background(), cp, clustertest.StackConfig{
-		DataDir: dir,
-		Loops:   func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
+	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-use-", clustertest.StackConfig{
+		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
 	})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
 	stack = s
-	return func() {
-		s.Stop()
-		os.RemoveAll(dir)
-	}, nil
+	return stop, err
 }
