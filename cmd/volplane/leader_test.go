@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/volplane/volplane/internal/cluster"
 )
 
 // Short Lease timings so that a takeover takes seconds, not 15 s.
@@ -37,11 +35,7 @@ const (
 func TestControllerReplicasElectOneLeaderAndHandOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cp, err := cluster.Start(ctx, cluster.Config{DataDir: t.TempDir(), Nodes: 1, UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	defer cp.Stop()
+	cp := controlPlane(t)
 	client := cp.Client
 	replicas := map[int]*controllerProcess{}
 	for range 2 {

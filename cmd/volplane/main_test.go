@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/volplane/volplane/internal/cluster"
 )
 
 // runMainEnv makes the test binary act as the volplane binary, so tests drive
@@ -31,7 +34,48 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopControlPlane()
+	os.Exit(code)
+}
+
+// inProcess is the one embedded control plane the tests of this binary
+// start in their own process (the others run `volplane up` children):
+// kube-controller-manager registers its configz globally, so a second
+// control plane cannot start in one process. Started by the first test
+// that asks, with 3 nodes, stopped when every test is done; each test
+// works in names of its own.
+var inProcess struct {
+	once sync.Once
+	dir  string
+	cp   *cluster.ControlPlane
+	err  error
+}
+
+// controlPlane returns the in-process control plane, started on first use.
+func controlPlane(t *testing.T) *cluster.ControlPlane {
+	t.Helper()
+	inProcess.once.Do(func() {
+		if inProcess.dir, inProcess.err = os.MkdirTemp("", "vp-cmd-"); inProcess.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		inProcess.cp, inProcess.err = cluster.Start(ctx, cluster.Config{DataDir: inProcess.dir, Nodes: 3, UnsafeNoFsync: true})
+	})
+	if inProcess.err != nil {
+		t.Fatalf("start control plane: %v", inProcess.err)
+	}
+	return inProcess.cp
+}
+
+func stopControlPlane() {
+	if inProcess.cp != nil {
+		inProcess.cp.Stop()
+	}
+	if inProcess.dir != "" {
+		_ = os.RemoveAll(inProcess.dir)
+	}
 }
 
 // volplane starts the volplane command line in a child process.

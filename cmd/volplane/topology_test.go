@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/csi"
@@ -37,11 +36,7 @@ func TestControllerTopologyModesOnSeveralProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cp, err := cluster.Start(ctx, cluster.Config{DataDir: filepath.Join(dir, "cp"), Nodes: 3, UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	defer cp.Stop()
+	cp := controlPlane(t)
 	stack, err := clustertest.StartStack(ctx, cp, clustertest.StackConfig{DataDir: filepath.Join(dir, "drivers"),
 		Loops: func(c *manager.Config) {
 			c.Controllers = []string{manager.Binder, manager.PVCProtection, manager.PVProtection, manager.AttachDetach, manager.Expander}
