@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/client-go/kubernetes"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
