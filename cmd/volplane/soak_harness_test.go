@@ -334,7 +334,7 @@ func (h *soakHarness) injectedFaults() int {
 	if err != nil {
 		return -1
 	}
-	return strings.Count(string(data), `"Injected fault"`)
+	return strings.Count(string(data), `"Controller call"`) - strings.Count(string(data), `fault="none"`)
 }
 
 // teardown stops everything, unmounts what the node agent left mounted

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -120,6 +121,22 @@ func waitQuiescent(ctx context.Context, client kubernetes.Interface, limit time.
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// useEveryClaim starts a pod for every live claim without one, so that
+// every claim must end Bound (WaitForFirstConsumer ones too) and every
+// expansion must finish on the node as well.
+func useEveryClaim(ctx context.Context, w *workload) error {
+	claims, err := w.client.CoreV1().PersistentVolumeClaims(soakNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range liveClaims(claims.Items) {
+		if err := w.createPod(ctx, c); err != nil && !errors.Is(err, errNothingToDo) {
+			return fmt.Errorf("a pod for claim %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // deleteAllPods deletes every pod of the workload and waits until the node

@@ -93,7 +93,11 @@ func TestSoak(t *testing.T) {
 	h.stopReplicas()
 	h.startReplicas(1)
 	bg := context.Background()
-	left := waitQuiescent(bg, h.client, 4*time.Minute)
+	settle(bg, h.client)
+	if err := useEveryClaim(bg, w); err != nil {
+		t.Fatal(err)
+	}
+	left := waitQuiescent(bg, h.client, 2*time.Minute)
 	for _, u := range left {
 		t.Errorf("not quiescent: %s", u)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -109,6 +112,8 @@ func (w *workload) step(ctx context.Context, rng *rand.Rand) {
 		w.done("create-pod", w.createPod(ctx, live[rng.IntN(len(live))]))
 	case r < 85:
 		w.done("delete-pod", w.deleteRandomPod(ctx, rng))
+	case r < 90:
+		w.done("delete-retained-pv", w.deleteRetainedPV(ctx, rng))
 	case len(live) > 0:
 		w.done("expand", w.expand(ctx, live[rng.IntN(len(live))]))
 	}
@@ -313,4 +318,63 @@ func (w *workload) expand(ctx context.Context, claim corev1.PersistentVolumeClai
 	patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"storage":%q}}}}`, size.String())
 	_, err := w.client.CoreV1().PersistentVolumeClaims(soakNamespace).Patch(ctx, claim.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
+}
+
+// deleteRetainedPV is an admin cleaning up a Released static Retain PV:
+// the PV first, then its backend volume, which the test then no longer
+// expects to be kept. Once begun it runs to the end, even past the chaos
+// phase, or the test would leave an orphan of its own.
+func (w *workload) deleteRetainedPV(ctx context.Context, rng *rand.Rand) error {
+	pvs, err := w.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var released []corev1.PersistentVolume
+	for _, pv := range pvs.Items {
+		if pv.Spec.StorageClassName == staticRetainClass && pv.Status.Phase == corev1.VolumeReleased && pv.DeletionTimestamp == nil {
+			released = append(released, pv)
+		}
+	}
+	if len(released) == 0 {
+		return errNothingToDo
+	}
+	pv := released[rng.IntN(len(released))]
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	defer cancel()
+	uid := pv.UID
+	for {
+		err := w.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("PV %s: %w", pv.Name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	handle := invariants.Volume{Driver: hostpath.NetworkDriverName, Handle: pv.Spec.CSI.VolumeHandle}
+	w.mu.Lock()
+	w.retained = slices.DeleteFunc(w.retained, func(v invariants.Volume) bool { return v == handle })
+	w.mu.Unlock()
+	return w.deleteBackendVolume(ctx, handle.Handle)
+}
+
+// deleteBackendVolume deletes a network volume through CSI, retrying
+// through injected faults and restarts until it is gone.
+func (w *workload) deleteBackendVolume(ctx context.Context, id string) error {
+	conn, err := grpc.NewClient(w.network, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		_, err := csi.NewControllerClient(conn).DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
+		if err == nil || status.Code(err) == codes.NotFound {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("backend volume %s: %w", id, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -187,11 +187,20 @@ func (fi *faultInjector) intercept(ctx context.Context, req any, info *grpc.Unar
 	}
 	u, amount := fi.draw(info.FullMethod, subject(req))
 	kind := fi.f.decide(u)
+	resp, err := fi.inject(ctx, kind, amount, req, handler)
+	// Every faulted method's call is logged with its subject and outcome,
+	// so that a soak's violation can be traced call by call.
+	klog.FromContext(ctx).Info("Controller call", "method", info.FullMethod, "subject", subject(req),
+		"fault", kind.String(), "code", status.Code(err).String())
+	return resp, err
+}
+
+// inject does the call with the fault of kind.
+func (fi *faultInjector) inject(ctx context.Context, kind faultKind, amount float64, req any, handler grpc.UnaryHandler) (any, error) {
 	if kind == noFault {
 		return handler(ctx, req)
 	}
 	fi.injected.Add(1)
-	klog.FromContext(ctx).Info("Injected fault", "method", info.FullMethod, "fault", kind.String())
 	switch kind {
 	case faultUnavailable:
 		return nil, status.Error(codes.Unavailable, "injected fault: driver unavailable, call not done")
