@@ -123,7 +123,7 @@ func createUsedClaim(t *testing.T, w *workload, name, class string) {
 
 func requireQuiescent(t *testing.T, h *soakHarness, when string) {
 	t.Helper()
-	if left := waitQuiescent(context.Background(), h.client, 90*time.Second); len(left) > 0 {
+	if left := waitQuiescent(context.Background(), h.client, nil, 90*time.Second); len(left) > 0 {
 		t.Fatalf("%s, work left undone: %q", when, left)
 	}
 }

@@ -102,12 +102,17 @@ func settle(ctx context.Context, client kubernetes.Interface) {
 }
 
 // waitQuiescent waits until nothing is unfinished, and returns what still
-// is when limit runs out.
-func waitQuiescent(ctx context.Context, client kubernetes.Interface, limit time.Duration) []string {
+// is when limit runs out. Each round first deletes the pods that can never
+// start (settle) and, with a workload, starts a pod for every claim
+// without one (useEveryClaim).
+func waitQuiescent(ctx context.Context, client kubernetes.Interface, w *workload, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
 	var last []string
 	for {
 		settle(ctx, client)
+		if w != nil {
+			_ = useEveryClaim(ctx, w)
+		}
 		claims, err1 := client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 		pvs, err2 := client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		pods, err3 := client.CoreV1().Pods(soakNamespace).List(ctx, metav1.ListOptions{})

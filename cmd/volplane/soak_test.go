@@ -93,11 +93,7 @@ func TestSoak(t *testing.T) {
 	h.stopReplicas()
 	h.startReplicas(1)
 	bg := context.Background()
-	settle(bg, h.client)
-	if err := useEveryClaim(bg, w); err != nil {
-		t.Fatal(err)
-	}
-	left := waitQuiescent(bg, h.client, 2*time.Minute)
+	left := waitQuiescent(bg, h.client, w, 2*time.Minute)
 	for _, u := range left {
 		t.Errorf("not quiescent: %s", u)
 	}
