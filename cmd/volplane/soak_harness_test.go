@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/controller/manager"
@@ -32,6 +34,19 @@ import (
 // controller` children split by role, each role with its replicas electing
 // a leader, each child restarted by a supervisor when it exits (as a
 // Deployment would), so that a test kills any of them at will.
+
+// klogVerbosityEnv sets the klog verbosity of a child (the controllers
+// have no flag for it): the soak's controllers log every attach, detach
+// and failed driver call, so that a violation can be traced.
+const klogVerbosityEnv = "VOLPLANE_TEST_KLOG_V"
+
+func init() {
+	if v := os.Getenv(klogVerbosityEnv); v != "" && os.Getenv(runMainEnv) == "1" {
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", v)
+	}
+}
 
 // soakNodes is the number of simulated nodes.
 const soakNodes = 2
@@ -108,6 +123,9 @@ func freePort(t *testing.T) int {
 func (h *soakHarness) startChild(name, ready string, args ...string) (*child, error) {
 	cmd := volplane(h.t, args...)
 	cmd.Env = append(cmd.Env, "KUBECONFIG=")
+	if args[0] == "controller" {
+		cmd.Env = append(cmd.Env, klogVerbosityEnv+"=2")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	log, err := os.OpenFile(filepath.Join(h.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -232,6 +250,7 @@ func (h *soakHarness) supervise(r *replica) {
 	name := fmt.Sprintf("controller-%s-%d", r.role.name, r.index)
 	for {
 		c, err := h.startChild(name, "", h.controllerArgs(r.role)...)
+
 		if err != nil {
 			h.t.Errorf("starting %s: %v", name, err)
 			return
