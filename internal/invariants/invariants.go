@@ -165,12 +165,7 @@ func backends(s State) []string {
 
 // retained reports Retain volumes that are gone from their backend.
 func retained(s State, e Expect) []string {
-	held := map[Volume]bool{}
-	for _, b := range s.Backends {
-		for _, id := range b.VolumeIDs {
-			held[Volume{b.Driver, id}] = true
-		}
-	}
+	held := s.held()
 	var out []string
 	for _, v := range e.Retained {
 		if !held[v] {
@@ -188,12 +183,7 @@ func reclaimed(s State, e Expect) []string {
 	for _, c := range s.Claims {
 		claims[c.UID] = true
 	}
-	held := map[Volume]bool{}
-	for _, b := range s.Backends {
-		for _, id := range b.VolumeIDs {
-			held[Volume{b.Driver, id}] = true
-		}
-	}
+	held := s.held()
 	var out []string
 	for _, d := range e.Deleted {
 		if d.Policy != v1.PersistentVolumeReclaimDelete || d.PV == "" {
@@ -241,6 +231,17 @@ func pvNode(pv *v1.PersistentVolume, backends []Backend, driver string) string {
 		}
 	}
 	return ""
+}
+
+// held is every volume some backend holds.
+func (s State) held() map[Volume]bool {
+	out := map[Volume]bool{}
+	for _, b := range s.Backends {
+		for _, id := range b.VolumeIDs {
+			out[Volume{b.Driver, id}] = true
+		}
+	}
+	return out
 }
 
 func pvsByName(pvs []v1.PersistentVolume) map[string]*v1.PersistentVolume {
