@@ -240,7 +240,7 @@ func (h *soakHarness) endpoints() []invariants.Endpoint {
 		out = append(out, invariants.Endpoint{Driver: hostpath.DriverName, Node: node, TopologyKey: hostpath.TopologyKey,
 			CSI: "unix://" + filepath.Join(h.dir, "csi", node+".sock")})
 	}
-	return append(out, invariants.Endpoint{Driver: hostpath.NetworkDriverName, CSI: "unix://" + filepath.Join(h.dir, "csi", "network.sock")})
+	return append(out, invariants.Endpoint{Driver: hostpath.NetworkDriverName, CSI: "unix://" + filepath.Join(h.dir, "csi", "network.sock"), Attaches: true})
 }
 
 // supervise keeps r running until r.stop: a child that exits, killed or

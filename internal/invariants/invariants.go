@@ -9,7 +9,7 @@
 //
 // Nouns: State (claims, PVs and what each backend holds), Backend (one
 // driver instance's volumes: a node-local driver's on its node, or a
-// network driver's), Expect (what the test itself knows happened: volumes
+// network driver's, with what it has attached where), Expect (what the test itself knows happened: volumes
 // it created with Retain, claims it deleted).
 package invariants
 
@@ -19,13 +19,15 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // State is what Check looks at.
 type State struct {
-	Claims []v1.PersistentVolumeClaim
-	PVs    []v1.PersistentVolume
+	Claims      []v1.PersistentVolumeClaim
+	PVs         []v1.PersistentVolume
+	Attachments []storagev1.VolumeAttachment
 	// Backends are the volumes each driver instance holds. A PV of a driver
 	// with no Backend here is not compared with any backend.
 	Backends []Backend
@@ -40,6 +42,10 @@ type Backend struct {
 	Node        string
 	TopologyKey string
 	VolumeIDs   []string
+	// Attaches says the driver attaches volumes (ControllerPublish); then
+	// Published are the nodes each volume is attached to, by volume ID.
+	Attaches  bool
+	Published map[string][]string
 }
 
 // Expect is what the test knows beyond the cluster's state.
@@ -76,6 +82,7 @@ func Check(s State, e Expect) []string {
 	out = append(out, backends(s)...)
 	out = append(out, retained(s, e)...)
 	out = append(out, reclaimed(s, e)...)
+	out = append(out, attachments(s)...)
 	sort.Strings(out)
 	return out
 }
@@ -161,6 +168,65 @@ func backends(s State) []string {
 		}
 	}
 	return out
+}
+
+// attachments compares the backends' attachments with the
+// VolumeAttachments, both ways: a volume attached to a node without an
+// attached VolumeAttachment for it there is a leaked attachment (a
+// detach that never reached the driver), and an attached
+// VolumeAttachment the driver does not know is a lie to the node.
+func attachments(s State) []string {
+	attaches := map[string]bool{}
+	published := map[attached]bool{}
+	for _, b := range s.Backends {
+		if !b.Attaches {
+			continue
+		}
+		attaches[b.Driver] = true
+		for id, nodes := range b.Published {
+			for _, node := range nodes {
+				published[attached{Volume{b.Driver, id}, node}] = true
+			}
+		}
+	}
+	handles := map[string]Volume{}
+	for _, pv := range s.PVs {
+		if pv.Spec.CSI != nil {
+			handles[pv.Name] = Volume{pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle}
+		}
+	}
+	var out []string
+	recorded := map[attached]bool{}
+	for _, va := range s.Attachments {
+		src := va.Spec.Source.PersistentVolumeName
+		if !attaches[va.Spec.Attacher] || src == nil {
+			continue
+		}
+		a := attached{handles[*src], va.Spec.NodeName}
+		if id := va.Annotations[nodeIDAnnotation]; id != "" {
+			a.node = id
+		}
+		recorded[a] = true
+		if va.Status.Attached && !published[a] {
+			out = append(out, fmt.Sprintf("VolumeAttachment %s says PV %s is attached to %s, yet %s has it not attached there", va.Name, *src, a.node, va.Spec.Attacher))
+		}
+	}
+	for a := range published {
+		if !recorded[a] {
+			out = append(out, fmt.Sprintf("backend volume %s of %s is attached to %s, yet no VolumeAttachment is there for it", a.vol.Handle, a.vol.Driver, a.node))
+		}
+	}
+	return out
+}
+
+// nodeIDAnnotation is the driver's ID of the node, which the attacher
+// puts on a VolumeAttachment.
+const nodeIDAnnotation = "csi.alpha.kubernetes.io/node-id"
+
+// attached is a volume attached to a node (by the driver's ID of it).
+type attached struct {
+	vol  Volume
+	node string
 }
 
 // retained reports Retain volumes that are gone from their backend.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -49,9 +50,17 @@ func healthy() State {
 		Backends: []Backend{
 			{Driver: local, Node: "node-1", TopologyKey: topo, VolumeIDs: []string{"vol-a"}},
 			{Driver: local, Node: "node-2", TopologyKey: topo},
-			{Driver: network, VolumeIDs: []string{"vol-b", "vol-r"}},
+			{Driver: network, VolumeIDs: []string{"vol-b", "vol-r"}, Attaches: true, Published: map[string][]string{"vol-b": {"node-1"}}},
 		},
+		Attachments: []storagev1.VolumeAttachment{attachment("pv-b", "node-1", true)},
 	}
+}
+
+func attachment(pv, node string, attached bool) storagev1.VolumeAttachment {
+	va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-" + pv + "-" + node}}
+	va.Spec.Attacher, va.Spec.NodeName, va.Spec.Source.PersistentVolumeName = network, node, &pv
+	va.Status.Attached = attached
+	return va
 }
 
 func TestAHealthyClusterBreaksNoInvariant(t *testing.T) {
@@ -87,6 +96,10 @@ func TestEachBrokenPromiseIsReportedWithItsObjects(t *testing.T) {
 		}, "claim ns/a was deleted, yet its Delete PV pv-a is still there"},
 		"a Delete PV whose claim is gone": {func(s *State, _ *Expect) { s.Claims = s.Claims[1:] },
 			"PV pv-a (Delete, phase ): its claim ns/c-ua (uid ua) is gone, yet it was not reclaimed"},
+		"an attachment without a VolumeAttachment": {func(s *State, _ *Expect) { s.Backends[2].Published["vol-r"] = []string{"node-2"} },
+			"backend volume vol-r of network.csi is attached to node-2, yet no VolumeAttachment is there for it"},
+		"a VolumeAttachment the driver does not know": {func(s *State, _ *Expect) { s.Backends[2].Published = nil },
+			"VolumeAttachment va-pv-b-node-1 says PV pv-b is attached to node-1, yet network.csi has it not attached there"},
 		"a claim stuck Terminating": {func(s *State, _ *Expect) { s.Claims[1].DeletionTimestamp = &metav1.Time{} },
 			"claim ns/b is still Terminating"},
 	} {

@@ -16,6 +16,8 @@ import (
 type Endpoint struct {
 	Driver, Node, TopologyKey string
 	CSI                       string
+	// Attaches says the driver attaches volumes (see Backend.Attaches).
+	Attaches bool
 }
 
 // Read takes the cluster's claims and PVs and, through CSI ListVolumes,
@@ -30,37 +32,47 @@ func Read(ctx context.Context, client kubernetes.Interface, endpoints []Endpoint
 	if err != nil {
 		return s, fmt.Errorf("list PVs: %w", err)
 	}
-	s.Claims, s.PVs = claims.Items, pvs.Items
+	vas, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, fmt.Errorf("list VolumeAttachments: %w", err)
+	}
+	s.Claims, s.PVs, s.Attachments = claims.Items, pvs.Items, vas.Items
 	for _, e := range endpoints {
-		ids, err := listVolumes(ctx, e.CSI)
-		if err != nil {
+		b := Backend{Driver: e.Driver, Node: e.Node, TopologyKey: e.TopologyKey, Attaches: e.Attaches}
+		if b.VolumeIDs, b.Published, err = listVolumes(ctx, e.CSI); err != nil {
 			return s, fmt.Errorf("volumes of %s: %w", e.CSI, err)
 		}
-		s.Backends = append(s.Backends, Backend{Driver: e.Driver, Node: e.Node, TopologyKey: e.TopologyKey, VolumeIDs: ids})
+		s.Backends = append(s.Backends, b)
 	}
 	return s, nil
 }
 
-// listVolumes reads every page of a driver's ListVolumes.
-func listVolumes(ctx context.Context, endpoint string) ([]string, error) {
+// listVolumes reads every page of a driver's ListVolumes: the volume IDs
+// and the nodes each is published to.
+func listVolumes(ctx context.Context, endpoint string) ([]string, map[string][]string, error) {
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conn.Close()
 	controller := csi.NewControllerClient(conn)
 	var ids []string
+	published := map[string][]string{}
 	token := ""
 	for {
 		resp, err := controller.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: token})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range resp.GetEntries() {
-			ids = append(ids, e.GetVolume().GetVolumeId())
+			id := e.GetVolume().GetVolumeId()
+			ids = append(ids, id)
+			if nodes := e.GetStatus().GetPublishedNodeIds(); len(nodes) > 0 {
+				published[id] = nodes
+			}
 		}
 		if token = resp.GetNextToken(); token == "" {
-			return ids, nil
+			return ids, published, nil
 		}
 	}
 }
