@@ -53,8 +53,31 @@ SIGINT or SIGTERM stops it gracefully.`,
 	f.StringVar(&capacity, "capacity", "100Gi", "bytes that volumes and snapshots may claim in total, as a quantity")
 	f.Int64Var(&cfg.MaxVolumesPerNode, "max-volumes-per-node", 0, "most volumes attached to this node at once (0: no limit)")
 	f.BoolVar(&cfg.AttachRequired, "attach-required", false, "serve ControllerPublish/Unpublish; the node then stages only attached volumes")
+	f.Var(&faultsFlag{&cfg.Faults}, "inject-faults", "for soak tests: fail, time out or delay controller calls at random, e.g. seed=1,unavailable=0.05,timeout=0.05,delay=0.05,max-delay=2s")
+	_ = f.MarkHidden("inject-faults")
 	for _, name := range []string{"endpoint", "node-id", "data-dir"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
 }
+
+// faultsFlag is a hostpath fault spec (hostpath.ParseFaults).
+type faultsFlag struct{ f *hostpath.Faults }
+
+func (f *faultsFlag) String() string {
+	if f.f == nil {
+		return ""
+	}
+	return f.f.String()
+}
+
+func (f *faultsFlag) Set(s string) error {
+	parsed, err := hostpath.ParseFaults(s)
+	if err != nil {
+		return err
+	}
+	*f.f = parsed
+	return nil
+}
+
+func (f *faultsFlag) Type() string { return "faults" }

@@ -42,6 +42,7 @@ func newUpCommand() *cobra.Command {
 		cfg         cluster.Config
 		capacity    = resource.MustParse("100Gi")
 		metricsAddr string
+		test        upTestFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -54,7 +55,7 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runUp(ctx, cmd, cfg, capacity, metricsAddr)
+			return runUp(ctx, cmd, cfg, capacity, metricsAddr, test)
 		},
 	}
 	f := cmd.Flags()
@@ -65,10 +66,21 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
 	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
+	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
+	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
+	_ = f.MarkHidden("inject-faults")
+	_ = f.MarkHidden("without-loops")
 	return cmd
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string) error {
+// upTestFlags are hidden flags for soak tests: faults in the drivers, and
+// the loops left to separate processes that a test can kill on their own.
+type upTestFlags struct {
+	faults       hostpath.Faults
+	withoutLoops bool
+}
+
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, test upTestFlags) error {
 	if err := checkUp(cfg, capacity); err != nil {
 		return err
 	}
@@ -89,7 +101,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// then the drivers they call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	drivers, err := bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value()})
+	drivers, err := bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
 	if err != nil {
 		return err
 	}
@@ -103,32 +115,42 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 		bundle.ImmediateClass, bundle.WaitClass, bundle.NetworkClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
-	loops := make(chan error, 1)
-	go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)) }()
+	// loops carries the loops' end; without loops it stays nil, so the
+	// select below never picks it and waitLoops has nothing to wait for.
+	var loops chan error
+	if !test.withoutLoops {
+		loops = make(chan error, 1)
+		go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)) }()
+	}
+	waitLoops := func() {
+		if loops != nil {
+			<-loops
+		}
+	}
 	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, drivers.AgentNodes(cp.Nodes))
 	if err != nil {
 		cancel()
-		<-loops
+		waitLoops()
 		return err
 	}
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
-		<-loops
+		waitLoops()
 		return nil
 	case err := <-cp.Failed():
 		cancel()
-		<-loops
+		waitLoops()
 		return fmt.Errorf("control plane failed: %w", err)
 	case err := <-drivers.Failed():
 		cancel()
-		<-loops
+		waitLoops()
 		return fmt.Errorf("bundled driver stopped: %w", err)
 	case err := <-loops:
 		return fmt.Errorf("volplane controllers stopped: %w", err)
 	case err := <-agent:
 		cancel()
-		<-loops
+		waitLoops()
 		return fmt.Errorf("node agent stopped: %w", err)
 	}
 }

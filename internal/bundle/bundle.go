@@ -56,6 +56,9 @@ type Config struct {
 	Capacity int64
 	// Mounter mounts for the node services; nil means the kernel's (root).
 	Mounter hostpath.Mounter
+	// Faults are injected into every driver's controller service (see
+	// hostpath.Faults): for soak tests; the zero value injects none.
+	Faults hostpath.Faults
 }
 
 // Drivers are the bundled CSI drivers of a set of simulated nodes, served
@@ -91,11 +94,13 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 		Endpoint: "unix://" + filepath.Join(socketDir, "network.sock"),
 		Name:     hostpath.NetworkDriverName, Network: true, NodeEndpoints: map[string]string{},
 		DataDir: filepath.Join(cfg.DataDir, "network"), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
+		Faults: cfg.Faults,
 	}
 	for _, node := range cfg.Nodes {
 		local := hostpath.Config{
 			Endpoint: "unix://" + filepath.Join(socketDir, node+".sock"), NodeID: node,
 			DataDir: filepath.Join(cfg.DataDir, "hostpath", node), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
+			Faults: cfg.Faults,
 		}
 		if err := b.run(ctx, local, "driver for "+node); err != nil {
 			b.Stop()

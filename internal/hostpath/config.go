@@ -77,6 +77,9 @@ type Config struct {
 	// logging: for tests that watch what the driver is sent or make it
 	// answer what a faulty driver would. Nil in production.
 	Interceptor grpc.UnaryServerInterceptor
+	// Faults, if enabled, makes controller calls fail, time out or wait
+	// on purpose (see Faults): for soak tests. Off (zero) in production.
+	Faults Faults
 }
 
 // New checks cfg and returns a Driver ready to Run. It claims nothing yet:
@@ -103,6 +106,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.MaxVolumesPerNode < 0 {
 		return nil, fmt.Errorf("max volumes per node must be 0 (no limit) or positive, got %d", cfg.MaxVolumesPerNode)
 	}
+	if err := cfg.Faults.check(); err != nil {
+		return nil, err
+	}
 	cfg.DataDir = dataDir
 	if cfg.Name == "" {
 		cfg.Name = DriverName
@@ -119,7 +125,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Mounter == nil {
 		cfg.Mounter = NewMounter()
 	}
-	return &Driver{cfg: cfg, socket: socket, nodeSockets: nodeSockets, disk: layout{root: dataDir}, locks: newKeyedMutex()}, nil
+	return &Driver{cfg: cfg, socket: socket, nodeSockets: nodeSockets, disk: layout{root: dataDir}, locks: newKeyedMutex(),
+		faults: newFaultInjector(cfg.Faults)}, nil
 }
 
 // socketPath turns "unix:///run/csi.sock" into "/run/csi.sock".

@@ -39,6 +39,8 @@ type Driver struct {
 	// realDataDir is DataDir with symlinks resolved, set by open: node
 	// paths are checked against it after their own symlinks are resolved.
 	realDataDir string
+	// faults injects Config.Faults into the controller service.
+	faults *faultInjector
 }
 
 // Run claims DataDir, loads the state and serves CSI on every socket until
@@ -214,6 +216,9 @@ func (d *Driver) newServer(logger klog.Logger, controller bool, node string) *gr
 	interceptors := []grpc.UnaryServerInterceptor{logCalls(logger)}
 	if d.cfg.Interceptor != nil {
 		interceptors = append(interceptors, d.cfg.Interceptor)
+	}
+	if controller && d.cfg.Faults.Enabled() {
+		interceptors = append(interceptors, d.faults.intercept)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})

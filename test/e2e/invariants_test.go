@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/volplane/volplane/internal/invariants"
 )
 
 // checkInvariants fails the test if the cluster holds a state the binder
@@ -19,6 +20,8 @@ func checkInvariants(t *testing.T, client kubernetes.Interface) {
 	}
 }
 
+// invariantViolations are the binder's invariants of package invariants
+// (which also checks backends, Retain and reclaim where a test knows them).
 func invariantViolations(t *testing.T, client kubernetes.Interface) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -30,28 +33,5 @@ func invariantViolations(t *testing.T, client kubernetes.Interface) []string {
 	if err != nil {
 		t.Fatalf("invariants: list claims: %v", err)
 	}
-	byName := map[string]*v1.PersistentVolume{}
-	for i := range pvs.Items {
-		byName[pvs.Items[i].Name] = &pvs.Items[i]
-	}
-	var out []string
-	owner := map[string]string{}
-	for _, c := range claims.Items {
-		if c.Status.Phase != v1.ClaimBound {
-			continue
-		}
-		key := c.Namespace + "/" + c.Name
-		if prev, dup := owner[c.Spec.VolumeName]; dup {
-			out = append(out, "PV "+c.Spec.VolumeName+" is the volume of two Bound claims: "+prev+" and "+key)
-		}
-		owner[c.Spec.VolumeName] = key
-		pv := byName[c.Spec.VolumeName]
-		switch {
-		case pv == nil:
-			out = append(out, "Bound claim "+key+" names PV "+c.Spec.VolumeName+", which does not exist")
-		case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != c.UID:
-			out = append(out, "Bound claim "+key+": its PV "+pv.Name+" does not point back")
-		}
-	}
-	return out
+	return invariants.Bindings(claims.Items, pvs.Items)
 }
