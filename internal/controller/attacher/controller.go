@@ -38,7 +38,9 @@ type Controller struct {
 	// informer catches up, so a sync never decides on an older copy.
 	newestVA *loop.Newest[*storagev1.VolumeAttachment]
 	newestPV *loop.Newest[*v1.PersistentVolume]
-	runner   *loop.Runner
+	// withdrawals: publications whose attachment vanished (withdraw.go).
+	withdrawals withdrawals
+	runner      *loop.Runner
 }
 
 // New builds the loop over the given informers.

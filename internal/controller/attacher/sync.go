@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,7 @@ const maxSteps = 4
 func (c *Controller) syncAttachment(ctx context.Context, name string) error {
 	va, err := c.vas.Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return c.withdraw(ctx, name)
 	}
 	if err != nil {
 		return fmt.Errorf("VolumeAttachment %s: %w", name, err)
@@ -31,6 +33,9 @@ func (c *Controller) syncAttachment(ctx context.Context, name string) error {
 	if !c.ours(va) {
 		return nil
 	}
+	// An attachment of this name exists again: it owns the publication
+	// (publishing again is idempotent, and its deletion detaches).
+	c.withdrawals.drop(name)
 	va = c.newestVA.Newer(name, va)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "volumeattachment", klog.KObj(va),
 		"driver", va.Spec.Attacher, "node", va.Spec.NodeName)
@@ -103,7 +108,14 @@ func (c *Controller) publish(ctx context.Context, va *storagev1.VolumeAttachment
 		return c.fail(ctx, va, err, false)
 	}
 	klog.FromContext(ctx).V(2).Info("Attached")
-	if err := c.markAttached(ctx, va, publishContext); err != nil {
+	err = c.markAttached(ctx, va, publishContext)
+	if apierrors.IsNotFound(err) {
+		// Deleted although our finalizer was on it (see withdrawal).
+		c.withdrawals.put(va.Name, withdrawal{driver: va.Spec.Attacher, volume: pv, secretRef: d.SecretRef,
+			request: &csipb.ControllerUnpublishVolumeRequest{VolumeId: req.VolumeId, NodeId: req.NodeId}})
+		return c.withdraw(ctx, va.Name)
+	}
+	if err != nil {
 		return fmt.Errorf("failed to mark as attached: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/cluster/clustertest"
@@ -87,6 +88,41 @@ func TestDeletedAttachmentIsUnpublishedThenReleased(t *testing.T) {
 	})
 	if n := bed.calls.count("ControllerUnpublishVolume", handle); n != 1 {
 		t.Errorf("ControllerUnpublishVolume called %d times, want 1", n)
+	}
+}
+
+// The API server can delete an attachment although our finalizer was
+// added to it concurrently (kubernetes/kubernetes#77988). Here it is gone,
+// finalizer and all, while the driver publishes: the attacher must not
+// leave the volume attached to the node with no attachment to detach it.
+func TestAttachmentDeletedDespiteItsFinalizerWhilePublishingIsUnpublished(t *testing.T) {
+	e := newEnv(t)
+	e.start(0)
+	pv, handle := e.volume(attaching)
+	name := ""
+	bed.calls.onPublished(handle, func() {
+		// As the racing delete does: the object goes, finalizer or not.
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := e.client.StorageV1().VolumeAttachments().Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Errorf("strip finalizers: %v", err)
+		}
+		if err := e.client.StorageV1().VolumeAttachments().Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+	})
+	t.Cleanup(func() { bed.calls.onPublished(handle, nil) })
+	name = e.attachment(pv, bed.node).Name
+	e.eventually("the publication withdrawn", func() string {
+		if n := bed.calls.count("ControllerUnpublishVolume", handle); n != 1 {
+			return fmt.Sprintf("ControllerUnpublishVolume called %d times", n)
+		}
+		return ""
+	})
+	if got := e.getVA(name); got != nil {
+		t.Errorf("VolumeAttachment %s is back: %+v", name, got)
+	}
+	if n := bed.calls.count("ControllerPublishVolume", handle); n != 1 {
+		t.Errorf("ControllerPublishVolume called %d times, want 1", n)
 	}
 }
 

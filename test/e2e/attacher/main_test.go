@@ -117,6 +117,9 @@ type driverCalls struct {
 	mu   sync.Mutex
 	n    map[string]int // "<method> <volume>"
 	fail map[string]error
+	// afterPublish runs once a ControllerPublishVolume of the volume
+	// succeeded, before its answer goes back.
+	afterPublish map[string]func()
 }
 
 func (d *driverCalls) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -132,7 +135,24 @@ func (d *driverCalls) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	if err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	resp, err := h(ctx, req)
+	d.mu.Lock()
+	after := d.afterPublish[vol]
+	d.mu.Unlock()
+	if err == nil && method == "ControllerPublishVolume" && after != nil {
+		after()
+	}
+	return resp, err
+}
+
+// onPublished runs f after each successful ControllerPublishVolume of vol.
+func (d *driverCalls) onPublished(vol string, f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.afterPublish == nil {
+		d.afterPublish = map[string]func(){}
+	}
+	d.afterPublish[vol] = f
 }
 
 func (d *driverCalls) count(method, vol string) int {
