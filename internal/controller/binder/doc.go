@@ -9,7 +9,10 @@
 //     binding what to do, apply the decision's writes in order.
 //   - newest: the newest copy of each object the controller has seen, from
 //     the informer or from its own writes, so a sync never acts on an object
-//     older than one it wrote.
+//     older than one it wrote. Copies arrive in no fixed order (under load
+//     the informer can deliver a later change before a write's answer is
+//     handled): the index and the waiting claims keep the later of two
+//     copies (resourceversion.Older), never the last one handed to them.
 //   - reservation: a PV promised to one claim in memory before the first
 //     write, so two workers can never give one PV to two claims.
 //   - waiting claims: unbound claims with no volume yet; a free PV wakes one
