@@ -126,14 +126,11 @@ func (c *Controller) onClaim(obj any) {
 func (c *Controller) onClaimUpdated(old, cur any) {
 	o, okO := old.(*v1.PersistentVolumeClaim)
 	n, okN := cur.(*v1.PersistentVolumeClaim)
-	switch {
-	case okO && okN && o.ResourceVersion == n.ResourceVersion:
-		return
-	case okO && okN && onlyMarksChanged(o, n):
+	if okO && okN && onlyMarksChanged(o, n) {
 		c.newClaim.Observe(claimKey(n.Namespace, n.Name), n)
 		return
 	}
-	c.onClaim(cur)
+	loop.Updated(c.onClaim)(old, cur)
 }
 
 func (c *Controller) onClaimDeleted(obj any) {
