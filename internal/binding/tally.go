@@ -1,0 +1,104 @@
+package binding
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// reasonShort is each reason as a counted phrase ("7 too small"), for the
+// counted event and for explain's grouping. Every Reason has one.
+var reasonShort = map[Reason]string{
+	ReasonInvalidSelector:         "invalid claim selector",
+	ReasonBeingDeleted:            "being deleted",
+	ReasonBoundToOther:            "bound to other claims",
+	ReasonPreBoundToOther:         "reserved for other claims",
+	ReasonClassMismatch:           "other class",
+	ReasonVolumeModeMismatch:      "other volume mode",
+	ReasonAttributesClassMismatch: "other attributes class",
+	ReasonAccessModes:             "missing access modes",
+	ReasonTooSmall:                "too small",
+	ReasonSelector:                "not selected by labels",
+	ReasonNotAvailable:            "released or failed",
+	ReasonWaitForFirstConsumer:    "left to the scheduler",
+	ReasonMoreAccessModes:         "fit, more access modes",
+	ReasonLargerThanChosen:        "fit, larger",
+	ReasonNotChosen:               "fit, not chosen",
+}
+
+// Short is the reason as a counted phrase: "7 too small".
+func (r Reason) Short() string {
+	if s, ok := reasonShort[r]; ok {
+		return s
+	}
+	return string(r)
+}
+
+// Group is one reason and how many volumes it rejected.
+type Group struct {
+	Reason Reason `json:"reason"`
+	Count  int    `json:"count"`
+}
+
+// Tally is the verdicts of one match counted by reason: what a person needs
+// to see first ("0/12 volumes available: 7 too small, 3 other class").
+type Tally struct {
+	// Considered is every volume counted, the chosen one included.
+	Considered int `json:"considered"`
+	// Available is how many of them fit the claim (the chosen one and the
+	// fitting losers).
+	Available int `json:"available"`
+	// Groups are the counts by reason, largest first, ties in the order of
+	// Reasons().
+	Groups []Group `json:"groups"`
+}
+
+// Count tallies the verdicts of Match. chosen says whether Match chose a
+// volume (it has no verdict of its own). otherClass counts volumes of other
+// classes that were not handed to Match at all (index.Candidates leaves
+// them out): they are reported as ReasonClassMismatch.
+func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
+	counts := map[Reason]int{}
+	t := Tally{Considered: len(verdicts) + otherClass}
+	if chosen {
+		t.Considered++
+		t.Available++
+	}
+	for _, v := range verdicts {
+		counts[v.Reason]++
+		if v.Reason.Fits() {
+			t.Available++
+		}
+	}
+	counts[ReasonClassMismatch] += otherClass
+	order := Reasons()
+	for _, r := range order {
+		if counts[r] > 0 {
+			t.Groups = append(t.Groups, Group{Reason: r, Count: counts[r]})
+		}
+	}
+	slices.SortStableFunc(t.Groups, func(a, b Group) int { return b.Count - a.Count })
+	return t
+}
+
+// String is the tally in one line, like the scheduler's "0/3 nodes are
+// available": "0/12 volumes available: 7 too small, 3 other class, 2 bound
+// to other claims". With nothing considered: "no volumes exist".
+func (t Tally) String() string {
+	if t.Considered == 0 {
+		return "no volumes exist"
+	}
+	noun := "volumes"
+	if t.Considered == 1 {
+		noun = "volume"
+	}
+	head := fmt.Sprintf("%d/%d %s available", t.Available, t.Considered, noun)
+	if len(t.Groups) == 0 {
+		return head
+	}
+	parts := make([]string, len(t.Groups))
+	for i, g := range t.Groups {
+		parts[i] = fmt.Sprintf("%d %s", g.Count, g.Reason.Short())
+	}
+	return head + ": " + strings.Join(parts, ", ")
+}
