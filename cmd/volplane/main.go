@@ -34,10 +34,3 @@ func newRootCommand() *cobra.Command {
 	)
 	return root
 }
-
-// notImplemented is the RunE of subcommands whose issue has not landed yet.
-func notImplemented(name string) func(*cobra.Command, []string) error {
-	return func(*cobra.Command, []string) error {
-		return fmt.Errorf("volplane %s: not implemented yet", name)
-	}
-}

@@ -303,18 +303,6 @@ func kubectl(t *testing.T, dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func TestSubcommandsNotBuiltYetSaySo(t *testing.T) {
-	for _, name := range []string{"explain"} {
-		root := newRootCommand()
-		root.SetArgs([]string{name})
-		root.SetOut(io.Discard)
-		err := root.Execute()
-		if err == nil || !strings.Contains(err.Error(), "not implemented yet") {
-			t.Errorf("volplane %s: error = %v, want a clear 'not implemented yet'", name, err)
-		}
-	}
-}
-
 func TestUnknownSubcommandFails(t *testing.T) {
 	out, err := volplane(t, "frobnicate").CombinedOutput()
 	if err == nil {

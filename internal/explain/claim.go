@@ -1,0 +1,263 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/binding"
+)
+
+// Claim explains claim from the facts. The claim need not be in f.Claims.
+func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
+	r := ClaimReport{Namespace: claim.Namespace, Name: claim.Name, Phase: string(claim.Status.Phase),
+		Request: requestOf(claim)}
+	if r.Phase == "" {
+		r.Phase = string(v1.ClaimPending)
+	}
+	in := binding.ClaimInput{Claim: claim, Pods: f.podsNaming(claim.Namespace, claim.Name),
+		DefaultClass: binding.DefaultClass(f.Classes)}
+	if name := binding.ClaimClass(claim); name != "" {
+		in.Class = f.class(name)
+		r.Class = classOf(name, in.Class, f)
+	}
+	if claim.Spec.VolumeName != "" {
+		in.Volume = f.volume(claim.Spec.VolumeName)
+	}
+	if unbound(claim) {
+		r.Volumes = considerVolumes(claim, in.Class, f, &in)
+	}
+	d := binding.DecideClaim(in)
+	r.Next = d.Action.String()
+	r.Summary = claimSummary(claim, in, d, r.Class)
+	r.SelectedNode = claim.Annotations[storagehelpers.AnnSelectedNode]
+	if binding.DelayBinding(in.Class) && unbound(claim) && r.SelectedNode == "" {
+		r.WaitingForPods = unscheduled(in.Pods)
+	}
+	if claim.Status.Phase != v1.ClaimBound {
+		r.Provisioning = provisioningOf(claim, f)
+	}
+	if in.Volume != nil {
+		r.Volume = volumeOf(in.Volume)
+		if binding.IsBoundToClaim(in.Volume, claim) {
+			r.Nodes = nodeUses(in.Volume, in.Pods, f)
+		}
+	}
+	r.Expansion = expansionOf(claim)
+	r.Modification = modificationOf(claim)
+	r.Deletion = claimDeletion(claim, f)
+	if r.Deletion != nil {
+		r.Summary = r.Deletion.Summary
+	}
+	return r
+}
+
+// unbound: the binder is still looking for a volume for the claim (the
+// binder's waiting claims).
+func unbound(claim *v1.PersistentVolumeClaim) bool {
+	return claim.Spec.VolumeName == "" && !metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
+}
+
+// considerVolumes matches the claim against every volume, as the binder
+// does, and fills in the match for the decision.
+func considerVolumes(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, f *Facts, in *binding.ClaimInput) *Considered {
+	chosen, verdicts := binding.Match(claim, f.Volumes, binding.DelayBinding(class))
+	if claim.DeletionTimestamp == nil {
+		in.Match = chosen
+	}
+	in.Verdicts = verdicts
+	c := &Considered{Tally: binding.Count(verdicts, chosen != nil, 0), Verdicts: verdictsOf(verdicts)}
+	c.Summary = c.Tally.String()
+	if chosen != nil {
+		c.Chosen = chosen.Name
+	}
+	return c
+}
+
+func verdictsOf(vs []binding.Verdict) []Verdict {
+	out := make([]Verdict, len(vs))
+	for i, v := range vs {
+		out[i] = Verdict{Name: v.PV, Reason: v.Reason, Why: v.Reason.Short(), Detail: v.Detail}
+	}
+	return out
+}
+
+func requestOf(claim *v1.PersistentVolumeClaim) Request {
+	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	r := Request{Storage: size.String(), VolumeMode: string(v1.PersistentVolumeFilesystem), VolumeName: claim.Spec.VolumeName}
+	for _, m := range claim.Spec.AccessModes {
+		r.AccessModes = append(r.AccessModes, string(m))
+	}
+	if claim.Spec.VolumeMode != nil {
+		r.VolumeMode = string(*claim.Spec.VolumeMode)
+	}
+	if claim.Spec.Selector != nil {
+		r.Selector = metav1.FormatLabelSelector(claim.Spec.Selector)
+	}
+	if claim.Spec.VolumeAttributesClassName != nil {
+		r.AttributesClass = *claim.Spec.VolumeAttributesClassName
+	}
+	return r
+}
+
+func classOf(name string, class *storagev1.StorageClass, f *Facts) *Class {
+	c := &Class{Name: name, Exists: class != nil}
+	if class == nil {
+		return c
+	}
+	c.BindingMode = string(storagev1.VolumeBindingImmediate)
+	if class.VolumeBindingMode != nil {
+		c.BindingMode = string(*class.VolumeBindingMode)
+	}
+	c.Provisioner = class.Provisioner
+	if p, err := binding.ExternalProvisioner(class); err == nil {
+		c.Provisioner = p
+	}
+	if p, ok := f.Provisioners[c.Provisioner]; ok {
+		c.Serving = &p
+	}
+	return c
+}
+
+func volumeOf(pv *v1.PersistentVolume) *BoundVolume {
+	capacity := binding.Capacity(pv)
+	v := &BoundVolume{Name: pv.Name, Phase: string(pv.Status.Phase), Capacity: capacity.String(),
+		ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy)}
+	if pv.Spec.CSI != nil {
+		v.Driver, v.Handle = pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle
+	}
+	return v
+}
+
+// unscheduled names the live pods that have no node yet, sorted.
+func unscheduled(pods []*v1.Pod) []string {
+	var names []string
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" && !binding.PodTerminated(pod) {
+			names = append(names, pod.Name)
+		}
+	}
+	return sorted(names)
+}
+
+// provisioningOf reads the provisioning events of a claim that is, or was,
+// handed to a provisioner.
+func provisioningOf(claim *v1.PersistentVolumeClaim, f *Facts) *Provisioning {
+	name := claim.Annotations[storagehelpers.AnnStorageProvisioner]
+	if name == "" {
+		name = claim.Annotations[storagehelpers.AnnBetaStorageProvisioner]
+	}
+	if name == "" {
+		return nil
+	}
+	p := &Provisioning{Provisioner: name}
+	var last *v1.Event
+	for _, e := range eventsOn(f.Events, claim.UID) {
+		switch e.Reason {
+		case "Provisioning":
+			p.Attempts += count(e)
+		case "ProvisioningFailed":
+			p.Failures += count(e)
+			if last == nil || eventTime(e).After(eventTime(last)) {
+				last = e
+			}
+		}
+	}
+	if last != nil {
+		p.LastError = last.Message
+	}
+	return p
+}
+
+// claimSummary is the one sentence that says what the claim waits for.
+func claimSummary(claim *v1.PersistentVolumeClaim, in binding.ClaimInput, d binding.ClaimDecision, class *Class) string {
+	if metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted) {
+		return boundSummary(claim, in.Volume, d)
+	}
+	switch d.Action {
+	case binding.ClaimBind:
+		return fmt.Sprintf("Volume %s fits; the binder binds it at its next sync of the claim.", d.Volume.Name)
+	case binding.ClaimSetDefaultClass:
+		return fmt.Sprintf("No volume fits and the claim names no class: the binder gives it the default class %s.", d.Class)
+	case binding.ClaimProvision:
+		return provisionSummary(d.Provisioner, class)
+	}
+	if claim.Spec.VolumeName != "" && in.Volume == nil {
+		return fmt.Sprintf("Waiting for volume %s, which the claim names and which does not exist.", claim.Spec.VolumeName)
+	}
+	if class != nil && class.Provisioner == noProvisioner && d.Action == binding.ClaimPending {
+		return fmt.Sprintf("No volume fits, and class %s provisions none (%s): create a volume that fits.", class.Name, noProvisioner)
+	}
+	if len(d.Events) > 0 {
+		return eventSentence(d.Events[0])
+	}
+	return sentence("Waiting: " + d.Note)
+}
+
+// noProvisioner is the provisioner of classes for static volumes only.
+const noProvisioner = "kubernetes.io/no-provisioner"
+
+func provisionSummary(provisioner string, class *Class) string {
+	s := fmt.Sprintf("No volume fits; waiting for %s to provision one.", provisioner)
+	if class != nil && class.Serving != nil && !class.Serving.Serving {
+		s = fmt.Sprintf("No volume fits and nothing provisions one: %s", sentence(class.Serving.Note))
+	}
+	return s
+}
+
+// eventSentence turns the binder's waiting event into the summary.
+func eventSentence(e binding.Event) string {
+	switch e.Reason {
+	case binding.EventWaitForFirstConsumer:
+		return "Waiting for a pod that uses the claim: its class binds on the first consumer."
+	case binding.EventWaitForPodScheduled:
+		return sentence(e.Message + ": its class binds on the first consumer")
+	case binding.EventFailedBinding:
+		return sentence("Waiting: " + strings.TrimSuffix(e.Message, "."))
+	case binding.EventVolumeMismatch:
+		return sentence(e.Message)
+	case binding.EventProvisioningFailed:
+		return sentence("Cannot provision a volume: " + e.Message)
+	}
+	return sentence(e.Message)
+}
+
+func boundSummary(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d binding.ClaimDecision) string {
+	switch {
+	case d.Action == binding.ClaimLost || claim.Status.Phase == v1.ClaimLost:
+		if len(d.Events) > 0 {
+			return sentence("Lost: " + d.Events[0].Message)
+		}
+		return "Lost: the claim's volume is gone or belongs to another claim."
+	case d.Action == binding.ClaimBind && bindPending(claim, pv):
+		return fmt.Sprintf("Being bound to volume %s; the binder finishes at its next sync.", pv.Name)
+	case len(d.Events) > 0:
+		return eventSentence(d.Events[0])
+	}
+	capacity := binding.Capacity(pv)
+	return fmt.Sprintf("Bound to volume %s (%s).", pv.Name, capacity.String())
+}
+
+// bindPending says whether one of the binder's four bind steps would
+// still write (each returns nil when its object is already bound).
+func bindPending(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) bool {
+	return binding.BindVolumeSpec(pv, claim) != nil || binding.BindVolumeStatus(pv) != nil ||
+		binding.BindClaimSpec(claim, pv) != nil || binding.BindClaimStatus(claim, pv) != nil
+}
+
+// sentence capitalises s and ends it with a full stop.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") {
+		s += "."
+	}
+	return s
+}

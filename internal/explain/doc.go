@@ -1,0 +1,18 @@
+// Package explain says, for people, why a claim or a volume is in the state
+// it is in and what happens next. It is pure: it takes a snapshot of the
+// cluster (Facts) and returns a report (ClaimReport, VolumeReport) that
+// renders as a table for an 80-column terminal or as stable JSON.
+//
+// It has no matching and no lifecycle rules of its own: the verdict for
+// every volume considered comes from binding.Match, what the binder does
+// next from binding.DecideClaim / binding.DecideVolume, what holds a
+// deletion from internal/protection, the VolumeAttachment and node names
+// from internal/attachment — the code the controllers run. What it adds is
+// reading: grouping and counting the verdicts, and one sentence that says
+// what the object waits for.
+//
+// Nouns: Facts (the snapshot), ClaimReport and VolumeReport (the answers),
+// Verdict (one volume or claim not chosen, with its reason), NodeUse (a
+// volume's attach and publish state on one node), Provisioner (whether
+// anything serves a provisioner name, as the caller found out).
+package explain

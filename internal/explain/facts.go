@@ -1,0 +1,96 @@
+package explain
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/volplane/volplane/internal/protection"
+)
+
+// Facts is the snapshot a report is made from. The caller reads it from
+// the API server; lists may be in any order.
+type Facts struct {
+	Volumes     []*v1.PersistentVolume
+	Claims      []*v1.PersistentVolumeClaim
+	Classes     []*storagev1.StorageClass
+	Pods        []*v1.Pod
+	Nodes       []*v1.Node
+	Attachments []*storagev1.VolumeAttachment
+	Drivers     []*storagev1.CSIDriver
+	// Events are the events recorded on the object explained (and, for a
+	// claim, on its volume).
+	Events []*v1.Event
+	// Provisioners says, per provisioner name, whether something serves it.
+	// A name missing from the map was not checked.
+	Provisioners map[string]Provisioner
+	Now          time.Time
+}
+
+// Provisioner is whether anything serves a provisioner name, as the caller
+// found out (a fresh heartbeat or leader-election Lease).
+type Provisioner struct {
+	Serving bool `json:"serving"`
+	// Note is a sentence for people: who serves it, or why nothing seems to.
+	Note string `json:"note"`
+}
+
+func (f *Facts) claim(namespace, name string) *v1.PersistentVolumeClaim {
+	for _, c := range f.Claims {
+		if c.Namespace == namespace && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *Facts) volume(name string) *v1.PersistentVolume {
+	for _, pv := range f.Volumes {
+		if pv.Name == name {
+			return pv
+		}
+	}
+	return nil
+}
+
+func (f *Facts) class(name string) *storagev1.StorageClass {
+	for _, c := range f.Classes {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *Facts) node(name string) *v1.Node {
+	for _, n := range f.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (f *Facts) driver(name string) *storagev1.CSIDriver {
+	for _, d := range f.Drivers {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// podsNaming are the pods of the namespace that refer to the claim name,
+// ephemeral volumes included, as the controllers' pod indexes find them.
+func (f *Facts) podsNaming(namespace, claimName string) []*v1.Pod {
+	key := namespace + "/" + claimName
+	var out []*v1.Pod
+	for _, pod := range f.Pods {
+		if pod.Namespace == namespace && slices.Contains(protection.ClaimKeys(pod), key) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Width is the terminal width the table output fits in.
+const Width = 80
+
+// keyWidth is the width of the key column of the table output.
+const keyWidth = 15
+
+// perGroup is how many verdicts of one reason the table lists; -o json
+// lists them all.
+const perGroup = 5
+
+// JSON writes a report as indented JSON followed by a newline.
+func JSON(w io.Writer, report any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(report)
+}
+
+// table writes key: value lines wrapped to Width, remembering the first
+// write error.
+type table struct {
+	w   io.Writer
+	err error
+}
+
+func (t *table) printf(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+// field writes "Key:" and the value wrapped beside it; nothing for "".
+func (t *table) field(key, value string) {
+	if value == "" {
+		return
+	}
+	lines := wrap(value, Width-keyWidth)
+	t.printf("%-*s%s\n", keyWidth, key+":", lines[0])
+	for _, l := range lines[1:] {
+		t.printf("%s%s\n", strings.Repeat(" ", keyWidth), l)
+	}
+}
+
+// item writes "name  text" at indent, text wrapped under itself.
+func (t *table) item(indent int, name string, nameWidth int, text string) {
+	pad := indent + nameWidth + 2
+	if pad > Width/2 {
+		pad = indent + 4
+		t.printf("%s%s\n", strings.Repeat(" ", indent), name)
+		for _, l := range wrap(text, Width-pad) {
+			t.printf("%s%s\n", strings.Repeat(" ", pad), l)
+		}
+		return
+	}
+	lines := wrap(text, Width-pad)
+	t.printf("%s%-*s  %s\n", strings.Repeat(" ", indent), nameWidth, name, lines[0])
+	for _, l := range lines[1:] {
+		t.printf("%s%s\n", strings.Repeat(" ", pad), l)
+	}
+}
+
+// wrap breaks text into lines of at most width runes at spaces; a word
+// longer than width gets a line of its own.
+func wrap(text string, width int) []string {
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		return []string{""}
+	}
+	var lines []string
+	line := words[0]
+	for _, w := range words[1:] {
+		if len([]rune(line))+1+len([]rune(w)) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		line += " " + w
+	}
+	return append(lines, line)
+}
+
+// verdicts lists the verdicts grouped as the tally counts them, at most
+// perGroup of each.
+func (t *table) verdicts(c *Considered) {
+	for _, g := range c.Tally.Groups {
+		var group []Verdict
+		for _, v := range c.Verdicts {
+			if v.Reason == g.Reason {
+				group = append(group, v)
+			}
+		}
+		if len(group) == 0 {
+			continue // counted but not listed (another class, not read)
+		}
+		t.printf("  %s (%d):\n", g.Reason.Short(), g.Count)
+		width := 0
+		for _, v := range group[:min(len(group), perGroup)] {
+			width = max(width, len(v.Name))
+		}
+		for _, v := range group[:min(len(group), perGroup)] {
+			t.item(4, v.Name, width, orDash(v.Detail))
+		}
+		if len(group) > perGroup {
+			t.printf("    ... and %d more (-o json lists them all)\n", len(group)-perGroup)
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// nodes lists a volume's state per node.
+func (t *table) nodes(uses []NodeUse) {
+	if len(uses) == 0 {
+		return
+	}
+	t.printf("Nodes:\n")
+	width := 0
+	for _, u := range uses {
+		width = max(width, len(u.Node))
+	}
+	for _, u := range uses {
+		t.item(2, u.Node, width, u.Summary)
+	}
+}

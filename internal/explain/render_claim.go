@@ -1,0 +1,89 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Table writes the claim report for people, in Width columns.
+func (r ClaimReport) Table(w io.Writer) error {
+	t := &table{w: w}
+	t.field("Claim", r.Namespace+"/"+r.Name)
+	t.field("Phase", r.Phase)
+	t.field("Why", r.Summary)
+	t.field("Request", r.Request.String())
+	t.field("Class", r.Class.String())
+	if r.Class != nil && r.Class.Serving != nil {
+		t.field("Provisioner", r.Class.Serving.Note)
+	}
+	if p := r.Provisioning; p != nil && (p.Attempts > 0 || p.Failures > 0) {
+		s := fmt.Sprintf("%s, %d failed", plural(p.Attempts, "attempt"), p.Failures)
+		if p.LastError != "" {
+			s += "; last error: " + p.LastError
+		}
+		t.field("Provisioning", s)
+	}
+	t.field("Selected node", r.SelectedNode)
+	if len(r.WaitingForPods) > 0 {
+		t.field("Waiting for", "pods "+strings.Join(r.WaitingForPods, ", "))
+	}
+	if r.Volumes != nil {
+		t.field("Volumes", r.Volumes.Summary)
+		t.verdicts(r.Volumes)
+	}
+	if v := r.Volume; v != nil {
+		t.field("Volume", v.String())
+	}
+	t.nodes(r.Nodes)
+	if r.Expansion != nil {
+		t.field("Expansion", r.Expansion.Summary)
+	}
+	if r.Modification != nil {
+		t.field("Modification", r.Modification.Summary)
+	}
+	if r.Deletion != nil {
+		t.field("Finalizers", strings.Join(r.Deletion.Finalizers, ", "))
+	}
+	return t.err
+}
+
+func (r Request) String() string {
+	parts := []string{r.Storage, strings.Join(r.AccessModes, ","), r.VolumeMode}
+	if r.VolumeName != "" {
+		parts = append(parts, "volume "+r.VolumeName)
+	}
+	if r.Selector != "" {
+		parts = append(parts, "selector "+r.Selector)
+	}
+	if r.AttributesClass != "" {
+		parts = append(parts, "attributes class "+r.AttributesClass)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (c *Class) String() string {
+	switch {
+	case c == nil:
+		return "(none)"
+	case !c.Exists:
+		return c.Name + " (does not exist)"
+	}
+	return fmt.Sprintf("%s (%s, provisioner %s)", c.Name, c.BindingMode, c.Provisioner)
+}
+
+func (v *BoundVolume) String() string {
+	s := fmt.Sprintf("%s, %s, %s, %s", v.Name, orNone(v.Phase), v.Capacity, v.ReclaimPolicy)
+	if v.Driver != "" {
+		s += ", " + v.Driver + " " + v.Handle
+	}
+	return s
+}
+
+// plural is "1 attempt", "2 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,162 @@
+// Package inspect reads from the API server the snapshot that explain
+// reports on, and writes the report: the I/O half of `volplane explain`,
+// kept out of package main so that tests drive it directly.
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/volplane/volplane/internal/explain"
+)
+
+// Explain explains one object of kind ("pvc" or "pv") in the output
+// format ("table" or "json").
+func Explain(ctx context.Context, client kubernetes.Interface, kind, name, namespace, output string, w io.Writer) error {
+	var report interface{ Table(io.Writer) error }
+	var err error
+	switch strings.ToLower(kind) {
+	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			namespace, name = ns, n
+		}
+		report, err = explainClaim(ctx, client, namespace, name)
+	case "pv", "pvs", "persistentvolume", "persistentvolumes":
+		report, err = explainVolume(ctx, client, name)
+	default:
+		return fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME or pv NAME", kind)
+	}
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return explain.JSON(w, report)
+	}
+	return report.Table(w)
+}
+
+func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (explain.ClaimReport, error) {
+	claim, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return explain.ClaimReport{}, fmt.Errorf("persistentvolumeclaim %s/%s not found", namespace, name)
+	}
+	if err != nil {
+		return explain.ClaimReport{}, fmt.Errorf("read claim: %w", err)
+	}
+	facts, err := ReadFacts(ctx, client, namespace)
+	if err != nil {
+		return explain.ClaimReport{}, err
+	}
+	uids := []types.UID{claim.UID}
+	if pv := findVolume(facts.Volumes, claim.Spec.VolumeName); pv != nil {
+		uids = append(uids, pv.UID)
+	}
+	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
+		return explain.ClaimReport{}, err
+	}
+	return explain.Claim(claim, facts), nil
+}
+
+func explainVolume(ctx context.Context, client kubernetes.Interface, name string) (explain.VolumeReport, error) {
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return explain.VolumeReport{}, fmt.Errorf("persistentvolume %s not found", name)
+	}
+	if err != nil {
+		return explain.VolumeReport{}, fmt.Errorf("read volume: %w", err)
+	}
+	facts, err := ReadFacts(ctx, client, metav1.NamespaceAll)
+	if err != nil {
+		return explain.VolumeReport{}, err
+	}
+	if facts.Events, err = EventsAbout(ctx, client, pv.UID); err != nil {
+		return explain.VolumeReport{}, err
+	}
+	return explain.Volume(pv, facts), nil
+}
+
+func findVolume(pvs []*v1.PersistentVolume, name string) *v1.PersistentVolume {
+	for _, pv := range pvs {
+		if name != "" && pv.Name == name {
+			return pv
+		}
+	}
+	return nil
+}
+
+// ReadFacts lists what a report is made from: every volume, class, node,
+// attachment and driver, and the claims and pods of namespace (every
+// namespace for metav1.NamespaceAll).
+func ReadFacts(ctx context.Context, client kubernetes.Interface, namespace string) (*explain.Facts, error) {
+	f := &explain.Facts{Now: time.Now()}
+	core, storage := client.CoreV1(), client.StorageV1()
+	pvs, err := core.PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	f.Volumes = pointers(pvs.Items)
+	claims, err := core.PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	f.Claims = pointers(claims.Items)
+	pods, err := core.Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	f.Pods = pointers(pods.Items)
+	nodes, err := core.Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	f.Nodes = pointers(nodes.Items)
+	classes, err := storage.StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list storage classes: %w", err)
+	}
+	f.Classes = pointers(classes.Items)
+	vas, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list volume attachments: %w", err)
+	}
+	f.Attachments = pointers(vas.Items)
+	drivers, err := storage.CSIDrivers().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list CSI drivers: %w", err)
+	}
+	f.Drivers = pointers(drivers.Items)
+	return f, nil
+}
+
+// EventsAbout lists the events recorded on the objects with these UIDs.
+func EventsAbout(ctx context.Context, client kubernetes.Interface, uids ...types.UID) ([]*v1.Event, error) {
+	var out []*v1.Event
+	for _, uid := range uids {
+		sel := fields.OneTermEqualSelector("involvedObject.uid", string(uid)).String()
+		list, err := client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		out = append(out, pointers(list.Items)...)
+	}
+	return out, nil
+}
+
+// pointers turns a List's items into pointers to them.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

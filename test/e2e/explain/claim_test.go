@@ -1,0 +1,96 @@
+package explain
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/bundle"
+)
+
+// A claim no volume fits: every volume is listed with the binder's reason,
+// counted by reason, one at least of each reason a live cluster can hold.
+func TestExplainPendingClaimCountsEveryVolumeByReason(t *testing.T) {
+	e := newEnv(t)
+	const manual = "explain-manual"
+	e.class(manual, "kubernetes.io/no-provisioner")
+	e.pv("small-1", "1Gi", manual, pvLabels("tier", "fast"))
+	e.pv("small-2", "2Gi", manual, pvLabels("tier", "fast"))
+	e.pv("other-class", "10Gi", "explain-other")
+	e.pv("block", "10Gi", manual, pvBlock())
+	e.pv("read-only", "10Gi", manual, pvModes(corev1.ReadOnlyMany))
+	e.pv("slow", "10Gi", manual, pvLabels("tier", "slow"))
+	e.pv("taken", "10Gi", manual, pvLabels("tier", "fast"), pvClaimRef(e.ns, "db", "0b6f7a4e-1111-4c1e-9a8a-000000000001"))
+	e.pv("reserved", "10Gi", manual, pvLabels("tier", "fast"), pvClaimRef(e.ns, "cache", ""))
+	e.pv("doomed", "10Gi", manual, pvLabels("tier", "fast"), pvHeld())
+	if err := e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range []string{"small-1", "small-2", "other-class", "block", "read-only", "slow", "reserved"} {
+		e.eventually("volume "+pv+" Available", e.volumePhase(pv, corev1.VolumeAvailable))
+	}
+	e.eventually("volume taken Released", e.volumePhase("taken", corev1.VolumeReleased))
+	e.claim("data", "5Gi", manual, claimSelector("tier", "fast"))
+	e.eventually("claim data Pending with its event", e.hasEvent("data", "ProvisioningFailed"))
+
+	e.check("pending-claim", "pvc", e.ns+"/data")
+	// The free volume's side of the same story.
+	e.check("available-volume", "pv", "small-1")
+}
+
+// A claim of a class that waits for the first consumer names the pod it
+// waits for.
+func TestExplainWaitForFirstConsumerClaimNamesThePodsItWaitsFor(t *testing.T) {
+	e := newEnv(t)
+	e.claim("data", "1Gi", bundle.WaitClass)
+	e.pod("web", "no-such-node", "data")
+	e.eventually("claim data waits for pod web", e.hasEvent("data", "WaitForPodScheduled"))
+	e.check("wait-for-pod", "pvc", "data")
+}
+
+// A claim whose provisioner fails: the attempts and the last error.
+func TestExplainClaimShowsProvisioningFailures(t *testing.T) {
+	e := newEnv(t)
+	e.claim("huge", "80Gi", bundle.ImmediateClass)
+	e.eventually("provisioning of huge failed", e.hasEvent("huge", "ProvisioningFailed"))
+	e.check("provisioning-failed", "pvc", "huge")
+}
+
+// A bound network volume used by a pod: attached and mounted on its node;
+// deleting the claim is held by the pod.
+func TestExplainBoundClaimShowsAttachMountAndWhatHoldsItsDeletion(t *testing.T) {
+	e := newEnv(t)
+	e.claim("shared", "1Gi", bundle.NetworkClass)
+	node := stack.CP.Nodes[0]
+	e.pod("app", node, "shared")
+	e.eventually("claim shared Bound", e.claimPhase("shared", corev1.ClaimBound))
+	e.eventually("pod app Running", e.podRunning("app"))
+	e.check("bound-in-use", "pvc", "shared")
+	pv := e.getClaim("shared").Spec.VolumeName
+	e.check("bound-volume", "pv", pv)
+
+	if err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, "shared", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("claim shared being deleted", func() string {
+		if e.getClaim("shared").DeletionTimestamp == nil {
+			return "no deletionTimestamp yet"
+		}
+		return ""
+	})
+	e.check("deleting-in-use", "pvc", "shared")
+}
+
+// A Retain volume whose claim is gone stays Released; explain says what to do.
+func TestExplainReleasedRetainVolumeSaysHowToReuseIt(t *testing.T) {
+	e := newEnv(t)
+	e.pv("kept", "1Gi", "explain-static")
+	e.claim("old", "1Gi", "explain-static")
+	e.eventually("claim old Bound", e.claimPhase("old", corev1.ClaimBound))
+	if err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("volume kept Released", e.volumePhase("kept", corev1.VolumeReleased))
+	e.check("released-retain", "pv", "kept")
+}
