@@ -33,6 +33,9 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	}
 	d := binding.DecideClaim(in)
 	r.Next = d.Action.String()
+	if d.Action == binding.ClaimBind && !bindPending(claim, d.Volume) {
+		r.Next = binding.ClaimNone.String() // every bind step is done
+	}
 	r.Summary = claimSummary(claim, in, d, r.Class)
 	r.SelectedNode = claim.Annotations[storagehelpers.AnnSelectedNode]
 	if binding.DelayBinding(in.Class) && unbound(claim) && r.SelectedNode == "" {

@@ -88,7 +88,7 @@ func nodeSummary(u *NodeUse) string {
 	switch {
 	case u.InUse:
 		parts = append(parts, "mounted")
-	case len(u.Pods) > 0:
+	case len(u.Pods) > 0 && u.NodeExists:
 		parts = append(parts, "not mounted yet")
 	}
 	if len(u.Pods) > 0 {
@@ -179,7 +179,11 @@ func claimDeletion(claim *v1.PersistentVolumeClaim, f *Facts) *Deletion {
 	case len(claim.Finalizers) == 0:
 		d.Summary = "Being deleted; no finalizer holds it, the API server removes it."
 	case slices.Contains(claim.Finalizers, protection.ClaimFinalizer) && len(d.HeldBy) > 0:
-		d.Summary = fmt.Sprintf("Being deleted; %s keeps it until %s stop using it.", protection.ClaimFinalizer, list(d.HeldBy))
+		verb := "stop"
+		if len(d.HeldBy) == 1 {
+			verb = "stops"
+		}
+		d.Summary = fmt.Sprintf("Being deleted; %s keeps it until %s %s using it.", protection.ClaimFinalizer, list(d.HeldBy), verb)
 	case slices.Contains(claim.Finalizers, protection.ClaimFinalizer):
 		d.Summary = "Being deleted; no pod uses it, so the pvc-protection controller removes " +
 			protection.ClaimFinalizer + " at its next sync (is it running?)."

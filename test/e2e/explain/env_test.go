@@ -296,6 +296,7 @@ var volatile = []struct {
 }{
 	{regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "pvc-UID"},
 	{regexp.MustCompile(`csi-[0-9a-f]{64}`), "csi-SHA"},
+	{regexp.MustCompile(`vol-[0-9a-f]{32}`), "vol-ID"},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "TIME"},
 	{regexp.MustCompile(`\d+(\.\d+)?(ms|s|m|h)\d*s? ago`), "AGO ago"},
