@@ -1,12 +1,14 @@
 package explain
 
 import (
+	"io"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/inspect"
 )
 
 // A claim no volume fits: every volume is listed with the binder's reason,
@@ -24,10 +26,11 @@ func TestExplainPendingClaimCountsEveryVolumeByReason(t *testing.T) {
 	e.pv("taken", "10Gi", manual, pvLabels("tier", "fast"), pvClaimRef(e.ns, "db", "0b6f7a4e-1111-4c1e-9a8a-000000000001"))
 	e.pv("reserved", "10Gi", manual, pvLabels("tier", "fast"), pvClaimRef(e.ns, "cache", ""))
 	e.pv("doomed", "10Gi", manual, pvLabels("tier", "fast"), pvHeld())
+	e.pv("tuned", "10Gi", manual, pvLabels("tier", "fast"), pvAttributesClass("volplane-fast"))
 	if err := e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "doomed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pv := range []string{"small-1", "small-2", "other-class", "block", "read-only", "slow", "reserved"} {
+	for _, pv := range []string{"small-1", "small-2", "other-class", "block", "read-only", "slow", "reserved", "tuned"} {
 		e.eventually("volume "+pv+" Available", e.volumePhase(pv, corev1.VolumeAvailable))
 	}
 	e.eventually("volume taken Released", e.volumePhase("taken", corev1.VolumeReleased))
@@ -43,6 +46,8 @@ func TestExplainPendingClaimCountsEveryVolumeByReason(t *testing.T) {
 // waits for.
 func TestExplainWaitForFirstConsumerClaimNamesThePodsItWaitsFor(t *testing.T) {
 	e := newEnv(t)
+	e.pv("local", "1Gi", bundle.WaitClass)
+	e.eventually("volume local Available", e.volumePhase("local", corev1.VolumeAvailable))
 	e.claim("data", "1Gi", bundle.WaitClass)
 	e.pod("web", "no-such-node", "data")
 	e.eventually("claim data waits for pod web", e.hasEvent("data", "WaitForPodScheduled"))
@@ -93,4 +98,19 @@ func TestExplainReleasedRetainVolumeSaysHowToReuseIt(t *testing.T) {
 	}
 	e.eventually("volume kept Released", e.volumePhase("kept", corev1.VolumeReleased))
 	e.check("released-retain", "pv", "kept")
+}
+
+func TestExplainSaysClearlyWhatItCannotExplain(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ kind, name, want string }{
+		{"pvc", "missing", "persistentvolumeclaim " + e.ns + "/missing not found"},
+		{"pvc", "other/missing", "persistentvolumeclaim other/missing not found"},
+		{"pv", "missing", "persistentvolume missing not found"},
+		{"pod", "web", `cannot explain "pod": want pvc NAMESPACE/NAME or pv NAME`},
+	} {
+		err := inspect.Explain(e.ctx, e.client, tc.kind, tc.name, e.ns, "table", io.Discard)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("explain %s %s: error %v, want %q", tc.kind, tc.name, err, tc.want)
+		}
+	}
 }

@@ -151,6 +151,13 @@ func pvModes(m ...corev1.PersistentVolumeAccessMode) pvOpt {
 func pvBlock() pvOpt {
 	return func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) }
 }
+func pvAttributesClass(name string) pvOpt {
+	return func(pv *corev1.PersistentVolume) {
+		pv.Spec.VolumeAttributesClassName = ptr.To(name)
+		pv.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: "static.example.com", VolumeHandle: pv.Name}}
+	}
+}
 func pvHeld() pvOpt {
 	return func(pv *corev1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, holdFinalizer) }
 }
