@@ -1,0 +1,133 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/invariants"
+)
+
+func claimObject(c *v1.PersistentVolumeClaim) Object {
+	return Object{Kind: ObjectClaim, Namespace: c.Namespace, Name: c.Name}
+}
+
+func volumeObject(name string) Object { return Object{Kind: ObjectVolume, Name: name} }
+
+func explainClaim(c *v1.PersistentVolumeClaim) Fix {
+	return Fix{Says: "see every volume considered and what the claim waits for",
+		Command: "volplane explain pvc " + c.Namespace + "/" + c.Name}
+}
+
+// pendingClaims: claims Pending for longer than threshold, each with the
+// binder's verdicts on every volume counted in one line.
+func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
+	var out []Finding
+	for _, c := range s.Claims {
+		age := s.Now.Sub(c.CreationTimestamp.Time)
+		if c.Status.Phase != v1.ClaimPending || c.DeletionTimestamp != nil || age < threshold {
+			continue
+		}
+		class := s.class(binding.ClaimClass(c))
+		chosen, verdicts := binding.Match(c, s.Volumes, binding.DelayBinding(class))
+		tally := binding.Count(verdicts, chosen != nil, 0)
+		out = append(out, Finding{
+			Kind:    KindClaimPending,
+			Object:  claimObject(c),
+			Problem: fmt.Sprintf("Pending for %s: %s.", Age(age), tally),
+			Fixes:   []Fix{explainClaim(c)},
+		})
+	}
+	return out
+}
+
+// staleClaimRefs: Released Retain volumes whose claim is gone (or is a new
+// claim of the same name): the binder never binds them again by itself.
+func staleClaimRefs(s *Snapshot) []Finding {
+	var out []Finding
+	for _, pv := range s.Volumes {
+		ref := pv.Spec.ClaimRef
+		if pv.Status.Phase != v1.VolumeReleased || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain ||
+			ref == nil || pv.DeletionTimestamp != nil {
+			continue
+		}
+		claim := s.claim(ref.Namespace, ref.Name)
+		if claim != nil && claim.UID == ref.UID {
+			continue
+		}
+		problem := fmt.Sprintf("Released with reclaim policy Retain: its claim %s/%s is gone, so no claim can bind it until its claimRef is cleared.",
+			ref.Namespace, ref.Name)
+		if claim != nil {
+			problem = fmt.Sprintf("Released with reclaim policy Retain: its claim %s/%s was deleted (the claim of that name now is a new one), so no claim can bind it until its claimRef is cleared.",
+				ref.Namespace, ref.Name)
+		}
+		out = append(out, Finding{Kind: KindStaleClaimRef, Object: volumeObject(pv.Name), Problem: problem,
+			Fixes: []Fix{{Says: "clear the stale claimRef: the volume, data kept, becomes Available to any claim that fits",
+				Command: "volplane release pv " + pv.Name}}})
+	}
+	return out
+}
+
+// bindingInvariants: the binder's invariants (internal/invariants), each
+// broken one a finding about its claim, or about the volume two Bound
+// claims share.
+func bindingInvariants(s *Snapshot) []Finding {
+	pvs := values(s.Volumes)
+	var out []Finding
+	single := map[string]bool{}
+	owners := map[string][]v1.PersistentVolumeClaim{}
+	for _, c := range s.Claims {
+		for _, v := range invariants.Bindings([]v1.PersistentVolumeClaim{*c}, pvs) {
+			single[v] = true
+			out = append(out, invariantFinding(claimObject(c), v, explainClaim(c)))
+		}
+		if c.Status.Phase == v1.ClaimBound {
+			owners[c.Spec.VolumeName] = append(owners[c.Spec.VolumeName], *c)
+		}
+	}
+	for name, claims := range owners {
+		if len(claims) < 2 {
+			continue
+		}
+		for _, v := range invariants.Bindings(claims, pvs) {
+			if !single[v] {
+				out = append(out, invariantFinding(volumeObject(name), v,
+					Fix{Says: "see which claim the volume points to", Command: "volplane explain pv " + name}))
+			}
+		}
+	}
+	return out
+}
+
+func invariantFinding(o Object, violation string, see Fix) Finding {
+	return Finding{Kind: KindBindingInvariant, Object: o,
+		Problem: violation + ": the binder never leaves this at rest (a bug, or a hand edit); report it with both objects' YAML.",
+		Fixes:   []Fix{see}}
+}
+
+func values[T any](ptrs []*T) []T {
+	out := make([]T, 0, len(ptrs))
+	for _, p := range ptrs {
+		out = append(out, *p)
+	}
+	return out
+}
+
+func (s *Snapshot) claim(namespace, name string) *v1.PersistentVolumeClaim {
+	i := slices.IndexFunc(s.Claims, func(c *v1.PersistentVolumeClaim) bool { return c.Namespace == namespace && c.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return s.Claims[i]
+}
+
+func (s *Snapshot) volume(name string) *v1.PersistentVolume {
+	i := slices.IndexFunc(s.Volumes, func(pv *v1.PersistentVolume) bool { return pv.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return s.Volumes[i]
+}

@@ -1,0 +1,170 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/protection"
+)
+
+// The finalizers other loops put on claims and volumes that doctor names.
+const (
+	// provisioningFinalizer is on a claim while a backend volume may exist
+	// for it without a PV (internal/controller/provisioner.ClaimFinalizer).
+	provisioningFinalizer = "provisioning.volplane.io/in-progress"
+	// attacherPrefix starts the attacher's finalizers (attachment.Finalizer).
+	attacherPrefix = "external-attacher/"
+)
+
+// holder is what one finalizer waits for, and how to end the wait.
+type holder struct {
+	says  string
+	fixes []Fix
+}
+
+// stuckDeleting: claims, volumes and VolumeAttachments being deleted for
+// longer than threshold, with what holds each finalizer.
+func stuckDeleting(s *Snapshot, threshold time.Duration) []Finding {
+	var out []Finding
+	stuck := func(m *metav1.ObjectMeta) bool {
+		return m.DeletionTimestamp != nil && len(m.Finalizers) > 0 && s.Now.Sub(m.DeletionTimestamp.Time) >= threshold
+	}
+	for _, c := range s.Claims {
+		if stuck(&c.ObjectMeta) {
+			out = append(out, deletingFinding(s, claimObject(c), &c.ObjectMeta, func(f string) holder { return claimHolder(s, c, f) }))
+		}
+	}
+	for _, pv := range s.Volumes {
+		if stuck(&pv.ObjectMeta) {
+			out = append(out, deletingFinding(s, volumeObject(pv.Name), &pv.ObjectMeta, func(f string) holder { return volumeHolder(s, pv, f) }))
+		}
+	}
+	for _, va := range s.Attachments {
+		if stuck(&va.ObjectMeta) {
+			out = append(out, deletingFinding(s, attachmentObject(va), &va.ObjectMeta, func(f string) holder { return attachmentHolder(va, f) }))
+		}
+	}
+	return out
+}
+
+func deletingFinding(s *Snapshot, o Object, m *metav1.ObjectMeta, holderOf func(string) holder) Finding {
+	f := Finding{Kind: KindStuckDeleting, Object: o}
+	var says []string
+	for _, fin := range m.Finalizers {
+		h := holderOf(fin)
+		says = append(says, fmt.Sprintf("%s: %s", fin, h.says))
+		f.Fixes = append(f.Fixes, h.fixes...)
+	}
+	f.Problem = fmt.Sprintf("being deleted for %s, held by %s.", Age(s.Now.Sub(m.DeletionTimestamp.Time)), strings.Join(says, "; "))
+	return f
+}
+
+func claimHolder(s *Snapshot, c *v1.PersistentVolumeClaim, fin string) holder {
+	switch fin {
+	case protection.ClaimFinalizer:
+		var pods []string
+		var fixes []Fix
+		for _, pod := range s.Pods {
+			if _, uses := protection.PodUses(pod, c); uses {
+				pods = append(pods, pod.Name)
+				fixes = append(fixes, Fix{Says: "delete pod " + pod.Name + ", which uses the claim (its containers stop)",
+					Command: fmt.Sprintf("kubectl delete pod -n %s %s", pod.Namespace, pod.Name)})
+			}
+		}
+		if len(pods) > 0 {
+			return holder{says: "pods using it: " + strings.Join(pods, ", "), fixes: fixes}
+		}
+		return holder{says: "no pod uses it, so the pvc-protection loop should remove it (is a controller running it?)",
+			fixes: []Fix{removeFinalizer("pvc", c.Namespace, c.Name, c.Finalizers, fin, "safe: no pod uses the claim")}}
+	case provisioningFinalizer:
+		return holder{says: "the provisioner must first delete the volume it may have created for the claim (is it running?)",
+			fixes: []Fix{explainClaim(c), removeFinalizer("pvc", c.Namespace, c.Name, c.Finalizers, fin,
+				"may leave a backend volume behind, which doctor then reports as orphaned")}}
+	}
+	return otherHolder("pvc", c.Namespace, c.Name, c.Finalizers, fin)
+}
+
+func volumeHolder(s *Snapshot, pv *v1.PersistentVolume, fin string) holder {
+	switch {
+	case fin == protection.VolumeFinalizer:
+		if c := boundClaim(s, pv); c != nil {
+			return holder{says: fmt.Sprintf("claim %s/%s is bound to it", c.Namespace, c.Name),
+				fixes: []Fix{{Says: fmt.Sprintf("delete claim %s/%s, which is bound to it; the volume's reclaim policy %s then applies (Delete destroys the data)",
+					c.Namespace, c.Name, pv.Spec.PersistentVolumeReclaimPolicy),
+					Command: fmt.Sprintf("kubectl delete pvc -n %s %s", c.Namespace, c.Name)}}}
+		}
+		return holder{says: "no claim is bound to it, so the pv-protection loop should remove it (is a controller running it?)",
+			fixes: []Fix{removeFinalizer("pv", "", pv.Name, pv.Finalizers, fin, "safe: no claim is bound to it")}}
+	case fin == binding.ExternalFinalizer:
+		return holder{says: "the provisioner must first delete its backend volume (is it running? does the driver fail?)",
+			fixes: []Fix{{Says: "see the deleter's last error", Command: "volplane explain pv " + pv.Name},
+				removeFinalizer("pv", "", pv.Name, pv.Finalizers, fin, "leaves the backend volume behind, which doctor then reports as orphaned")}}
+	case strings.HasPrefix(fin, attacherPrefix):
+		var fixes []Fix
+		var names []string
+		for _, va := range s.Attachments {
+			if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pv.Name {
+				names = append(names, va.Name)
+				fixes = append(fixes, deleteAttachment(va))
+			}
+		}
+		if len(names) > 0 {
+			return holder{says: "the attacher keeps it while VolumeAttachments use it: " + strings.Join(names, ", "), fixes: fixes}
+		}
+		return holder{says: "no VolumeAttachment uses it, so the attacher should remove it (is it running?)",
+			fixes: []Fix{removeFinalizer("pv", "", pv.Name, pv.Finalizers, fin, "safe: no VolumeAttachment uses it")}}
+	}
+	return otherHolder("pv", "", pv.Name, pv.Finalizers, fin)
+}
+
+func attachmentHolder(va *storagev1.VolumeAttachment, fin string) holder {
+	if strings.HasPrefix(fin, attacherPrefix) {
+		return holder{says: fmt.Sprintf("the attacher of %s must first detach the volume from %s (is it running? does the driver fail?)",
+			va.Spec.Attacher, va.Spec.NodeName),
+			fixes: []Fix{removeFinalizer("volumeattachment", "", va.Name, va.Finalizers, fin,
+				fmt.Sprintf("the volume may stay attached to %s on the backend", va.Spec.NodeName))}}
+	}
+	return otherHolder("volumeattachment", "", va.Name, va.Finalizers, fin)
+}
+
+func otherHolder(resource, namespace, name string, finalizers []string, fin string) holder {
+	return holder{says: "added by another controller, which should remove it",
+		fixes: []Fix{removeFinalizer(resource, namespace, name, finalizers, fin, "only once you know why it is there")}}
+}
+
+// boundClaim is the claim the volume is bound to, if it exists.
+func boundClaim(s *Snapshot, pv *v1.PersistentVolume) *v1.PersistentVolumeClaim {
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return nil
+	}
+	c := s.claim(ref.Namespace, ref.Name)
+	if c == nil || (ref.UID != "" && c.UID != ref.UID) {
+		return nil
+	}
+	return c
+}
+
+// removeFinalizer is the merge patch that leaves every finalizer but fin.
+func removeFinalizer(resource, namespace, name string, finalizers []string, fin, caveat string) Fix {
+	keep := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == fin })
+	list := "null"
+	if len(keep) > 0 {
+		b, _ := json.Marshal(keep)
+		list = string(b)
+	}
+	ns := ""
+	if namespace != "" {
+		ns = "-n " + namespace + " "
+	}
+	return Fix{Says: "remove the finalizer " + fin + " yourself (" + caveat + ")",
+		Command: fmt.Sprintf(`kubectl patch %s %s%s --type=merge -p '{"metadata":{"finalizers":%s}}'`, resource, ns, name, list)}
+}

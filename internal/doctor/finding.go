@@ -1,0 +1,163 @@
+package doctor
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Kind is what kind of problem a finding is. The set is closed; scripts
+// match on these strings (-o json "kind").
+type Kind string
+
+const (
+	// KindClaimPending: a claim Pending longer than Thresholds.PendingFor.
+	KindClaimPending Kind = "claim-pending"
+	// KindStaleClaimRef: a Released Retain volume whose claim is gone; it
+	// can never be bound again until its claimRef is cleared.
+	KindStaleClaimRef Kind = "stale-claim-ref"
+	// KindOrphanedBackendVolume: a driver holds a volume no PV refers to.
+	KindOrphanedBackendVolume Kind = "orphaned-backend-volume"
+	// KindMissingBackendVolume: a PV whose volume its driver no longer has.
+	KindMissingBackendVolume Kind = "missing-backend-volume"
+	// KindAttachmentNodeGone: a VolumeAttachment to a node that was deleted.
+	KindAttachmentNodeGone Kind = "attachment-node-gone"
+	// KindAttachmentUnused: a VolumeAttachment of a volume no pod on its
+	// node uses any more.
+	KindAttachmentUnused Kind = "attachment-unused"
+	// KindStuckDeleting: a claim, volume or VolumeAttachment being deleted
+	// longer than Thresholds.DeletingFor, held by finalizers.
+	KindStuckDeleting Kind = "stuck-deleting"
+	// KindBindingInvariant: a broken binding invariant (internal/invariants).
+	KindBindingInvariant Kind = "binding-invariant"
+)
+
+// Kinds is every Kind, in the order a report lists them.
+func Kinds() []Kind {
+	return []Kind{KindBindingInvariant, KindClaimPending, KindStaleClaimRef, KindStuckDeleting,
+		KindMissingBackendVolume, KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused}
+}
+
+// Object names what a finding is about. Kind is the API kind
+// (PersistentVolumeClaim, PersistentVolume, VolumeAttachment) or
+// BackendVolume for a driver's volume, whose Name is its volume ID and
+// Driver and Node say where it is.
+type Object struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Driver    string `json:"driver,omitempty"`
+	Node      string `json:"node,omitempty"`
+}
+
+// The object kinds.
+const (
+	ObjectClaim         = "PersistentVolumeClaim"
+	ObjectVolume        = "PersistentVolume"
+	ObjectAttachment    = "VolumeAttachment"
+	ObjectBackendVolume = "BackendVolume"
+)
+
+// Fix is one command to paste and what it does (data loss, if any, said).
+type Fix struct {
+	Says    string `json:"says"`
+	Command string `json:"command"`
+}
+
+// Finding is one problem.
+type Finding struct {
+	Kind   Kind   `json:"kind"`
+	Object Object `json:"object"`
+	// Problem is one sentence for people.
+	Problem string `json:"problem"`
+	// Fixes are alternatives or steps, in the order to try them.
+	Fixes []Fix `json:"fixes"`
+}
+
+// Report is what Check found.
+type Report struct {
+	// Findings are sorted by kind (the order of Kinds), then object.
+	Findings []Finding `json:"findings"`
+	// Notes say what was not checked, and why.
+	Notes []string `json:"notes"`
+}
+
+// Thresholds say how long a state may last before it is a problem.
+type Thresholds struct {
+	PendingFor  time.Duration
+	DeletingFor time.Duration
+}
+
+// Snapshot is what Check looks at. Lists may be in any order.
+type Snapshot struct {
+	Claims      []*v1.PersistentVolumeClaim
+	Volumes     []*v1.PersistentVolume
+	Classes     []*storagev1.StorageClass
+	Attachments []*storagev1.VolumeAttachment
+	Nodes       []*v1.Node
+	Pods        []*v1.Pod
+	// Backends are the CSI controller endpoints read; nil means the backend
+	// checks are skipped (BackendsSkipped says why).
+	Backends        []Backend
+	BackendsSkipped string
+	Now             time.Time
+}
+
+// Backend is one CSI controller endpoint and the volumes it lists.
+type Backend struct {
+	Driver string
+	// Topology is the endpoint's own segment (a node-local driver's node),
+	// empty when its volumes are reachable from every node.
+	Topology map[string]string
+	// Node names the endpoint's node for people ("" when none).
+	Node    string
+	Volumes []BackendVolume
+}
+
+// BackendVolume is one volume of ListVolumes.
+type BackendVolume struct {
+	ID            string
+	CapacityBytes int64
+	Context       map[string]string
+	// Accessible are the segments the volume is reachable from.
+	Accessible []map[string]string
+}
+
+// Check finds every problem of the snapshot.
+func Check(s *Snapshot, t Thresholds) Report {
+	r := Report{Notes: []string{}}
+	var fs []Finding
+	fs = append(fs, bindingInvariants(s)...)
+	fs = append(fs, pendingClaims(s, t.PendingFor)...)
+	fs = append(fs, staleClaimRefs(s)...)
+	fs = append(fs, stuckDeleting(s, t.DeletingFor)...)
+	if s.Backends == nil {
+		r.Notes = append(r.Notes, "backend volumes not checked: "+s.BackendsSkipped)
+	} else {
+		fs = append(fs, missingBackendVolumes(s)...)
+		fs = append(fs, orphanedBackendVolumes(s)...)
+	}
+	fs = append(fs, staleAttachments(s)...)
+	sortFindings(fs)
+	r.Findings = fs
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	return r
+}
+
+func sortFindings(fs []Finding) {
+	rank := map[Kind]int{}
+	for i, k := range Kinds() {
+		rank[k] = i
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(rank[a.Kind], rank[b.Kind]),
+			cmp.Compare(a.Object.Kind, b.Object.Kind), cmp.Compare(a.Object.Namespace, b.Object.Namespace),
+			cmp.Compare(a.Object.Driver, b.Object.Driver), cmp.Compare(a.Object.Node, b.Object.Node),
+			cmp.Compare(a.Object.Name, b.Object.Name), cmp.Compare(a.Problem, b.Problem))
+	})
+}

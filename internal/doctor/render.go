@@ -1,0 +1,147 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Width is the terminal width the table output fits in.
+const Width = 80
+
+// JSON writes the report as indented JSON and a newline. The field names
+// are documented on Report, Finding, Object and Fix.
+func (r Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Table writes the report for people: a count by kind, the notes, then each
+// finding with its fixes; no line is wider than Width, except a word that
+// is wider by itself.
+func (r Report) Table(w io.Writer) error {
+	var b strings.Builder
+	writeWrapped(&b, "", "  ", r.headline())
+	for _, n := range r.Notes {
+		writeWrapped(&b, "", "", sentenceCase(n)+".")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "\n%s  %s\n", f.Kind, f.Object)
+		writeWrapped(&b, "  ", "  ", f.Problem)
+		for _, fix := range f.Fixes {
+			writeWrapped(&b, "  Fix: ", "       ", fix.Says+":")
+			writeCommand(&b, "    ", fix.Command)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r Report) headline() string {
+	if len(r.Findings) == 0 {
+		return "No problems found."
+	}
+	counts := map[Kind]int{}
+	for _, f := range r.Findings {
+		counts[f.Kind]++
+	}
+	var parts []string
+	for _, k := range Kinds() {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		}
+	}
+	noun := "problems"
+	if len(r.Findings) == 1 {
+		noun = "problem"
+	}
+	return fmt.Sprintf("%d %s: %s.", len(r.Findings), noun, strings.Join(parts, ", "))
+}
+
+// String names the object the way kubectl commands do.
+func (o Object) String() string {
+	switch o.Kind {
+	case ObjectClaim:
+		return "pvc " + o.Namespace + "/" + o.Name
+	case ObjectVolume:
+		return "pv " + o.Name
+	case ObjectAttachment:
+		return "volumeattachment " + o.Name
+	}
+	return "volume " + o.Name + " of " + o.Driver + onNode(o.Node)
+}
+
+func sentenceCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// writeWrapped writes text in words, the first line after first, the
+// others after rest, each at most Width wide.
+func writeWrapped(b *strings.Builder, first, rest, text string) {
+	line := first
+	empty := true
+	for _, word := range strings.Fields(text) {
+		if !empty && len(line)+1+len(word) > Width {
+			b.WriteString(line + "\n")
+			line, empty = rest, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	b.WriteString(line + "\n")
+}
+
+// writeCommand writes a command indented, so it can be pasted as is: a
+// multi-line command (a manifest) line by line, a long one-line command
+// broken at spaces outside quotes with a trailing backslash.
+func writeCommand(b *strings.Builder, indent, cmd string) {
+	if strings.Contains(cmd, "\n") {
+		for _, l := range strings.Split(cmd, "\n") {
+			b.WriteString(indent + l + "\n")
+		}
+		return
+	}
+	line := indent
+	for i, word := range shellWords(cmd) {
+		if i > 0 && len(line)+1+len(word)+2 > Width {
+			b.WriteString(line + " \\\n")
+			line = indent + "  "
+		} else if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+}
+
+// shellWords splits at spaces outside single quotes.
+func shellWords(cmd string) []string {
+	var words []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range cmd {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+		case r == ' ' && !quoted:
+			if cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	return words
+}
