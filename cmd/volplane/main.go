@@ -13,7 +13,7 @@ import (
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -29,6 +29,8 @@ func newRootCommand() *cobra.Command {
 		newControllerCommand(),
 		newDriverCommand(),
 		newExplainCommand(),
+		newDoctorCommand(),
+		newReleaseCommand(),
 		newBenchCommand(),
 		newKubectlCommand(),
 	)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/doctor"
+)
+
+// exitFindings is doctor's exit code when it found problems (1 is any
+// error, as for every command).
+const exitFindings = 3
+
+// exitError ends the process with code after printing err.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// exitCode is the process's exit code for a command's error.
+func exitCode(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return 1
+}
+
+func newDoctorCommand() *cobra.Command {
+	var f clusterFlags
+	var endpoints []string
+	var th doctor.Thresholds
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Find what is wrong with the cluster's volumes, with the command that fixes each",
+		Long: `Doctor scans the cluster and reports, each with the exact command that fixes it:
+claims Pending longer than --pending-for (with the binder's verdicts counted);
+Released Retain volumes that can never be bound again because of a stale
+claimRef; backend volumes no PV refers to and PVs whose backend volume is gone
+(read through CSI ListVolumes of each --csi-endpoint); VolumeAttachments to
+deleted nodes or of volumes no pod on their node uses; claims, volumes and
+VolumeAttachments stuck deleting longer than --deleting-for, with what holds
+each finalizer; and any broken binding invariant.
+
+With the kubeconfig of ` + "`volplane up`" + `, the CSI endpoints default to up's driver
+sockets; with none, the backend checks are skipped and the report says so.
+
+Exit code: 0 no problems, 3 problems found, 1 doctor could not check.
+-o json prints {"findings": [{"kind", "object": {"kind", "namespace", "name",
+"driver", "node"}, "problem", "fixes": [{"says", "command"}]}], "notes": [...]},
+findings sorted by kind then object.`,
+		Example: `  volplane doctor
+  volplane doctor -o json --pending-for 1m
+  volplane doctor --kubeconfig k --csi-endpoint unix:///run/csi/controller.sock`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.checkOutput(); err != nil {
+				return err
+			}
+			client, err := f.client()
+			if err != nil {
+				return err
+			}
+			cfg := checkup.DoctorConfig{Endpoints: endpoints, Thresholds: th, Output: f.output}
+			if !cmd.Flags().Changed("csi-endpoint") {
+				cfg.Endpoints, cfg.NoEndpoints = upEndpoints(userKubeconfig(f.kubeconfig))
+			}
+			r, err := checkup.Doctor(cmd.Context(), client, cfg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if n := len(r.Findings); n > 0 {
+				return &exitError{code: exitFindings, err: fmt.Errorf("doctor found %d problem(s)", n)}
+			}
+			return nil
+		},
+	}
+	f.add(cmd, true)
+	cmd.Flags().StringArrayVar(&endpoints, "csi-endpoint", nil,
+		"CSI controller endpoint (unix:///path) whose volumes are compared with the PVs; repeat for each driver or node")
+	cmd.Flags().DurationVar(&th.PendingFor, "pending-for", 5*time.Minute, "report claims Pending for longer than this")
+	cmd.Flags().DurationVar(&th.DeletingFor, "deleting-for", 5*time.Minute, "report objects being deleted for longer than this")
+	return cmd
+}
+
+// upEndpoints are the controller sockets of `volplane up` when kubeconfig
+// is up's (DATA_DIR/kubeconfig beside DATA_DIR/csi/*.sock); otherwise none,
+// and why.
+func upEndpoints(kubeconfig string) ([]string, string) {
+	const why = "no CSI controller endpoint given (--csi-endpoint)"
+	if kubeconfig == "" {
+		return nil, why
+	}
+	socks, _ := filepath.Glob(filepath.Join(filepath.Dir(kubeconfig), "csi", "*.sock"))
+	if len(socks) == 0 {
+		return nil, why
+	}
+	out := make([]string, len(socks))
+	for i, s := range socks {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return nil, why
+		}
+		out[i] = "unix://" + abs
+	}
+	return out, ""
+}

@@ -1,0 +1,50 @@
+package checkup
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/volplane/volplane/internal/doctor"
+)
+
+// DoctorConfig says what `volplane doctor` checks and how it prints.
+type DoctorConfig struct {
+	// Endpoints are the CSI controller endpoints whose volumes are compared
+	// with the PVs; none skips that check, NoEndpoints saying why.
+	Endpoints   []string
+	NoEndpoints string
+	Thresholds  doctor.Thresholds
+	// Output is "table" or "json".
+	Output string
+	// Now is the time ages are measured to (default time.Now).
+	Now func() time.Time
+}
+
+// Doctor checks the cluster, writes the report and returns it (the caller
+// turns findings into an exit code).
+func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, w io.Writer) (doctor.Report, error) {
+	s, err := ReadCluster(ctx, client)
+	if err != nil {
+		return doctor.Report{}, err
+	}
+	if len(cfg.Endpoints) == 0 {
+		s.BackendsSkipped = cfg.NoEndpoints
+		if s.BackendsSkipped == "" {
+			s.BackendsSkipped = "no CSI controller endpoint given (--csi-endpoint)"
+		}
+	} else if s.Backends, err = ReadBackends(ctx, cfg.Endpoints); err != nil {
+		return doctor.Report{}, err
+	}
+	s.Now = time.Now()
+	if cfg.Now != nil {
+		s.Now = cfg.Now()
+	}
+	r := doctor.Check(s, cfg.Thresholds)
+	if cfg.Output == "json" {
+		return r, r.JSON(w)
+	}
+	return r, r.Table(w)
+}
