@@ -82,7 +82,8 @@ func bindingInvariants(s *Snapshot) []Finding {
 	for _, c := range s.Claims {
 		for _, v := range invariants.Bindings([]v1.PersistentVolumeClaim{*c}, pvs) {
 			single[v] = true
-			out = append(out, invariantFinding(claimObject(c), v, explainClaim(c)))
+			out = append(out, invariantFinding(claimObject(c), v, Fix{Says: "see the claim and its volume",
+				Command: "volplane explain pvc " + c.Namespace + "/" + c.Name}))
 		}
 		if c.Status.Phase == v1.ClaimBound {
 			owners[c.Spec.VolumeName] = append(owners[c.Spec.VolumeName], *c)

@@ -159,7 +159,7 @@ func removeFinalizer(resource, namespace, name string, finalizers []string, fin,
 	list := "null"
 	if len(keep) > 0 {
 		b, _ := json.Marshal(keep)
-		list = string(b)
+		list = strings.ReplaceAll(string(b), `","`, `", "`)
 	}
 	ns := ""
 	if namespace != "" {

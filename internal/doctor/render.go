@@ -28,8 +28,9 @@ func (r Report) Table(w io.Writer) error {
 		writeWrapped(&b, "", "", sentenceCase(n)+".")
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "\n%s  %s\n", f.Kind, f.Object)
-		writeWrapped(&b, "  ", "  ", f.Problem)
+		b.WriteString("\n")
+		writeWrapped(&b, "", "  ", fmt.Sprintf("%s: %s", f.Kind, f.Object))
+		writeWrapped(&b, "  ", "  ", sentenceCase(f.Problem))
 		for _, fix := range f.Fixes {
 			writeWrapped(&b, "  Fix: ", "       ", fix.Says+":")
 			writeCommand(&b, "    ", fix.Command)
@@ -101,7 +102,8 @@ func writeWrapped(b *strings.Builder, first, rest, text string) {
 
 // writeCommand writes a command indented, so it can be pasted as is: a
 // multi-line command (a manifest) line by line, a long one-line command
-// broken at spaces outside quotes with a trailing backslash.
+// broken at spaces: outside quotes with a trailing backslash, inside single
+// quotes (JSON, where a newline is a space) as is.
 func writeCommand(b *strings.Builder, indent, cmd string) {
 	if strings.Contains(cmd, "\n") {
 		for _, l := range strings.Split(cmd, "\n") {
@@ -110,38 +112,51 @@ func writeCommand(b *strings.Builder, indent, cmd string) {
 		return
 	}
 	line := indent
-	for i, word := range shellWords(cmd) {
-		if i > 0 && len(line)+1+len(word)+2 > Width {
+	for i, w := range shellWords(cmd) {
+		switch {
+		case i == 0:
+		case len(line)+1+len(w.text)+2 > Width && w.quoted:
+			b.WriteString(line + "\n")
+			line = indent + "  "
+		case len(line)+1+len(w.text)+2 > Width:
 			b.WriteString(line + " \\\n")
 			line = indent + "  "
-		} else if i > 0 {
+		default:
 			line += " "
 		}
-		line += word
+		line += w.text
 	}
 	b.WriteString(line + "\n")
 }
 
-// shellWords splits at spaces outside single quotes.
-func shellWords(cmd string) []string {
-	var words []string
+// word is a piece of a command between spaces; quoted says the space
+// before it is inside single quotes.
+type word struct {
+	text   string
+	quoted bool
+}
+
+// shellWords splits a command at its spaces.
+func shellWords(cmd string) []word {
+	var words []word
 	var cur strings.Builder
-	quoted := false
+	quoted, startQuoted := false, false
 	for _, r := range cmd {
-		switch {
-		case r == '\'':
-			quoted = !quoted
-		case r == ' ' && !quoted:
+		if r == ' ' {
 			if cur.Len() > 0 {
-				words = append(words, cur.String())
+				words = append(words, word{cur.String(), startQuoted})
 				cur.Reset()
 			}
+			startQuoted = quoted
 			continue
+		}
+		if r == '\'' {
+			quoted = !quoted
 		}
 		cur.WriteRune(r)
 	}
 	if cur.Len() > 0 {
-		words = append(words, cur.String())
+		words = append(words, word{cur.String(), startQuoted})
 	}
 	return words
 }
