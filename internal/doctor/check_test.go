@@ -47,7 +47,7 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 	}, {
 		name:  "a Released Retain volume whose claim's name has a new claim",
 		world: newWorld().claims(claim("data", claimUID("new"), pending(time.Minute))).volumes(pv("old", claimRef("data"), phase(v1.VolumeReleased))),
-		want: []want{{KindStaleClaimRef, "pv old", "now is a new one", []string{"volplane release pv old"}}},
+		want:  []want{{KindStaleClaimRef, "pv old", "now is a new one", []string{"volplane release pv old"}}},
 	}, {
 		name: "a Released Delete volume is the reclaim loop's, not stale",
 		world: newWorld().volumes(pv("old", claimRef("gone"), phase(v1.VolumeReleased),
