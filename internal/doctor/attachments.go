@@ -32,11 +32,11 @@ func staleAttachments(s *Snapshot) []Finding {
 		switch {
 		case !slices.ContainsFunc(s.Nodes, func(n *v1.Node) bool { return n.Name == va.Spec.NodeName }):
 			out = append(out, Finding{Kind: KindAttachmentNodeGone, Object: attachmentObject(va),
-				Problem: fmt.Sprintf("attaches PV %s to node %s, which no longer exists.", *src, va.Spec.NodeName),
+				Problem: fmt.Sprintf("Attaches PV %s to node %s, which no longer exists.", *src, va.Spec.NodeName),
 				Fixes:   []Fix{deleteAttachment(va)}})
 		case !usedOnNode(s, *src, va.Spec.NodeName):
 			out = append(out, Finding{Kind: KindAttachmentUnused, Object: attachmentObject(va),
-				Problem: fmt.Sprintf("attaches PV %s to node %s, yet no pod there uses it (%s).", *src, va.Spec.NodeName, whoseVolume(s, *src)),
+				Problem: fmt.Sprintf("Attaches PV %s to node %s, yet no pod there uses it (%s).", *src, va.Spec.NodeName, whoseVolume(s, *src)),
 				Fixes:   []Fix{deleteAttachment(va)}})
 		}
 	}

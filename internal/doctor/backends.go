@@ -37,10 +37,10 @@ func missingBackendVolumes(s *Snapshot) []Finding {
 func missingFinding(s *Snapshot, pv *v1.PersistentVolume) Finding {
 	csi := pv.Spec.CSI
 	f := Finding{Kind: KindMissingBackendVolume, Object: volumeObject(pv.Name),
-		Problem: fmt.Sprintf("its volume %s is gone from driver %s: its data is lost (phase %s).",
+		Problem: fmt.Sprintf("Its volume %s is gone from driver %s: its data is lost (phase %s).",
 			csi.VolumeHandle, csi.Driver, pv.Status.Phase)}
 	if c := boundClaim(s, pv); c != nil {
-		f.Problem = fmt.Sprintf("its volume %s is gone from driver %s: the data of claim %s/%s is lost (phase %s).",
+		f.Problem = fmt.Sprintf("Its volume %s is gone from driver %s: the data of claim %s/%s is lost (phase %s).",
 			csi.VolumeHandle, csi.Driver, c.Namespace, c.Name, pv.Status.Phase)
 		f.Fixes = append(f.Fixes, Fix{Says: fmt.Sprintf("delete claim %s/%s, whose data is already gone", c.Namespace, c.Name),
 			Command: fmt.Sprintf("kubectl delete pvc -n %s %s", c.Namespace, c.Name)})
@@ -60,7 +60,7 @@ func orphanedBackendVolumes(s *Snapshot) []Finding {
 			}
 			out = append(out, Finding{Kind: KindOrphanedBackendVolume,
 				Object:  Object{Kind: ObjectBackendVolume, Name: vol.ID, Driver: b.Driver, Node: b.Node},
-				Problem: fmt.Sprintf("driver %s holds volume %s%s, which no PV refers to: its space is used and no claim can reach its data.", b.Driver, vol.ID, onNode(b.Node)),
+				Problem: fmt.Sprintf("Driver %s holds volume %s%s, which no PV refers to: its space is used and no claim can reach its data.", b.Driver, vol.ID, onNode(b.Node)),
 				Fixes: []Fix{{Says: "adopt it as a Retain PV of no class (data kept); set storageClassName and accessModes to what its claims need",
 					Command: adoptManifest(b, vol)}}})
 		}

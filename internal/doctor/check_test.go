@@ -93,7 +93,7 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 		name: "a claim stuck deleting, held by the pod that uses it",
 		world: newWorld().claims(claim("db", boundTo("pv-db"), claimDeleting(time.Hour, protection.ClaimFinalizer))).
 			volumes(pv("pv-db", claimRef("db"))).pods(pod("web", "n1", "db")),
-		want: []want{{KindStuckDeleting, "pvc ns/db", "being deleted for 60m, held by kubernetes.io/pvc-protection: pods using it: web.",
+		want: []want{{KindStuckDeleting, "pvc ns/db", "Being deleted for 60m, held by kubernetes.io/pvc-protection: pods using it: web.",
 			[]string{"kubectl delete pod -n ns web"}}},
 	}, {
 		name:  "a claim stuck deleting that nothing uses: the loop should have removed it",

@@ -63,7 +63,7 @@ func deletingFinding(s *Snapshot, o Object, m *metav1.ObjectMeta, holderOf func(
 		says = append(says, fmt.Sprintf("%s: %s", fin, h.says))
 		f.Fixes = append(f.Fixes, h.fixes...)
 	}
-	f.Problem = fmt.Sprintf("being deleted for %s, held by %s.", Age(s.Now.Sub(m.DeletionTimestamp.Time)), strings.Join(says, "; "))
+	f.Problem = fmt.Sprintf("Being deleted for %s, held by %s.", Age(s.Now.Sub(m.DeletionTimestamp.Time)), strings.Join(says, "; "))
 	return f
 }
 

@@ -30,7 +30,7 @@ func (r Report) Table(w io.Writer) error {
 	for _, f := range r.Findings {
 		b.WriteString("\n")
 		writeWrapped(&b, "", "  ", fmt.Sprintf("%s: %s", f.Kind, f.Object))
-		writeWrapped(&b, "  ", "  ", sentenceCase(f.Problem))
+		writeWrapped(&b, "  ", "  ", f.Problem)
 		for _, fix := range f.Fixes {
 			writeWrapped(&b, "  Fix: ", "       ", fix.Says+":")
 			writeCommand(&b, "    ", fix.Command)

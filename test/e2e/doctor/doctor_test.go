@@ -1,0 +1,155 @@
+package doctor
+
+import (
+	"testing"
+
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// manual is a class no StorageClass object names: static volumes only.
+const manual = "doctor-manual"
+
+// holdFinalizer keeps a volume being deleted until the test ends.
+const holdFinalizer = "example.com/hold"
+
+func TestDoctorOnAHealthyClusterFindsNothing(t *testing.T) {
+	e := newEnv(t)
+	r, table, json := e.doctor()
+	if len(r.Findings) != 0 {
+		t.Errorf("findings on a healthy cluster: %+v", r.Findings)
+	}
+	golden(t, "healthy.txt", table)
+	golden(t, "healthy.json", json)
+}
+
+// Every kind of problem at once: what the loops leave (a Released Retain
+// volume of a deleted claim, a claim no volume fits, a claim deletion held
+// by its pod), then, with the loops stopped so that nothing repairs it,
+// what only a bug, a crash or a hand edit leaves.
+func TestDoctorFindsEveryKindOfProblemWithItsFix(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("small", "kept", "lost", "held") })
+	node := stack.CP.Nodes[0]
+	e.pv("small", manual, hostPath("small"))
+	e.pv("kept", manual, hostPath("kept"))
+	e.claim("old", "1Gi", manual)
+	e.eventually("claim old Bound", e.claimPhase("old", corev1.ClaimBound))
+	e.deleteClaim("old")
+	e.eventually("volume kept Released", e.volumePhase("kept", corev1.VolumeReleased))
+	e.claim("stuck", "5Gi", manual)
+	e.claim("shared", "1Gi", bundle.NetworkClass)
+	e.pod("app", node, "shared")
+	e.eventually("pod app Running", e.podRunning("app"))
+	e.deleteClaim("shared")
+	e.eventually("claim shared being deleted", func() string {
+		if e.getClaim("shared").DeletionTimestamp == nil {
+			return "not yet"
+		}
+		return ""
+	})
+	sharedPV := e.getClaim("shared").Spec.VolumeName
+
+	e.must(stack.StopLoops())
+	t.Cleanup(func() { stack.StartLoops() })
+	e.pv("lost", manual, corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+		Driver: hostpath.NetworkDriverName, VolumeHandle: "vol-00000000000000000000000000000000"}})
+	e.pv("held", manual, hostPath("held"), holdFinalizer)
+	e.must(e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "held", metav1.DeleteOptions{}))
+	e.attachment("doctor-node-gone", sharedPV, "gone-node")
+	e.attachment("doctor-unused", "kept", stack.CP.Nodes[1])
+	orphan := e.backendVolume(stack.Drivers.Endpoints[0], "doctor-orphan")
+	e.boundGhost("ghost", "no-such-volume")
+
+	r, table, json := e.doctor()
+	golden(t, "problems.txt", table)
+	golden(t, "problems.json", json)
+	kinds := map[doctor.Kind]bool{}
+	for _, f := range r.Findings {
+		kinds[f.Kind] = true
+	}
+	for _, k := range doctor.Kinds() {
+		if !kinds[k] {
+			t.Errorf("no %s finding", k)
+		}
+	}
+	// What only the loops' absence left is removed before they restart.
+	for _, va := range []string{"doctor-node-gone", "doctor-unused"} {
+		e.must(e.client.StorageV1().VolumeAttachments().Delete(e.ctx, va, metav1.DeleteOptions{}))
+	}
+	e.must(orphan.delete())
+}
+
+// attachment creates a VolumeAttachment of the network driver by hand.
+func (e *env) attachment(name, pv, node string) {
+	e.t.Helper()
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: hostpath.NetworkDriverName, NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
+	_, err := e.client.StorageV1().VolumeAttachments().Create(e.ctx, va, metav1.CreateOptions{})
+	e.must(err)
+}
+
+// boundGhost creates a claim that says it is Bound to a volume that does
+// not exist, as a hand edit would.
+func (e *env) boundGhost(name, volume string) {
+	e.t.Helper()
+	c := e.claim(name, "1Gi", manual)
+	c.Spec.VolumeName = volume
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Update(e.ctx, c, metav1.UpdateOptions{})
+	e.must(err)
+	c.Status.Phase = corev1.ClaimBound
+	_, err = e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(e.ctx, c, metav1.UpdateOptions{})
+	e.must(err)
+}
+
+func (e *env) unhold(name string) {
+	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	var keep []string
+	for _, f := range pv.Finalizers {
+		if f != holdFinalizer {
+			keep = append(keep, f)
+		}
+	}
+	pv.Finalizers = keep
+	_, _ = e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
+}
+
+// backend is a volume made on a driver behind the cluster's back.
+type backend struct {
+	e        *env
+	endpoint *csi.Endpoint
+	id       string
+}
+
+func (b backend) delete() error {
+	defer b.endpoint.Close()
+	return b.endpoint.DeleteVolume(b.e.ctx, b.id, nil)
+}
+
+func (e *env) backendVolume(endpoint, name string) backend {
+	e.t.Helper()
+	ep, err := csi.Dial(e.ctx, endpoint, nil)
+	e.must(err)
+	vol, err := ep.CreateVolume(e.ctx, &csispec.CreateVolumeRequest{Name: name,
+		CapacityRange: &csispec.CapacityRange{RequiredBytes: 1 << 30},
+		VolumeCapabilities: []*csispec.VolumeCapability{{
+			AccessType: &csispec.VolumeCapability_Mount{Mount: &csispec.VolumeCapability_MountVolume{}},
+			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}})
+	if err != nil {
+		ep.Close()
+		e.t.Fatal(err)
+	}
+	return backend{e: e, endpoint: ep, id: vol.GetVolumeId()}
+}

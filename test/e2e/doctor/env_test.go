@@ -1,0 +1,238 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/doctor"
+)
+
+// env is one test's world: a client and a namespace.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	ns     string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), client: stack.CP.Client}
+	e.ns = clustertest.Namespace(t)
+	return e
+}
+
+func (e *env) eventually(what string, cond func() string) {
+	e.t.Helper()
+	clustertest.Eventually(e.t, what, cond, stack.EndedEarly)
+}
+
+func (e *env) must(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// cleanUp deletes the test's pods and claims and the volumes named, and
+// waits until no volume is left.
+func (e *env) cleanUp(volumes ...string) {
+	_ = e.client.CoreV1().Pods(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	for _, name := range volumes {
+		e.unhold(name)
+		_ = e.client.CoreV1().PersistentVolumes().Delete(e.ctx, name, metav1.DeleteOptions{})
+	}
+	e.eventually("no volume left", func() string {
+		list, err := e.client.CoreV1().PersistentVolumes().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		var names []string
+		for _, pv := range list.Items {
+			names = append(names, pv.Name)
+		}
+		return strings.Join(names, ", ")
+	})
+}
+
+// pv creates a static volume of class, 1Gi, RWO, Retain, of source.
+func (e *env) pv(name, class string, src corev1.PersistentVolumeSource, finalizers ...string) {
+	e.t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+		Spec: corev1.PersistentVolumeSpec{StorageClassName: class,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        src},
+	}
+	_, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	e.must(err)
+}
+
+func hostPath(name string) corev1.PersistentVolumeSource {
+	return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name}}
+}
+
+// claim creates a claim of class and size, RWO.
+func (e *env) claim(name, size, class string) *corev1.PersistentVolumeClaim {
+	e.t.Helper()
+	c := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class),
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+	}
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{})
+	e.must(err)
+	return c
+}
+
+func (e *env) deleteClaim(name string) {
+	e.t.Helper()
+	e.must(e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}))
+}
+
+// pod creates a pod on node using claim.
+func (e *env) pod(name, node, claim string) {
+	e.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox:1.37",
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+		},
+	}
+	_, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	e.must(err)
+}
+
+func (e *env) getClaim(name string) *corev1.PersistentVolumeClaim {
+	e.t.Helper()
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	e.must(err)
+	return c
+}
+
+func (e *env) getVolume(name string) *corev1.PersistentVolume {
+	e.t.Helper()
+	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+	e.must(err)
+	return pv
+}
+
+func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
+	return func() string {
+		c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if c.Status.Phase != phase {
+			return fmt.Sprintf("claim %s is %s", name, c.Status.Phase)
+		}
+		return ""
+	}
+}
+
+func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
+	return func() string {
+		pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if pv.Status.Phase != phase {
+			return fmt.Sprintf("volume %s is %s", name, pv.Status.Phase)
+		}
+		return ""
+	}
+}
+
+func (e *env) podRunning(name string) func() string {
+	return func() string {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return "pod " + name + " is " + string(p.Status.Phase)
+		}
+		return ""
+	}
+}
+
+// doctor runs `volplane doctor` with every threshold 0 and the stack's
+// driver endpoints, in both formats, and returns the report and its
+// normalized outputs.
+func (e *env) doctor() (doctor.Report, string, string) {
+	e.t.Helper()
+	var t, j bytes.Buffer
+	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table"}
+	r, err := checkup.Doctor(e.ctx, e.client, cfg, &t)
+	e.must(err)
+	cfg.Output = "json"
+	_, err = checkup.Doctor(e.ctx, e.client, cfg, &j)
+	e.must(err)
+	for i, line := range strings.Split(t.String(), "\n") {
+		if n := len([]rune(line)); n > doctor.Width {
+			e.t.Errorf("doctor: line %d is %d columns: %q", i+1, n, line)
+		}
+	}
+	return r, e.normalize(t.String()), e.normalize(j.String())
+}
+
+// volatile are the parts of a report that differ from run to run.
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "pvc-UID"},
+	{regexp.MustCompile(`csi-[0-9a-f]{64}`), "csi-SHA"},
+	{regexp.MustCompile(`vol-[0-9a-f]{32}`), "vol-ID"},
+	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
+	{regexp.MustCompile(`for \d+[smhd]\b`), "for AGE"},
+}
+
+func (e *env) normalize(s string) string {
+	s = strings.ReplaceAll(s, stack.DataDir(), "DATADIR")
+	s = strings.ReplaceAll(s, e.ns, "NS")
+	for _, v := range volatile {
+		s = v.re.ReplaceAllString(s, v.with)
+	}
+	return s
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run with -update and read the diff):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}

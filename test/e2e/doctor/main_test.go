@@ -1,0 +1,34 @@
+// Package doctor checks `volplane doctor` and `volplane release pv` end to
+// end: scenarios are built in the embedded control plane with everything
+// `volplane up` runs (clustertest.Stack), the commands' code is called
+// directly (internal/checkup), and doctor's reports, as a person and as a
+// script read them (-o table and -o json), are compared with golden files
+// under testdata (rewrite them with -update, then read the diff).
+//
+// Doctor reports on the whole cluster, so the tests run one at a time and
+// each removes what it made.
+package doctor
+
+import (
+	"context"
+	"flag"
+	"testing"
+
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// stack is the package's running stack.
+var stack *clustertest.Stack
+
+func TestMain(m *testing.M) {
+	clustertest.Main(m, 2, setUp)
+}
+
+func setUp(cp *cluster.ControlPlane) (func(), error) {
+	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-doc-", clustertest.StackConfig{Capacity: 50 << 30})
+	stack = s
+	return stop, err
+}
