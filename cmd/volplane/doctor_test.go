@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestDoctorFindingsExitWithTheirOwnCode(t *testing.T) {
+	if got := exitCode(&exitError{code: exitFindings, err: errors.New("found")}); got != 3 {
+		t.Errorf("findings: exit %d, want 3", got)
+	}
+	if got := exitCode(errors.New("cannot list")); got != 1 {
+		t.Errorf("error: exit %d, want 1", got)
+	}
+}
+
+func TestDoctorDefaultsToTheControllerSocketsOfUp(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"kubeconfig", "csi/node-1.sock", "csi/network.sock", "csi/network/node-1.sock"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, why := upEndpoints(filepath.Join(dir, "kubeconfig"))
+	want := []string{"unix://" + dir + "/csi/network.sock", "unix://" + dir + "/csi/node-1.sock"}
+	if !slices.Equal(got, want) || why != "" {
+		t.Errorf("got %v (%q), want %v", got, why, want)
+	}
+	if got, why := upEndpoints(filepath.Join(t.TempDir(), "kubeconfig")); got != nil || why == "" {
+		t.Errorf("another cluster's kubeconfig: got %v (%q), want none and why", got, why)
+	}
+}

@@ -1,0 +1,123 @@
+package doctor
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/doctor"
+)
+
+// releaseWait is release's wait for the binder in these tests.
+const releaseWait = 30 * time.Second
+
+// released makes a Retain volume Released: bound to a claim, which is
+// then deleted.
+func (e *env) released(pv, claim string) {
+	e.t.Helper()
+	e.pv(pv, manual, hostPath(pv))
+	e.claim(claim, "1Gi", manual)
+	e.eventually("claim "+claim+" Bound", e.claimPhase(claim, corev1.ClaimBound))
+	e.deleteClaim(claim)
+	e.eventually("volume "+pv+" Released", e.volumePhase(pv, corev1.VolumeReleased))
+}
+
+func (e *env) release(name string, wait time.Duration) (string, error) {
+	var out bytes.Buffer
+	err := checkup.Release(e.ctx, e.client, name, wait, &out)
+	return out.String(), err
+}
+
+// The story: a Retain volume stays Released after its claim is
+// deleted, even when a claim of the same name comes back; release makes
+// it Available, and the new claim binds it.
+func TestReleaseMakesARetainedVolumeAvailableForANewClaim(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("reuse") })
+	e.released("reuse", "data")
+	e.claim("data", "1Gi", manual) // a new claim, another UID
+	r, _, _ := e.doctor()
+	if len(r.Findings) != 2 || r.Findings[0].Kind != doctor.KindClaimPending || r.Findings[1].Kind != doctor.KindStaleClaimRef {
+		t.Fatalf("doctor before release: %+v", r.Findings)
+	}
+
+	out, err := e.release("reuse", releaseWait)
+	if err != nil {
+		t.Fatalf("release: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "persistentvolume reuse released: claim "+e.ns+"/data (uid ") ||
+		!strings.Contains(out, "the claim of that name now is a new one") {
+		t.Errorf("release said:\n%s", out)
+	}
+	e.eventually("the new claim data Bound", e.claimPhase("data", corev1.ClaimBound))
+	if got := e.getClaim("data").Spec.VolumeName; got != "reuse" {
+		t.Fatalf("claim data bound to %q, want reuse", got)
+	}
+	if r, _, _ := e.doctor(); len(r.Findings) != 0 {
+		t.Errorf("doctor after release: %+v", r.Findings)
+	}
+}
+
+func TestReleaseRefusesWithTheReason(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("in-use", "doomed") })
+	e.pv("in-use", manual, hostPath("in-use"))
+	e.claim("data", "1Gi", manual)
+	e.eventually("claim data Bound", e.claimPhase("data", corev1.ClaimBound))
+	e.claim("dynamic", "1Gi", bundle.ImmediateClass)
+	e.eventually("claim dynamic Bound", e.claimPhase("dynamic", corev1.ClaimBound))
+	e.pv("doomed", manual, hostPath("doomed"), holdFinalizer)
+	e.must(e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "doomed", metav1.DeleteOptions{}))
+	before := e.getVolume("in-use").ResourceVersion
+
+	for _, tc := range []struct {
+		pv      string
+		refusal doctor.Refusal
+		reason  string
+	}{
+		{"no-such-volume", doctor.RefuseNotFound, "persistentvolume no-such-volume: not found"},
+		{"doomed", doctor.RefuseBeingDeleted, "persistentvolume doomed: it is being deleted"},
+		{e.getClaim("dynamic").Spec.VolumeName, doctor.RefuseNotRetain, "its reclaim policy is Delete, not Retain"},
+		{"in-use", doctor.RefuseNotReleased, "persistentvolume in-use: it is Bound, not Released"},
+	} {
+		out, err := e.release(tc.pv, time.Second)
+		var refused *checkup.RefusedError
+		if !errors.As(err, &refused) || refused.Decision.Refusal != tc.refusal || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("release %s: error %v, want %s: ...%q...", tc.pv, err, tc.refusal, tc.reason)
+		}
+		if out != "" {
+			t.Errorf("release %s refused, yet said %q", tc.pv, out)
+		}
+	}
+	if after := e.getVolume("in-use").ResourceVersion; after != before {
+		t.Errorf("a refused release wrote volume in-use (resourceVersion %s → %s)", before, after)
+	}
+}
+
+// Without a binder, nothing marks the volume Available: release says so.
+func TestReleaseSaysWhenNothingMarksTheVolumeAvailable(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("orphan") })
+	e.released("orphan", "gone")
+	e.must(stack.StopLoops())
+	t.Cleanup(func() { stack.StartLoops() })
+
+	out, err := e.release("orphan", 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "nothing marked persistentvolume orphan Available within 500ms: is a binder running"
+	if !strings.Contains(out, want) {
+		t.Errorf("release said:\n%s\nwant ...%s...", out, want)
+	}
+	if pv := e.getVolume("orphan"); pv.Spec.ClaimRef != nil {
+		t.Errorf("claimRef not cleared: %+v", pv.Spec.ClaimRef)
+	}
+}
