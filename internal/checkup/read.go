@@ -10,44 +10,18 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/inspect"
 )
 
 // ReadCluster lists what doctor checks: every claim, volume, class,
-// VolumeAttachment, node and pod.
+// VolumeAttachment, node and pod (as explain reads them).
 func ReadCluster(ctx context.Context, client kubernetes.Interface) (*doctor.Snapshot, error) {
-	s := &doctor.Snapshot{}
-	core, storage, all := client.CoreV1(), client.StorageV1(), metav1.ListOptions{}
-	claims, err := core.PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, all)
+	f, err := inspect.ReadFacts(ctx, client, metav1.NamespaceAll)
 	if err != nil {
-		return nil, fmt.Errorf("list claims: %w", err)
+		return nil, err
 	}
-	s.Claims = pointers(claims.Items)
-	pvs, err := core.PersistentVolumes().List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", err)
-	}
-	s.Volumes = pointers(pvs.Items)
-	classes, err := storage.StorageClasses().List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list storage classes: %w", err)
-	}
-	s.Classes = pointers(classes.Items)
-	vas, err := storage.VolumeAttachments().List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list volume attachments: %w", err)
-	}
-	s.Attachments = pointers(vas.Items)
-	nodes, err := core.Nodes().List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	s.Nodes = pointers(nodes.Items)
-	pods, err := core.Pods(metav1.NamespaceAll).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	s.Pods = pointers(pods.Items)
-	return s, nil
+	return &doctor.Snapshot{Claims: f.Claims, Volumes: f.Volumes, Classes: f.Classes,
+		Attachments: f.Attachments, Nodes: f.Nodes, Pods: f.Pods}, nil
 }
 
 // ReadBackends dials each CSI controller endpoint ("unix:///path") and
@@ -92,13 +66,4 @@ func readBackend(ctx context.Context, addr string) (doctor.Backend, error) {
 		b.Volumes = append(b.Volumes, bv)
 	}
 	return b, nil
-}
-
-// pointers turns a List's items into pointers to them.
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"slices"
 	"testing"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -112,18 +113,10 @@ func (e *env) boundGhost(name, volume string) {
 }
 
 func (e *env) unhold(name string) {
-	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return
+	if pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{}); err == nil {
+		pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == holdFinalizer })
+		_, _ = e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
 	}
-	var keep []string
-	for _, f := range pv.Finalizers {
-		if f != holdFinalizer {
-			keep = append(keep, f)
-		}
-	}
-	pv.Finalizers = keep
-	_, _ = e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
 }
 
 // backend is a volume made on a driver behind the cluster's back.

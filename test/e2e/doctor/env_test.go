@@ -3,9 +3,6 @@ package doctor
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,6 +121,24 @@ func (e *env) pod(name, node, claim string) {
 	e.must(err)
 }
 
+func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
+	return clustertest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
+}
+
+func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
+	return clustertest.VolumePhase(e.ctx, e.client, name, phase)
+}
+
+func (e *env) podRunning(name string) func() string {
+	return clustertest.PodRunning(e.ctx, e.client, e.ns, name)
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	clustertest.Golden(t, name, got, *update)
+}
+
 func (e *env) getClaim(name string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()
 	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
@@ -136,45 +151,6 @@ func (e *env) getVolume(name string) *corev1.PersistentVolume {
 	pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
 	e.must(err)
 	return pv
-}
-
-func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
-	return func() string {
-		c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if c.Status.Phase != phase {
-			return fmt.Sprintf("claim %s is %s", name, c.Status.Phase)
-		}
-		return ""
-	}
-}
-
-func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
-	return func() string {
-		pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if pv.Status.Phase != phase {
-			return fmt.Sprintf("volume %s is %s", name, pv.Status.Phase)
-		}
-		return ""
-	}
-}
-
-func (e *env) podRunning(name string) func() string {
-	return func() string {
-		p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return "pod " + name + " is " + string(p.Status.Phase)
-		}
-		return ""
-	}
 }
 
 // doctor runs `volplane doctor` with every threshold 0 and the stack's
@@ -216,23 +192,4 @@ func (e *env) normalize(s string) string {
 		s = v.re.ReplaceAllString(s, v.with)
 	}
 	return s
-}
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update and read the diff):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
 }
