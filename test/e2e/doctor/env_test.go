@@ -173,23 +173,11 @@ func (e *env) doctor() (doctor.Report, string, string) {
 	return r, e.normalize(t.String()), e.normalize(j.String())
 }
 
-// volatile are the parts of a report that differ from run to run.
-var volatile = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "pvc-UID"},
-	{regexp.MustCompile(`csi-[0-9a-f]{64}`), "csi-SHA"},
-	{regexp.MustCompile(`vol-[0-9a-f]{32}`), "vol-ID"},
-	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
-	{regexp.MustCompile(`for \d+[smhd]\b`), "for AGE"},
-}
+// age is how long something lasted, which differs from run to run.
+var age = regexp.MustCompile(`for \d+[smhd]\b`)
 
 func (e *env) normalize(s string) string {
 	s = strings.ReplaceAll(s, stack.DataDir(), "DATADIR")
 	s = strings.ReplaceAll(s, e.ns, "NS")
-	for _, v := range volatile {
-		s = v.re.ReplaceAllString(s, v.with)
-	}
-	return s
+	return age.ReplaceAllString(clustertest.StableNames(s), "for AGE")
 }
