@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -70,7 +71,7 @@ findings sorted by kind then object.`,
 			}
 			cfg := checkup.DoctorConfig{Endpoints: endpoints, Thresholds: th, Output: f.output}
 			if !cmd.Flags().Changed("csi-endpoint") {
-				cfg.Endpoints, cfg.NoEndpoints = upEndpoints(userKubeconfig(f.kubeconfig))
+				cfg.Endpoints, cfg.NoEndpoints = upEndpoints(kubeconfigPath(f.kubeconfig))
 			}
 			r, err := checkup.Doctor(cmd.Context(), client, cfg, cmd.OutOrStdout())
 			if err != nil {
@@ -88,6 +89,18 @@ findings sorted by kind then object.`,
 	cmd.Flags().DurationVar(&th.PendingFor, "pending-for", 5*time.Minute, "report claims Pending for longer than this")
 	cmd.Flags().DurationVar(&th.DeletingFor, "deleting-for", 5*time.Minute, "report objects being deleted for longer than this")
 	return cmd
+}
+
+// kubeconfigPath is the file the client reads its kubeconfig from ("" for
+// in-cluster): userKubeconfig's, or the first of $KUBECONFIG.
+func kubeconfigPath(flag string) string {
+	if path := userKubeconfig(flag); path != "" {
+		return path
+	}
+	if list := filepath.SplitList(os.Getenv("KUBECONFIG")); len(list) > 0 {
+		return list[0]
+	}
+	return ""
 }
 
 // upEndpoints are the controller sockets of `volplane up` when kubeconfig
