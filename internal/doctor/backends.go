@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// missingBackendVolumes: PVs (not being deleted) of a driver that was
-// read whose volume the driver does not list.
+// missingBackendVolumes: PVs of a driver that was read whose volume the
+// driver does not list; not those being deleted or reclaimed (Released or
+// Failed with policy Delete), whose volume may go first.
 func missingBackendVolumes(s *Snapshot) []Finding {
 	var out []Finding
 	for _, pv := range s.Volumes {
 		csi := pv.Spec.CSI
-		if csi == nil || pv.DeletionTimestamp != nil {
+		if csi == nil || pv.DeletionTimestamp != nil || reclaiming(pv) {
 			continue
 		}
 		var could []Backend // the endpoints that would list it
@@ -32,6 +33,26 @@ func missingBackendVolumes(s *Snapshot) []Finding {
 		out = append(out, missingFinding(s, pv))
 	}
 	return out
+}
+
+func reclaiming(pv *v1.PersistentVolume) bool {
+	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete &&
+		(pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed)
+}
+
+// provisioningNote warns that volumes being provisioned exist before their
+// PV does; "" when no claim is being provisioned.
+func provisioningNote(s *Snapshot) string {
+	n := 0
+	for _, c := range s.Claims {
+		if c.Spec.VolumeName == "" && slices.Contains(c.Finalizers, provisioningFinalizer) {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d claim(s) being provisioned: a volume just made for one shows as orphaned until its PV exists; check again", n)
 }
 
 func missingFinding(s *Snapshot, pv *v1.PersistentVolume) Finding {

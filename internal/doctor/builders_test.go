@@ -106,6 +106,15 @@ func va(name, pv, node string) *storagev1.VolumeAttachment {
 		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
 }
 
+// class is a StorageClass of provisioner, WaitForFirstConsumer when wait.
+func class(name, provisioner string, wait bool) *storagev1.StorageClass {
+	mode := storagev1.VolumeBindingImmediate
+	if wait {
+		mode = storagev1.VolumeBindingWaitForFirstConsumer
+	}
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, VolumeBindingMode: &mode}
+}
+
 func node(name string) *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
 
 // pod is a running pod on node using claim.
@@ -124,6 +133,10 @@ func newWorld() *world {
 }
 func (w *world) claims(cs ...*v1.PersistentVolumeClaim) *world {
 	w.s.Claims = append(w.s.Claims, cs...)
+	return w
+}
+func (w *world) classes(cs ...*storagev1.StorageClass) *world {
+	w.s.Classes = append(w.s.Classes, cs...)
 	return w
 }
 func (w *world) volumes(pvs ...*v1.PersistentVolume) *world {

@@ -34,8 +34,21 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 	}, {
 		name:  "a claim Pending past the threshold, with the binder's verdicts counted",
 		world: newWorld().claims(claim("data", pending(10*time.Minute))).volumes(pv("small", func(p *v1.PersistentVolume) { p.Spec.StorageClassName = "slow" })),
-		want: []want{{KindClaimPending, "pvc ns/data", "Pending for 10m: 0/1 volume available: 1 other class.",
+		want: []want{{KindClaimPending, "pvc ns/data", "Pending for 10m: 0/1 volume available: 1 other class; the binder: the claim's class does not exist.",
 			[]string{"volplane explain pvc ns/data"}}},
+	}, {
+		name:  "a claim waiting for its provisioner",
+		world: newWorld().classes(class("fast", "fast.example.com", false)).claims(claim("data", pending(10*time.Minute))),
+		want: []want{{KindClaimPending, "pvc ns/data", "no volumes exist; the binder: waiting for the provisioner of class fast.",
+			[]string{"volplane explain pvc ns/data"}}},
+	}, {
+		name:  "a WaitForFirstConsumer claim no pod uses is at rest",
+		world: newWorld().classes(class("fast", "fast.example.com", true)).claims(claim("data", pending(10*time.Minute))),
+	}, {
+		name: "a WaitForFirstConsumer claim whose pod is not scheduled",
+		world: newWorld().classes(class("fast", "fast.example.com", true)).claims(claim("data", pending(10*time.Minute))).
+			pods(pod("web", "", "data")),
+		want: []want{{KindClaimPending, "pvc ns/data", "the binder: class waits for the first consumer", nil}},
 	}, {
 		name:  "a claim Pending for less than the threshold is not reported",
 		world: newWorld().claims(claim("data", pending(time.Minute))),
@@ -74,6 +87,10 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 		world: newWorld().claims(claim("db", boundTo("pv-db"))).volumes(pv("pv-db", claimRef("db"))).backends(Backend{Driver: hostpathDriver}),
 		want: []want{{KindMissingBackendVolume, "pv pv-db", "the data of claim ns/db is lost",
 			[]string{"kubectl delete pvc -n ns db", "kubectl delete pv pv-db"}}},
+	}, {
+		name: "a Released Delete PV whose volume went first is being reclaimed",
+		world: newWorld().volumes(pv("pv-db", claimRef("db"), phase(v1.VolumeReleased), policy(v1.PersistentVolumeReclaimDelete))).
+			backends(Backend{Driver: hostpathDriver}),
 	}, {
 		name: "a PV of a node whose endpoint was not read is not checked",
 		world: newWorld().volumes(pv("far", onNodeAffinity(topo, "n2"))).backends(
@@ -165,5 +182,10 @@ func TestCheckNotesTheBackendChecksItSkipped(t *testing.T) {
 	}
 	if r := Check(&newWorld().backends().s, thresholds); len(r.Notes) != 0 {
 		t.Fatalf("backends read, yet notes %v", r.Notes)
+	}
+	provisioning := claim("data", pending(time.Minute), func(c *v1.PersistentVolumeClaim) { c.Finalizers = []string{provisioningFinalizer} })
+	r = Check(&newWorld().claims(provisioning).backends().s, thresholds)
+	if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "1 claim(s) being provisioned: a volume just made for one shows as orphaned") {
+		t.Fatalf("a claim being provisioned: notes %v", r.Notes)
 	}
 }

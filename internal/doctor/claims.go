@@ -9,6 +9,7 @@ import (
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/invariants"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 func claimObject(c *v1.PersistentVolumeClaim) Object {
@@ -23,7 +24,9 @@ func explainClaim(c *v1.PersistentVolumeClaim) Fix {
 }
 
 // pendingClaims: claims Pending for longer than threshold, each with the
-// binder's verdicts on every volume counted in one line.
+// binder's verdicts on every volume counted in one line and what the
+// binder decides for it (binding.DecideClaim). A claim of a
+// WaitForFirstConsumer class that no pod uses is at rest, not a problem.
 func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 	var out []Finding
 	for _, c := range s.Claims {
@@ -31,17 +34,31 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 		if c.Status.Phase != v1.ClaimPending || c.DeletionTimestamp != nil || age < threshold {
 			continue
 		}
-		class := s.class(binding.ClaimClass(c))
-		chosen, verdicts := binding.Match(c, s.Volumes, binding.DelayBinding(class))
-		tally := binding.Count(verdicts, chosen != nil, 0)
+		in := binding.ClaimInput{Claim: c, Class: s.class(binding.ClaimClass(c)),
+			DefaultClass: binding.DefaultClass(s.Classes), Pods: s.podsNaming(c)}
+		if c.Spec.VolumeName != "" {
+			in.Volume = s.volume(c.Spec.VolumeName)
+		}
+		in.Match, in.Verdicts = binding.Match(c, s.Volumes, binding.DelayBinding(in.Class))
+		if binding.DelayBinding(in.Class) && len(in.Pods) == 0 {
+			continue
+		}
+		d := binding.DecideClaim(in)
+		tally := binding.Count(in.Verdicts, in.Match != nil, 0)
 		out = append(out, Finding{
 			Kind:    KindClaimPending,
 			Object:  claimObject(c),
-			Problem: fmt.Sprintf("Pending for %s: %s.", Age(age), tally),
+			Problem: fmt.Sprintf("Pending for %s: %s; the binder: %s.", Age(age), tally, d.Note),
 			Fixes:   []Fix{explainClaim(c)},
 		})
 	}
 	return out
+}
+
+// podsNaming are the pods that refer to the claim.
+func (s *Snapshot) podsNaming(c *v1.PersistentVolumeClaim) []*v1.Pod {
+	key := c.Namespace + "/" + c.Name
+	return slices.DeleteFunc(slices.Clone(s.Pods), func(p *v1.Pod) bool { return !slices.Contains(protection.ClaimKeys(p), key) })
 }
 
 // staleClaimRefs: Released Retain volumes whose claim is gone (or is a new

@@ -139,6 +139,9 @@ func Check(s *Snapshot, t Thresholds) Report {
 	} else {
 		fs = append(fs, missingBackendVolumes(s)...)
 		fs = append(fs, orphanedBackendVolumes(s)...)
+		if note := provisioningNote(s); note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 	}
 	fs = append(fs, staleAttachments(s)...)
 	sortFindings(fs)
