@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -155,11 +156,13 @@ func (e *env) getVolume(name string) *corev1.PersistentVolume {
 
 // doctor runs `volplane doctor` with every threshold 0 and the stack's
 // driver endpoints, in both formats, and returns the report and its
-// normalized outputs.
+// normalized outputs. It looks an hour ahead, so that every age has the
+// same width ("60m") and the table wraps the same in every run.
 func (e *env) doctor() (doctor.Report, string, string) {
 	e.t.Helper()
 	var t, j bytes.Buffer
-	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table"}
+	later := time.Now().Add(time.Hour)
+	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table", Now: func() time.Time { return later }}
 	r, err := checkup.Doctor(e.ctx, e.client, cfg, &t)
 	e.must(err)
 	cfg.Output = "json"
