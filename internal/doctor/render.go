@@ -23,7 +23,7 @@ func (r Report) JSON(w io.Writer) error {
 // is wider by itself.
 func (r Report) Table(w io.Writer) error {
 	var b strings.Builder
-	writeWrapped(&b, "", "  ", r.headline())
+	writeWords(&b, "", "  ", r.headline())
 	for _, n := range r.Notes {
 		writeWrapped(&b, "", "", sentenceCase(n)+".")
 	}
@@ -40,25 +40,29 @@ func (r Report) Table(w io.Writer) error {
 	return err
 }
 
-func (r Report) headline() string {
+// headline counts the findings by kind, each count and kind one word
+// that wrapping keeps together.
+func (r Report) headline() []string {
 	if len(r.Findings) == 0 {
-		return "No problems found."
+		return []string{"No", "problems", "found."}
 	}
 	counts := map[Kind]int{}
 	for _, f := range r.Findings {
 		counts[f.Kind]++
 	}
-	var parts []string
+	noun := "problems:"
+	if len(r.Findings) == 1 {
+		noun = "problem:"
+	}
+	words := []string{fmt.Sprint(len(r.Findings)), noun}
 	for _, k := range Kinds() {
 		if counts[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+			words = append(words, fmt.Sprintf("%d %s,", counts[k], k))
 		}
 	}
-	noun := "problems"
-	if len(r.Findings) == 1 {
-		noun = "problem"
-	}
-	return fmt.Sprintf("%d %s: %s.", len(r.Findings), noun, strings.Join(parts, ", "))
+	last := len(words) - 1
+	words[last] = strings.TrimSuffix(words[last], ",") + "."
+	return words
 }
 
 // String names the object the way kubectl commands do.
@@ -84,9 +88,14 @@ func sentenceCase(s string) string {
 // writeWrapped writes text in words, the first line after first, the
 // others after rest, each at most Width wide.
 func writeWrapped(b *strings.Builder, first, rest, text string) {
+	writeWords(b, first, rest, strings.Fields(text))
+}
+
+// writeWords writes words wrapped as writeWrapped does.
+func writeWords(b *strings.Builder, first, rest string, words []string) {
 	line := first
 	empty := true
-	for _, word := range strings.Fields(text) {
+	for _, word := range words {
 		if !empty && len(line)+1+len(word) > Width {
 			b.WriteString(line + "\n")
 			line, empty = rest, true
