@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func (e *env) must(err error) {
 }
 
 // cleanUp deletes the test's pods and claims and the volumes named, and
-// waits until no volume is left.
+// waits until no volume and no VolumeAttachment is left.
 func (e *env) cleanUp(volumes ...string) {
 	_ = e.client.CoreV1().Pods(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 	_ = e.client.CoreV1().PersistentVolumeClaims(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
@@ -65,6 +66,16 @@ func (e *env) cleanUp(volumes ...string) {
 			names = append(names, pv.Name)
 		}
 		return strings.Join(names, ", ")
+	})
+	e.eventually("no VolumeAttachment left", func() string {
+		list, err := e.client.StorageV1().VolumeAttachments().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if n := len(list.Items); n > 0 {
+			return fmt.Sprintf("%d left", n)
+		}
+		return ""
 	})
 }
 
