@@ -123,8 +123,8 @@ func TestFindSaysWhetherTheProvisionerIsServed(t *testing.T) {
 			Holders: []string{"a", "b", "c", "d", "e"}, Nodes: []string{"n1", "n2", "n3", "n4", "n5"}, RenewedAt: now.Add(-time.Second),
 			Reason: "hostpath.csi.volplane.io is served by 5 provisioners (a on node n1, b on node n2, c on node n3 and 2 more), the last heartbeat 1s ago"},
 	}, {
-		name:   "another driver's heartbeat does not count",
-		leases: []coordinationv1.Lease{heartbeat("volplane-abc", time.Second)},
+		name:        "another driver's heartbeat does not count",
+		leases:      []coordinationv1.Lease{heartbeat("volplane-abc", time.Second)},
 		provisioner: "network.csi.volplane.io",
 		want:        Presence{Reason: "no provisioner is serving network.csi.volplane.io: no heartbeat or leader election Lease of it was found"},
 	}, {
