@@ -276,3 +276,73 @@ func TestDecideClaimPassesVerdictsThrough(t *testing.T) {
 		t.Errorf("verdicts %v, want %v", d.Verdicts, verdicts)
 	}
 }
+
+// A claim that waits in Immediate mode also gets the tally of every volume,
+// after the reference's waiting event; the reference's events are unchanged.
+func TestDecideReportsWhyNoVolumeFitsAWaitingClaim(t *testing.T) {
+	gold := newClass("gold", "csi.example.com")
+	local := newClass("local", "kubernetes.io/no-provisioner", waitForConsumer())
+	tally := binding.Count([]binding.Verdict{
+		{PV: "a", Reason: binding.ReasonTooSmall}, {PV: "b", Reason: binding.ReasonTooSmall},
+		{PV: "c", Reason: binding.ReasonBoundToOther},
+	}, false, 1)
+	const counted = "0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class"
+	noVolume := ev{normal, "NoVolumeFits", counted}
+	nothing := binding.Count(nil, false, 0)
+	reserved := binding.Count([]binding.Verdict{{PV: "a", Reason: binding.ReasonTooSmall}}, true, 0)
+	run(t, []claimCase{
+		{
+			name:   "a class that does not exist",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{warning, "ProvisioningFailed", `storageclass.storage.k8s.io "gold" not found`}, noVolume},
+		},
+		{
+			name:   "a class with an external provisioner",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &tally},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}, noVolume},
+		},
+		{
+			name:   "no class and no default class",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{normal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set"}, noVolume},
+		},
+		{
+			name:   "no class but a default: the class comes first, the tally with it",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), DefaultClass: gold, Tally: &tally},
+			action: binding.ClaimSetDefaultClass, class: "gold",
+		},
+		{
+			name:   "WaitForFirstConsumer: the scheduler reports what it considered",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("local")), Class: local, Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{normal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding"}},
+		},
+		{
+			name: "WaitForFirstConsumer with a selected node: provision, no tally",
+			in: binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("topo"), claimAnn(storagehelpers.AnnSelectedNode, "n1")),
+				Class: newClass("topo", "csi.example.com", waitForConsumer()), Tally: &tally},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "no volume exists: nothing to count",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &nothing},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "a fitting volume another claim reserved: its bind will tell",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &reserved},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "a match is bound, the tally is not reported",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), Match: newPV("pv1", "1Gi"), Tally: &reserved},
+			action: binding.ClaimBind, volume: "pv1",
+		},
+	})
+}

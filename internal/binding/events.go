@@ -19,6 +19,12 @@ const (
 	EventVolumeFailedRecycle        = "VolumeFailedRecycle"
 	EventVolumeFailedDelete         = "VolumeFailedDelete"
 	EventVolumeUnknownReclaimPolicy = "VolumeUnknownReclaimPolicy"
+
+	// EventNoVolumeFits is volplane's own, recorded besides the reference's
+	// waiting event of a claim no volume fits: its message is the Tally
+	// ("0/12 volumes available: 7 too small, 3 other class, ..."), so the
+	// claim's events say why no existing volume serves it.
+	EventNoVolumeFits = "NoVolumeFits"
 )
 
 // Messages whose wording is fixed (copied word for word from the Kubernetes

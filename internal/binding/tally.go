@@ -59,7 +59,7 @@ type Tally struct {
 // them out): they are reported as ReasonClassMismatch.
 func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 	counts := map[Reason]int{}
-	t := Tally{Considered: len(verdicts) + otherClass}
+	t := Tally{Considered: len(verdicts)}
 	if chosen {
 		t.Considered++
 		t.Available++
@@ -70,15 +70,37 @@ func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 			t.Available++
 		}
 	}
-	counts[ReasonClassMismatch] += otherClass
-	order := Reasons()
-	for _, r := range order {
+	t.Groups = groupsOf(counts)
+	return t.WithOtherClass(otherClass)
+}
+
+// WithOtherClass is the tally with n more volumes of other classes: a
+// controller that kept the tally of a claim's candidates brings the count of
+// every other volume up to date without matching again.
+func (t Tally) WithOtherClass(n int) Tally {
+	if n == 0 {
+		return t
+	}
+	counts := make(map[Reason]int, len(t.Groups)+1)
+	for _, g := range t.Groups {
+		counts[g.Reason] = g.Count
+	}
+	counts[ReasonClassMismatch] += n
+	t.Considered += n
+	t.Groups = groupsOf(counts)
+	return t
+}
+
+// groupsOf orders counts largest first, ties in the order of Reasons().
+func groupsOf(counts map[Reason]int) []Group {
+	var groups []Group
+	for _, r := range Reasons() {
 		if counts[r] > 0 {
-			t.Groups = append(t.Groups, Group{Reason: r, Count: counts[r]})
+			groups = append(groups, Group{Reason: r, Count: counts[r]})
 		}
 	}
-	slices.SortStableFunc(t.Groups, func(a, b Group) int { return b.Count - a.Count })
-	return t
+	slices.SortStableFunc(groups, func(a, b Group) int { return b.Count - a.Count })
+	return groups
 }
 
 // String is the tally in one line, like the scheduler's "0/3 nodes are
