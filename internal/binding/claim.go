@@ -153,18 +153,33 @@ func decideNoMatch(in ClaimInput) ClaimDecision {
 	return d
 }
 
-// noVolumeFitsEvent reports the tally of a claim waiting in Immediate mode,
-// after the reference's event. Not when no PV exists (the tally would say
-// nothing), nor when the tally counts a fitting PV: FindBest skipped it
-// because another claim has reserved it and is binding it now, and the
-// claim's next sync counts it as bound to that claim. The event repeats
-// (a waiting state), so it is recorded once per distinct tally.
+// WantsTally says whether DecideClaim reports in.Tally, so that a
+// controller counts it (O(class size)) only then: for a claim still looking
+// for a volume (no spec.volumeName, never bound) that no volume fits, whose
+// class binds immediately (for WaitForFirstConsumer the scheduler reports
+// what it considered) and that is not about to get the default class.
+func WantsTally(in ClaimInput) bool {
+	claim := in.Claim
+	return claim.Spec.VolumeName == "" && in.Match == nil &&
+		!metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted) &&
+		!DelayBinding(in.Class) && (ClaimHasClass(claim) || in.DefaultClass == nil)
+}
+
+// noVolumeFitsEvent reports the tally, after the reference's waiting event.
+// Not when no PV exists (the tally would say nothing), nor when the tally
+// counts a fitting PV: FindBest skipped it because another claim has
+// reserved it and is binding it now, and the claim's next sync counts it as
+// bound to that claim. The event repeats (a waiting state); its situation
+// leaves out the volumes of other classes, whose number changing is no news
+// for this claim.
 func noVolumeFitsEvent(in ClaimInput) (Event, bool) {
 	t := in.Tally
-	if t == nil || t.Considered == 0 || t.Available > 0 || DelayBinding(in.Class) {
+	if t == nil || !WantsTally(in) || t.Considered == 0 || t.Available > 0 {
 		return Event{}, false
 	}
-	return claimEvent(v1.EventTypeNormal, EventNoVolumeFits, t.String(), true), true
+	e := claimEvent(v1.EventTypeNormal, EventNoVolumeFits, t.String(), true)
+	e.Situation = t.WithOtherClass(-t.otherClass).String()
+	return e, true
 }
 
 // decideProvision hands the claim to the provisioner of its class

@@ -1,6 +1,7 @@
 package binding_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -345,4 +346,31 @@ func TestDecideReportsWhyNoVolumeFitsAWaitingClaim(t *testing.T) {
 			action: binding.ClaimBind, volume: "pv1",
 		},
 	})
+}
+
+// The number of volumes of other classes is in the message but is no news
+// for the claim: NoVolumeFits events that differ only there are repeats.
+func TestNoVolumeFitsIsNewsWhenTheClaimsOwnVolumesChange(t *testing.T) {
+	tooSmall := func(n, otherClass int) binding.Event {
+		verdicts := make([]binding.Verdict, n)
+		for i := range verdicts {
+			verdicts[i] = binding.Verdict{PV: fmt.Sprint(i), Reason: binding.ReasonTooSmall}
+		}
+		tally := binding.Count(verdicts, false, otherClass)
+		d := binding.DecideClaim(binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Tally: &tally})
+		for _, e := range d.Events {
+			if e.Reason == binding.EventNoVolumeFits {
+				return e
+			}
+		}
+		t.Fatalf("no NoVolumeFits event in %s", d)
+		return binding.Event{}
+	}
+	base := tooSmall(2, 1)
+	if other := tooSmall(2, 5); other.SituationKey() != base.SituationKey() || other.Message == base.Message {
+		t.Errorf("more volumes of other classes: %q vs %q, want one situation, two messages", other, base)
+	}
+	if more := tooSmall(3, 1); more.SituationKey() == base.SituationKey() {
+		t.Errorf("one more too-small volume: %q vs %q, want a new situation", more, base)
+	}
 }

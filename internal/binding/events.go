@@ -67,6 +67,19 @@ type Event struct {
 	// change: the reference re-emits them on every resync; a controller may
 	// suppress an identical repeat.
 	Repeats bool
+	// Situation, when set, is what tells a repeat instead of the message:
+	// the message may carry details whose change is no news (how many
+	// volumes of other classes exist, in NoVolumeFits).
+	Situation string
+}
+
+// SituationKey is what two waiting events of one reason must share to be
+// repeats of each other.
+func (e Event) SituationKey() string {
+	if e.Situation != "" {
+		return e.Type + "/" + e.Situation
+	}
+	return e.Type + "/" + e.Message
 }
 
 func (e Event) String() string {

@@ -51,6 +51,9 @@ type Tally struct {
 	// Groups are the counts by reason, largest first, ties in the order of
 	// Reasons().
 	Groups []Group `json:"groups"`
+	// otherClass is how many of the ClassMismatch volumes were never handed
+	// to Match: the situation of a NoVolumeFits event leaves them out.
+	otherClass int
 }
 
 // Count tallies the verdicts of Match. chosen says whether Match chose a
@@ -74,9 +77,10 @@ func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 	return t.WithOtherClass(otherClass)
 }
 
-// WithOtherClass is the tally with n more volumes of other classes: a
-// controller that kept the tally of a claim's candidates brings the count of
-// every other volume up to date without matching again.
+// WithOtherClass is the tally with n more volumes of other classes (n < 0:
+// fewer) that were not handed to Match: a controller that kept the tally of
+// a claim's candidates brings the count of every other volume up to date
+// without matching again.
 func (t Tally) WithOtherClass(n int) Tally {
 	if n == 0 {
 		return t
@@ -87,6 +91,7 @@ func (t Tally) WithOtherClass(n int) Tally {
 	}
 	counts[ReasonClassMismatch] += n
 	t.Considered += n
+	t.otherClass += n
 	t.Groups = groupsOf(counts)
 	return t
 }
