@@ -79,6 +79,7 @@ type Controller struct {
 	mu      sync.Mutex
 	index   *index.Index
 	waiting *waitingClaims
+	tallies *tallies
 	// claimsSynced and volumesSynced: when each key was last synced, so a
 	// resync skips what was just looked at.
 	claimsSynced, volumesSynced *loop.Recent
@@ -113,6 +114,7 @@ func New(cfg Config) (*Controller, error) {
 		events:        newEventMemory(),
 		index:         index.New(),
 		waiting:       newWaitingClaims(),
+		tallies:       newTallies(),
 		claimsSynced:  loop.NewRecent(),
 		volumesSynced: loop.NewRecent(),
 	}
