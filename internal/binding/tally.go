@@ -1,9 +1,8 @@
 package binding
 
 import (
-	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 )
 
 // reasonShort is each reason as a counted phrase ("7 too small"), for the
@@ -115,17 +114,25 @@ func (t Tally) String() string {
 	if t.Considered == 0 {
 		return "no volumes exist"
 	}
-	noun := "volumes"
+	noun := " volumes available"
 	if t.Considered == 1 {
-		noun = "volume"
+		noun = " volume available"
 	}
-	head := fmt.Sprintf("%d/%d %s available", t.Available, t.Considered, noun)
-	if len(t.Groups) == 0 {
-		return head
-	}
-	parts := make([]string, len(t.Groups))
+	// strconv, not fmt: a waiting claim's sync renders its tally each time.
+	b := make([]byte, 0, 64+24*len(t.Groups))
+	b = strconv.AppendInt(b, int64(t.Available), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(t.Considered), 10)
+	b = append(b, noun...)
 	for i, g := range t.Groups {
-		parts[i] = fmt.Sprintf("%d %s", g.Count, g.Reason.Short())
+		if i == 0 {
+			b = append(b, ": "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(g.Count), 10)
+		b = append(b, ' ')
+		b = append(b, g.Reason.Short()...)
 	}
-	return head + ": " + strings.Join(parts, ", ")
+	return string(b)
 }

@@ -27,7 +27,7 @@ type fakeBinder struct {
 	recorder  *record.FakeRecorder
 }
 
-func newFakeBinder(t *testing.T, objs ...runtime.Object) *fakeBinder {
+func newFakeBinder(t testing.TB, objs ...runtime.Object) *fakeBinder {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
@@ -61,7 +61,7 @@ func (b *fakeBinder) store(obj runtime.Object) cache.Store {
 }
 
 // informerAdds plays the informer delivering a new object: store, then handler.
-func (b *fakeBinder) informerAdds(t *testing.T, obj runtime.Object) {
+func (b *fakeBinder) informerAdds(t testing.TB, obj runtime.Object) {
 	t.Helper()
 	if err := b.store(obj).Add(obj); err != nil {
 		t.Fatal(err)
