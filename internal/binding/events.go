@@ -65,7 +65,7 @@ type Event struct {
 	Message string
 	// Repeats marks waiting events that describe a state rather than a
 	// change: the reference re-emits them on every resync; a controller may
-	// suppress an identical repeat.
+	// suppress a repeat (same type, reason and SituationKey).
 	Repeats bool
 	// Situation, when set, is what tells a repeat instead of the message:
 	// the message may carry details whose change is no news (how many
