@@ -27,7 +27,8 @@
 // claims (matching, wake-ups, the resync's choice), so CPU per bind stays
 // flat from 1,000 to 100,000 pairs; `volplane bench` measures it. The one
 // exception is the tally of a waiting claim (below): O(class size), paid
-// only when the claim or its candidates changed since it was last counted.
+// only when the claim or its candidates changed, and settled, since it was
+// last counted.
 //
 // Events. Each sync records what package binding decided, after the writes
 // it reports succeeded, with the reference's reasons and messages, plus
@@ -47,8 +48,12 @@
 //   - The tally is kept per waiting claim (tallies) with the index's
 //     Version of its candidates (its class and the PVs pre-bound to it) and
 //     the claim's resourceVersion: a resync that finds both unchanged costs
-//     O(1) (BenchmarkWaitingClaimSync: about 4 µs unchanged against 10 ms
-//     recounted at 10,000 PVs of the class).
+//     O(1) (BenchmarkWaitingClaimSync: a few µs unchanged against about
+//     10 ms recounted at 10,000 PVs of the class). A change is counted once
+//     it has stayed for a resync period (or after maxStaleResyncs periods):
+//     while PVs keep arriving in a class, its waiting claims are neither
+//     recounted nor reported at every resync, which would be quadratic work
+//     and one event per claim and resync.
 //   - Aggregation: what is recorded goes through client-go's
 //     EventCorrelator (record.NewBroadcaster with default options, in
 //     package manager): an identical event raises the count of the Event

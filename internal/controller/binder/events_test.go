@@ -1,6 +1,7 @@
 package binder
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -19,8 +20,9 @@ func tallyWorld(t *testing.T) *fakeBinder {
 	taken.Status.Phase = v1.VolumeBound
 	silver := volumeOf("silver", "20Gi", rwo)
 	silver.Spec.StorageClassName = "silver"
-	return newFakeBinder(t, claimFor("data", "10Gi", rwo),
+	b := newFakeBinder(t, claimFor("data", "10Gi", rwo),
 		volumeOf("small-1", "1Gi", rwo), volumeOf("small-2", "2Gi", rwo), taken, silver)
+	return b
 }
 
 const goldNotFound = `Warning ProvisioningFailed storageclass.storage.k8s.io "gold" not found`
@@ -54,21 +56,58 @@ func (b *fakeBinder) wantRecorded(t *testing.T, when string, want ...string) {
 
 // A waiting claim says once why no volume fits, counted by reason, next to
 // the reference's waiting event; a resync that finds the same situation
-// records nothing, and a new volume of its class is news.
+// records nothing, and a new volume of its class is news once it settled:
+// it is counted when it has stayed for a resync period.
 func TestAWaitingClaimReportsWhyNoVolumeFitsOncePerSituation(t *testing.T) {
 	b := tallyWorld(t)
 	b.syncClaimOK(t, "ns/data")
 	b.wantRecorded(t, "first sync", goldNotFound,
 		"Normal NoVolumeFits 0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class")
 
-	b.syncClaimOK(t, "ns/data")
-	b.syncClaimOK(t, "ns/data")
+	for range 3 {
+		b.nextResync(t)
+	}
 	b.wantRecorded(t, "resyncs without change")
 
 	b.informerAdds(t, volumeOf("small-3", "5Gi", rwo))
-	b.syncClaimOK(t, "ns/data")
-	b.wantRecorded(t, "a new volume too small",
+	b.nextResync(t)
+	b.wantRecorded(t, "a resync right after a new volume")
+	b.nextResync(t)
+	b.wantRecorded(t, "a resync period after the new volume",
 		"Normal NoVolumeFits 0/5 volumes available: 3 too small, 1 bound to other claims, 1 other class")
+}
+
+// While the PVs of its class keep changing, a waiting claim is not counted
+// again at each resync (a Match over the class each time, an event each
+// time): only once they settle, or after maxStaleResyncs periods.
+func TestAClaimIsNotRecountedWhileItsClassKeepsChanging(t *testing.T) {
+	b := tallyWorld(t)
+	b.syncClaimOK(t, "ns/data")
+	b.recorded()
+	for i := range maxStaleResyncs - 1 {
+		b.informerAdds(t, volumeOf(fmt.Sprintf("tiny-%d", i), "1Mi", rwo))
+		b.nextResync(t)
+	}
+	b.wantRecorded(t, "resyncs while volumes keep arriving")
+	b.nextResync(t)
+	b.wantRecorded(t, "once they stopped for a period",
+		fmt.Sprintf("Normal NoVolumeFits 0/%d volumes available: %d too small, 1 bound to other claims, 1 other class",
+			4+maxStaleResyncs-1, 2+maxStaleResyncs-1))
+
+	for i := range maxStaleResyncs {
+		b.informerAdds(t, volumeOf(fmt.Sprintf("more-%d", i), "1Mi", rwo))
+		b.nextResync(t)
+	}
+	b.wantRecorded(t, "after maxStaleResyncs periods of change",
+		fmt.Sprintf("Normal NoVolumeFits 0/%d volumes available: %d too small, 1 bound to other claims, 1 other class",
+			4+2*maxStaleResyncs-1, 2+2*maxStaleResyncs-1))
+}
+
+// nextResync plays a resync period passing, then the claim's resync.
+func (b *fakeBinder) nextResync(t *testing.T) {
+	t.Helper()
+	b.clock.Step(b.Controller.resync)
+	b.syncClaimOK(t, "ns/data")
 }
 
 // Volumes of other classes are counted in the message, but their number
@@ -80,11 +119,13 @@ func TestVolumesOfOtherClassesAloneAreNoNews(t *testing.T) {
 	silver2 := volumeOf("silver-2", "20Gi", rwo)
 	silver2.Spec.StorageClassName = "silver"
 	b.informerAdds(t, silver2)
-	b.syncClaimOK(t, "ns/data")
+	b.nextResync(t)
+	b.nextResync(t)
 	b.wantRecorded(t, "another volume of another class")
 
 	b.informerDeletes(t, b.index.Get("small-1"))
-	b.syncClaimOK(t, "ns/data")
+	b.nextResync(t)
+	b.nextResync(t)
 	b.wantRecorded(t, "a too-small volume gone",
 		"Normal NoVolumeFits 0/4 volumes available: 2 other class, 1 bound to other claims, 1 too small")
 }

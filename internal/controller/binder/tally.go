@@ -1,6 +1,8 @@
 package binder
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
@@ -8,40 +10,76 @@ import (
 )
 
 // tallies remembers, per waiting claim, the tally of its candidates (the PVs
-// of its class and those pre-bound to it), so that a resync of a claim whose
-// candidates did not change costs O(1), not a Match over its whole class.
+// of its class and those pre-bound to it), so that a resync costs O(1), not
+// a Match over the claim's whole class, unless something it counts changed.
+//
+// A change is not counted at once: the tally is counted again once what it
+// counts has stayed the same for a resync period (settle), or when the last
+// count is older than maxStale. While PVs of a class keep arriving (a bulk
+// import, the trickle benchmark), every waiting claim of the class would
+// otherwise pay O(class size) at each resync and record a new event each
+// time: quadratic work, and one event per claim and resync, for news that
+// is outdated when read. A single change to a quiet class is counted at the
+// first look when the last count is older than maxStale, else a resync
+// period later.
+//
 // Entries go when the claim is deleted or stops wanting a tally. Guarded by
 // Controller.mu, like the index whose Version it keeps.
 type tallies struct {
 	byKey map[string]countedTally
 }
 
+// tallySource is what a tally was counted from: the index's Version of the
+// claim's candidates and the claim's resourceVersion.
+type tallySource struct {
+	candidates index.Version
+	claim      string
+}
+
 // countedTally is the tally of a claim's candidates, without the PVs of
 // other classes, and what it was counted from.
 type countedTally struct {
-	version index.Version
-	// claimVersion: the claim's resourceVersion; a new request, selector or
-	// class means counting again.
-	claimVersion string
+	from      tallySource
+	countedAt time.Time
+	// seen is the newest source looked at, unchanged since seenSince.
+	seen      tallySource
+	seenSince time.Time
 	// candidates is how many PVs were handed to Match: every other PV the
 	// index holds is of another class.
 	candidates int
 	tally      binding.Tally
 }
 
+// maxStaleResyncs bounds, in resync periods, how long a tally may lag
+// behind PVs that keep changing (5 minutes at the default 15 s).
+const maxStaleResyncs = 20
+
 func newTallies() *tallies { return &tallies{byKey: map[string]countedTally{}} }
 
-// tally returns the claim's tally over every PV held: remembered while the
-// claim and its candidates are unchanged (only the number of other PVs is
-// brought up to date), counted again otherwise. Match runs outside c.mu: the
-// candidates are informer objects, never modified, and one claim is synced
-// by one worker at a time.
+// due says whether to count again, looking at the current source now.
+func (t *countedTally) due(now time.Time, current tallySource, settle time.Duration) bool {
+	if current == t.from {
+		return false
+	}
+	if current != t.seen {
+		t.seen, t.seenSince = current, now
+	}
+	return now.Sub(t.seenSince) >= settle || now.Sub(t.countedAt) >= maxStaleResyncs*settle
+}
+
+// tally returns the claim's tally over every PV held: the remembered one
+// unless a count is due (only the number of other PVs is brought up to
+// date), else counted again. Match runs outside c.mu: the candidates are
+// informer objects, never modified, and one claim is synced by one worker
+// at a time.
 func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
-	key := binding.ClaimKey(claim)
+	key, now := binding.ClaimKey(claim), c.clock.Now()
 	c.mu.Lock()
-	version, total := c.index.Version(claim), c.index.Len()
+	current := tallySource{candidates: c.index.Version(claim), claim: claim.ResourceVersion}
+	total := c.index.Len()
 	counted, ok := c.tallies.byKey[key]
-	if ok && counted.version == version && counted.claimVersion == claim.ResourceVersion {
+	if ok && !counted.due(now, current, c.resync) {
+		c.tallies.byKey[key] = counted
 		c.mu.Unlock()
 		t := counted.tally.WithOtherClass(total - counted.candidates)
 		return &t
@@ -49,7 +87,7 @@ func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
 	candidates := c.index.Candidates(claim)
 	c.mu.Unlock()
 	chosen, verdicts := binding.Match(claim, candidates, false)
-	counted = countedTally{version: version, claimVersion: claim.ResourceVersion,
+	counted = countedTally{from: current, countedAt: now, seen: current, seenSince: now,
 		candidates: len(candidates), tally: binding.Count(verdicts, chosen != nil, 0)}
 	c.mu.Lock()
 	c.tallies.byKey[key] = counted
