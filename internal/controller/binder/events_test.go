@@ -211,3 +211,18 @@ func TestABoundClaimForgetsItsTally(t *testing.T) {
 		t.Errorf("recorded %q, want the first sync's two events only", evs)
 	}
 }
+
+// While a count waits for the class to settle, the last tally is reported
+// as it was counted: the new PVs of the claim's class are not mistaken for
+// PVs of other classes.
+func TestAWaitingCountReportsTheLastTallyAsItWas(t *testing.T) {
+	b := tallyWorld(t)
+	b.syncClaimOK(t, "ns/data")
+	b.recorded()
+	b.informerAdds(t, volumeOf("small-3", "5Gi", rwo))
+	claim := b.newClaim.Newer("ns/data", claimFor("data", "10Gi", rwo))
+	want := "0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class"
+	if got := b.tally(claim).String(); got != want {
+		t.Errorf("tally while the count waits: %q, want %q", got, want)
+	}
+}

@@ -48,6 +48,17 @@ type countedTally struct {
 	// index holds is of another class.
 	candidates int
 	tally      binding.Tally
+	// total is the number of PVs held when the tally was last reported.
+	// While the candidates are unchanged it follows the index (the change
+	// was to other classes); while a count waits, the last tally is
+	// reported as it was, stale but true of a moment.
+	total int
+}
+
+// report is the tally of every PV: the candidates' plus the other classes'.
+func (t *countedTally) report() *binding.Tally {
+	all := t.tally.WithOtherClass(t.total - t.candidates)
+	return &all
 }
 
 // maxStaleResyncs bounds, in resync periods, how long a tally may lag
@@ -68,8 +79,7 @@ func (t *countedTally) due(now time.Time, current tallySource, settle time.Durat
 }
 
 // tally returns the claim's tally over every PV held: the remembered one
-// unless a count is due (only the number of other PVs is brought up to
-// date), else counted again. Match runs outside c.mu: the candidates are
+// unless a count is due, else counted again. Match runs outside c.mu: the candidates are
 // informer objects, never modified, and one claim is synced by one worker
 // at a time.
 func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
@@ -79,21 +89,22 @@ func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
 	total := c.index.Len()
 	counted, ok := c.tallies.byKey[key]
 	if ok && !counted.due(now, current, c.resync) {
+		if current == counted.from {
+			counted.total = total
+		}
 		c.tallies.byKey[key] = counted
 		c.mu.Unlock()
-		t := counted.tally.WithOtherClass(total - counted.candidates)
-		return &t
+		return counted.report()
 	}
 	candidates := c.index.Candidates(claim)
 	c.mu.Unlock()
 	chosen, verdicts := binding.Match(claim, candidates, false)
 	counted = countedTally{from: current, countedAt: now, seen: current, seenSince: now,
-		candidates: len(candidates), tally: binding.Count(verdicts, chosen != nil, 0)}
+		candidates: len(candidates), tally: binding.Count(verdicts, chosen != nil, 0), total: total}
 	c.mu.Lock()
 	c.tallies.byKey[key] = counted
 	c.mu.Unlock()
-	t := counted.tally.WithOtherClass(total - counted.candidates)
-	return &t
+	return counted.report()
 }
 
 // forget drops a claim's tally; the caller holds c.mu.
