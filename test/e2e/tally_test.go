@@ -17,10 +17,10 @@ import (
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
-// A claim no volume fits says why, counted by reason over every volume, next
-// to the reference's waiting event (here ProvisioningFailed: its class does
-// not exist); each once per situation, not on every resync; and a new
-// volume of its class is news.
+// A claim no volume fits says why, once it has waited a resync period,
+// counted by reason over every volume, next to the reference's waiting
+// event (here ProvisioningFailed: its class does not exist); each once per
+// situation, not on every resync; and a new volume of its class is news.
 func TestWaitingClaimSaysWhyNoVolumeFitsOncePerSituation(t *testing.T) {
 	e := newEnv(t)
 	withoutSharedBinder(t)

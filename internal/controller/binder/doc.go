@@ -27,8 +27,8 @@
 // claims (matching, wake-ups, the resync's choice), so CPU per bind stays
 // flat from 1,000 to 100,000 pairs; `volplane bench` measures it. The one
 // exception is the tally of a waiting claim (below): O(class size), paid
-// only when the claim or its candidates changed, and settled, since it was
-// last counted.
+// once a claim has waited a resync period, and again only after its
+// candidates changed and settled.
 //
 // Events. Each sync records what package binding decided, after the writes
 // it reports succeeded, with the reference's reasons and messages, plus
@@ -47,13 +47,14 @@
 //     a volume of another class appearing is no news for the claim.
 //   - The tally is kept per waiting claim (tallies) with the index's
 //     Version of its candidates (its class and the PVs pre-bound to it) and
-//     the claim's resourceVersion: a resync that finds both unchanged costs
-//     O(1) (BenchmarkWaitingClaimSync: a few µs unchanged against about
-//     10 ms recounted at 10,000 PVs of the class). A change is counted once
-//     it has stayed for a resync period (or after maxStaleResyncs periods):
-//     while PVs keep arriving in a class, its waiting claims are neither
-//     recounted nor reported at every resync, which would be quadratic work
-//     and one event per claim and resync.
+//     the claim's request: a resync that finds both unchanged costs O(1)
+//     (BenchmarkWaitingClaimSync: a few µs, against about 10 ms for a count
+//     at 10,000 PVs of the class). Counting waits until the claim has
+//     waited, and its candidates stayed the same, for a resync period (or
+//     maxStaleResyncs periods passed): a claim bound or provisioned within
+//     a period never pays, and while PVs keep arriving in a class its
+//     waiting claims are neither recounted nor reported at every resync,
+//     which would be quadratic work and one event per claim and resync.
 //   - Aggregation: what is recorded goes through client-go's
 //     EventCorrelator (record.NewBroadcaster with default options, in
 //     package manager): an identical event raises the count of the Event

@@ -54,14 +54,16 @@ func (b *fakeBinder) wantRecorded(t *testing.T, when string, want ...string) {
 	}
 }
 
-// A waiting claim says once why no volume fits, counted by reason, next to
-// the reference's waiting event; a resync that finds the same situation
-// records nothing, and a new volume of its class is news once it settled:
-// it is counted when it has stayed for a resync period.
+// A claim that has waited a resync period says once why no volume fits,
+// counted by reason, next to the reference's waiting event; a resync that
+// finds the same situation records nothing, and a new volume of its class
+// is news once it has stayed for a resync period.
 func TestAWaitingClaimReportsWhyNoVolumeFitsOncePerSituation(t *testing.T) {
 	b := tallyWorld(t)
 	b.syncClaimOK(t, "ns/data")
-	b.wantRecorded(t, "first sync", goldNotFound,
+	b.wantRecorded(t, "first sync", goldNotFound)
+	b.nextResync(t)
+	b.wantRecorded(t, "a resync period later",
 		"Normal NoVolumeFits 0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class")
 
 	for range 3 {
@@ -77,30 +79,43 @@ func TestAWaitingClaimReportsWhyNoVolumeFitsOncePerSituation(t *testing.T) {
 		"Normal NoVolumeFits 0/5 volumes available: 3 too small, 1 bound to other claims, 1 other class")
 }
 
-// While the PVs of its class keep changing, a waiting claim is not counted
-// again at each resync (a Match over the class each time, an event each
-// time): only once they settle, or after maxStaleResyncs periods.
-func TestAClaimIsNotRecountedWhileItsClassKeepsChanging(t *testing.T) {
+// counted is tallyWorld once the claim waited a resync period and reported
+// its tally; the events so far are drained.
+func counted(t *testing.T) *fakeBinder {
 	b := tallyWorld(t)
 	b.syncClaimOK(t, "ns/data")
-	b.recorded()
-	for i := range maxStaleResyncs - 1 {
+	b.nextResync(t)
+	if evs := b.recorded(); len(evs) != 2 {
+		t.Fatalf("recorded %q, want ProvisioningFailed and NoVolumeFits", evs)
+	}
+	return b
+}
+
+// While the PVs of its class keep changing, a waiting claim is not counted
+// again at each resync (a Match over the class each time, an event each
+// time): only once they stayed for a period, or after maxStaleResyncs
+// periods.
+func TestAClaimIsNotRecountedWhileItsClassKeepsChanging(t *testing.T) {
+	b := counted(t)
+	for i := range 5 {
 		b.informerAdds(t, volumeOf(fmt.Sprintf("tiny-%d", i), "1Mi", rwo))
 		b.nextResync(t)
 	}
 	b.wantRecorded(t, "resyncs while volumes keep arriving")
 	b.nextResync(t)
 	b.wantRecorded(t, "once they stopped for a period",
-		fmt.Sprintf("Normal NoVolumeFits 0/%d volumes available: %d too small, 1 bound to other claims, 1 other class",
-			4+maxStaleResyncs-1, 2+maxStaleResyncs-1))
+		"Normal NoVolumeFits 0/9 volumes available: 7 too small, 1 bound to other claims, 1 other class")
 
 	for i := range maxStaleResyncs {
+		if i == maxStaleResyncs-1 {
+			b.wantRecorded(t, "while volumes keep arriving for almost maxStaleResyncs periods")
+		}
 		b.informerAdds(t, volumeOf(fmt.Sprintf("more-%d", i), "1Mi", rwo))
 		b.nextResync(t)
 	}
 	b.wantRecorded(t, "after maxStaleResyncs periods of change",
 		fmt.Sprintf("Normal NoVolumeFits 0/%d volumes available: %d too small, 1 bound to other claims, 1 other class",
-			4+2*maxStaleResyncs-1, 2+2*maxStaleResyncs-1))
+			9+maxStaleResyncs, 7+maxStaleResyncs))
 }
 
 // nextResync plays a resync period passing, then the claim's resync.
@@ -113,9 +128,7 @@ func (b *fakeBinder) nextResync(t *testing.T) {
 // Volumes of other classes are counted in the message, but their number
 // changing is no news for the claim: no event until its own volumes change.
 func TestVolumesOfOtherClassesAloneAreNoNews(t *testing.T) {
-	b := tallyWorld(t)
-	b.syncClaimOK(t, "ns/data")
-	b.recorded()
+	b := counted(t)
 	silver2 := volumeOf("silver-2", "20Gi", rwo)
 	silver2.Spec.StorageClassName = "silver"
 	b.informerAdds(t, silver2)
@@ -196,8 +209,7 @@ func TestADeletedClaimLeavesNothingRemembered(t *testing.T) {
 // A claim that finds a volume forgets its tally; its bind is no waiting
 // state, and a later wait is news again.
 func TestABoundClaimForgetsItsTally(t *testing.T) {
-	b := tallyWorld(t)
-	b.syncClaimOK(t, "ns/data")
+	b := counted(t)
 	big := volumeOf("big", "10Gi", rwo)
 	if _, err := b.client.CoreV1().PersistentVolumes().Create(ctx, big, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -207,18 +219,14 @@ func TestABoundClaimForgetsItsTally(t *testing.T) {
 	if len(b.tallies.byKey) != 0 {
 		t.Errorf("tallies after the bind: %v", b.tallies.byKey)
 	}
-	if evs := b.recorded(); len(evs) != 2 {
-		t.Errorf("recorded %q, want the first sync's two events only", evs)
-	}
+	b.wantRecorded(t, "the bind")
 }
 
 // While a count waits for the class to settle, the last tally is reported
 // as it was counted: the new PVs of the claim's class are not mistaken for
 // PVs of other classes.
 func TestAWaitingCountReportsTheLastTallyAsItWas(t *testing.T) {
-	b := tallyWorld(t)
-	b.syncClaimOK(t, "ns/data")
-	b.recorded()
+	b := counted(t)
 	b.informerAdds(t, volumeOf("small-3", "5Gi", rwo))
 	claim := b.newClaim.Newer("ns/data", claimFor("data", "10Gi", rwo))
 	want := "0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class"

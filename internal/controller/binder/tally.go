@@ -1,9 +1,11 @@
 package binder
 
 import (
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/index"
@@ -13,15 +15,14 @@ import (
 // of its class and those pre-bound to it), so that a resync costs O(1), not
 // a Match over the claim's whole class, unless something it counts changed.
 //
-// A change is not counted at once: the tally is counted again once what it
-// counts has stayed the same for a resync period (settle), or when the last
-// count is older than maxStale. While PVs of a class keep arriving (a bulk
-// import, the trickle benchmark), every waiting claim of the class would
-// otherwise pay O(class size) at each resync and record a new event each
-// time: quadratic work, and one event per claim and resync, for news that
-// is outdated when read. A single change to a quiet class is counted at the
-// first look when the last count is older than maxStale, else a resync
-// period later.
+// Counting waits for the situation to settle: a claim is counted once it
+// and its candidates have stayed the same for a resync period, or when the
+// last count (or the first look) is older than maxStaleResyncs periods. A
+// claim bound or provisioned within a period never pays for a count, and
+// while PVs keep arriving in a class (a bulk import, the benchmarks) its
+// waiting claims are neither recounted nor reported at each resync: that
+// would be O(class size) per claim and resync, quadratic overall, and one
+// event per claim and resync, for news outdated when read.
 //
 // Entries go when the claim is deleted or stops wanting a tally. Guarded by
 // Controller.mu, like the index whose Version it keeps.
@@ -29,18 +30,20 @@ type tallies struct {
 	byKey map[string]countedTally
 }
 
-// tallySource is what a tally was counted from: the index's Version of the
-// claim's candidates and the claim's resourceVersion.
+// tallySource is what a tally is counted from: the index's Version of the
+// claim's candidates and what of the claim itself decides its verdicts.
 type tallySource struct {
 	candidates index.Version
-	claim      string
+	request    string
 }
 
-// countedTally is the tally of a claim's candidates, without the PVs of
+// countedTally is a claim's tally of its candidates, without the PVs of
 // other classes, and what it was counted from.
 type countedTally struct {
-	from      tallySource
-	countedAt time.Time
+	counted bool
+	from    tallySource
+	// since is when it was counted, or first looked at before that.
+	since time.Time
 	// seen is the newest source looked at, unchanged since seenSince.
 	seen      tallySource
 	seenSince time.Time
@@ -55,56 +58,90 @@ type countedTally struct {
 	total int
 }
 
-// report is the tally of every PV: the candidates' plus the other classes'.
-func (t *countedTally) report() *binding.Tally {
-	all := t.tally.WithOtherClass(t.total - t.candidates)
-	return &all
-}
-
 // maxStaleResyncs bounds, in resync periods, how long a tally may lag
 // behind PVs that keep changing (5 minutes at the default 15 s).
 const maxStaleResyncs = 20
 
 func newTallies() *tallies { return &tallies{byKey: map[string]countedTally{}} }
 
-// due says whether to count again, looking at the current source now.
+// due says whether to count now, having looked at the current source.
 func (t *countedTally) due(now time.Time, current tallySource, settle time.Duration) bool {
-	if current == t.from {
+	if t.counted && current == t.from {
 		return false
 	}
 	if current != t.seen {
 		t.seen, t.seenSince = current, now
 	}
-	return now.Sub(t.seenSince) >= settle || now.Sub(t.countedAt) >= maxStaleResyncs*settle
+	return now.Sub(t.seenSince) >= settle || now.Sub(t.since) >= maxStaleResyncs*settle
 }
 
-// tally returns the claim's tally over every PV held: the remembered one
-// unless a count is due, else counted again. Match runs outside c.mu: the candidates are
-// informer objects, never modified, and one claim is synced by one worker
-// at a time.
+// report is the tally of every PV, nil before the first count.
+func (t *countedTally) report() *binding.Tally {
+	if !t.counted {
+		return nil
+	}
+	all := t.tally.WithOtherClass(t.total - t.candidates)
+	return &all
+}
+
+// tally returns the claim's tally over every PV held: nil until counted,
+// then the remembered one unless a count is due. Match runs outside c.mu:
+// the candidates are informer objects, never modified, and one claim is
+// synced by one worker at a time.
 func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
 	key, now := binding.ClaimKey(claim), c.clock.Now()
 	c.mu.Lock()
-	current := tallySource{candidates: c.index.Version(claim), claim: claim.ResourceVersion}
+	current := tallySource{candidates: c.index.Version(claim), request: requestOf(claim)}
 	total := c.index.Len()
-	counted, ok := c.tallies.byKey[key]
-	if ok && !counted.due(now, current, c.resync) {
-		if current == counted.from {
-			counted.total = total
+	t, ok := c.tallies.byKey[key]
+	if !ok {
+		t = countedTally{since: now, seen: current, seenSince: now}
+	}
+	if !t.due(now, current, c.resync) {
+		if t.counted && current == t.from {
+			t.total = total
 		}
-		c.tallies.byKey[key] = counted
+		c.tallies.byKey[key] = t
 		c.mu.Unlock()
-		return counted.report()
+		return t.report()
 	}
 	candidates := c.index.Candidates(claim)
 	c.mu.Unlock()
 	chosen, verdicts := binding.Match(claim, candidates, false)
-	counted = countedTally{from: current, countedAt: now, seen: current, seenSince: now,
+	t = countedTally{counted: true, from: current, since: now, seen: current, seenSince: now,
 		candidates: len(candidates), tally: binding.Count(verdicts, chosen != nil, 0), total: total}
 	c.mu.Lock()
-	c.tallies.byKey[key] = counted
+	c.tallies.byKey[key] = t
 	c.mu.Unlock()
-	return counted.report()
+	return t.report()
+}
+
+// requestOf renders what of a claim decides its verdicts, besides its class
+// (part of the index's Version) and its identity: its status and
+// annotations, which the binder itself writes, do not.
+func requestOf(claim *v1.PersistentVolumeClaim) string {
+	s := claim.Spec
+	var b strings.Builder
+	if s.VolumeAttributesClassName != nil {
+		b.WriteString(*s.VolumeAttributesClassName)
+	}
+	b.WriteByte('|')
+	if s.VolumeMode != nil {
+		b.WriteString(string(*s.VolumeMode))
+	}
+	b.WriteByte('|')
+	if q, ok := s.Resources.Requests[v1.ResourceStorage]; ok {
+		b.WriteString(q.String())
+	}
+	for _, m := range s.AccessModes {
+		b.WriteByte('|')
+		b.WriteString(string(m))
+	}
+	if s.Selector != nil {
+		b.WriteByte('|')
+		b.WriteString(metav1.FormatLabelSelector(s.Selector))
+	}
+	return b.String()
 }
 
 // forget drops a claim's tally; the caller holds c.mu.

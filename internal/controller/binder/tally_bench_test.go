@@ -37,10 +37,15 @@ func benchmarkWaitingClaimSync(b *testing.B, n int, step time.Duration) {
 	for i := range n {
 		f.informerAdds(b, volumeOf(fmt.Sprintf("pv-%05d", i), "1Gi", rwo))
 	}
-	if err := f.syncClaim(ctx, "ns/data"); err != nil {
-		b.Fatal(err)
+	for range 2 { // the second sync, a period later, counts
+		if err := f.syncClaim(ctx, "ns/data"); err != nil {
+			b.Fatal(err)
+		}
+		f.clock.Step(f.Controller.resync)
 	}
-	f.recorded()
+	if evs := f.recorded(); len(evs) != 2 {
+		b.Fatalf("recorded %q, want ProvisioningFailed and NoVolumeFits", evs)
+	}
 	moving := volumeOf("pv-00000", "1Gi", rwo)
 	b.ReportAllocs()
 	b.ResetTimer()
