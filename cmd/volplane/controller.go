@@ -95,7 +95,12 @@ those drivers first. On a real cluster a driver is served one of two ways:
 Leader election is on by default, as in kube-controller-manager: replicas
 share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
 loops and the others wait to take over; SIGTERM releases the Lease at once.
-Use --leader-elect=false only where one instance is guaranteed.`,
+Use --leader-elect=false only where one instance is guaranteed.
+
+While the provisioner runs (on the leader only) it renews a heartbeat Lease
+per driver (one per driver and node with --node-deployment) in
+--leader-elect-namespace, every 10 s, and deletes it on exit: volplane
+explain reads it to say whether a claim's provisioner is running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -140,7 +145,7 @@ Use --leader-elect=false only where one instance is guaranteed.`,
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
 	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", d.LeaderElect,
 		"run the loops only while holding a coordination.k8s.io Lease, so that replicas never run two binders at once (as kube-controller-manager)")
-	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", d.LeaderElectNamespace, "namespace of the leader election Lease")
+	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", d.LeaderElectNamespace, "namespace of the leader election Lease, and of the provisioner's heartbeat Leases (also with --leader-elect=false)")
 	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", d.LeaderElectName, "name of the leader election Lease")
 	le := &f.cfg.LeaderElection
 	fl.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration,

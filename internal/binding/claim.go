@@ -61,6 +61,11 @@ type ClaimInput struct {
 	Match *v1.PersistentVolume
 	// Verdicts are passed through to the decision for explain and logs.
 	Verdicts []Verdict
+	// Tally is Match over every PV, counted (Count), for a claim without
+	// spec.volumeName that Match leaves without a volume; nil when it was
+	// not counted. It is only reported for classes that bind immediately:
+	// for WaitForFirstConsumer the scheduler reports what it considered.
+	Tally *Tally
 	// Class is the StorageClass the claim names; nil when it names none or
 	// the class does not exist.
 	Class *storagev1.StorageClass
@@ -131,15 +136,50 @@ func decideNoMatch(in ClaimInput) ClaimDecision {
 	}
 	className := ClaimClass(claim)
 	_, nodeSelected := claim.Annotations[storagehelpers.AnnSelectedNode]
+	var d ClaimDecision
 	switch {
 	case className != "" && DelayBinding(in.Class) && !nodeSelected:
 		return ClaimDecision{Action: ClaimPending, Events: []Event{waitForConsumerEvent(in.Pods)},
 			Note: "class waits for the first consumer and no node is selected yet"}
 	case className != "":
-		return decideProvision(className, in.Class)
+		d = decideProvision(className, in.Class)
+	default:
+		d = ClaimDecision{Action: ClaimPending, Note: "no volume fits and no class is set",
+			Events: []Event{claimEvent(v1.EventTypeNormal, EventFailedBinding, MsgNoVolumesNoClass, true)}}
 	}
-	return ClaimDecision{Action: ClaimPending, Note: "no volume fits and no class is set",
-		Events: []Event{claimEvent(v1.EventTypeNormal, EventFailedBinding, MsgNoVolumesNoClass, true)}}
+	if e, ok := noVolumeFitsEvent(in); ok {
+		d.Events = append(d.Events, e)
+	}
+	return d
+}
+
+// WantsTally says whether DecideClaim reports in.Tally, so that a
+// controller counts it (O(class size)) only then: for a claim still looking
+// for a volume (no spec.volumeName, never bound) that no volume fits, whose
+// class binds immediately (for WaitForFirstConsumer the scheduler reports
+// what it considered) and that is not about to get the default class.
+func WantsTally(in ClaimInput) bool {
+	claim := in.Claim
+	return claim.Spec.VolumeName == "" && in.Match == nil &&
+		!metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted) &&
+		!DelayBinding(in.Class) && (ClaimHasClass(claim) || in.DefaultClass == nil)
+}
+
+// noVolumeFitsEvent reports the tally, after the reference's waiting event.
+// Not when no PV exists (the tally would say nothing), nor when the tally
+// counts a fitting PV: FindBest skipped it because another claim has
+// reserved it and is binding it now, and the claim's next sync counts it as
+// bound to that claim. The event repeats (a waiting state); its situation
+// leaves out the volumes of other classes, whose number changing is no news
+// for this claim.
+func noVolumeFitsEvent(in ClaimInput) (Event, bool) {
+	t := in.Tally
+	if t == nil || !WantsTally(in) || t.Considered == 0 || t.Available > 0 {
+		return Event{}, false
+	}
+	e := claimEvent(v1.EventTypeNormal, EventNoVolumeFits, t.String(), true)
+	e.Situation = t.WithOtherClass(-t.otherClass).String()
+	return e, true
 }
 
 // decideProvision hands the claim to the provisioner of its class

@@ -1,6 +1,7 @@
 package binding_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -274,5 +275,102 @@ func TestDecideClaimPassesVerdictsThrough(t *testing.T) {
 	d := binding.DecideClaim(binding.ClaimInput{Claim: newClaim("c", "1Gi"), Verdicts: verdicts})
 	if !reflect.DeepEqual(d.Verdicts, verdicts) {
 		t.Errorf("verdicts %v, want %v", d.Verdicts, verdicts)
+	}
+}
+
+// A claim that waits in Immediate mode also gets the tally of every volume,
+// after the reference's waiting event; the reference's events are unchanged.
+func TestDecideReportsWhyNoVolumeFitsAWaitingClaim(t *testing.T) {
+	gold := newClass("gold", "csi.example.com")
+	local := newClass("local", "kubernetes.io/no-provisioner", waitForConsumer())
+	tally := binding.Count([]binding.Verdict{
+		{PV: "a", Reason: binding.ReasonTooSmall}, {PV: "b", Reason: binding.ReasonTooSmall},
+		{PV: "c", Reason: binding.ReasonBoundToOther},
+	}, false, 1)
+	const counted = "0/4 volumes available: 2 too small, 1 bound to other claims, 1 other class"
+	noVolume := ev{normal, "NoVolumeFits", counted}
+	nothing := binding.Count(nil, false, 0)
+	reserved := binding.Count([]binding.Verdict{{PV: "a", Reason: binding.ReasonTooSmall}}, true, 0)
+	run(t, []claimCase{
+		{
+			name:   "a class that does not exist",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{warning, "ProvisioningFailed", `storageclass.storage.k8s.io "gold" not found`}, noVolume},
+		},
+		{
+			name:   "a class with an external provisioner",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &tally},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}, noVolume},
+		},
+		{
+			name:   "no class and no default class",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{normal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set"}, noVolume},
+		},
+		{
+			name:   "no class but a default: the class comes first, the tally with it",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), DefaultClass: gold, Tally: &tally},
+			action: binding.ClaimSetDefaultClass, class: "gold",
+		},
+		{
+			name:   "WaitForFirstConsumer: the scheduler reports what it considered",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("local")), Class: local, Tally: &tally},
+			action: binding.ClaimPending,
+			events: []ev{{normal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding"}},
+		},
+		{
+			name: "WaitForFirstConsumer with a selected node: provision, no tally",
+			in: binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("topo"), claimAnn(storagehelpers.AnnSelectedNode, "n1")),
+				Class: newClass("topo", "csi.example.com", waitForConsumer()), Tally: &tally},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "no volume exists: nothing to count",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &nothing},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "a fitting volume another claim reserved: its bind will tell",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Class: gold, Tally: &reserved},
+			action: binding.ClaimProvision, provider: "csi.example.com",
+			events: []ev{{normal, "ExternalProvisioning", externalMsg}},
+		},
+		{
+			name:   "a match is bound, the tally is not reported",
+			in:     binding.ClaimInput{Claim: newClaim("c", "1Gi"), Match: newPV("pv1", "1Gi"), Tally: &reserved},
+			action: binding.ClaimBind, volume: "pv1",
+		},
+	})
+}
+
+// The number of volumes of other classes is in the message but is no news
+// for the claim: NoVolumeFits events that differ only there are repeats.
+func TestNoVolumeFitsIsNewsWhenTheClaimsOwnVolumesChange(t *testing.T) {
+	tooSmall := func(n, otherClass int) binding.Event {
+		verdicts := make([]binding.Verdict, n)
+		for i := range verdicts {
+			verdicts[i] = binding.Verdict{PV: fmt.Sprint(i), Reason: binding.ReasonTooSmall}
+		}
+		tally := binding.Count(verdicts, false, otherClass)
+		d := binding.DecideClaim(binding.ClaimInput{Claim: newClaim("c", "1Gi", claimClass("gold")), Tally: &tally})
+		for _, e := range d.Events {
+			if e.Reason == binding.EventNoVolumeFits {
+				return e
+			}
+		}
+		t.Fatalf("no NoVolumeFits event in %s", d)
+		return binding.Event{}
+	}
+	base := tooSmall(2, 1)
+	if other := tooSmall(2, 5); other.SituationKey() != base.SituationKey() || other.Message == base.Message {
+		t.Errorf("more volumes of other classes: %q vs %q, want one situation, two messages", other, base)
+	}
+	if more := tooSmall(3, 1); more.SituationKey() == base.SituationKey() {
+		t.Errorf("one more too-small volume: %q vs %q, want a new situation", more, base)
 	}
 }

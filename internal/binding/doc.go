@@ -16,6 +16,11 @@
 //     human message. A Verdict is one PV with its Reason and a detail.
 //   - Match: the best PV for a claim among candidates, plus a Verdict for
 //     every PV that was not chosen.
+//   - Tally: a match's verdicts counted by reason (Count), rendered like the
+//     scheduler's "0/12 volumes available: 7 too small, 3 other class".
+//     DecideClaim reports it as a NoVolumeFits event on a claim waiting in
+//     Immediate mode when the controller passed it (WantsTally says when);
+//     `volplane explain` shows the same counts.
 //   - ClaimInput / ClaimDecision, VolumeInput / VolumeDecision: everything a
 //     claim or volume sync needs to know, and what it must do (an action, the
 //     phase to write, the events to emit).

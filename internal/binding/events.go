@@ -19,6 +19,12 @@ const (
 	EventVolumeFailedRecycle        = "VolumeFailedRecycle"
 	EventVolumeFailedDelete         = "VolumeFailedDelete"
 	EventVolumeUnknownReclaimPolicy = "VolumeUnknownReclaimPolicy"
+
+	// EventNoVolumeFits is volplane's own, recorded besides the reference's
+	// waiting event of a claim no volume fits: its message is the Tally
+	// ("0/12 volumes available: 7 too small, 3 other class, ..."), so the
+	// claim's events say why no existing volume serves it.
+	EventNoVolumeFits = "NoVolumeFits"
 )
 
 // Messages whose wording is fixed (copied word for word from the Kubernetes
@@ -59,8 +65,21 @@ type Event struct {
 	Message string
 	// Repeats marks waiting events that describe a state rather than a
 	// change: the reference re-emits them on every resync; a controller may
-	// suppress an identical repeat.
+	// suppress a repeat (same type, reason and SituationKey).
 	Repeats bool
+	// Situation, when set, is what tells a repeat instead of the message:
+	// the message may carry details whose change is no news (how many
+	// volumes of other classes exist, in NoVolumeFits).
+	Situation string
+}
+
+// SituationKey is what two waiting events of one reason must share to be
+// repeats of each other.
+func (e Event) SituationKey() string {
+	if e.Situation != "" {
+		return e.Type + "/" + e.Situation
+	}
+	return e.Type + "/" + e.Message
 }
 
 func (e Event) String() string {

@@ -1,9 +1,8 @@
 package binding
 
 import (
-	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 )
 
 // reasonShort is each reason as a counted phrase ("7 too small"), for the
@@ -51,6 +50,9 @@ type Tally struct {
 	// Groups are the counts by reason, largest first, ties in the order of
 	// Reasons().
 	Groups []Group `json:"groups"`
+	// otherClass is how many of the ClassMismatch volumes were never handed
+	// to Match: the situation of a NoVolumeFits event leaves them out.
+	otherClass int
 }
 
 // Count tallies the verdicts of Match. chosen says whether Match chose a
@@ -59,7 +61,7 @@ type Tally struct {
 // them out): they are reported as ReasonClassMismatch.
 func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 	counts := map[Reason]int{}
-	t := Tally{Considered: len(verdicts) + otherClass}
+	t := Tally{Considered: len(verdicts)}
 	if chosen {
 		t.Considered++
 		t.Available++
@@ -70,15 +72,39 @@ func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 			t.Available++
 		}
 	}
-	counts[ReasonClassMismatch] += otherClass
-	order := Reasons()
-	for _, r := range order {
+	t.Groups = groupsOf(counts)
+	return t.WithOtherClass(otherClass)
+}
+
+// WithOtherClass is the tally with n more volumes of other classes (n < 0:
+// fewer) that were not handed to Match: a controller that kept the tally of
+// a claim's candidates brings the count of every other volume up to date
+// without matching again.
+func (t Tally) WithOtherClass(n int) Tally {
+	if n == 0 {
+		return t
+	}
+	counts := make(map[Reason]int, len(t.Groups)+1)
+	for _, g := range t.Groups {
+		counts[g.Reason] = g.Count
+	}
+	counts[ReasonClassMismatch] += n
+	t.Considered += n
+	t.otherClass += n
+	t.Groups = groupsOf(counts)
+	return t
+}
+
+// groupsOf orders counts largest first, ties in the order of Reasons().
+func groupsOf(counts map[Reason]int) []Group {
+	var groups []Group
+	for _, r := range Reasons() {
 		if counts[r] > 0 {
-			t.Groups = append(t.Groups, Group{Reason: r, Count: counts[r]})
+			groups = append(groups, Group{Reason: r, Count: counts[r]})
 		}
 	}
-	slices.SortStableFunc(t.Groups, func(a, b Group) int { return b.Count - a.Count })
-	return t
+	slices.SortStableFunc(groups, func(a, b Group) int { return b.Count - a.Count })
+	return groups
 }
 
 // String is the tally in one line, like the scheduler's "0/3 nodes are
@@ -88,17 +114,25 @@ func (t Tally) String() string {
 	if t.Considered == 0 {
 		return "no volumes exist"
 	}
-	noun := "volumes"
+	noun := " volumes available"
 	if t.Considered == 1 {
-		noun = "volume"
+		noun = " volume available"
 	}
-	head := fmt.Sprintf("%d/%d %s available", t.Available, t.Considered, noun)
-	if len(t.Groups) == 0 {
-		return head
-	}
-	parts := make([]string, len(t.Groups))
+	// strconv, not fmt: a waiting claim's sync renders its tally each time.
+	b := make([]byte, 0, 64+24*len(t.Groups))
+	b = strconv.AppendInt(b, int64(t.Available), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(t.Considered), 10)
+	b = append(b, noun...)
 	for i, g := range t.Groups {
-		parts[i] = fmt.Sprintf("%d %s", g.Count, g.Reason.Short())
+		if i == 0 {
+			b = append(b, ": "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(g.Count), 10)
+		b = append(b, ' ')
+		b = append(b, g.Reason.Short()...)
 	}
-	return head + ": " + strings.Join(parts, ", ")
+	return string(b)
 }

@@ -55,3 +55,16 @@ func TestEveryReasonHasACountedPhrase(t *testing.T) {
 		}
 	}
 }
+
+func TestWithOtherClassCountsAsIfMatchWasHandedThoseVolumes(t *testing.T) {
+	verdicts := []binding.Verdict{{PV: "a", Reason: binding.ReasonTooSmall}, {PV: "b", Reason: binding.ReasonTooSmall}}
+	for _, n := range []int{0, 1, 2, 3} {
+		want := binding.Count(verdicts, false, n)
+		if got := binding.Count(verdicts, false, 0).WithOtherClass(n); got.String() != want.String() {
+			t.Errorf("%d more: %q, want %q", n, got, want)
+		}
+	}
+	if got := binding.Count(verdicts, false, 0).WithOtherClass(3).String(); got != "0/5 volumes available: 3 other class, 2 too small" {
+		t.Errorf("tally = %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -150,10 +151,7 @@ func unscheduled(pods []*v1.Pod) []string {
 // provisioningOf reads the provisioning events of a claim that is, or was,
 // handed to a provisioner.
 func provisioningOf(claim *v1.PersistentVolumeClaim, f *Facts) *Provisioning {
-	name := claim.Annotations[storagehelpers.AnnStorageProvisioner]
-	if name == "" {
-		name = claim.Annotations[storagehelpers.AnnBetaStorageProvisioner]
-	}
+	name := handedTo(claim)
 	if name == "" {
 		return nil
 	}
@@ -176,6 +174,14 @@ func provisioningOf(claim *v1.PersistentVolumeClaim, f *Facts) *Provisioning {
 	return p
 }
 
+// handedTo is the provisioner the binder handed the claim to, "" if none.
+func handedTo(claim *v1.PersistentVolumeClaim) string {
+	if name := claim.Annotations[storagehelpers.AnnStorageProvisioner]; name != "" {
+		return name
+	}
+	return claim.Annotations[storagehelpers.AnnBetaStorageProvisioner]
+}
+
 // claimSummary is the one sentence that says what the claim waits for.
 func claimSummary(claim *v1.PersistentVolumeClaim, in binding.ClaimInput, d binding.ClaimDecision, class *Class) string {
 	if metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted) {
@@ -187,7 +193,7 @@ func claimSummary(claim *v1.PersistentVolumeClaim, in binding.ClaimInput, d bind
 	case binding.ClaimSetDefaultClass:
 		return fmt.Sprintf("No volume fits and the claim names no class: the binder gives it the default class %s.", d.Class)
 	case binding.ClaimProvision:
-		return provisionSummary(d.Provisioner, class)
+		return provisionSummary(d.Provisioner, class, claim.Annotations[storagehelpers.AnnSelectedNode])
 	}
 	if claim.Spec.VolumeName != "" && in.Volume == nil {
 		return fmt.Sprintf("Waiting for volume %s, which the claim names and which does not exist.", claim.Spec.VolumeName)
@@ -204,10 +210,20 @@ func claimSummary(claim *v1.PersistentVolumeClaim, in binding.ClaimInput, d bind
 // noProvisioner is the provisioner of classes for static volumes only.
 const noProvisioner = "kubernetes.io/no-provisioner"
 
-func provisionSummary(provisioner string, class *Class) string {
+// provisionSummary says who the claim waits for, and whether anything
+// serves that provisioner (on the selected node, for one deployed per node).
+func provisionSummary(provisioner string, class *Class, node string) string {
 	s := fmt.Sprintf("No volume fits; waiting for %s to provision one.", provisioner)
-	if class != nil && class.Serving != nil && !class.Serving.Serving {
-		s = fmt.Sprintf("No volume fits and nothing provisions one: %s", sentence(class.Serving.Note))
+	if class == nil || class.Serving == nil {
+		return s
+	}
+	p := class.Serving
+	switch {
+	case !p.Serving:
+		return fmt.Sprintf("No volume fits, and nothing serves its provisioner %s.", provisioner)
+	case node != "" && len(p.Nodes) > 0 && !slices.Contains(p.Nodes, node):
+		return fmt.Sprintf("No volume fits, and %s is served on nodes %s but not on the selected node %s.",
+			provisioner, strings.Join(p.Nodes, ", "), node)
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
 )
 
@@ -35,7 +36,32 @@ type Provisioner struct {
 	Serving bool `json:"serving"`
 	// Note is a sentence for people: who serves it, or why nothing seems to.
 	Note string `json:"note"`
+	// Nodes are the nodes served, for a provisioner deployed per node;
+	// empty for a central one.
+	Nodes []string `json:"nodes,omitempty"`
 }
+
+// ClaimProvisioners are the provisioner names a claim's report asks about:
+// the one its class names and the one it was handed to.
+func ClaimProvisioners(claim *v1.PersistentVolumeClaim, classes []*storagev1.StorageClass) []string {
+	var names []string
+	for _, class := range classes {
+		if class.Name == binding.ClaimClass(claim) {
+			if p, err := binding.ExternalProvisioner(class); err == nil {
+				names = append(names, p)
+			}
+		}
+	}
+	if p := handedTo(claim); p != "" {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// VolumeProvisioner is the provisioner a volume's report asks about: the
+// one that deletes it once released ("" for none).
+func VolumeProvisioner(pv *v1.PersistentVolume) string { return deleter(pv) }
 
 func (f *Facts) claim(namespace, name string) *v1.PersistentVolumeClaim {
 	for _, c := range f.Claims {

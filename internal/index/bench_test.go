@@ -151,3 +151,19 @@ func checkSameCapacity(b *testing.B, idx *index.Index, ref referenceIndex, claim
 		}
 	}
 }
+
+// BenchmarkUpsert measures replacing one PV's copy among 10,000, as an
+// informer update does: what every PV change costs the index, including
+// noting the change for Version.
+func BenchmarkUpsert(b *testing.B) {
+	data := makeBenchData(10000)
+	idx := index.New()
+	for _, pv := range data.pvs {
+		idx.Upsert(pv)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		idx.Upsert(data.pvs[i%len(data.pvs)])
+	}
+}

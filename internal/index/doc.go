@@ -9,6 +9,10 @@
 //     claim they name, so a claim finds the PVs pre-bound to it in O(1).
 //   - Reservation: a claim's hold on a PV between choosing it and writing the
 //     bind, so that concurrent workers never hand one PV to two claims.
+//   - Version: when the PVs Candidates returns for a claim (its class, and
+//     those pre-bound to it) last changed, read in O(1), so that what is
+//     computed from them in O(class size) (the tally a waiting claim
+//     reports) is computed again only after they changed.
 //
 // FindBest returns exactly the PV binding.Match would return over every PV
 // the index holds (minus PVs reserved by other claims); the property test

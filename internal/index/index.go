@@ -53,6 +53,7 @@ type Index struct {
 	byClass  map[string]set // class → PV names (for Candidates)
 	reserved map[string]string
 	holds    map[string]set // claim key → PV names it reserved
+	changes  changes
 }
 
 type set map[string]struct{}
@@ -68,6 +69,7 @@ func New() *Index {
 		byClass:  map[string]set{},
 		reserved: map[string]string{},
 		holds:    map[string]set{},
+		changes:  newChanges(),
 	}
 }
 
@@ -131,6 +133,7 @@ func (x *Index) place(e *entry) {
 	if e.claimKey != "" {
 		addTo(x.byClaim, e.claimKey, name)
 	}
+	x.changes.note(x, e)
 	if _, held := x.reserved[name]; e.free && !held {
 		x.tree(e.shape).ReplaceOrInsert(e.item)
 	}
@@ -146,6 +149,7 @@ func (x *Index) unplace(name string) {
 	if e.claimKey != "" {
 		removeFrom(x.byClaim, e.claimKey, name)
 	}
+	x.changes.note(x, e)
 	if e.free {
 		x.untree(e)
 	}

@@ -18,24 +18,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/explain"
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
 // Explain explains one object of kind ("pvc" or "pv") in the output
 // format ("table" or "json").
 func Explain(ctx context.Context, client kubernetes.Interface, kind, name, namespace, output string, w io.Writer) error {
-	var report interface{ Table(io.Writer) error }
-	var err error
-	switch strings.ToLower(kind) {
-	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
-		if ns, n, ok := strings.Cut(name, "/"); ok {
-			namespace, name = ns, n
-		}
-		report, err = explainClaim(ctx, client, namespace, name)
-	case "pv", "pvs", "persistentvolume", "persistentvolumes":
-		report, err = explainVolume(ctx, client, name)
-	default:
-		return fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME or pv NAME", kind)
-	}
+	report, err := Report(ctx, client, kind, name, namespace)
 	if err != nil {
 		return err
 	}
@@ -43,6 +32,24 @@ func Explain(ctx context.Context, client kubernetes.Interface, kind, name, names
 		return explain.JSON(w, report)
 	}
 	return report.Table(w)
+}
+
+// Table is a report that prints itself for people.
+type Table interface{ Table(io.Writer) error }
+
+// Report makes the report on one object of kind ("pvc" or "pv"): an
+// explain.ClaimReport or an explain.VolumeReport.
+func Report(ctx context.Context, client kubernetes.Interface, kind, name, namespace string) (Table, error) {
+	switch strings.ToLower(kind) {
+	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			namespace, name = ns, n
+		}
+		return explainClaim(ctx, client, namespace, name)
+	case "pv", "pvs", "persistentvolume", "persistentvolumes":
+		return explainVolume(ctx, client, name)
+	}
+	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME or pv NAME", kind)
 }
 
 func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (explain.ClaimReport, error) {
@@ -64,6 +71,9 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
 		return explain.ClaimReport{}, err
 	}
+	if facts.Provisioners, err = Presence(ctx, client, facts.Now, explain.ClaimProvisioners(claim, facts.Classes)...); err != nil {
+		return explain.ClaimReport{}, err
+	}
 	return explain.Claim(claim, facts), nil
 }
 
@@ -81,6 +91,11 @@ func explainVolume(ctx context.Context, client kubernetes.Interface, name string
 	}
 	if facts.Events, err = EventsAbout(ctx, client, pv.UID); err != nil {
 		return explain.VolumeReport{}, err
+	}
+	if name := explain.VolumeProvisioner(pv); name != "" {
+		if facts.Provisioners, err = Presence(ctx, client, facts.Now, name); err != nil {
+			return explain.VolumeReport{}, err
+		}
 	}
 	return explain.Volume(pv, facts), nil
 }
@@ -159,4 +174,19 @@ func pointers[T any](items []T) []*T {
 		out[i] = &items[i]
 	}
 	return out
+}
+
+// Presence reads whether each provisioner is served, from its heartbeat
+// Leases (and the external-provisioner's leader election Lease).
+func Presence(ctx context.Context, client kubernetes.Interface, now time.Time, provisioners ...string) (map[string]explain.Provisioner, error) {
+	out := map[string]explain.Provisioner{}
+	for _, name := range provisioners {
+		leases, err := heartbeat.List(ctx, client.CoordinationV1(), name)
+		if err != nil {
+			return nil, err
+		}
+		p := heartbeat.Find(leases, name, now)
+		out[name] = explain.Provisioner{Serving: p.Serving, Note: p.Reason, Nodes: p.Nodes}
+	}
+	return out, nil
 }

@@ -44,7 +44,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 
 // claimInput gathers what DecideClaim needs. For a claim still looking for a
 // volume it picks the best free PV and reserves it, so no other worker can
-// pick the same PV before our first write lands.
+// pick the same PV before our first write lands; when none fits, it adds
+// the tally of every PV, if the decision reports it.
 func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimInput, error) {
 	in := binding.ClaimInput{Claim: claim, Pods: c.podsUsing(claim.Namespace, claim.Name)}
 	var err error
@@ -58,13 +59,22 @@ func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimI
 		in.Volume, err = c.volume(claim.Spec.VolumeName)
 		return in, err
 	}
-	if isWaiting(claim) {
-		c.mu.Lock()
-		in.Match = c.index.FindBest(claim, binding.DelayBinding(in.Class))
-		if in.Match != nil {
-			c.index.Reserve(in.Match.Name, binding.ClaimKey(claim))
-		}
-		c.mu.Unlock()
+	if !isWaiting(claim) {
+		return in, nil
+	}
+	key := binding.ClaimKey(claim)
+	c.mu.Lock()
+	in.Match = c.index.FindBest(claim, binding.DelayBinding(in.Class))
+	if in.Match != nil {
+		c.index.Reserve(in.Match.Name, key)
+	}
+	wants := binding.WantsTally(in)
+	if !wants {
+		c.tallies.forget(key)
+	}
+	c.mu.Unlock()
+	if wants {
+		in.Tally = c.tally(claim)
 	}
 	return in, nil
 }
@@ -94,13 +104,10 @@ func (c *Controller) afterClaimSync(key string) {
 // succeeded: a write that fails is retried, and recording first would report
 // a ClaimLost (say) once per attempt.
 func (c *Controller) applyClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, d binding.ClaimDecision) error {
-	if len(d.Events) == 0 {
-		c.events.settled(claim.UID)
-	}
 	if err := c.writeClaimDecision(ctx, claim, d); err != nil {
 		return err
 	}
-	c.record(d.Events, claim, d.Volume)
+	c.record(fromClaimSync, d.Events, claim, d.Volume)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/index"
@@ -46,12 +47,15 @@ type Config struct {
 	RecyclerNamespace string
 	RecyclerImage     string
 	RecycleTimeout    time.Duration
+	// Clock dates the tallies of waiting claims (default the real clock).
+	Clock clock.PassiveClock
 }
 
 // Controller is the binder. Build it with New and start it with Run.
 type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
+	clock    clock.PassiveClock
 	metrics  *metrics
 	ops      *operations
 	workers  int
@@ -79,6 +83,7 @@ type Controller struct {
 	mu      sync.Mutex
 	index   *index.Index
 	waiting *waitingClaims
+	tallies *tallies
 	// claimsSynced and volumesSynced: when each key was last synced, so a
 	// resync skips what was just looked at.
 	claimsSynced, volumesSynced *loop.Recent
@@ -102,8 +107,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	c := &Controller{
-		client: cfg.Client, recorder: cfg.Recorder, workers: cfg.Workers, resync: cfg.ResyncPeriod,
+		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		recycleNamespace: cfg.RecyclerNamespace, recycleImage: cfg.RecyclerImage, recycleTimeout: cfg.RecycleTimeout,
 		claimQ:        loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
 		volumeQ:       loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
@@ -113,6 +121,7 @@ func New(cfg Config) (*Controller, error) {
 		events:        newEventMemory(),
 		index:         index.New(),
 		waiting:       newWaitingClaims(),
+		tallies:       newTallies(),
 		claimsSynced:  loop.NewRecent(),
 		volumesSynced: loop.NewRecent(),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -15,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // fakeBinder is a binder over the fake clientset whose informers are never
@@ -25,19 +27,21 @@ type fakeBinder struct {
 	client    *fake.Clientset
 	informers informers.SharedInformerFactory
 	recorder  *record.FakeRecorder
+	clock     *testingclock.FakeClock
 }
 
-func newFakeBinder(t *testing.T, objs ...runtime.Object) *fakeBinder {
+func newFakeBinder(t testing.TB, objs ...runtime.Object) *fakeBinder {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
-	c, err := New(Config{Client: client, Informers: f, Recorder: recorder})
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c, err := New(Config{Client: client, Informers: f, Recorder: recorder, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.claimQ.ShutDown(); c.volumeQ.ShutDown() })
-	b := &fakeBinder{Controller: c, client: client, informers: f, recorder: recorder}
+	b := &fakeBinder{Controller: c, client: client, informers: f, recorder: recorder, clock: clk}
 	client.PrependReactor("update", "*", bumpResourceVersion)
 	client.PrependReactor("create", "pods", podIdentity())
 	for _, obj := range objs {
@@ -61,7 +65,7 @@ func (b *fakeBinder) store(obj runtime.Object) cache.Store {
 }
 
 // informerAdds plays the informer delivering a new object: store, then handler.
-func (b *fakeBinder) informerAdds(t *testing.T, obj runtime.Object) {
+func (b *fakeBinder) informerAdds(t testing.TB, obj runtime.Object) {
 	t.Helper()
 	if err := b.store(obj).Add(obj); err != nil {
 		t.Fatal(err)

@@ -118,6 +118,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 	c.mu.Lock()
 	c.newClaim.Forget(key)
 	c.waiting.remove(key)
+	c.tallies.forget(key)
 	c.mu.Unlock()
 	c.events.forget(claim.UID)
 	c.ops.forget(key)

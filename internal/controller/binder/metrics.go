@@ -11,8 +11,12 @@ import (
 )
 
 // metrics are the binder's Prometheus series, named as kube-controller-manager
-// names them so existing dashboards keep working.
+// names them so existing dashboards keep working; volplane's own are
+// prefixed volplane_.
 type metrics struct {
+	// resyncs counts the safety net's passes: a claim not at rest is synced
+	// again within two passes of its last sync.
+	resyncs           prometheus.Counter
 	retroactive       prometheus.Counter
 	retroactiveErrors prometheus.Counter
 	operationErrors   *prometheus.CounterVec
@@ -21,6 +25,10 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, pvs corelisters.PersistentVolumeLister, claims corelisters.PersistentVolumeClaimLister) (*metrics, error) {
 	m := &metrics{
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "volplane_binder_resyncs_total",
+			Help: "Resync passes of the binder, each re-queuing the claims and volumes not at rest that were not synced within the resync period",
+		}),
 		retroactive: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "retroactive_storageclass_total",
 			Help: "Total number of retroactive StorageClass assignments to persistent volume claims",
@@ -39,7 +47,7 @@ func newMetrics(reg prometheus.Registerer, pvs corelisters.PersistentVolumeListe
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600},
 		}, []string{"plugin_name", "operation_name"}),
 	}
-	for _, c := range []prometheus.Collector{m.retroactive, m.retroactiveErrors, m.operationErrors,
+	for _, c := range []prometheus.Collector{m.resyncs, m.retroactive, m.retroactiveErrors, m.operationErrors,
 		m.operationSeconds, &collector{pvs: pvs, claims: claims}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

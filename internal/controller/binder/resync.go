@@ -18,6 +18,7 @@ import (
 // made the extra syncs grow with the backlog (quadratic runs). An unsettled
 // object is thus revisited within two periods of its last sync, not one.
 func (c *Controller) resyncUnsettled(ctx context.Context) {
+	defer c.metrics.resyncs.Inc() // once the pass has queued what it found
 	defer c.claimsSynced.ForgetOlder(c.resync)
 	defer c.volumesSynced.ForgetOlder(c.resync)
 	claims, err := c.claims.List(labels.Everything())

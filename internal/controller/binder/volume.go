@@ -65,9 +65,6 @@ func (c *Controller) liveClaim(ctx context.Context, namespace, name string) (*v1
 // write that fails (a 409, say) is retried, and recording first would report
 // the same transition twice.
 func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, d binding.VolumeDecision) error {
-	if len(d.Events) == 0 && d.Phase != v1.VolumeFailed {
-		c.events.settled(pv.UID)
-	}
 	var err error
 	switch d.Action {
 	case binding.VolumeNudgeClaim:
@@ -77,20 +74,20 @@ func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, c
 			return fmt.Errorf("unbind %s: %w", pv.Name, err)
 		}
 	case binding.VolumeRecycle:
-		c.record(d.Events, claim, pv)
+		c.record(fromVolumeSync, d.Events, claim, pv)
 		return c.recycle(ctx, pv, d)
 	}
 	if d.Phase == v1.VolumeAvailable && c.offer(pv) && pv.Status.Phase == v1.VolumePending {
 		// A claim will bind this new PV: its bind writes phase Bound, so
 		// writing Available first would be a wasted fifth write.
-		c.record(d.Events, claim, pv)
+		c.record(fromVolumeSync, d.Events, claim, pv)
 		return nil
 	}
 	if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message)); err != nil {
 		return err
 	}
 	c.volumeReclaimed(pv, d)
-	c.record(d.Events, claim, pv)
+	c.record(fromVolumeSync, d.Events, claim, pv)
 	return nil
 }
 

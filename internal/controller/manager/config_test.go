@@ -3,6 +3,7 @@ package manager
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -21,6 +22,7 @@ func TestValidateProvisionerConfig(t *testing.T) {
 		{Config{REST: rc, Controllers: []string{PVCProtection}}, ""},
 		{Config{REST: rc, Controllers: []string{PVProtection, Binder}}, ""},
 		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock", "/tmp/b.sock"}}, `"/tmp/b.sock"`},
+		{Config{REST: rc, Controllers: []string{Provisioner}, CSIEndpoints: []string{"unix:///tmp/a.sock"}, HeartbeatPeriod: -time.Second}, "heartbeat period -1s"},
 	}
 	for _, tc := range cases {
 		err := tc.cfg.Validate()

@@ -7,4 +7,16 @@
 // (binder, provisioner, protection, attach, expander) share one informer
 // factory; the CSI endpoints are dialed when the loops start, and /readyz
 // answers ok only once every selected loop has synced its caches.
+//
+// The heartbeat: while the provisioner runs (on the leader only, with
+// leader election), it keeps a heartbeat Lease (internal/heartbeat) for
+// every driver name its CSI endpoints report, in LeaderElectNamespace
+// (kube-system by default, also when election is off):
+// volplane-provisioner-<driver>, or volplane-provisioner-<driver>--<node>
+// in node deployment, where every node's provisioner keeps its own. The
+// holder is the host name (the pod's), renewed every HeartbeatPeriod (10 s)
+// for 40 s, labelled heartbeat.volplane.io/provisioner=<driver>; it is
+// deleted when the loops stop (unless another process renewed it since),
+// and expires on its own after a crash. `volplane explain` reads it
+// (heartbeat.List, heartbeat.Find) to say whether a claim's provisioner runs.
 package manager

@@ -85,6 +85,11 @@ type Config struct {
 	// LeaderElection holds the Lease timings; zero values take
 	// kube-controller-manager's defaults (DefaultLeaderElection).
 	LeaderElection LeaseTimings
+	// HeartbeatPeriod is how often the provisioner renews its heartbeat
+	// Leases (internal/heartbeat), which live in LeaderElectNamespace
+	// (kube-system if empty) also when leader election is off; 0:
+	// heartbeat.DefaultPeriod. Tests shorten it.
+	HeartbeatPeriod time.Duration
 	// CSIEndpoints are the CSI drivers the provisioner serves, each
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
@@ -146,6 +151,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateNodeDeployment(); err != nil {
 		return err
+	}
+	if c.HeartbeatPeriod < 0 {
+		return fmt.Errorf("heartbeat period %s: want a positive duration, or 0 for the default", c.HeartbeatPeriod)
 	}
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return errors.New("leader election needs a namespace and a lease name")
@@ -330,7 +338,11 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 			return err
 		}
 		l.started(p)
-		runs = append(runs, p.Run)
+		beat, err := newHeartbeat(cfg, pool)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, p.Run, beat)
 	}
 	protect, err := newProtection(cfg, client, factory, l)
 	if err != nil {

@@ -54,6 +54,15 @@ func TestExplainWaitForFirstConsumerClaimNamesThePodsItWaitsFor(t *testing.T) {
 	e.check("wait-for-pod", "pvc", "data")
 }
 
+// A claim of a class whose provisioner nothing runs says so.
+func TestExplainClaimWhoseProvisionerNothingServes(t *testing.T) {
+	e := newEnv(t)
+	e.class("explain-unserved", "example.com/nobody")
+	e.claim("orphan", "1Gi", "explain-unserved")
+	e.eventually("claim orphan handed to its provisioner", e.hasEvent("orphan", "ExternalProvisioning"))
+	e.check("provisioner-not-served", "pvc", "orphan")
+}
+
 // A claim whose provisioner fails: the attempts and the last error.
 func TestExplainClaimShowsProvisioningFailures(t *testing.T) {
 	e := newEnv(t)

@@ -26,6 +26,10 @@ import (
 // unmounted before a forced detach, shortened from 6 minutes.
 const unmountWait = 3 * time.Second
 
+// heartbeatPeriod is the provisioner's heartbeat period, shortened from
+// 10 s so that the lifecycle sees renewals.
+const heartbeatPeriod = 200 * time.Millisecond
+
 // bed is the package's test bed: deploy/ decoded and applied, and the
 // stack with its loops stopped (each role runs its own).
 var bed struct {

@@ -103,6 +103,7 @@ func (r role) configs(rc *rest.Config, stack *clustertest.Stack) ([]manager.Conf
 		return nil, fmt.Errorf("%s: %w", r.serviceAccount, err)
 	}
 	cfg.REST, cfg.MetricsAddr, cfg.MaxWaitForUnmount = rc, "", unmountWait
+	cfg.HeartbeatPeriod = heartbeatPeriod // renewed within the lifecycle
 	if !*nodeDeployment {
 		for _, d := range r.drivers {
 			cfg.CSIEndpoints = append(cfg.CSIEndpoints, endpointsOf(stack, d)...)

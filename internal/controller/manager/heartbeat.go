@@ -1,0 +1,45 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/heartbeat"
+)
+
+// heartbeatNamespace holds the provisioner's heartbeat Leases: the leader
+// election's namespace, also when election is off (node deployment, up).
+func (c Config) heartbeatNamespace() string {
+	if c.LeaderElectNamespace == "" {
+		return DefaultConfig().LeaderElectNamespace
+	}
+	return c.LeaderElectNamespace
+}
+
+// newHeartbeat keeps a heartbeat Lease for every driver the provisioner
+// serves, one per node in node deployment, while the loops run (so, with
+// leader election, only on the leader). It writes through a client of its
+// own: a burst of binds must not delay a renewal.
+func newHeartbeat(cfg Config, pool *csi.Pool) (func(context.Context) error, error) {
+	client, err := coordinationv1client.NewForConfig(rest.CopyConfig(cfg.REST))
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat client: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "volplane"
+	}
+	hb := heartbeat.Config{
+		Namespace: cfg.heartbeatNamespace(), Provisioners: pool.Drivers(), Node: cfg.nodeName(),
+		Identity: host, Period: cfg.HeartbeatPeriod,
+	}
+	if err := hb.Validate(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return heartbeat.Run(ctx, client, hb) }, nil
+}

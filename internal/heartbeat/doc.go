@@ -1,0 +1,33 @@
+// Package heartbeat says whether a provisioner is running: each volplane
+// provisioner keeps a coordination.k8s.io Lease fresh for every CSI driver
+// it serves, and Find reads those Leases (and the leader election Lease of
+// the upstream external-provisioner sidecar) into a Presence that
+// `volplane explain` and `volplane doctor` print.
+//
+// Nouns:
+//   - the heartbeat Lease: one per driver name in the central mode
+//     (LeaseName(driver, "")), one per driver and node in node deployment,
+//     where every node runs its own provisioner (LeaseName(driver, node)).
+//     It lives in the namespace of the provisioner's leader election
+//     (kube-system by default) and carries the label LabelProvisioner
+//     (LabelValue(driver): the driver name itself when it is a valid label
+//     value) and the exact names in AnnotationProvisioner and
+//     AnnotationNode, so that a reader finds every heartbeat of a driver
+//     with Selector(driver) across namespaces. holderIdentity is the
+//     process (its host name: the pod's name in a cluster), renewTime the
+//     last beat, leaseDurationSeconds how long it counts without one.
+//   - the sidecar Lease: external-provisioner elects its leader on a Lease
+//     named after the driver (SidecarLeaseName) in its own namespace; a
+//     fresh one in any namespace counts as serving. An external-provisioner
+//     run without leader election (a single replica, or its own node
+//     deployment) leaves no Lease, so Find cannot see it.
+//   - Presence: what Find decided, with a sentence for people.
+//   - Run: the writer, a loop that renews the Leases every Config.Period and
+//     deletes them when it stops (only if they are still the ones it wrote:
+//     another replica may have taken over), so that a provisioner shut down
+//     cleanly is at once reported as gone and leaves nothing behind; one
+//     that crashed leaves a Lease that expires after Config.Duration.
+//
+// Find is pure: the caller lists the Leases (List does it with a client)
+// and passes its clock.
+package heartbeat
