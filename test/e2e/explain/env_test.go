@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	encjson "encoding/json"
-	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -249,29 +247,11 @@ func (e *env) pod(name, node, claim string) {
 }
 
 func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
-	return func() string {
-		c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if c.Status.Phase != phase {
-			return fmt.Sprintf("claim %s is %s", name, c.Status.Phase)
-		}
-		return ""
-	}
+	return clustertest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
 }
 
 func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
-	return func() string {
-		pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if pv.Status.Phase != phase {
-			return fmt.Sprintf("volume %s is %s", name, pv.Status.Phase)
-		}
-		return ""
-	}
+	return clustertest.VolumePhase(e.ctx, e.client, name, phase)
 }
 
 // explain makes the report on one object and renders it in both formats.
@@ -316,55 +296,26 @@ func checkWidth(t *testing.T, what, table string) {
 	}
 }
 
-// volatile are the parts of a report that differ from run to run.
-var volatile = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "pvc-UID"},
-	{regexp.MustCompile(`csi-[0-9a-f]{64}`), "csi-SHA"},
-	{regexp.MustCompile(`vol-[0-9a-f]{32}`), "vol-ID"},
-	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
-	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "TIME"},
-	{regexp.MustCompile(`[0-9][0-9a-z.]* ago`), "AGO ago"},
-}
+// ago is an age in a heartbeat's note ("renewed 4s ago").
+var ago = regexp.MustCompile(`[0-9][0-9a-z.]* ago`)
 
+// normalize replaces what differs from run to run: the namespace, the
+// host (a heartbeat's holder), generated names and ages.
 func (e *env) normalize(s string) string {
 	s = strings.ReplaceAll(s, e.ns, "NS")
 	if host, err := os.Hostname(); err == nil && host != "" {
 		s = strings.ReplaceAll(s, host, "HOST")
 	}
-	for _, v := range volatile {
-		s = v.re.ReplaceAllString(s, v.with)
-	}
-	return s
-}
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update and read the diff):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	s = clustertest.StableNames(s)
+	return ago.ReplaceAllString(s, "AGO ago")
 }
 
 // check compares both formats of a report with their golden files.
 func (e *env) check(name, kind, object string) {
 	e.t.Helper()
 	table, json := e.explain(kind, object)
-	golden(e.t, name+".txt", table)
-	golden(e.t, name+".json", json)
+	clustertest.Golden(e.t, name+".txt", table, *update)
+	clustertest.Golden(e.t, name+".json", json, *update)
 }
 
 // hasEvent waits for an event of reason on the claim.
@@ -384,14 +335,5 @@ func (e *env) hasEvent(claim, reason string) func() string {
 }
 
 func (e *env) podRunning(name string) func() string {
-	return func() string {
-		p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return "pod " + name + " is " + string(p.Status.Phase)
-		}
-		return ""
-	}
+	return clustertest.PodRunning(e.ctx, e.client, e.ns, name)
 }
