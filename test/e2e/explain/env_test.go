@@ -296,8 +296,12 @@ func checkWidth(t *testing.T, what, table string) {
 	}
 }
 
-// ago is an age in a heartbeat's note ("renewed 4s ago").
-var ago = regexp.MustCompile(`[0-9][0-9a-z.]* ago`)
+// ago is an age in a heartbeat's note ("renewed 4s ago"); timestamp is
+// when a deletion began.
+var (
+	ago       = regexp.MustCompile(`[0-9][0-9a-z.]* ago`)
+	timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+)
 
 // normalize replaces what differs from run to run: the namespace, the
 // host (a heartbeat's holder), generated names and ages.
@@ -307,6 +311,7 @@ func (e *env) normalize(s string) string {
 		s = strings.ReplaceAll(s, host, "HOST")
 	}
 	s = clustertest.StableNames(s)
+	s = timestamp.ReplaceAllString(s, "TIME")
 	return ago.ReplaceAllString(s, "AGO ago")
 }
 
