@@ -3,11 +3,15 @@ package checkup
 import (
 	"context"
 	"io"
+	"slices"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/explain"
+	"github.com/volplane/volplane/internal/inspect"
 )
 
 // DoctorConfig says what `volplane doctor` checks and how it prints.
@@ -38,6 +42,9 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	} else if s.Backends, err = ReadBackends(ctx, cfg.Endpoints); err != nil {
 		return doctor.Report{}, err
 	}
+	if s.Provisioners, err = inspect.Presence(ctx, client, time.Now(), pendingProvisioners(s)...); err != nil {
+		return doctor.Report{}, err
+	}
 	s.Now = time.Now()
 	if cfg.Now != nil {
 		s.Now = cfg.Now()
@@ -47,4 +54,16 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 		return r, r.JSON(w)
 	}
 	return r, r.Table(w)
+}
+
+// pendingProvisioners are the provisioners the Pending claims wait for.
+func pendingProvisioners(s *doctor.Snapshot) []string {
+	var names []string
+	for _, c := range s.Claims {
+		if c.Status.Phase == v1.ClaimPending {
+			names = append(names, explain.ClaimProvisioners(c, s.Classes)...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

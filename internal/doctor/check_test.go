@@ -34,12 +34,12 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 	}, {
 		name:  "a claim Pending past the threshold, with the binder's verdicts counted",
 		world: newWorld().claims(claim("data", pending(10*time.Minute))).volumes(pv("small", func(p *v1.PersistentVolume) { p.Spec.StorageClassName = "slow" })),
-		want: []want{{KindClaimPending, "pvc ns/data", "Pending for 10m: 0/1 volume available: 1 other class; the binder: the claim's class does not exist.",
+		want: []want{{KindClaimPending, "pvc ns/data", "Pending for 10m: Cannot provision a volume: storageclass.storage.k8s.io \"fast\" not found. 0/1 volume available: 1 other class.",
 			[]string{"volplane explain pvc ns/data"}}},
 	}, {
 		name:  "a claim waiting for its provisioner",
 		world: newWorld().classes(class("fast", "fast.example.com", false)).claims(claim("data", pending(10*time.Minute))),
-		want: []want{{KindClaimPending, "pvc ns/data", "no volumes exist; the binder: waiting for the provisioner of class fast.",
+		want: []want{{KindClaimPending, "pvc ns/data", "Pending for 10m: No volume fits; waiting for fast.example.com to provision one.",
 			[]string{"volplane explain pvc ns/data"}}},
 	}, {
 		name:  "a WaitForFirstConsumer claim no pod uses is at rest",
@@ -48,7 +48,7 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 		name: "a WaitForFirstConsumer claim whose pod is not scheduled",
 		world: newWorld().classes(class("fast", "fast.example.com", true)).claims(claim("data", pending(10*time.Minute))).
 			pods(pod("web", "", "data")),
-		want: []want{{KindClaimPending, "pvc ns/data", "the binder: class waits for the first consumer", nil}},
+		want: []want{{KindClaimPending, "pvc ns/data", "Waiting for pod web to be scheduled: its class binds on the first consumer.", nil}},
 	}, {
 		name:  "a claim Pending for less than the threshold is not reported",
 		world: newWorld().claims(claim("data", pending(time.Minute))),

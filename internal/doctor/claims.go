@@ -3,11 +3,13 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/protection"
 )
@@ -24,33 +26,28 @@ func explainClaim(c *v1.PersistentVolumeClaim) Fix {
 }
 
 // pendingClaims: claims Pending for longer than threshold, each with the
-// binder's verdicts on every volume counted in one line and what the
-// binder decides for it (binding.DecideClaim). A claim of a
+// summary `volplane explain` gives (what the binder decides for it, and
+// its verdicts on every volume counted in one line). A claim of a
 // WaitForFirstConsumer class that no pod uses is at rest, not a problem.
 func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 	var out []Finding
+	facts := &explain.Facts{Volumes: s.Volumes, Claims: s.Claims, Classes: s.Classes, Pods: s.Pods, Nodes: s.Nodes,
+		Attachments: s.Attachments, Provisioners: s.Provisioners, Now: s.Now}
 	for _, c := range s.Claims {
 		age := s.Now.Sub(c.CreationTimestamp.Time)
 		if c.Status.Phase != v1.ClaimPending || c.DeletionTimestamp != nil || age < threshold {
 			continue
 		}
-		in := binding.ClaimInput{Claim: c, Class: s.class(binding.ClaimClass(c)),
-			DefaultClass: binding.DefaultClass(s.Classes), Pods: s.podsNaming(c)}
-		if c.Spec.VolumeName != "" {
-			in.Volume = s.volume(c.Spec.VolumeName)
-		}
-		in.Match, in.Verdicts = binding.Match(c, s.Volumes, binding.DelayBinding(in.Class))
-		if binding.DelayBinding(in.Class) && len(in.Pods) == 0 {
+		if binding.DelayBinding(s.class(binding.ClaimClass(c))) && len(s.podsNaming(c)) == 0 {
 			continue
 		}
-		d := binding.DecideClaim(in)
-		tally := binding.Count(in.Verdicts, in.Match != nil, 0)
-		out = append(out, Finding{
-			Kind:    KindClaimPending,
-			Object:  claimObject(c),
-			Problem: fmt.Sprintf("Pending for %s: %s; the binder: %s.", Age(age), tally, d.Note),
-			Fixes:   []Fix{explainClaim(c)},
-		})
+		r := explain.Claim(c, facts)
+		problem := fmt.Sprintf("Pending for %s: %s", Age(age), r.Summary)
+		if r.Volumes != nil && r.Volumes.Tally.Considered > 0 {
+			problem += " " + strings.ToUpper(r.Volumes.Summary[:1]) + r.Volumes.Summary[1:] + "."
+		}
+		out = append(out, Finding{Kind: KindClaimPending, Object: claimObject(c), Problem: problem,
+			Fixes: []Fix{explainClaim(c)}})
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/volplane/volplane/internal/explain"
 )
 
 // Kind is what kind of problem a finding is. The set is closed; scripts
@@ -103,7 +105,11 @@ type Snapshot struct {
 	// checks are skipped (BackendsSkipped says why).
 	Backends        []Backend
 	BackendsSkipped string
-	Now             time.Time
+	// Provisioners says whether the provisioners of pending claims are
+	// served (explain.ClaimProvisioners of each); missing names were not
+	// checked.
+	Provisioners map[string]explain.Provisioner
+	Now          time.Time
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.
