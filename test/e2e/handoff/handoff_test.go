@@ -111,6 +111,9 @@ func TestRestartAnnouncesAgainWithoutWritingAgain(t *testing.T) {
 		}
 		return ""
 	})
+	// The broadcaster drops what it has not written when it shuts down:
+	// stop only once the first announcement is in.
+	e.waitEvents("data", ebsEvent)
 	first.Stop()
 
 	e.start()
