@@ -20,9 +20,9 @@ var reasonShort = map[Reason]string{
 	ReasonSelector:                "not selected by labels",
 	ReasonNotAvailable:            "released or failed",
 	ReasonWaitForFirstConsumer:    "left to the scheduler",
-	ReasonMoreAccessModes:         "fit, more access modes",
-	ReasonLargerThanChosen:        "fit, larger",
-	ReasonNotChosen:               "fit, not chosen",
+	ReasonMoreAccessModes:         "fit with more access modes",
+	ReasonLargerThanChosen:        "fit but larger",
+	ReasonNotChosen:               "fit but not chosen",
 }
 
 // Short is the reason as a counted phrase: "7 too small".

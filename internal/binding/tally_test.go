@@ -33,7 +33,7 @@ func TestCountCountsTheChosenVolumeAndTheFittingLosers(t *testing.T) {
 	if chosen == nil || chosen.Name != "a" {
 		t.Fatalf("chose %v, want a", chosen)
 	}
-	want := "3/3 volumes available: 1 fit, more access modes, 1 fit, larger"
+	want := "3/3 volumes available: 1 fit with more access modes, 1 fit but larger"
 	if got := binding.Count(verdicts, true, 0).String(); got != want {
 		t.Errorf("tally = %q\nwant    %q", got, want)
 	}

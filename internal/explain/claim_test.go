@@ -88,7 +88,7 @@ func TestClaimListsEveryVolumeWithTheBindersVerdict(t *testing.T) {
 	if r.Volumes == nil || r.Volumes.Chosen != "fits" {
 		t.Fatalf("volumes = %+v, want fits chosen", r.Volumes)
 	}
-	want := "2/4 volumes available: 1 other class, 1 too small, 1 fit, larger"
+	want := "2/4 volumes available: 1 other class, 1 too small, 1 fit but larger"
 	if r.Volumes.Summary != want {
 		t.Errorf("tally = %q\nwant    %q", r.Volumes.Summary, want)
 	}

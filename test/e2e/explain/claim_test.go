@@ -123,3 +123,27 @@ func TestExplainSaysClearlyWhatItCannotExplain(t *testing.T) {
 		}
 	}
 }
+
+// With the loops stopped, a claim that several volumes fit shows the one the
+// binder would bind and why each other fitting volume lost to it; a volume
+// in phase Failed is not free.
+func TestExplainClaimThatFitsShowsTheChoiceAndWhyTheOthersLost(t *testing.T) {
+	e := newEnv(t)
+	if err := stack.StopLoops(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.StartLoops)
+	const class = "explain-choice"
+	e.pv("exact", "5Gi", class)
+	e.pv("larger", "8Gi", class)
+	e.pv("twin", "5Gi", class)
+	e.pv("multi", "5Gi", class, pvModes(corev1.ReadWriteOnce, corev1.ReadWriteMany))
+	e.pv("failed", "5Gi", class)
+	failed := e.getVolume("failed")
+	failed.Status.Phase = corev1.VolumeFailed
+	if _, err := e.client.CoreV1().PersistentVolumes().UpdateStatus(e.ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.claim("data", "5Gi", class)
+	e.check("fits", "pvc", "data")
+}
