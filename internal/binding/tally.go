@@ -72,7 +72,7 @@ func Count(verdicts []Verdict, chosen bool, otherClass int) Tally {
 			t.Available++
 		}
 	}
-	t.Groups = groupsOf(counts)
+	t.Groups = Groups(counts)
 	return t.WithOtherClass(otherClass)
 }
 
@@ -91,12 +91,13 @@ func (t Tally) WithOtherClass(n int) Tally {
 	counts[ReasonClassMismatch] += n
 	t.Considered += n
 	t.otherClass += n
-	t.Groups = groupsOf(counts)
+	t.Groups = Groups(counts)
 	return t
 }
 
-// groupsOf orders counts largest first, ties in the order of Reasons().
-func groupsOf(counts map[Reason]int) []Group {
+// Groups orders counts by reason largest first, ties in the order of
+// Reasons(); reasons counted zero times are left out.
+func Groups(counts map[Reason]int) []Group {
 	var groups []Group
 	for _, r := range Reasons() {
 		if counts[r] > 0 {

@@ -106,12 +106,7 @@ func considerClaims(pv *v1.PersistentVolume, f *Facts) *Considered {
 		counts[vs[0].Reason]++
 		c.Verdicts = append(c.Verdicts, Verdict{Name: key, Reason: vs[0].Reason, Why: vs[0].Reason.Short(), Detail: vs[0].Detail})
 	}
-	for _, reason := range binding.Reasons() {
-		if counts[reason] > 0 {
-			c.Tally.Groups = append(c.Tally.Groups, binding.Group{Reason: reason, Count: counts[reason]})
-		}
-	}
-	slices.SortStableFunc(c.Tally.Groups, func(a, b binding.Group) int { return b.Count - a.Count })
+	c.Tally.Groups = binding.Groups(counts)
 	slices.SortFunc(c.Verdicts, func(a, b Verdict) int { return strings.Compare(a.Name, b.Name) })
 	c.Summary = claimsTally(c.Tally)
 	return c
