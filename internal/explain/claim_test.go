@@ -130,13 +130,18 @@ func TestBoundClaimShowsAttachAndMountPerNode(t *testing.T) {
 	claim := newClaim("data", "1Gi", claimBoundTo(pv))
 	f := facts()
 	f.Volumes = []*v1.PersistentVolume{pv}
-	f.Pods = []*v1.Pod{newPod("web", "n1", "data"), newPod("late", "n2", "data")}
+	late := newPod("late", "n2", "data")
+	late.UID, late.Status.Phase = "uid-late", v1.PodPending
+	f.Pods = []*v1.Pod{newPod("web", "n1", "data"), late}
+	f.Events = []*v1.Event{{InvolvedObject: v1.ObjectReference{Kind: "Pod", UID: late.UID}, Reason: "FailedMount",
+		Message: "timed out waiting for the condition"}}
 	f.Nodes = []*v1.Node{{}, {}}
 	f.Nodes[0].Name, f.Nodes[1].Name = "n1", "n2"
 	f.Nodes[0].Status.VolumesInUse = []v1.UniqueVolumeName{"kubernetes.io/csi/csi.example.com^h1"}
 	f.Attachments = []*storagev1.VolumeAttachment{attachmentOf("va1", "vol", "n1", true, ""), attachmentOf("va2", "vol", "n2", false, "timed out")}
 	r := explain.Claim(claim, f)
-	want := []string{"n1: attached; mounted; used by web", "n2: attach failed: timed out; not mounted yet; used by late"}
+	want := []string{"n1: attached; mounted for web",
+		"n2: attach failed: timed out; not mounted yet for late (timed out waiting for the condition)"}
 	var got []string
 	for _, u := range r.Nodes {
 		got = append(got, u.Node+": "+u.Summary)

@@ -93,11 +93,11 @@ type BoundVolume struct {
 }
 
 // NodeUse is a volume's state on one node: the pods using it there, its
-// VolumeAttachment and whether the node reports it in use (mounted).
+// VolumeAttachment and whether the node reports it in use.
 type NodeUse struct {
 	Node       string   `json:"node"`
 	NodeExists bool     `json:"nodeExists"`
-	Pods       []string `json:"pods,omitempty"`
+	Pods       []PodUse `json:"pods,omitempty"`
 	// AttachRequired is false for drivers that need no attach.
 	AttachRequired bool   `json:"attachRequired"`
 	Attachment     string `json:"attachment,omitempty"`
@@ -105,9 +105,21 @@ type NodeUse struct {
 	AttachError    string `json:"attachError,omitempty"`
 	DetachError    string `json:"detachError,omitempty"`
 	// InUse: the node lists the volume in status.volumesInUse (its agent
-	// or kubelet mounted it).
+	// or kubelet wants it or still has it staged or published: it must not
+	// be detached).
 	InUse   bool   `json:"inUse"`
 	Summary string `json:"summary"`
+}
+
+// PodUse is one pod using a volume on a node.
+type PodUse struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	// Mounted: the pod runs, so the kubelet (or node agent) has published
+	// the volume into it.
+	Mounted bool `json:"mounted"`
+	// MountError is the pod's last FailedMount or FailedAttachVolume event.
+	MountError string `json:"mountError,omitempty"`
 }
 
 // Change is a pending expansion or modification.

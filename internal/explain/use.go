@@ -28,7 +28,7 @@ func nodeUses(pv *v1.PersistentVolume, pods []*v1.Pod, f *Facts) []NodeUse {
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" && !binding.PodTerminated(pod) {
 			u := use(pod.Spec.NodeName)
-			u.Pods = append(u.Pods, pod.Name)
+			u.Pods = append(u.Pods, podUse(pod, f))
 		}
 	}
 	for _, va := range f.Attachments {
@@ -39,7 +39,7 @@ func nodeUses(pv *v1.PersistentVolume, pods []*v1.Pod, f *Facts) []NodeUse {
 	out := make([]NodeUse, 0, len(byNode))
 	for _, node := range sorted(keys(byNode)) {
 		u := byNode[node]
-		slices.Sort(u.Pods)
+		slices.SortFunc(u.Pods, func(a, b PodUse) int { return strings.Compare(a.Name, b.Name) })
 		fillNodeState(u, pv, f)
 		out = append(out, *u)
 	}
@@ -85,18 +85,51 @@ func nodeSummary(u *NodeUse) string {
 	case u.AttachRequired:
 		parts = append(parts, "attached")
 	}
-	switch {
-	case u.InUse:
-		parts = append(parts, "mounted")
-	case len(u.Pods) > 0 && u.NodeExists:
-		parts = append(parts, "not mounted yet")
+	var mounted, waiting []string
+	for _, p := range u.Pods {
+		switch {
+		case p.Mounted:
+			mounted = append(mounted, p.Name)
+		case p.MountError != "":
+			waiting = append(waiting, p.Name+" ("+p.MountError+")")
+		default:
+			waiting = append(waiting, p.Name)
+		}
 	}
-	if len(u.Pods) > 0 {
-		parts = append(parts, "used by "+strings.Join(u.Pods, ", "))
-	} else {
-		parts = append(parts, "no pod uses it here")
+	if len(mounted) > 0 {
+		parts = append(parts, "mounted for "+strings.Join(mounted, ", "))
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, "not mounted yet for "+strings.Join(waiting, ", "))
+	}
+	if len(u.Pods) == 0 {
+		s := "no pod uses it here"
+		if u.InUse {
+			s += ", but the node still reports it in use (unmounting)"
+		}
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// podUse is the pod's side of a volume on its node: mounted once the pod
+// runs (the kubelet starts containers only after mounting every volume),
+// else the last mount or attach failure the pod's events report.
+func podUse(pod *v1.Pod, f *Facts) PodUse {
+	u := PodUse{Name: pod.Name, Phase: string(pod.Status.Phase), Mounted: pod.Status.Phase == v1.PodRunning}
+	if u.Mounted {
+		return u
+	}
+	var last *v1.Event
+	for _, e := range eventsOn(f.Events, pod.UID) {
+		if (e.Reason == "FailedMount" || e.Reason == "FailedAttachVolume") && (last == nil || eventTime(e).After(eventTime(last))) {
+			last = e
+		}
+	}
+	if last != nil {
+		u.MountError = last.Message
+	}
+	return u
 }
 
 // expansionOf reports a resize that has not finished.

@@ -78,7 +78,7 @@ func TestBoundVolumeSaysWhichClaimAndNode(t *testing.T) {
 	if r.Summary != "Bound to claim ns/data." || r.ClaimState != "Bound" {
 		t.Errorf("summary %q, claim state %q", r.Summary, r.ClaimState)
 	}
-	if len(r.Nodes) != 1 || r.Nodes[0].Summary != "the node does not exist; used by web" {
+	if len(r.Nodes) != 1 || r.Nodes[0].Summary != "the node does not exist; mounted for web" {
 		t.Errorf("nodes = %+v", r.Nodes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/heartbeat"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 // Explain explains one object of kind ("pvc" or "pv") in the output
@@ -68,6 +70,7 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 	if pv := findVolume(facts.Volumes, claim.Spec.VolumeName); pv != nil {
 		uids = append(uids, pv.UID)
 	}
+	uids = append(uids, podsUsing(facts.Pods, claim)...)
 	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
 		return explain.ClaimReport{}, err
 	}
@@ -89,7 +92,12 @@ func explainVolume(ctx context.Context, client kubernetes.Interface, name string
 	if err != nil {
 		return explain.VolumeReport{}, err
 	}
-	if facts.Events, err = EventsAbout(ctx, client, pv.UID); err != nil {
+	uids := []types.UID{pv.UID}
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		uids = append(uids, podsUsing(facts.Pods, &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})...)
+	}
+	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
 		return explain.VolumeReport{}, err
 	}
 	if name := explain.VolumeProvisioner(pv); name != "" {
@@ -98,6 +106,18 @@ func explainVolume(ctx context.Context, client kubernetes.Interface, name string
 		}
 	}
 	return explain.Volume(pv, facts), nil
+}
+
+// podsUsing are the UIDs of the scheduled pods that refer to the claim:
+// their mount failures are part of the report.
+func podsUsing(pods []*v1.Pod, claim *v1.PersistentVolumeClaim) []types.UID {
+	var out []types.UID
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" && pod.Namespace == claim.Namespace && slices.Contains(protection.ClaimKeys(pod), claim.Namespace+"/"+claim.Name) {
+			out = append(out, pod.UID)
+		}
+	}
+	return out
 }
 
 func findVolume(pvs []*v1.PersistentVolume, name string) *v1.PersistentVolume {

@@ -72,7 +72,8 @@ func TestExplainClaimShowsProvisioningFailures(t *testing.T) {
 }
 
 // A bound network volume used by a pod: attached and mounted on its node;
-// deleting the claim is held by the pod.
+// a pod on a second node waits (Multi-Attach); deleting the claim is held
+// by both pods.
 func TestExplainBoundClaimShowsAttachMountAndWhatHoldsItsDeletion(t *testing.T) {
 	e := newEnv(t)
 	e.claim("shared", "1Gi", bundle.NetworkClass)
@@ -83,6 +84,11 @@ func TestExplainBoundClaimShowsAttachMountAndWhatHoldsItsDeletion(t *testing.T) 
 	e.check("bound-in-use", "pvc", "shared")
 	pv := e.getClaim("shared").Spec.VolumeName
 	e.check("bound-volume", "pv", pv)
+
+	// A second pod on another node cannot have the single-node volume.
+	e.pod("reader", stack.CP.Nodes[1], "shared")
+	e.eventually("pod reader told why it waits", e.podEvent("reader", "FailedAttachVolume"))
+	e.check("multi-attach", "pvc", "shared")
 
 	if err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Delete(e.ctx, "shared", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

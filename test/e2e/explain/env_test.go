@@ -325,17 +325,26 @@ func (e *env) check(name, kind, object string) {
 
 // hasEvent waits for an event of reason on the claim.
 func (e *env) hasEvent(claim, reason string) func() string {
+	return e.eventOn("PersistentVolumeClaim", claim, reason)
+}
+
+// podEvent waits for an event of reason on the pod.
+func (e *env) podEvent(pod, reason string) func() string {
+	return e.eventOn("Pod", pod, reason)
+}
+
+func (e *env) eventOn(kind, name, reason string) func() string {
 	return func() string {
 		list, err := e.client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err.Error()
 		}
 		for _, ev := range list.Items {
-			if ev.InvolvedObject.Name == claim && ev.Reason == reason {
+			if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Reason == reason {
 				return ""
 			}
 		}
-		return "no " + reason + " event on " + claim
+		return "no " + reason + " event on " + kind + " " + name
 	}
 }
 
