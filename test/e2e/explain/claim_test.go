@@ -54,11 +54,15 @@ func TestExplainWaitForFirstConsumerClaimNamesThePodsItWaitsFor(t *testing.T) {
 	e.check("wait-for-pod", "pvc", "data")
 }
 
-// A claim of a class whose provisioner nothing runs says so.
+// A claim of a class whose provisioner nothing runs says so, and counts
+// the failure its class's late arrival caused.
 func TestExplainClaimWhoseProvisionerNothingServes(t *testing.T) {
 	e := newEnv(t)
-	e.class("explain-unserved", "example.com/nobody")
+	// The claim comes first, so its class is missing once, for certain: the
+	// report counts that failure.
 	e.claim("orphan", "1Gi", "explain-unserved")
+	e.eventually("claim orphan told its class is missing", e.hasEvent("orphan", "ProvisioningFailed"))
+	e.class("explain-unserved", "example.com/nobody")
 	e.eventually("claim orphan handed to its provisioner", e.hasEvent("orphan", "ExternalProvisioning"))
 	e.check("provisioner-not-served", "pvc", "orphan")
 }

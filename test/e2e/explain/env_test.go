@@ -312,6 +312,7 @@ func (e *env) normalize(s string) string {
 	}
 	s = clustertest.StableNames(s)
 	s = timestamp.ReplaceAllString(s, "TIME")
+	s = strings.ReplaceAll(s, "just now", "AGO ago")
 	return ago.ReplaceAllString(s, "AGO ago")
 }
 
