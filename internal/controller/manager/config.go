@@ -1,0 +1,179 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/volplane/volplane/internal/controller/binder"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/controller/provisioner"
+)
+
+// The loops by the names --controllers takes. The protection,
+// attach/detach and expander loops have kube-controller-manager's names;
+// attacher and resizer are the CSI sidecars' roles.
+const (
+	Binder        = "binder"
+	Provisioner   = "provisioner"
+	PVCProtection = "pvc-protection"
+	PVProtection  = "pv-protection"
+	AttachDetach  = "attachdetach"
+	Attacher      = "attacher"
+	Resizer       = "resizer"
+	// Expander is kube-controller-manager's persistentvolume-expander: it
+	// hands grown claims to the external resizer and calls no driver.
+	Expander = "expander"
+)
+
+// Known lists the loops this build can run.
+func Known() []string {
+	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander, Resizer}
+}
+
+// needsDrivers says whether a selected loop calls CSI drivers.
+func needsDrivers(controllers []string) bool {
+	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher) ||
+		slices.Contains(controllers, Resizer)
+}
+
+// Config says which loops to run against which cluster.
+type Config struct {
+	// REST is the client configuration, with QPS and Burst already set.
+	REST        *rest.Config
+	Controllers []string
+	Workers     int
+	// ResyncPeriod is the binder's safety-net resync.
+	ResyncPeriod time.Duration
+	// RecycleTimeout bounds a recycler pod's scrub (0: the binder's default).
+	RecycleTimeout time.Duration
+	// AttacherElsewhere says volplane's attacher serves the same CSI
+	// endpoints in another manager (it always counts as there when the
+	// attacher loop is selected here): the provisioner then creates PVs
+	// of drivers that attach with the attacher's finalizer already on.
+	AttacherElsewhere bool
+	// MaxWaitForUnmount is how long attachdetach waits for a volume no pod
+	// wants to be unmounted before it may force the detach from a node
+	// that is not Ready (0: the reference's 6 minutes). Tests shorten it.
+	MaxWaitForUnmount time.Duration
+	// LeaderElect runs the loops only while holding the Lease
+	// LeaderElectNamespace/LeaderElectName.
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaderElectName      string
+	// LeaderElection holds the Lease timings; zero values take
+	// kube-controller-manager's defaults (DefaultLeaderElection).
+	LeaderElection LeaseTimings
+	// HeartbeatPeriod is how often the provisioner renews its heartbeat
+	// Leases (internal/heartbeat), which live in LeaderElectNamespace
+	// (kube-system if empty) also when leader election is off; 0:
+	// heartbeat.DefaultPeriod. Tests shorten it.
+	HeartbeatPeriod time.Duration
+	// CSIEndpoints are the CSI drivers the provisioner serves, each
+	// "unix:///absolute/path"; several endpoints may report the same driver
+	// name (one per node of a node-local driver).
+	CSIEndpoints []string
+	// NodeDeployment, if set, runs the provisioner (and the resizer)
+	// beside one node's driver: CSIEndpoints are that node's, and only
+	// its claims and volumes are served (provisioner.NodeDeployment).
+	// Only those two loops may run so, without leader election: every
+	// node runs its own.
+	NodeDeployment *provisioner.NodeDeployment
+	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
+	MetricsAddr string
+	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.
+	// Off by default: a profile costs CPU and shows internals.
+	Profiling bool
+	// Ready, if set, is told the address the metrics server listens on
+	// (useful with port 0).
+	Ready func(metricsAddr string)
+}
+
+// DefaultConfig is what `volplane controller` runs with no flags, and the
+// one place its defaults are written: the binder alone, leader-elected
+// under kube-system/volplane-controller with kube-controller-manager's
+// timings, the loops' shared worker and resync defaults, metrics on
+// 127.0.0.1:9742. REST and CSIEndpoints are left to the caller.
+func DefaultConfig() Config {
+	return Config{
+		Controllers:  []string{Binder},
+		Workers:      loop.DefaultWorkers,
+		ResyncPeriod: loop.DefaultResyncPeriod, RecycleTimeout: binder.DefaultRecycleTimeout,
+		LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-controller",
+		LeaderElection: DefaultLeaderElection,
+		MetricsAddr:    "127.0.0.1:9742",
+	}
+}
+
+// Validate rejects a config that cannot run, with the reason.
+func (c Config) Validate() error {
+	if c.REST == nil {
+		return errors.New("no cluster configuration")
+	}
+	if len(c.Controllers) == 0 {
+		return errors.New("no controllers selected")
+	}
+	for _, name := range c.Controllers {
+		if !slices.Contains(Known(), name) {
+			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
+		}
+	}
+	for _, loop := range []string{Provisioner, Attacher, Resizer} {
+		if slices.Contains(c.Controllers, loop) && len(c.CSIEndpoints) == 0 {
+			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", loop)
+		}
+	}
+	for _, e := range c.CSIEndpoints {
+		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("CSI endpoint %q: want unix:///absolute/path", e)
+		}
+	}
+	if err := c.validateNodeDeployment(); err != nil {
+		return err
+	}
+	if c.HeartbeatPeriod < 0 {
+		return fmt.Errorf("heartbeat period %s: want a positive duration, or 0 for the default", c.HeartbeatPeriod)
+	}
+	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
+		return errors.New("leader election needs a namespace and a lease name")
+	}
+	if c.LeaderElect {
+		return c.LeaderElection.orDefaults().validate()
+	}
+	return nil
+}
+
+// NodeLoops are the loops that may run in node deployment: those that
+// call a node-local driver for a node's own volumes.
+func NodeLoops() []string { return []string{Provisioner, Resizer} }
+
+func (c Config) validateNodeDeployment() error {
+	if c.NodeDeployment == nil {
+		return nil
+	}
+	if err := c.NodeDeployment.Validate(); err != nil {
+		return err
+	}
+	for _, name := range c.Controllers {
+		if !slices.Contains(NodeLoops(), name) {
+			return fmt.Errorf("node deployment runs only %s beside a node's driver; run %s in the central controller",
+				strings.Join(NodeLoops(), " and "), name)
+		}
+	}
+	if c.LeaderElect {
+		return errors.New("node deployment runs one provisioner per node, which must not share a Lease: turn leader election off")
+	}
+	return nil
+}
+
+// nodeName is the node of a node deployment, "" without one.
+func (c Config) nodeName() string {
+	if c.NodeDeployment == nil {
+		return ""
+	}
+	return c.NodeDeployment.NodeName
+}
