@@ -20,8 +20,7 @@ func ReadCluster(ctx context.Context, client kubernetes.Interface) (*doctor.Snap
 	if err != nil {
 		return nil, err
 	}
-	return &doctor.Snapshot{Claims: f.Claims, Volumes: f.Volumes, Classes: f.Classes,
-		Attachments: f.Attachments, Nodes: f.Nodes, Pods: f.Pods}, nil
+	return &doctor.Snapshot{Facts: *f}, nil
 }
 
 // ReadBackends dials each CSI controller endpoint ("unix:///path") and

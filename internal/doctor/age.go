@@ -3,8 +3,6 @@ package doctor
 import (
 	"fmt"
 	"time"
-
-	storagev1 "k8s.io/api/storage/v1"
 )
 
 // Age is a duration as people read an age: "45s", "12m", "5h", "3d".
@@ -18,13 +16,4 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func (s *Snapshot) class(name string) *storagev1.StorageClass {
-	for _, c := range s.Classes {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/protection"
 )
 
 func attachmentObject(va *storagev1.VolumeAttachment) Object {
@@ -46,19 +45,18 @@ func staleAttachments(s *Snapshot) []Finding {
 // usedOnNode says whether a pod on node, not terminated, uses the claim
 // the volume is bound to.
 func usedOnNode(s *Snapshot, pvName, node string) bool {
-	pv := s.volume(pvName)
+	pv := s.FindVolume(pvName)
 	if pv == nil || pv.Spec.ClaimRef == nil {
 		return false
 	}
-	key := binding.ClaimRefKey(pv.Spec.ClaimRef)
-	return slices.ContainsFunc(s.Pods, func(pod *v1.Pod) bool {
-		return pod.Spec.NodeName == node && !binding.PodTerminated(pod) && slices.Contains(protection.ClaimKeys(pod), key)
+	return slices.ContainsFunc(s.PodsNaming(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name), func(pod *v1.Pod) bool {
+		return pod.Spec.NodeName == node && !binding.PodTerminated(pod)
 	})
 }
 
 // whoseVolume says whose the volume is, for the problem sentence.
 func whoseVolume(s *Snapshot, pvName string) string {
-	pv := s.volume(pvName)
+	pv := s.FindVolume(pvName)
 	switch {
 	case pv == nil:
 		return "the PV is gone"

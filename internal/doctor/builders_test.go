@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/explain"
 )
 
 // now is the snapshot's time; ago(d) is a timestamp d before it.
@@ -129,7 +131,7 @@ func pod(name, node, claim string) *v1.Pod {
 type world struct{ s Snapshot }
 
 func newWorld() *world {
-	return &world{s: Snapshot{Now: now, Nodes: []*v1.Node{node("n1")}, BackendsSkipped: "no endpoint"}}
+	return &world{s: Snapshot{Facts: explain.Facts{Now: now, Nodes: []*v1.Node{node("n1")}}, BackendsSkipped: "no endpoint"}}
 }
 func (w *world) claims(cs ...*v1.PersistentVolumeClaim) *world {
 	w.s.Claims = append(w.s.Claims, cs...)

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/invariants"
-	"github.com/volplane/volplane/internal/protection"
 )
 
 func claimObject(c *v1.PersistentVolumeClaim) Object {
@@ -31,17 +29,15 @@ func explainClaim(c *v1.PersistentVolumeClaim) Fix {
 // WaitForFirstConsumer class that no pod uses is at rest, not a problem.
 func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 	var out []Finding
-	facts := &explain.Facts{Volumes: s.Volumes, Claims: s.Claims, Classes: s.Classes, Pods: s.Pods, Nodes: s.Nodes,
-		Attachments: s.Attachments, Provisioners: s.Provisioners, Now: s.Now}
 	for _, c := range s.Claims {
 		age := s.Now.Sub(c.CreationTimestamp.Time)
 		if c.Status.Phase != v1.ClaimPending || c.DeletionTimestamp != nil || age < threshold {
 			continue
 		}
-		if binding.DelayBinding(s.class(binding.ClaimClass(c))) && len(s.podsNaming(c)) == 0 {
+		if binding.DelayBinding(s.FindClass(binding.ClaimClass(c))) && len(s.PodsNaming(c.Namespace, c.Name)) == 0 {
 			continue
 		}
-		r := explain.Claim(c, facts)
+		r := explain.Claim(c, &s.Facts)
 		problem := fmt.Sprintf("Pending for %s: %s", Age(age), r.Summary)
 		if r.Volumes != nil && r.Volumes.Tally.Considered > 0 {
 			problem += " " + strings.ToUpper(r.Volumes.Summary[:1]) + r.Volumes.Summary[1:] + "."
@@ -50,12 +46,6 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 			Fixes: []Fix{explainClaim(c)}})
 	}
 	return out
-}
-
-// podsNaming are the pods that refer to the claim.
-func (s *Snapshot) podsNaming(c *v1.PersistentVolumeClaim) []*v1.Pod {
-	key := c.Namespace + "/" + c.Name
-	return slices.DeleteFunc(slices.Clone(s.Pods), func(p *v1.Pod) bool { return !slices.Contains(protection.ClaimKeys(p), key) })
 }
 
 // staleClaimRefs: Released Retain volumes whose claim is gone (or is a new
@@ -68,7 +58,7 @@ func staleClaimRefs(s *Snapshot) []Finding {
 			ref == nil || pv.DeletionTimestamp != nil {
 			continue
 		}
-		claim := s.claim(ref.Namespace, ref.Name)
+		claim := s.FindClaim(ref.Namespace, ref.Name)
 		if claim != nil && claim.UID == ref.UID {
 			continue
 		}
@@ -129,20 +119,4 @@ func values[T any](ptrs []*T) []T {
 		out = append(out, *p)
 	}
 	return out
-}
-
-func (s *Snapshot) claim(namespace, name string) *v1.PersistentVolumeClaim {
-	i := slices.IndexFunc(s.Claims, func(c *v1.PersistentVolumeClaim) bool { return c.Namespace == namespace && c.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return s.Claims[i]
-}
-
-func (s *Snapshot) volume(name string) *v1.PersistentVolume {
-	i := slices.IndexFunc(s.Volumes, func(pv *v1.PersistentVolume) bool { return pv.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return s.Volumes[i]
 }

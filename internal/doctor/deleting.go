@@ -146,7 +146,7 @@ func boundClaim(s *Snapshot, pv *v1.PersistentVolume) *v1.PersistentVolumeClaim 
 	if ref == nil {
 		return nil
 	}
-	c := s.claim(ref.Namespace, ref.Name)
+	c := s.FindClaim(ref.Namespace, ref.Name)
 	if c == nil || (ref.UID != "" && c.UID != ref.UID) {
 		return nil
 	}

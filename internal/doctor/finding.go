@@ -5,9 +5,6 @@ import (
 	"slices"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-
 	"github.com/volplane/volplane/internal/explain"
 )
 
@@ -93,23 +90,15 @@ type Thresholds struct {
 	DeletingFor time.Duration
 }
 
-// Snapshot is what Check looks at. Lists may be in any order.
+// Snapshot is what Check looks at: the cluster as explain reads it (its
+// Provisioners: those of the pending claims; Events are not read), and the
+// backend volumes. Lists may be in any order.
 type Snapshot struct {
-	Claims      []*v1.PersistentVolumeClaim
-	Volumes     []*v1.PersistentVolume
-	Classes     []*storagev1.StorageClass
-	Attachments []*storagev1.VolumeAttachment
-	Nodes       []*v1.Node
-	Pods        []*v1.Pod
+	explain.Facts
 	// Backends are the CSI controller endpoints read; nil means the backend
 	// checks are skipped (BackendsSkipped says why).
 	Backends        []Backend
 	BackendsSkipped string
-	// Provisioners says whether the provisioners of pending claims are
-	// served (explain.ClaimProvisioners of each); missing names were not
-	// checked.
-	Provisioners map[string]explain.Provisioner
-	Now          time.Time
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.

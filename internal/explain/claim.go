@@ -20,14 +20,14 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	if r.Phase == "" {
 		r.Phase = string(v1.ClaimPending)
 	}
-	in := binding.ClaimInput{Claim: claim, Pods: f.podsNaming(claim.Namespace, claim.Name),
+	in := binding.ClaimInput{Claim: claim, Pods: f.PodsNaming(claim.Namespace, claim.Name),
 		DefaultClass: binding.DefaultClass(f.Classes)}
 	if name := binding.ClaimClass(claim); name != "" {
-		in.Class = f.class(name)
+		in.Class = f.FindClass(name)
 		r.Class = classOf(name, in.Class, f)
 	}
 	if claim.Spec.VolumeName != "" {
-		in.Volume = f.volume(claim.Spec.VolumeName)
+		in.Volume = f.FindVolume(claim.Spec.VolumeName)
 	}
 	if unbound(claim) {
 		r.Volumes = considerVolumes(claim, in.Class, f, &in)

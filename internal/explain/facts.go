@@ -63,7 +63,9 @@ func ClaimProvisioners(claim *v1.PersistentVolumeClaim, classes []*storagev1.Sto
 // one that deletes it once released ("" for none).
 func VolumeProvisioner(pv *v1.PersistentVolume) string { return deleter(pv) }
 
-func (f *Facts) claim(namespace, name string) *v1.PersistentVolumeClaim {
+// FindClaim, FindVolume and FindClass look an object up by name; nil when
+// the snapshot has none.
+func (f *Facts) FindClaim(namespace, name string) *v1.PersistentVolumeClaim {
 	for _, c := range f.Claims {
 		if c.Namespace == namespace && c.Name == name {
 			return c
@@ -72,7 +74,7 @@ func (f *Facts) claim(namespace, name string) *v1.PersistentVolumeClaim {
 	return nil
 }
 
-func (f *Facts) volume(name string) *v1.PersistentVolume {
+func (f *Facts) FindVolume(name string) *v1.PersistentVolume {
 	for _, pv := range f.Volumes {
 		if pv.Name == name {
 			return pv
@@ -81,7 +83,7 @@ func (f *Facts) volume(name string) *v1.PersistentVolume {
 	return nil
 }
 
-func (f *Facts) class(name string) *storagev1.StorageClass {
+func (f *Facts) FindClass(name string) *storagev1.StorageClass {
 	for _, c := range f.Classes {
 		if c.Name == name {
 			return c
@@ -108,9 +110,9 @@ func (f *Facts) driver(name string) *storagev1.CSIDriver {
 	return nil
 }
 
-// podsNaming are the pods of the namespace that refer to the claim name,
+// PodsNaming are the pods of the namespace that refer to the claim name,
 // ephemeral volumes included, as the controllers' pod indexes find them.
-func (f *Facts) podsNaming(namespace, claimName string) []*v1.Pod {
+func (f *Facts) PodsNaming(namespace, claimName string) []*v1.Pod {
 	key := namespace + "/" + claimName
 	var out []*v1.Pod
 	for _, pod := range f.Pods {

@@ -29,8 +29,8 @@ func Volume(pv *v1.PersistentVolume, f *Facts) VolumeReport {
 	in := binding.VolumeInput{Volume: pv, LiveChecked: true}
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		r.ClaimRef = binding.ClaimRefKey(ref)
-		in.Claim = f.claim(ref.Namespace, ref.Name)
-		in.Pods = f.podsNaming(ref.Namespace, ref.Name)
+		in.Claim = f.FindClaim(ref.Namespace, ref.Name)
+		in.Pods = f.PodsNaming(ref.Namespace, ref.Name)
 		r.ClaimState = claimState(pv, in.Claim)
 	}
 	d := binding.DecideVolume(in)
@@ -94,7 +94,7 @@ func considerClaims(pv *v1.PersistentVolume, f *Facts) *Considered {
 			continue
 		}
 		c.Tally.Considered++
-		_, vs := binding.Match(claim, []*v1.PersistentVolume{pv}, binding.DelayBinding(f.class(binding.ClaimClass(claim))))
+		_, vs := binding.Match(claim, []*v1.PersistentVolume{pv}, binding.DelayBinding(f.FindClass(binding.ClaimClass(claim))))
 		key := binding.ClaimKey(claim)
 		if len(vs) == 0 {
 			c.Tally.Available++
