@@ -203,15 +203,15 @@ func decideProvision(className string, class *storagev1.StorageClass) ClaimDecis
 }
 
 func waitForConsumerEvent(pods []*v1.Pod) Event {
-	if names := unscheduledPods(pods); len(names) > 0 {
+	if names := UnscheduledPods(pods); len(names) > 0 {
 		return claimEvent(v1.EventTypeNormal, EventWaitForPodScheduled, MsgWaitForPodScheduled(names), true)
 	}
 	return claimEvent(v1.EventTypeNormal, EventWaitForFirstConsumer, MsgWaitForFirstConsumer, true)
 }
 
-// unscheduledPods names the live pods that have no node yet, sorted (the
+// UnscheduledPods names the live pods that have no node yet, sorted (the
 // reference lists them in cache order).
-func unscheduledPods(pods []*v1.Pod) []string {
+func UnscheduledPods(pods []*v1.Pod) []string {
 	var names []string
 	for _, pod := range pods {
 		if pod.Spec.NodeName == "" && !PodTerminated(pod) {

@@ -40,7 +40,7 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	r.Summary = claimSummary(claim, in, d, r.Class)
 	r.SelectedNode = claim.Annotations[storagehelpers.AnnSelectedNode]
 	if binding.DelayBinding(in.Class) && unbound(claim) && r.SelectedNode == "" {
-		r.WaitingForPods = unscheduled(in.Pods)
+		r.WaitingForPods = binding.UnscheduledPods(in.Pods)
 	}
 	if claim.Status.Phase != v1.ClaimBound {
 		r.Provisioning = provisioningOf(claim, f)
@@ -135,17 +135,6 @@ func volumeOf(pv *v1.PersistentVolume) *BoundVolume {
 		v.Driver, v.Handle = pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle
 	}
 	return v
-}
-
-// unscheduled names the live pods that have no node yet, sorted.
-func unscheduled(pods []*v1.Pod) []string {
-	var names []string
-	for _, pod := range pods {
-		if pod.Spec.NodeName == "" && !binding.PodTerminated(pod) {
-			names = append(names, pod.Name)
-		}
-	}
-	return sorted(names)
 }
 
 // provisioningOf reads the provisioning events of a claim that is, or was,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/heartbeat"
-	"github.com/volplane/volplane/internal/protection"
 )
 
 // Explain explains one object of kind ("pvc" or "pv") in the output
@@ -70,7 +68,7 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 	if pv := findVolume(facts.Volumes, claim.Spec.VolumeName); pv != nil {
 		uids = append(uids, pv.UID)
 	}
-	uids = append(uids, podsUsing(facts.Pods, claim)...)
+	uids = append(uids, scheduledUIDs(facts.PodsNaming(claim.Namespace, claim.Name))...)
 	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
 		return explain.ClaimReport{}, err
 	}
@@ -94,8 +92,7 @@ func explainVolume(ctx context.Context, client kubernetes.Interface, name string
 	}
 	uids := []types.UID{pv.UID}
 	if ref := pv.Spec.ClaimRef; ref != nil {
-		uids = append(uids, podsUsing(facts.Pods, &v1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})...)
+		uids = append(uids, scheduledUIDs(facts.PodsNaming(ref.Namespace, ref.Name))...)
 	}
 	if facts.Events, err = EventsAbout(ctx, client, uids...); err != nil {
 		return explain.VolumeReport{}, err
@@ -108,12 +105,12 @@ func explainVolume(ctx context.Context, client kubernetes.Interface, name string
 	return explain.Volume(pv, facts), nil
 }
 
-// podsUsing are the UIDs of the scheduled pods that refer to the claim:
-// their mount failures are part of the report.
-func podsUsing(pods []*v1.Pod, claim *v1.PersistentVolumeClaim) []types.UID {
+// scheduledUIDs are the UIDs of the pods that have a node: their mount
+// failures are part of the report.
+func scheduledUIDs(pods []*v1.Pod) []types.UID {
 	var out []types.UID
 	for _, pod := range pods {
-		if pod.Spec.NodeName != "" && pod.Namespace == claim.Namespace && slices.Contains(protection.ClaimKeys(pod), claim.Namespace+"/"+claim.Name) {
+		if pod.Spec.NodeName != "" {
 			out = append(out, pod.UID)
 		}
 	}
