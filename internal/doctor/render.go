@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/volplane/volplane/internal/explain"
 )
 
-// Width is the terminal width the table output fits in.
-const Width = 80
+// Width is the terminal width the table output fits in, explain's.
+const Width = explain.Width
 
 // JSON writes the report as indented JSON and a newline. The field names
 // are documented on Report, Finding, Object and Fix.
@@ -93,20 +95,13 @@ func writeWrapped(b *strings.Builder, first, rest, text string) {
 
 // writeWords writes words wrapped as writeWrapped does.
 func writeWords(b *strings.Builder, first, rest string, words []string) {
-	line := first
-	empty := true
-	for _, word := range words {
-		if !empty && len(line)+1+len(word) > Width {
-			b.WriteString(line + "\n")
-			line, empty = rest, true
+	for i, line := range explain.Wrap(words, Width-len(first), Width-len(rest)) {
+		if i == 0 {
+			b.WriteString(first + line + "\n")
+		} else {
+			b.WriteString(rest + line + "\n")
 		}
-		if !empty {
-			line += " "
-		}
-		line += word
-		empty = false
 	}
-	b.WriteString(line + "\n")
 }
 
 // writeCommand writes a command indented, so it can be pasted as is: a

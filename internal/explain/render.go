@@ -67,19 +67,21 @@ func (t *table) item(indent int, name string, nameWidth int, text string) {
 	}
 }
 
-// wrap breaks text into lines of at most width runes at spaces; a word
-// longer than width gets a line of its own.
-func wrap(text string, width int) []string {
-	words := strings.Fields(text)
+// wrap breaks text into lines of at most width runes at spaces.
+func wrap(text string, width int) []string { return Wrap(strings.Fields(text), width, width) }
+
+// Wrap fills lines with words: the first line at most first runes wide, the
+// others at most rest; a word longer than its line gets a line of its own.
+func Wrap(words []string, first, rest int) []string {
 	if len(words) == 0 {
 		return []string{""}
 	}
 	var lines []string
-	line := words[0]
+	line, width := words[0], first
 	for _, w := range words[1:] {
 		if len([]rune(line))+1+len([]rune(w)) > width {
 			lines = append(lines, line)
-			line = w
+			line, width = w, rest
 			continue
 		}
 		line += " " + w
