@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,7 +39,7 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 		r := explain.Claim(c, &s.Facts)
 		problem := fmt.Sprintf("Pending for %s: %s", Age(age), r.Summary)
 		if r.Volumes != nil && r.Volumes.Tally.Considered > 0 {
-			problem += " " + strings.ToUpper(r.Volumes.Summary[:1]) + r.Volumes.Summary[1:] + "."
+			problem += " " + explain.Sentence(r.Volumes.Summary)
 		}
 		out = append(out, Finding{Kind: KindClaimPending, Object: claimObject(c), Problem: problem,
 			Fixes: []Fix{explainClaim(c)}})

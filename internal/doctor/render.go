@@ -27,7 +27,7 @@ func (r Report) Table(w io.Writer) error {
 	var b strings.Builder
 	writeWords(&b, "", "  ", r.headline())
 	for _, n := range r.Notes {
-		writeWrapped(&b, "", "", sentenceCase(n)+".")
+		writeWrapped(&b, "", "", explain.Sentence(n))
 	}
 	for _, f := range r.Findings {
 		b.WriteString("\n")
@@ -78,13 +78,6 @@ func (o Object) String() string {
 		return "volumeattachment " + o.Name
 	}
 	return "volume " + o.Name + " of " + o.Driver + onNode(o.Node)
-}
-
-func sentenceCase(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // writeWrapped writes text in words, the first line after first, the

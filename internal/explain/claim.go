@@ -193,7 +193,7 @@ func claimSummary(claim *v1.PersistentVolumeClaim, in binding.ClaimInput, d bind
 	if len(d.Events) > 0 {
 		return eventSentence(d.Events[0])
 	}
-	return sentence("Waiting: " + d.Note)
+	return Sentence("Waiting: " + d.Note)
 }
 
 // noProvisioner is the provisioner of classes for static volumes only.
@@ -223,22 +223,22 @@ func eventSentence(e binding.Event) string {
 	case binding.EventWaitForFirstConsumer:
 		return "Waiting for a pod that uses the claim: its class binds on the first consumer."
 	case binding.EventWaitForPodScheduled:
-		return sentence(e.Message + ": its class binds on the first consumer")
+		return Sentence(e.Message + ": its class binds on the first consumer")
 	case binding.EventFailedBinding:
-		return sentence("Waiting: " + strings.TrimSuffix(e.Message, "."))
+		return Sentence("Waiting: " + strings.TrimSuffix(e.Message, "."))
 	case binding.EventVolumeMismatch:
-		return sentence(e.Message)
+		return Sentence(e.Message)
 	case binding.EventProvisioningFailed:
-		return sentence("Cannot provision a volume: " + e.Message)
+		return Sentence("Cannot provision a volume: " + e.Message)
 	}
-	return sentence(e.Message)
+	return Sentence(e.Message)
 }
 
 func boundSummary(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d binding.ClaimDecision) string {
 	switch {
 	case d.Action == binding.ClaimLost || claim.Status.Phase == v1.ClaimLost:
 		if len(d.Events) > 0 {
-			return sentence("Lost: " + d.Events[0].Message)
+			return Sentence("Lost: " + d.Events[0].Message)
 		}
 		return "Lost: the claim's volume is gone or belongs to another claim."
 	case d.Action == binding.ClaimBind && bindPending(claim, pv):
@@ -257,8 +257,9 @@ func bindPending(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) bool 
 		binding.BindClaimSpec(claim, pv) != nil || binding.BindClaimStatus(claim, pv) != nil
 }
 
-// sentence capitalises s and ends it with a full stop.
-func sentence(s string) string {
+// Sentence capitalises s and ends it with a full stop (unless it ends
+// with one, or with "!").
+func Sentence(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return s

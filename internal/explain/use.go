@@ -151,7 +151,7 @@ func expansionOf(claim *v1.PersistentVolumeClaim) *Change {
 		v1.PersistentVolumeClaimFileSystemResizePending, v1.PersistentVolumeClaimResizing); msg != "" {
 		c.Summary += ": " + msg
 	}
-	c.Summary = sentence(c.Summary)
+	c.Summary = Sentence(c.Summary)
 	return c
 }
 
@@ -180,7 +180,7 @@ func modificationOf(claim *v1.PersistentVolumeClaim) *Change {
 	if msg := conditionMessage(claim, v1.PersistentVolumeClaimVolumeModifyVolumeError, v1.PersistentVolumeClaimVolumeModifyingVolume); msg != "" {
 		c.Summary += ": " + msg
 	}
-	c.Summary = sentence(c.Summary)
+	c.Summary = Sentence(c.Summary)
 	return c
 }
 

@@ -136,9 +136,9 @@ func volumeSummary(pv *v1.PersistentVolume, d binding.VolumeDecision, r *VolumeR
 	case r.Claims != nil && r.Claims.Chosen != "":
 		return fmt.Sprintf("Available; it fits the waiting claim %s, which the binder binds next.", r.Claims.Chosen)
 	case r.Claims != nil:
-		return sentence("Available; " + r.Claims.Summary)
+		return Sentence("Available; " + r.Claims.Summary)
 	}
-	return sentence(string(pv.Status.Phase) + ": " + d.Note)
+	return Sentence(string(pv.Status.Phase) + ": " + d.Note)
 }
 
 // reclaimSummary says what the reclaim policy does next with a released
@@ -155,7 +155,7 @@ func reclaimSummary(pv *v1.PersistentVolume, d binding.VolumeDecision, r *Volume
 	case binding.ReclaimExternal:
 		s := gone + "; policy Delete: " + deleter(pv) + " deletes the backend volume, then the PV."
 		if r.Provisioner != nil && !r.Provisioner.Serving {
-			s += " " + sentence(r.Provisioner.Note)
+			s += " " + Sentence(r.Provisioner.Note)
 		}
 		return s
 	case binding.ReclaimMigrated:
@@ -163,13 +163,13 @@ func reclaimSummary(pv *v1.PersistentVolume, d binding.VolumeDecision, r *Volume
 	case binding.ReclaimRecycle:
 		return gone + "; policy Recycle: the binder scrubs it and makes it Available."
 	case binding.ReclaimRecycleBlocked:
-		return gone + "; policy Recycle waits: " + sentence(d.Events[0].Message)
+		return gone + "; policy Recycle waits: " + Sentence(d.Events[0].Message)
 	}
 	msg := pv.Status.Message
 	if msg == "" {
 		msg = d.Message
 	}
-	return gone + "; reclaim failed: " + sentence(msg) + " Fix the cause, or delete the PV."
+	return gone + "; reclaim failed: " + Sentence(msg) + " Fix the cause, or delete the PV."
 }
 
 // volumeDeletion says what holds a volume being deleted.
@@ -197,7 +197,7 @@ func volumeDeletion(pv *v1.PersistentVolume, f *Facts) *Deletion {
 	if len(why) == 0 {
 		d.Summary = "Being deleted; no finalizer holds it, the API server removes it."
 	} else {
-		d.Summary = sentence("Being deleted; " + strings.Join(why, "; "))
+		d.Summary = Sentence("Being deleted; " + strings.Join(why, "; "))
 	}
 	return d
 }
