@@ -45,11 +45,9 @@ type Provisioner struct {
 // the one its class names and the one it was handed to.
 func ClaimProvisioners(claim *v1.PersistentVolumeClaim, classes []*storagev1.StorageClass) []string {
 	var names []string
-	for _, class := range classes {
-		if class.Name == binding.ClaimClass(claim) {
-			if p, err := binding.ExternalProvisioner(class); err == nil {
-				names = append(names, p)
-			}
+	if class := named(classes, binding.ClaimClass(claim)); class != nil {
+		if p, err := binding.ExternalProvisioner(class); err == nil {
+			names = append(names, p)
 		}
 	}
 	if p := handedTo(claim); p != "" {
@@ -74,40 +72,21 @@ func (f *Facts) FindClaim(namespace, name string) *v1.PersistentVolumeClaim {
 	return nil
 }
 
-func (f *Facts) FindVolume(name string) *v1.PersistentVolume {
-	for _, pv := range f.Volumes {
-		if pv.Name == name {
-			return pv
-		}
-	}
-	return nil
-}
+func (f *Facts) FindVolume(name string) *v1.PersistentVolume { return named(f.Volumes, name) }
 
-func (f *Facts) FindClass(name string) *storagev1.StorageClass {
-	for _, c := range f.Classes {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
+func (f *Facts) FindClass(name string) *storagev1.StorageClass { return named(f.Classes, name) }
 
-func (f *Facts) node(name string) *v1.Node {
-	for _, n := range f.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
+func (f *Facts) node(name string) *v1.Node { return named(f.Nodes, name) }
 
-func (f *Facts) driver(name string) *storagev1.CSIDriver {
-	for _, d := range f.Drivers {
-		if d.Name == name {
-			return d
-		}
+func (f *Facts) driver(name string) *storagev1.CSIDriver { return named(f.Drivers, name) }
+
+// named is the object of that name in list, nil (the zero T) if none.
+func named[T interface{ GetName() string }](list []T, name string) T {
+	var none T
+	if i := slices.IndexFunc(list, func(o T) bool { return o.GetName() == name }); i >= 0 {
+		return list[i]
 	}
-	return nil
+	return none
 }
 
 // PodsNaming are the pods of the namespace that refer to the claim name,

@@ -65,7 +65,7 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 		return explain.ClaimReport{}, err
 	}
 	uids := []types.UID{claim.UID}
-	if pv := findVolume(facts.Volumes, claim.Spec.VolumeName); pv != nil {
+	if pv := facts.FindVolume(claim.Spec.VolumeName); claim.Spec.VolumeName != "" && pv != nil {
 		uids = append(uids, pv.UID)
 	}
 	uids = append(uids, scheduledUIDs(facts.PodsNaming(claim.Namespace, claim.Name))...)
@@ -115,15 +115,6 @@ func scheduledUIDs(pods []*v1.Pod) []types.UID {
 		}
 	}
 	return out
-}
-
-func findVolume(pvs []*v1.PersistentVolume, name string) *v1.PersistentVolume {
-	for _, pv := range pvs {
-		if name != "" && pv.Name == name {
-			return pv
-		}
-	}
-	return nil
 }
 
 // ReadFacts lists what a report is made from: every volume, class, node,
