@@ -57,10 +57,6 @@ func ClaimProvisioners(claim *v1.PersistentVolumeClaim, classes []*storagev1.Sto
 	return slices.Compact(names)
 }
 
-// VolumeProvisioner is the provisioner a volume's report asks about: the
-// one that deletes it once released ("" for none).
-func VolumeProvisioner(pv *v1.PersistentVolume) string { return deleter(pv) }
-
 // FindClaim, FindVolume and FindClass look an object up by name; nil when
 // the snapshot has none.
 func (f *Facts) FindClaim(namespace, name string) *v1.PersistentVolumeClaim {

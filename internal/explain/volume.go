@@ -39,7 +39,7 @@ func Volume(pv *v1.PersistentVolume, f *Facts) VolumeReport {
 		r.Reclaim = d.Reclaim.String()
 	}
 	if d.Reclaim == binding.ReclaimExternal {
-		if p, ok := f.Provisioners[deleter(pv)]; ok {
+		if p, ok := f.Provisioners[VolumeProvisioner(pv)]; ok {
 			r.Provisioner = &p
 		}
 	}
@@ -72,9 +72,10 @@ func claimState(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) string
 	return "Binding"
 }
 
-// deleter is the provisioner that deletes a released volume of policy
-// Delete: the one that provisioned it, else its CSI driver.
-func deleter(pv *v1.PersistentVolume) string {
+// VolumeProvisioner is the provisioner a volume's report asks about: the
+// one that deletes a released volume of policy Delete (the one that
+// provisioned it, else its CSI driver); "" for none.
+func VolumeProvisioner(pv *v1.PersistentVolume) string {
 	if name := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; name != "" {
 		return name
 	}
@@ -153,7 +154,7 @@ func reclaimSummary(pv *v1.PersistentVolume, d binding.VolumeDecision, r *Volume
 		return gone + "; policy Retain keeps the volume and its data until you act: save or wipe the data, then " +
 			"`volplane release pv " + pv.Name + "` makes it Available again (or delete the PV)."
 	case binding.ReclaimExternal:
-		s := gone + "; policy Delete: " + deleter(pv) + " deletes the backend volume, then the PV."
+		s := gone + "; policy Delete: " + VolumeProvisioner(pv) + " deletes the backend volume, then the PV."
 		if r.Provisioner != nil && !r.Provisioner.Serving {
 			s += " " + Sentence(r.Provisioner.Note)
 		}
@@ -185,7 +186,7 @@ func volumeDeletion(pv *v1.PersistentVolume, f *Facts) *Deletion {
 			d.HeldBy = append(d.HeldBy, "pvc/"+pv.Spec.ClaimRef.Name)
 			why = append(why, fmt.Sprintf("%s keeps it while it is Bound to %s", fin, binding.ClaimRefKey(pv.Spec.ClaimRef)))
 		case fin == storagehelpers.PVDeletionProtectionFinalizer:
-			why = append(why, fmt.Sprintf("%s deletes the backend volume first", deleter(pv)))
+			why = append(why, fmt.Sprintf("%s deletes the backend volume first", VolumeProvisioner(pv)))
 		case pv.Spec.CSI != nil && fin == attachment.Finalizer(pv.Spec.CSI.Driver):
 			held := attachmentsOf(pv, f)
 			d.HeldBy = append(d.HeldBy, held...)
