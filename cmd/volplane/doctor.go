@@ -107,7 +107,7 @@ func kubeconfigPath(flag string) string {
 // is up's (DATA_DIR/kubeconfig beside DATA_DIR/csi/*.sock); otherwise none,
 // and why.
 func upEndpoints(kubeconfig string) ([]string, string) {
-	const why = "no CSI controller endpoint given (--csi-endpoint)"
+	const why = checkup.NoEndpointsGiven
 	if kubeconfig == "" {
 		return nil, why
 	}

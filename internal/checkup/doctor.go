@@ -14,6 +14,10 @@ import (
 	"github.com/volplane/volplane/internal/inspect"
 )
 
+// NoEndpointsGiven is why the backend checks are skipped when no CSI
+// endpoint was given or found.
+const NoEndpointsGiven = "no CSI controller endpoint given (--csi-endpoint)"
+
 // DoctorConfig says what `volplane doctor` checks and how it prints.
 type DoctorConfig struct {
 	// Endpoints are the CSI controller endpoints whose volumes are compared
@@ -37,7 +41,7 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	if len(cfg.Endpoints) == 0 {
 		s.BackendsSkipped = cfg.NoEndpoints
 		if s.BackendsSkipped == "" {
-			s.BackendsSkipped = "no CSI controller endpoint given (--csi-endpoint)"
+			s.BackendsSkipped = NoEndpointsGiven
 		}
 	} else if s.Backends, err = ReadBackends(ctx, cfg.Endpoints); err != nil {
 		return doctor.Report{}, err
