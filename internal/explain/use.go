@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +38,7 @@ func nodeUses(pv *v1.PersistentVolume, pods []*v1.Pod, f *Facts) []NodeUse {
 		}
 	}
 	out := make([]NodeUse, 0, len(byNode))
-	for _, node := range sorted(keys(byNode)) {
+	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		u := byNode[node]
 		slices.SortFunc(u.Pods, func(a, b PodUse) int { return strings.Compare(a.Name, b.Name) })
 		fillNodeState(u, pv, f)
@@ -256,19 +257,6 @@ func eventTime(e *v1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func sorted(s []string) []string {
-	slices.Sort(s)
-	return s
 }
 
 // list joins names for a sentence: "a", "a and b", "a, b and c".

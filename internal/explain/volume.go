@@ -210,5 +210,6 @@ func attachmentsOf(pv *v1.PersistentVolume, f *Facts) []string {
 			out = append(out, "volumeattachment/"+va.Name)
 		}
 	}
-	return sorted(out)
+	slices.Sort(out)
+	return out
 }
