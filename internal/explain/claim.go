@@ -85,9 +85,15 @@ func considerVolumes(claim *v1.PersistentVolumeClaim, class *storagev1.StorageCl
 func verdictsOf(vs []binding.Verdict) []Verdict {
 	out := make([]Verdict, len(vs))
 	for i, v := range vs {
-		out[i] = Verdict{Name: v.PV, Reason: v.Reason, Why: v.Reason.Short(), Detail: v.Detail}
+		out[i] = verdictOf(v.PV, v)
 	}
 	return out
+}
+
+// verdictOf is binding's verdict about name (a volume, or from a volume's
+// side a claim) for people.
+func verdictOf(name string, v binding.Verdict) Verdict {
+	return Verdict{Name: name, Reason: v.Reason, Why: v.Reason.Short(), Detail: v.Detail}
 }
 
 func requestOf(claim *v1.PersistentVolumeClaim) Request {

@@ -105,7 +105,7 @@ func considerClaims(pv *v1.PersistentVolume, f *Facts) *Considered {
 			continue
 		}
 		counts[vs[0].Reason]++
-		c.Verdicts = append(c.Verdicts, Verdict{Name: key, Reason: vs[0].Reason, Why: vs[0].Reason.Short(), Detail: vs[0].Detail})
+		c.Verdicts = append(c.Verdicts, verdictOf(key, vs[0]))
 	}
 	c.Tally.Groups = binding.Groups(counts)
 	slices.SortFunc(c.Verdicts, func(a, b Verdict) int { return strings.Compare(a.Name, b.Name) })
