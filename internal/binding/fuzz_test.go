@@ -1,0 +1,352 @@
+package binding_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/fuzzing"
+)
+
+// The fuzz targets of this file decode a claim, the volumes around it and
+// the claim's annotations from fuzz bytes: everything a namespace user
+// writes on a claim (class, beta class annotation, selector, access modes,
+// size, volumeName, bind-completed, bound-by-controller, selected-node) is
+// arbitrary, and the volumes point at this claim, at a namesake with
+// another UID, or at other tenants' claims.
+
+var (
+	fuzzNamespaces = []string{"default", "evil"}
+	fuzzClaimNames = []string{"data", "b"}
+	fuzzUIDs       = []types.UID{"uid-data", "uid-b", "uid-old"}
+	fuzzClasses    = []string{"", "gold", "silver"}
+	fuzzSizes      = []string{"1Gi", "2Gi", "1", "0.5", "1m", "18446744074783293440", "1E30", "9223372036854775807k", "-1", "0"}
+	fuzzModes      = []v1.PersistentVolumeAccessMode{RWO, ROX, RWX, RWOP, "ReadWriteSometimes"}
+	fuzzLabelKeys  = []string{"tier", "zone", "app.kubernetes.io/name"}
+	fuzzLabelVals  = []string{"a", "b", ""}
+	fuzzOperators  = []metav1.LabelSelectorOperator{metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn,
+		metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist, "Gt"}
+)
+
+func fuzzQuantity(in *fuzzing.Input) (resource.Quantity, bool) {
+	q, err := resource.ParseQuantity(in.Word(fuzzSizes...))
+	return q, err == nil
+}
+
+func fuzzAccessModes(in *fuzzing.Input) []v1.PersistentVolumeAccessMode {
+	var modes []v1.PersistentVolumeAccessMode
+	for n := in.Intn(4); n > 0; n-- {
+		modes = append(modes, fuzzing.Pick(in, fuzzModes...))
+	}
+	return modes
+}
+
+func fuzzVolumeMode(in *fuzzing.Input) *v1.PersistentVolumeMode {
+	switch in.Intn(4) {
+	case 1:
+		return ptrTo(v1.PersistentVolumeBlock)
+	case 2:
+		return ptrTo(v1.PersistentVolumeFilesystem)
+	case 3:
+		return ptrTo(v1.PersistentVolumeMode(in.Raw(12)))
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func fuzzLabels(in *fuzzing.Input) map[string]string {
+	n := in.Intn(3)
+	if n == 0 {
+		return nil
+	}
+	labels := map[string]string{}
+	for ; n > 0; n-- {
+		labels[in.Word(fuzzLabelKeys...)] = in.Word(fuzzLabelVals...)
+	}
+	return labels
+}
+
+// fuzzSelector is any selector a user can write, invalid ones included.
+func fuzzSelector(in *fuzzing.Input) *metav1.LabelSelector {
+	if in.Intn(3) != 0 {
+		return nil
+	}
+	sel := &metav1.LabelSelector{MatchLabels: fuzzLabels(in)}
+	for n := in.Intn(3); n > 0; n-- {
+		req := metav1.LabelSelectorRequirement{Key: in.Word(fuzzLabelKeys...), Operator: fuzzing.Pick(in, fuzzOperators...)}
+		for m := in.Intn(3); m > 0; m-- {
+			req.Values = append(req.Values, in.Word(fuzzLabelVals...))
+		}
+		sel.MatchExpressions = append(sel.MatchExpressions, req)
+	}
+	return sel
+}
+
+func fuzzAnnotate(in *fuzzing.Input, meta *metav1.ObjectMeta, keys ...string) {
+	for _, k := range keys {
+		if in.Intn(3) == 0 {
+			setAnn(meta, k, in.Word("yes", "", "node-1", "hostpath.csi.volplane.io", "gold"))
+		}
+	}
+}
+
+// fuzzClaim decodes a claim; its UID is never empty (the API server sets it).
+func fuzzClaim(in *fuzzing.Input, pvNames []string) *v1.PersistentVolumeClaim {
+	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+		Namespace: fuzzing.Pick(in, fuzzNamespaces...), Name: fuzzing.Pick(in, fuzzClaimNames...),
+		UID: fuzzing.Pick(in, fuzzUIDs[:2]...), ResourceVersion: "7"}}
+	c.Spec.AccessModes = fuzzAccessModes(in)
+	if q, ok := fuzzQuantity(in); ok {
+		c.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: q}
+	}
+	if in.Bool() {
+		c.Spec.StorageClassName = ptrTo(in.Word(fuzzClasses...))
+	}
+	c.Spec.VolumeMode = fuzzVolumeMode(in)
+	if in.Intn(4) == 0 {
+		c.Spec.VolumeAttributesClassName = ptrTo(in.Word("fast", ""))
+	}
+	c.Spec.Selector = fuzzSelector(in)
+	if in.Intn(3) == 0 {
+		c.Spec.VolumeName = in.Word(pvNames...)
+	}
+	fuzzAnnotate(in, &c.ObjectMeta, v1.BetaStorageClassAnnotation, storagehelpers.AnnBindCompleted,
+		storagehelpers.AnnBoundByController, storagehelpers.AnnSelectedNode, storagehelpers.AnnStorageProvisioner)
+	if in.Intn(6) == 0 {
+		c.DeletionTimestamp = &metav1.Time{}
+	}
+	c.Status.Phase = fuzzing.Pick(in, v1.ClaimPending, v1.ClaimBound, v1.ClaimLost, "")
+	return c
+}
+
+// fuzzPV decodes a volume named name.
+func fuzzPV(in *fuzzing.Input, name string) *v1.PersistentVolume {
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pv-uid-" + name), Labels: fuzzLabels(in)}}
+	if q, ok := fuzzQuantity(in); ok {
+		pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: q}
+	}
+	pv.Spec.AccessModes = fuzzAccessModes(in)
+	pv.Spec.StorageClassName = in.Word(fuzzClasses...)
+	pv.Spec.VolumeMode = fuzzVolumeMode(in)
+	if in.Intn(4) == 0 {
+		pv.Spec.VolumeAttributesClassName = ptrTo(in.Word("fast", ""))
+	}
+	if in.Intn(3) > 0 {
+		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: fuzzing.Pick(in, fuzzNamespaces...),
+			Name: fuzzing.Pick(in, fuzzClaimNames...), UID: fuzzing.Pick(in, append([]types.UID{""}, fuzzUIDs...)...)}
+	}
+	pv.Spec.PersistentVolumeReclaimPolicy = fuzzing.Pick(in, v1.PersistentVolumeReclaimRetain,
+		v1.PersistentVolumeReclaimDelete, v1.PersistentVolumeReclaimRecycle, "")
+	if in.Bool() {
+		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "hostpath.csi.volplane.io", VolumeHandle: "h-" + name}
+	}
+	fuzzAnnotate(in, &pv.ObjectMeta, v1.BetaStorageClassAnnotation, storagehelpers.AnnBoundByController,
+		storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo)
+	if in.Intn(8) == 0 {
+		pv.DeletionTimestamp = &metav1.Time{}
+	}
+	pv.Status.Phase = fuzzing.Pick(in, v1.VolumeAvailable, v1.VolumePending, v1.VolumeBound, v1.VolumeReleased, v1.VolumeFailed)
+	return pv
+}
+
+// fuzzWorld decodes up to six volumes (pv-0, pv-1, ...) and a claim.
+func fuzzWorld(data []byte) (*v1.PersistentVolumeClaim, []*v1.PersistentVolume, *fuzzing.Input) {
+	in := fuzzing.New(data)
+	n := in.Intn(7)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("pv-%d", i)
+	}
+	claim := fuzzClaim(in, names)
+	pvs := make([]*v1.PersistentVolume, n)
+	for i, name := range names {
+		pvs[i] = fuzzPV(in, name)
+	}
+	return claim, pvs, in
+}
+
+// claimsOther says whether the volume is bound, by UID, to some other claim
+// than this one: a volume no decision may ever give to this claim.
+func claimsOther(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) bool {
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return false
+	}
+	if ref.UID == "" {
+		return !binding.IsBoundToClaim(pv, claim)
+	}
+	return ref.UID != claim.UID
+}
+
+// ceil is q rounded up to whole bytes, the unit sizes are compared in.
+func ceil(q resource.Quantity) resource.Quantity {
+	q = q.DeepCopy()
+	q.RoundUp(0)
+	return q
+}
+
+// tooSmall: the volume holds fewer bytes than the claim requests.
+func tooSmall(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) bool {
+	capacity, request := ceil(binding.Capacity(pv)), ceil(claim.Spec.Resources.Requests[v1.ResourceStorage])
+	return capacity.Cmp(request) < 0
+}
+
+func seedWorlds(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2})
+	f.Add([]byte("\x05\x01\x01\x00\x02\x01\x00\x00\x00\x01\x05\x00\x00\x00\x00\x02\x00\x01\x00\x00\x00\x00\x00\x02\x01\x00"))
+}
+
+// FuzzMatch: whatever the claim and the volumes, Match never panics, chooses
+// a volume that fits (Check says so, it is large enough and not bound to
+// another claim), gives every other candidate exactly one verdict sorted by
+// name, and chooses the same volume whatever the candidates' order.
+func FuzzMatch(f *testing.F) {
+	seedWorlds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		claim, pvs, in := fuzzWorld(data)
+		delay := in.Bool()
+		chosen, verdicts := binding.Match(claim, pvs, delay)
+		want := len(pvs)
+		if chosen != nil {
+			want--
+			if !slices.Contains(pvs, chosen) {
+				t.Fatalf("chose %s, not a candidate", chosen.Name)
+			}
+			if r := binding.Check(claim, chosen, delay); r != binding.ReasonNone {
+				t.Fatalf("chose %s, which Check rejects: %s", chosen.Name, r)
+			}
+			if claimsOther(chosen, claim) {
+				t.Fatalf("chose %s, whose claimRef %+v names another claim than %s (uid %s)", chosen.Name, chosen.Spec.ClaimRef, binding.ClaimKey(claim), claim.UID)
+			}
+			if tooSmall(chosen, claim) || chosen.DeletionTimestamp != nil {
+				t.Fatalf("chose %s: too small or being deleted", chosen.Name)
+			}
+		}
+		if len(verdicts) != want {
+			t.Fatalf("%d verdicts for %d candidates, chosen %v", len(verdicts), len(pvs), chosen != nil)
+		}
+		for i, v := range verdicts {
+			if v.Reason == binding.ReasonNone || (chosen != nil && v.PV == chosen.Name) {
+				t.Fatalf("verdict %+v", v)
+			}
+			if i > 0 && verdicts[i-1].PV > v.PV {
+				t.Fatalf("verdicts not sorted: %s before %s", verdicts[i-1].PV, v.PV)
+			}
+		}
+		reversed := slices.Clone(pvs)
+		slices.Reverse(reversed)
+		if again, _ := binding.Match(claim, reversed, delay); nameOf(again) != nameOf(chosen) {
+			t.Fatalf("candidate order changed the choice: %q then %q", nameOf(chosen), nameOf(again))
+		}
+	})
+}
+
+// FuzzDecideClaim: a claim sync, with the match the controller would pass,
+// never binds a volume bound to another claim, never binds a free volume
+// that does not hold the request (pre-bound or not, bind-completed forged or
+// not, the only exception being a bind the claim completed before), and
+// names a volume exactly when it binds.
+func FuzzDecideClaim(f *testing.F) {
+	seedWorlds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		claim, pvs, in := fuzzWorld(data)
+		class := newClass(binding.ClaimClass(claim), in.Word("hostpath.csi.volplane.io", "kubernetes.io/no-provisioner", "kubernetes.io/aws-ebs"))
+		if in.Bool() {
+			class = newClass(class.Name, class.Provisioner, waitForConsumer())
+		}
+		input := binding.ClaimInput{Claim: claim, Pods: []*v1.Pod{newPod("p")}}
+		if in.Intn(4) > 0 {
+			input.Class = class
+		}
+		if in.Bool() {
+			input.DefaultClass = newClass("gold", "hostpath.csi.volplane.io")
+		}
+		if i := slices.IndexFunc(pvs, func(pv *v1.PersistentVolume) bool { return pv.Name == claim.Spec.VolumeName }); i >= 0 {
+			input.Volume = pvs[i]
+		}
+		if claim.Spec.VolumeName == "" {
+			input.Match, input.Verdicts = binding.Match(claim, pvs, binding.DelayBinding(input.Class))
+			if binding.WantsTally(input) {
+				tally := binding.Count(input.Verdicts, input.Match != nil, 0)
+				input.Tally = &tally
+			}
+		}
+		d := binding.DecideClaim(input)
+		_ = d.String()
+		if (d.Action == binding.ClaimBind) != (d.Volume != nil) {
+			t.Fatalf("decision %s: a volume exactly when binding", d)
+		}
+		if d.Action != binding.ClaimBind {
+			return
+		}
+		if d.Volume != input.Volume && d.Volume != input.Match {
+			t.Fatalf("binds %s, neither the requested volume nor the match", d.Volume.Name)
+		}
+		if claimsOther(d.Volume, claim) {
+			t.Fatalf("binds %s, whose claimRef %+v names another claim than %s (uid %s): %s", d.Volume.Name, d.Volume.Spec.ClaimRef, binding.ClaimKey(claim), claim.UID, d)
+		}
+		bindCompleted := metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
+		if !bindCompleted && tooSmall(d.Volume, claim) {
+			request := claim.Spec.Resources.Requests[v1.ResourceStorage]
+			capacity := binding.Capacity(d.Volume)
+			t.Fatalf("binds %s of %s to a claim requesting %s: %s", d.Volume.Name, capacity.String(), request.String(), d)
+		}
+		if spec := binding.BindVolumeSpec(d.Volume, claim); spec != nil && spec.Spec.ClaimRef.UID != claim.UID {
+			t.Fatalf("bind step 1 points %s at uid %s", spec.Name, spec.Spec.ClaimRef.UID)
+		}
+	})
+}
+
+// FuzzDecideVolume: a volume sync never releases, unbinds or recycles a
+// volume whose claim (same UID) still names it, never acts on a cache miss
+// without a live read first, and leaves a volume without claimRef Available.
+func FuzzDecideVolume(f *testing.F) {
+	seedWorlds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		claim, pvs, in := fuzzWorld(data)
+		if len(pvs) == 0 {
+			return
+		}
+		pv := pvs[0]
+		input := binding.VolumeInput{Volume: pv, LiveChecked: in.Bool()}
+		if in.Intn(4) > 0 {
+			input.Claim = claim
+		}
+		if in.Bool() {
+			input.Pods = []*v1.Pod{newPod("p", onNode("node-1"))}
+		}
+		d := binding.DecideVolume(input)
+		_ = d.String()
+		ref := pv.Spec.ClaimRef
+		switch {
+		case ref == nil || ref.UID == "":
+			if d.Action != binding.VolumeNone || d.Phase != v1.VolumeAvailable {
+				t.Fatalf("volume without a bound claimRef: %s", d)
+			}
+			return
+		case input.Claim == nil && !input.LiveChecked && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed:
+			if d.Action != binding.VolumeCheckLive {
+				t.Fatalf("claim missing from the cache, no live read: %s", d)
+			}
+			return
+		}
+		inUse := input.Claim != nil && input.Claim.UID == ref.UID && input.Claim.Spec.VolumeName == pv.Name
+		lets := d.Action == binding.VolumeUnbind || d.Action == binding.VolumeRecycle ||
+			d.Phase == v1.VolumeReleased || d.Phase == v1.VolumeAvailable || d.Reclaim != binding.ReclaimNone
+		if inUse && lets {
+			t.Fatalf("volume %s still named by its claim %s: %s", pv.Name, binding.ClaimKey(input.Claim), d)
+		}
+		if unbound := binding.UnbindVolumeSpec(pv); unbound != nil && unbound.Spec.ClaimRef != nil && unbound.Spec.ClaimRef.UID != "" {
+			t.Fatalf("unbind left uid %s", unbound.Spec.ClaimRef.UID)
+		}
+	})
+}
