@@ -2,6 +2,7 @@ package binding
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -67,12 +68,11 @@ func lost(claim *v1.PersistentVolumeClaim, reason, message, note string) ClaimDe
 // reference's order: deletion, size, class, attributes class, volume mode,
 // access modes. The selector and the phase do not matter: the user chose it.
 func CheckRequested(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Reason {
-	request := claim.Spec.Resources.Requests[v1.ResourceStorage]
-	capacity := Capacity(pv)
+	capacity := wholeBytes(Capacity(pv))
 	switch {
 	case pv.DeletionTimestamp != nil:
 		return ReasonBeingDeleted
-	case capacity.Value() < request.Value():
+	case capacity.Cmp(wholeBytes(claim.Spec.Resources.Requests[v1.ResourceStorage])) < 0:
 		return ReasonTooSmall
 	case VolumeClass(pv) != ClaimClass(claim):
 		return ReasonClassMismatch
@@ -84,6 +84,15 @@ func CheckRequested(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Re
 		return ReasonAccessModes
 	}
 	return ReasonNone
+}
+
+// wholeBytes is q rounded up to whole bytes: the reference compares sizes
+// as Value(), which rounds up the same way but wraps past int64 (a request
+// of 1E30 or 2^64+1Gi bytes would fit a 1Gi volume); Cmp does not wrap.
+func wholeBytes(q resource.Quantity) resource.Quantity {
+	q = q.DeepCopy()
+	q.RoundUp(0)
+	return q
 }
 
 // offersModes compares the raw mode strings, as the reference does here.

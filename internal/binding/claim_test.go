@@ -374,3 +374,22 @@ func TestNoVolumeFitsIsNewsWhenTheClaimsOwnVolumesChange(t *testing.T) {
 		t.Errorf("one more too-small volume: %q vs %q, want a new situation", more, base)
 	}
 }
+
+// A size past int64 wrapped in the reference's Value() comparison: a claim
+// asking for 2^64+1Gi bytes, or 1E30, fitted a 1Gi volume it named. Sizes
+// are compared rounded up to whole bytes, without wrapping.
+func TestCheckRequestedSizePastInt64(t *testing.T) {
+	pv := newPV("pv1", "1Gi")
+	for size, want := range map[string]binding.Reason{
+		"18446744074783293440": binding.ReasonTooSmall,
+		"1E30":                 binding.ReasonTooSmall,
+		"9223372036854775807k": binding.ReasonTooSmall,
+		"1Gi":                  binding.ReasonNone,
+		"1073741823.5":         binding.ReasonNone, // rounds up to 1Gi, as Value() does
+		"1073741824.5":         binding.ReasonTooSmall,
+	} {
+		if got := binding.CheckRequested(newClaim("c", size, claimVolume("pv1")), pv); got != want {
+			t.Errorf("request %s of a 1Gi volume: %q, want %q", size, got, want)
+		}
+	}
+}
