@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/binding"
@@ -22,141 +21,6 @@ import (
 // arbitrary, and the volumes point at this claim, at a namesake with
 // another UID, or at other tenants' claims.
 
-var (
-	fuzzNamespaces = []string{"default", "evil"}
-	fuzzClaimNames = []string{"data", "b"}
-	fuzzUIDs       = []types.UID{"uid-data", "uid-b", "uid-old"}
-	fuzzClasses    = []string{"", "gold", "silver"}
-	fuzzSizes      = []string{"1Gi", "2Gi", "1", "0.5", "1m", "18446744074783293440", "1E30", "9223372036854775807k", "-1", "0"}
-	fuzzModes      = []v1.PersistentVolumeAccessMode{RWO, ROX, RWX, RWOP, "ReadWriteSometimes"}
-	fuzzLabelKeys  = []string{"tier", "zone", "app.kubernetes.io/name"}
-	fuzzLabelVals  = []string{"a", "b", ""}
-	fuzzOperators  = []metav1.LabelSelectorOperator{metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn,
-		metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist, "Gt"}
-)
-
-func fuzzQuantity(in *fuzzing.Input) (resource.Quantity, bool) {
-	q, err := resource.ParseQuantity(in.Word(fuzzSizes...))
-	return q, err == nil
-}
-
-func fuzzAccessModes(in *fuzzing.Input) []v1.PersistentVolumeAccessMode {
-	var modes []v1.PersistentVolumeAccessMode
-	for n := in.Intn(4); n > 0; n-- {
-		modes = append(modes, fuzzing.Pick(in, fuzzModes...))
-	}
-	return modes
-}
-
-func fuzzVolumeMode(in *fuzzing.Input) *v1.PersistentVolumeMode {
-	switch in.Intn(4) {
-	case 1:
-		return ptrTo(v1.PersistentVolumeBlock)
-	case 2:
-		return ptrTo(v1.PersistentVolumeFilesystem)
-	case 3:
-		return ptrTo(v1.PersistentVolumeMode(in.Raw(12)))
-	}
-	return nil
-}
-
-func ptrTo[T any](v T) *T { return &v }
-
-func fuzzLabels(in *fuzzing.Input) map[string]string {
-	n := in.Intn(3)
-	if n == 0 {
-		return nil
-	}
-	labels := map[string]string{}
-	for ; n > 0; n-- {
-		labels[in.Word(fuzzLabelKeys...)] = in.Word(fuzzLabelVals...)
-	}
-	return labels
-}
-
-// fuzzSelector is any selector a user can write, invalid ones included.
-func fuzzSelector(in *fuzzing.Input) *metav1.LabelSelector {
-	if in.Intn(3) != 0 {
-		return nil
-	}
-	sel := &metav1.LabelSelector{MatchLabels: fuzzLabels(in)}
-	for n := in.Intn(3); n > 0; n-- {
-		req := metav1.LabelSelectorRequirement{Key: in.Word(fuzzLabelKeys...), Operator: fuzzing.Pick(in, fuzzOperators...)}
-		for m := in.Intn(3); m > 0; m-- {
-			req.Values = append(req.Values, in.Word(fuzzLabelVals...))
-		}
-		sel.MatchExpressions = append(sel.MatchExpressions, req)
-	}
-	return sel
-}
-
-func fuzzAnnotate(in *fuzzing.Input, meta *metav1.ObjectMeta, keys ...string) {
-	for _, k := range keys {
-		if in.Intn(3) == 0 {
-			setAnn(meta, k, in.Word("yes", "", "node-1", "hostpath.csi.volplane.io", "gold"))
-		}
-	}
-}
-
-// fuzzClaim decodes a claim; its UID is never empty (the API server sets it).
-func fuzzClaim(in *fuzzing.Input, pvNames []string) *v1.PersistentVolumeClaim {
-	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-		Namespace: fuzzing.Pick(in, fuzzNamespaces...), Name: fuzzing.Pick(in, fuzzClaimNames...),
-		UID: fuzzing.Pick(in, fuzzUIDs[:2]...), ResourceVersion: "7"}}
-	c.Spec.AccessModes = fuzzAccessModes(in)
-	if q, ok := fuzzQuantity(in); ok {
-		c.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: q}
-	}
-	if in.Bool() {
-		c.Spec.StorageClassName = ptrTo(in.Word(fuzzClasses...))
-	}
-	c.Spec.VolumeMode = fuzzVolumeMode(in)
-	if in.Intn(4) == 0 {
-		c.Spec.VolumeAttributesClassName = ptrTo(in.Word("fast", ""))
-	}
-	c.Spec.Selector = fuzzSelector(in)
-	if in.Intn(3) == 0 {
-		c.Spec.VolumeName = in.Word(pvNames...)
-	}
-	fuzzAnnotate(in, &c.ObjectMeta, v1.BetaStorageClassAnnotation, storagehelpers.AnnBindCompleted,
-		storagehelpers.AnnBoundByController, storagehelpers.AnnSelectedNode, storagehelpers.AnnStorageProvisioner)
-	if in.Intn(6) == 0 {
-		c.DeletionTimestamp = &metav1.Time{}
-	}
-	c.Status.Phase = fuzzing.Pick(in, v1.ClaimPending, v1.ClaimBound, v1.ClaimLost, "")
-	return c
-}
-
-// fuzzPV decodes a volume named name.
-func fuzzPV(in *fuzzing.Input, name string) *v1.PersistentVolume {
-	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pv-uid-" + name), Labels: fuzzLabels(in)}}
-	if q, ok := fuzzQuantity(in); ok {
-		pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: q}
-	}
-	pv.Spec.AccessModes = fuzzAccessModes(in)
-	pv.Spec.StorageClassName = in.Word(fuzzClasses...)
-	pv.Spec.VolumeMode = fuzzVolumeMode(in)
-	if in.Intn(4) == 0 {
-		pv.Spec.VolumeAttributesClassName = ptrTo(in.Word("fast", ""))
-	}
-	if in.Intn(3) > 0 {
-		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: fuzzing.Pick(in, fuzzNamespaces...),
-			Name: fuzzing.Pick(in, fuzzClaimNames...), UID: fuzzing.Pick(in, append([]types.UID{""}, fuzzUIDs...)...)}
-	}
-	pv.Spec.PersistentVolumeReclaimPolicy = fuzzing.Pick(in, v1.PersistentVolumeReclaimRetain,
-		v1.PersistentVolumeReclaimDelete, v1.PersistentVolumeReclaimRecycle, "")
-	if in.Bool() {
-		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "hostpath.csi.volplane.io", VolumeHandle: "h-" + name}
-	}
-	fuzzAnnotate(in, &pv.ObjectMeta, v1.BetaStorageClassAnnotation, storagehelpers.AnnBoundByController,
-		storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo)
-	if in.Intn(8) == 0 {
-		pv.DeletionTimestamp = &metav1.Time{}
-	}
-	pv.Status.Phase = fuzzing.Pick(in, v1.VolumeAvailable, v1.VolumePending, v1.VolumeBound, v1.VolumeReleased, v1.VolumeFailed)
-	return pv
-}
-
 // fuzzWorld decodes up to six volumes (pv-0, pv-1, ...) and a claim.
 func fuzzWorld(data []byte) (*v1.PersistentVolumeClaim, []*v1.PersistentVolume, *fuzzing.Input) {
 	in := fuzzing.New(data)
@@ -165,10 +29,10 @@ func fuzzWorld(data []byte) (*v1.PersistentVolumeClaim, []*v1.PersistentVolume, 
 	for i := range names {
 		names[i] = fmt.Sprintf("pv-%d", i)
 	}
-	claim := fuzzClaim(in, names)
+	claim := in.Claim(names)
 	pvs := make([]*v1.PersistentVolume, n)
 	for i, name := range names {
-		pvs[i] = fuzzPV(in, name)
+		pvs[i] = in.Volume(name)
 	}
 	return claim, pvs, in
 }
