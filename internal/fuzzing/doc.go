@@ -5,8 +5,8 @@
 // Nouns: an Input is the fuzz bytes read front to back; every read takes
 // what it needs and, once the bytes run out, reads zero, so any input (the
 // empty one included) decodes to some object and the fuzzer's mutations of
-// one byte change one choice. Word picks from a small vocabulary most of the
-// time and otherwise takes raw bytes, so that names collide often enough for
+// one byte change one choice. Word picks from a small vocabulary seven times
+// in eight and otherwise takes raw bytes, so that names collide often enough for
 // matching to happen while any string a user can write still turns up.
 //
 // Only tests import it; it has no effect on the binaries.

@@ -42,11 +42,11 @@ func (in *Input) Raw(max int) string {
 	return s
 }
 
-// Word is one of vocab, or (when the choice byte falls past the vocabulary,
-// or vocab is empty) up to 40 raw bytes.
+// Word is one of vocab for choice bytes below 224, else (or when vocab is
+// empty) up to 40 raw bytes: mutated bytes mostly keep names colliding.
 func (in *Input) Word(vocab ...string) string {
 	i := int(in.Byte())
-	if i < len(vocab)*8 {
+	if len(vocab) > 0 && i < 224 {
 		return vocab[i%len(vocab)]
 	}
 	return in.Raw(40)
