@@ -214,3 +214,39 @@ func FuzzDecideVolume(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClaimMigration: the storage-provisioner annotations are the claim
+// owner's to write. Whatever they say, migrated-to ends up naming only the
+// CSI driver csi-translation-lib gives for that provisioner (or nothing),
+// and one write settles it: asking again changes nothing.
+func FuzzClaimMigration(f *testing.F) {
+	f.Add("kubernetes.io/aws-ebs", "", "")
+	f.Add("hostpath.csi.volplane.io", "kubernetes.io/gce-pd", "ebs.csi.aws.com")
+	f.Add("", "kubernetes.io/cinder", "x")
+	f.Fuzz(func(t *testing.T, ga, beta, migrated string) {
+		claim := newClaim("data", "1Gi")
+		for k, v := range map[string]string{storagehelpers.AnnStorageProvisioner: ga,
+			storagehelpers.AnnBetaStorageProvisioner: beta, storagehelpers.AnnMigratedTo: migrated} {
+			if v != "" {
+				setAnn(&claim.ObjectMeta, k, v)
+			}
+		}
+		out := binding.ClaimMigration(claim)
+		if out == nil {
+			out = claim
+		}
+		provisioner, ok := claim.Annotations[storagehelpers.AnnStorageProvisioner]
+		if !ok {
+			provisioner, ok = claim.Annotations[storagehelpers.AnnBetaStorageProvisioner]
+		}
+		if got, set := out.Annotations[storagehelpers.AnnMigratedTo]; ok && set && got != "" && got != binding.MigratedDriver(provisioner) {
+			t.Fatalf("provisioner %q: migrated-to %q", provisioner, got)
+		}
+		if again := binding.ClaimMigration(out); again != nil {
+			t.Fatalf("a second write: %v then %v", out.Annotations, again.Annotations)
+		}
+		if p := binding.SetClaimProvisioner(out, "hostpath.csi.volplane.io"); p != nil && binding.SetClaimProvisioner(p, "hostpath.csi.volplane.io") != nil {
+			t.Fatalf("SetClaimProvisioner is not settled by one write: %v", p.Annotations)
+		}
+	})
+}
