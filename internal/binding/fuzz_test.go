@@ -158,6 +158,12 @@ func FuzzDecideClaim(f *testing.F) {
 		if claimsOther(d.Volume, claim) {
 			t.Fatalf("binds %s, whose claimRef %+v names another claim than %s (uid %s): %s", d.Volume.Name, d.Volume.Spec.ClaimRef, binding.ClaimKey(claim), claim.UID, d)
 		}
+		// bind-completed is a record of ours on an object the user writes:
+		// with it a claim may keep a volume it was given, never take a free
+		// one that does not fit.
+		if d.Volume.Spec.ClaimRef == nil && !boundOnce(claim) && (binding.CheckRequested(claim, d.Volume) != binding.ReasonNone || tooSmall(d.Volume, claim)) {
+			t.Fatalf("binds free volume %s that does not fit the claim: %s", d.Volume.Name, d)
+		}
 		bindCompleted := metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
 		if !bindCompleted && tooSmall(d.Volume, claim) {
 			request := claim.Spec.Resources.Requests[v1.ResourceStorage]
@@ -168,6 +174,12 @@ func FuzzDecideClaim(f *testing.F) {
 			t.Fatalf("bind step 1 points %s at uid %s", spec.Name, spec.Spec.ClaimRef.UID)
 		}
 	})
+}
+
+// boundOnce: the claim's status says the binder bound it (the API server
+// resets status on create, and a claim's owner cannot write it).
+func boundOnce(claim *v1.PersistentVolumeClaim) bool {
+	return claim.Status.Phase == v1.ClaimBound || claim.Status.Phase == v1.ClaimLost
 }
 
 // FuzzDecideVolume: a volume sync never releases, unbinds or recycles a
