@@ -47,12 +47,30 @@ func decideBoundClaim(in ClaimInput) ClaimDecision {
 		return lost(claim, EventClaimLost, MsgClaimLostReference, "the bound claim lost its volumeName")
 	case pv == nil:
 		return lost(claim, EventClaimLost, MsgClaimLostVolume, "the bound claim's volume is gone")
-	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == claim.UID:
-		// An empty claimRef is a bind that has not reached the PV yet, or a
-		// user who unbound it: both are repaired by binding again.
+	case pv.Spec.ClaimRef == nil:
+		return decideUnboundVolume(claim, pv)
+	case pv.Spec.ClaimRef.UID == claim.UID:
 		return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "keeping the bind complete"}
 	}
 	return lost(claim, EventClaimMisbound, MsgClaimMisbound, "the claim's volume points at another claim")
+}
+
+// decideUnboundVolume: the claim says it completed a bind but its volume
+// has no claimRef: a stale copy of the volume, or an administrator who
+// cleared the claimRef. Both are repaired by binding again, as the
+// reference does. But bind-completed is a record of ours on an object its
+// owner writes: a claim created with it and a spec.volumeName would take any
+// free volume, of any class, size or mode. A claim the binder has bound
+// says so in its status (phase Bound or Lost), which its owner cannot write
+// and the API server resets on create; any other must fit the volume as a
+// pre-bound claim must (CheckRequested).
+func decideUnboundVolume(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) ClaimDecision {
+	boundOnce := claim.Status.Phase == v1.ClaimBound || claim.Status.Phase == v1.ClaimLost
+	if reason := CheckRequested(claim, pv); !boundOnce && reason != ReasonNone {
+		return ClaimDecision{Action: ClaimNone, Note: "bind-completed on a claim never bound, and the requested volume does not fit: " + reason.Message(),
+			Events: []Event{claimEvent(v1.EventTypeWarning, EventVolumeMismatch, MsgVolumeMismatch(pv.Name, reason), true)}}
+	}
+	return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "keeping the bind complete"}
 }
 
 // lost emits its event only when the phase changes, as the reference does.

@@ -241,6 +241,30 @@ func TestDecideClaimThatCompletedBinding(t *testing.T) {
 			action: binding.ClaimLost,
 			events: []ev{{warning, "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly"}},
 		},
+		{
+			// bind-completed written by the claim's owner on a new claim
+			// (its status is Pending: the API server resets it on create).
+			name:   "a forged bind-completed does not take a free volume of another class",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "1Gi", withClass("gold"))},
+			action: binding.ClaimNone,
+			events: []ev{{warning, "VolumeMismatch", `Cannot bind to requested volume "pv1": storageClassName does not match`}},
+		},
+		{
+			name:   "a forged bind-completed does not take a free volume too small",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "512Mi")},
+			action: binding.ClaimNone,
+			events: []ev{{warning, "VolumeMismatch", `Cannot bind to requested volume "pv1": requested PV is too small`}},
+		},
+		{
+			name:   "a forged bind-completed on a claim that fits binds, as a pre-bind would",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "1Gi")},
+			action: binding.ClaimBind, volume: "pv1",
+		},
+		{
+			name:   "a claim bound once keeps its volume even if it asks for more now (expansion)",
+			in:     binding.ClaimInput{Claim: newClaim("c", "5Gi", bindCompleted(), claimVolume("pv1"), claimPhase(v1.ClaimBound)), Volume: newPV("pv1", "1Gi")},
+			action: binding.ClaimBind, volume: "pv1",
+		},
 	})
 }
 
