@@ -414,3 +414,39 @@ func TestOfflineDriverWaitsUntilNoPodUsesTheClaim(t *testing.T) {
 		t.Errorf("claim %+v", c.Status)
 	}
 }
+
+// A request beyond int64 (which Quantity.Value wraps: 2^64 + 1Gi is 1Gi)
+// is refused as infeasible without asking the driver, with one event, and
+// a sync again writes and records nothing.
+func TestRequestBeyondInt64IsInfeasibleOnceWithoutACall(t *testing.T) {
+	d := startDriver(t, false)
+	handle := d.createVolume(t, "v1")
+	b := newBed(t, d, testClaim("18446744074783293440"), testPV(handle))
+	for range 3 {
+		if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	}
+	if n := d.count("ControllerExpandVolume"); n != 0 {
+		t.Errorf("%d ControllerExpandVolume calls for a size no request can carry", n)
+	}
+	if got := b.pvCapacity(t); got != "1Mi" {
+		t.Errorf("PV capacity %s, want 1Mi", got)
+	}
+	c := b.claim(t)
+	if s := expansion.ResizeStatus(c); s != v1.PersistentVolumeClaimControllerResizeInfeasible {
+		t.Errorf("resize status %q, want %q", s, v1.PersistentVolumeClaimControllerResizeInfeasible)
+	}
+	if msg, ok := hasCondition(c, v1.PersistentVolumeClaimControllerResizeError); !ok || !strings.Contains(msg, "18446744074783293440") {
+		t.Errorf("ControllerResizeError condition %q (%v), want it to name the size", msg, ok)
+	}
+	if _, ok := c.Status.AllocatedResources[v1.ResourceStorage]; ok {
+		t.Errorf("allocatedResources %v: a size never asked for is not allocated", c.Status.AllocatedResources)
+	}
+	if got := b.drained(); len(got) != 1 || !strings.HasPrefix(got[0], "Warning VolumeResizeFailed") {
+		t.Errorf("events %q, want one VolumeResizeFailed", got)
+	}
+	if got := writes(b.client); len(got) != 1 {
+		t.Errorf("writes %v, want one claim status write", got)
+	}
+}
