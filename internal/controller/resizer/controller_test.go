@@ -422,9 +422,14 @@ func TestRequestBeyondInt64IsInfeasibleOnceWithoutACall(t *testing.T) {
 	d := startDriver(t, false)
 	handle := d.createVolume(t, "v1")
 	b := newBed(t, d, testClaim("18446744074783293440"), testPV(handle))
-	for range 3 {
+	for i := range 3 {
 		if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
 			t.Fatalf("sync: %v", err)
+		}
+		if i == 0 {
+			waitCached(t, b, func(c *v1.PersistentVolumeClaim) bool {
+				return expansion.ResizeStatus(c) == v1.PersistentVolumeClaimControllerResizeInfeasible
+			})
 		}
 	}
 	if n := d.count("ControllerExpandVolume"); n != 0 {
