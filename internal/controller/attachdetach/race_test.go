@@ -174,7 +174,7 @@ func TestTwoPVsOfOneVolumeAreAttachedToOneNodeOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p := l.decide(t, "node-2"); len(p.Create) != 0 {
-			t.Errorf("node-2 would attach %s, attached to node-1 as pv-data", *p.Create[0].Spec.Source.PersistentVolumeName)
+			t.Errorf("node-2 would attach %s, attached to node-1 as pv-data", *p.Create[0].Attachment.Spec.Source.PersistentVolumeName)
 		}
 	})
 	t.Run("two workers at once", func(t *testing.T) {
@@ -188,4 +188,3 @@ func TestTwoPVsOfOneVolumeAreAttachedToOneNodeOnly(t *testing.T) {
 		}
 	})
 }
-
