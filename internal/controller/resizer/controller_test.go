@@ -455,3 +455,28 @@ func TestRequestBeyondInt64IsInfeasibleOnceWithoutACall(t *testing.T) {
 		t.Errorf("writes %v, want one claim status write", got)
 	}
 }
+
+// A driver that answers with less than it was asked for has not expanded
+// the volume: the claim is not marked finished at a size below its
+// request (which would start the expansion again at once, in a loop); the
+// sync fails and is retried with backoff.
+func TestDriverAnsweringLessThanAskedIsRetriedWithBackoff(t *testing.T) {
+	d := startDriver(t, false)
+	handle := d.createVolume(t, "v1")
+	d.setAnswer(func(method string, req any) (any, error) {
+		if _, ok := req.(*csipb.ControllerExpandVolumeRequest); ok {
+			return &csipb.ControllerExpandVolumeResponse{CapacityBytes: 1 << 20}, nil
+		}
+		return nil, nil
+	})
+	b := newBed(t, d, testClaim("2Mi"), testPV(handle))
+	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil {
+		t.Fatal("sync succeeded, want an error to back off on")
+	}
+	if got := b.pvCapacity(t); got != "1Mi" {
+		t.Errorf("PV capacity %s, want 1Mi", got)
+	}
+	if s := expansion.ResizeStatus(b.claim(t)); s != v1.PersistentVolumeClaimControllerResizeInProgress {
+		t.Errorf("resize status %q, want still in progress", s)
+	}
+}

@@ -89,8 +89,13 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 	if err != nil {
 		return size, false, err
 	}
-	if got <= 0 {
+	switch {
+	case got <= 0:
 		return size, nodeRequired, nil // the driver reported no capacity: take what was asked
+	case got < bytes:
+		// Not expanded: finishing at this size would leave the request
+		// unmet and start over at once; a retry backs off instead.
+		return size, false, fmt.Errorf("the driver answered %d bytes, less than the %d asked for", got, bytes)
 	}
 	return *resource.NewQuantity(got, resource.BinarySI), nodeRequired, nil
 }
