@@ -21,7 +21,7 @@ func MultiAttachAllowed(pv *v1.PersistentVolume) bool {
 // elsewhere may have been made through that one.
 func (r *reconcile) singleNode(d *Desired) bool {
 	for _, pv := range r.f.Volumes {
-		if pv.Spec.CSI != nil && UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle) == d.Unique && !MultiAttachAllowed(pv) {
+		if u, ok := VolumeOf(pv); ok && u == d.Unique && !MultiAttachAllowed(pv) {
 			return true
 		}
 	}
@@ -33,7 +33,7 @@ func (r *reconcile) singleNode(d *Desired) bool {
 func (r *reconcile) holders(d *Desired, nodes []string) []*v1.Pod {
 	var out []*v1.Pod
 	for _, name := range sortedKeys(r.f.Volumes) {
-		if pv := r.f.Volumes[name]; pv.Spec.CSI == nil || UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle) != d.Unique {
+		if u, ok := VolumeOf(r.f.Volumes[name]); !ok || u != d.Unique {
 			continue
 		}
 		for _, pod := range r.f.Users[name] {
@@ -56,12 +56,9 @@ func elsewhere(f Facts, desired map[v1.UniqueVolumeName]*Desired) map[v1.UniqueV
 		if va.Spec.NodeName == f.Node.Name || va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
-		var via v1.UniqueVolumeName
-		if pv := f.Volumes[*va.Spec.Source.PersistentVolumeName]; pv != nil && pv.Spec.CSI != nil {
-			via = UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
-		}
+		via, known := VolumeOf(f.Volumes[*va.Spec.Source.PersistentVolumeName])
 		for u, d := range desired {
-			if (u == via || va.Name == Name(d.Handle, d.Driver, va.Spec.NodeName)) && !slices.Contains(out[u], va.Spec.NodeName) {
+			if ((known && u == via) || va.Name == Name(d.Handle, d.Driver, va.Spec.NodeName)) && !slices.Contains(out[u], va.Spec.NodeName) {
 				out[u] = append(out[u], va.Spec.NodeName)
 			}
 		}

@@ -182,8 +182,9 @@ func indexVAPV(obj any) ([]string, error) {
 }
 
 func indexPVVolume(obj any) ([]string, error) {
-	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Spec.CSI != nil {
-		return []string{string(attachment.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))}, nil
+	pv, _ := obj.(*v1.PersistentVolume)
+	if u, ok := attachment.VolumeOf(pv); ok {
+		return []string{string(u)}, nil
 	}
 	return nil, nil
 }

@@ -105,10 +105,11 @@ func (c *Controller) enqueueClaimUsers(claimKey string) {
 // sameVolume are the PersistentVolumes naming the driver and handle pv
 // names, pv included: one volume, whichever PV a pod reaches it through.
 func (c *Controller) sameVolume(pv *v1.PersistentVolume) []*v1.PersistentVolume {
-	if pv.Spec.CSI == nil {
+	u, ok := attachment.VolumeOf(pv)
+	if !ok {
 		return []*v1.PersistentVolume{pv}
 	}
-	return c.volumesNamed(attachment.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))
+	return c.volumesNamed(u)
 }
 
 // volumesNamed are the PersistentVolumes of a unique volume name.
