@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -155,8 +156,11 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 			errs = append(errs, err)
 			continue
 		}
-		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		out, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		switch {
+		case err == nil && a.SingleNode:
+			c.created(a.Volume, out)
+		case err != nil && !apierrors.IsAlreadyExists(err):
 			if notCreated(err) {
 				c.release(a.Volume, va.Name)
 			}
@@ -253,7 +257,8 @@ func (c *Controller) settled(name string, present bool) {
 
 type reservation struct {
 	node string
-	name string // the attachment being made
+	name string    // the attachment being made
+	uid  types.UID // its UID once the create answered
 	at   time.Time
 }
 
@@ -331,14 +336,34 @@ func (c *Controller) release(volume v1.UniqueVolumeName, name string) {
 	}
 }
 
-// shown ends the reservation for the named attachment: the informer's
-// store now holds it (or holds that it is gone).
+// shown ends the reservations of the named attachment once the
+// informer's store holds it, live: from then on the store stops another
+// node. An event is handled after the store changed, maybe long after, so
+// the store is read again here: the event may be about an earlier
+// attachment of that name, since deleted, while the one reserved for is
+// not in the store yet. With the UID of our create known, only that
+// object counts.
 func (c *Controller) shown(name string) {
+	obj, exists, err := c.vas.GetByKey(name)
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if err != nil || !exists || !ok || va.DeletionTimestamp != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for volume, r := range c.exclusive {
-		if r.name == name {
+		if r.name == name && (r.uid == "" || r.uid == va.UID) {
 			delete(c.exclusive, volume)
 		}
+	}
+}
+
+// created records the UID of the attachment a reservation was made for.
+func (c *Controller) created(volume v1.UniqueVolumeName, va *storagev1.VolumeAttachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.exclusive[volume]; ok && r.name == va.Name {
+		r.uid = va.UID
+		c.exclusive[volume] = r
 	}
 }

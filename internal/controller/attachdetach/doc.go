@@ -19,10 +19,10 @@
 // it) is reserved in memory for the node whose attachment of it is being
 // created, and the reservation is checked together with every attachment
 // of the volume the informer's store holds, under one lock, right before
-// the create. The reservation ends only once the store shows the
-// attachment (or shows it gone, or the API server says it does not
-// exist), so at every moment one of the two stops a second node's worker,
-// however old its facts: the Multi-Attach rule holds across workers.
+// the create. The reservation ends only once the store holds that very
+// attachment, live, or the API server says it does not exist, so at every
+// moment one of the two stops a second node's worker, however old its
+// facts: the Multi-Attach rule holds across workers.
 //
 // Writes per sync, in the reference's order: at most one node status
 // PATCH carrying the whole volumesAttached list (a volume leaves it before

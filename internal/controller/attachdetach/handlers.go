@@ -63,7 +63,6 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 		return
 	}
 	c.settled(va.Name, false)
-	c.shown(va.Name)
 	c.q.Add(va.Spec.NodeName)
 	if pvName := va.Spec.Source.PersistentVolumeName; pvName != nil {
 		if pv, err := c.pvs.Get(*pvName); err == nil {

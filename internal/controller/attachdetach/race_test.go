@@ -188,3 +188,28 @@ func TestTwoPVsOfOneVolumeAreAttachedToOneNodeOnly(t *testing.T) {
 		}
 	})
 }
+
+// Handlers run after the store changed, maybe long after: an event about
+// an earlier attachment of the same name (an update or the delete of one
+// detached before) delivered after node-1 created its new one, which the
+// store does not show yet, must not end node-1's reservation.
+func TestLateEventOfAnEarlierAttachmentKeepsTheReservation(t *testing.T) {
+	for _, late := range []string{"update", "delete"} {
+		claim, pv := boundVolume()
+		l := newFakeLoop(t, managedNode("node-1"), managedNode("node-2"), claim, pv,
+			podOn("a", "node-1", "data"), podOn("b", "node-2", "data"))
+		one, two := l.decide(t, "node-1"), l.decide(t, "node-2")
+		_ = l.attach(context.Background(), one)
+		earlier := one.Create[0].Attachment.DeepCopy()
+		earlier.UID, earlier.DeletionTimestamp = "earlier", &metav1.Time{Time: l.clock.Now()}
+		if late == "update" {
+			l.onAttachment(earlier)
+		} else {
+			l.onAttachmentDeleted(earlier)
+		}
+		_ = l.attach(context.Background(), two)
+		if got := l.attachmentsInAPI(t); len(got) != 1 {
+			t.Errorf("late %s: %d attachments, want 1", late, len(got))
+		}
+	}
+}
