@@ -243,3 +243,34 @@ func TestCopyTreeKeepsTheTree(t *testing.T) {
 		t.Errorf("fifo: %v; want it left out", err)
 	}
 }
+
+// A filesystem mounted inside the source is not the volume's data (a pod
+// cannot mount there; whoever did may have mounted anything): the copy
+// refuses, saying why, rather than read another device.
+func TestCopyTreeStaysOnTheSourceDevice(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	mnt := filepath.Join(src, "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs for the test: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(mnt, "token"), []byte(secretText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, "clone")
+	err := copyTree(context.Background(), src, dst)
+	if err == nil || !strings.Contains(err.Error(), "another filesystem is mounted there") {
+		t.Errorf("copy of a source with a mount inside: %v, want it refused as another filesystem", err)
+	}
+	if leak := findSecret(t, dst); leak != "" {
+		t.Errorf("clone holds the mounted filesystem's file at %s", leak)
+	}
+}
