@@ -59,7 +59,9 @@ func TestUnchangedReportsWhatTheTenantTouchedOutsideItsNamespace(t *testing.T) {
 		"PV deleted":           {func(s *State) { s.PVs[0].DeletionTimestamp = &metav1.Time{} }, "PV pv-a: being deleted"},
 		"PV finalizer dropped": {func(s *State) { s.PVs[0].Finalizers = []string{"x"} }, "PV pv-a: finalizers [] → [x]"},
 		"attachment gone":      {func(s *State) { s.Attachments = nil }, "VolumeAttachment va-pv-b-node-1 is gone"},
-		"PV appeared": {func(s *State) { s.PVs = append(s.PVs, pv("pv-x", local, "vol-x", "", v1.PersistentVolumeReclaimDelete, "")) },
+		"PV appeared": {func(s *State) {
+			s.PVs = append(s.PVs, pv("pv-x", local, "vol-x", "", v1.PersistentVolumeReclaimDelete, ""))
+		},
 			"PV pv-x (claim none) appeared"},
 	} {
 		t.Run(name, func(t *testing.T) {
