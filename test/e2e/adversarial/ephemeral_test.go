@@ -1,0 +1,46 @@
+package adversarial
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// (g) A claim named like the generic ephemeral claim of a pod
+// (<pod>-<volume>), made by the tenant before the pod: it is not the pod's
+// (the pod does not own it), so the node does not mount it for the pod,
+// and it does not protect the claim from deletion.
+func TestClaimNamedLikeAPodsEphemeralClaim(t *testing.T) {
+	w := begin(t)
+	w.evilClaim("web-cache", localClass)
+	w.eventually("claim web-cache Bound", func() string {
+		if bound(w.claim(evilNS, "web-cache")) {
+			return ""
+		}
+		return "not Bound"
+	})
+	c := w.claim(evilNS, "web-cache")
+	pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, c.Spec.VolumeName, metav1.GetOptions{})
+	w.must(err)
+	tmpl := newClaim("", localClass)
+	w.evilPod("web", pvNode(pv), corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: tmpl.Spec}}}})
+	t.Logf("pod web: %q", w.podAnswered("web"))
+	w.notMounted(stack.VolumeDir(pvNode(pv), pv.Spec.CSI.VolumeHandle), "claim web-cache, which pod web does not own,")
+
+	w.evilDelete("web-cache")
+	w.eventually("claim web-cache gone (pod web does not own it)", func() string {
+		c, err := w.admin.CoreV1().PersistentVolumeClaims(evilNS).Get(w.ctx, "web-cache", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("still there, finalizers %v", c.Finalizers)
+	})
+	w.verify()
+}

@@ -1,0 +1,94 @@
+package adversarial
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// boundClaim is the tenant's claim name of class, once Bound.
+func (w *world) boundClaim(name, class string) *corev1.PersistentVolumeClaim {
+	w.t.Helper()
+	w.evilClaim(name, class)
+	w.eventually("claim "+name+" Bound", func() string {
+		if bound(w.claim(evilNS, name)) {
+			return ""
+		}
+		return "not Bound"
+	})
+	return w.claim(evilNS, name)
+}
+
+// (h) The provisioner's marks (in-progress finalizer, create request,
+// endpoint pin) written onto the tenant's own claims at each step of
+// their life, naming the victim's volume, and deletes in between.
+func TestProvisionerMarksAtEachStep(t *testing.T) {
+	// Put on a Bound claim, which is then deleted.
+	t.Run("on a Bound claim, then deleted", func(t *testing.T) {
+		w := begin(t)
+		w.boundClaim("own", localClass)
+		w.evilUpdate("own", forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
+		w.evilDelete("own")
+		c, warning := w.answered("own", nil)
+		t.Logf("claim own: %s, warning %q", phase(c), warning)
+		w.verify()
+	})
+	// Put on a Pending claim that names another volume in spec.volumeName:
+	// "bound elsewhere", which the provisioner cleans up without a delete.
+	t.Run("on a Pending claim naming the victim's volume, not deleted", func(t *testing.T) {
+		w := begin(t)
+		w.evilClaim("elsewhere", waitClass, volumeNamed(w.data.pv.Name), forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
+		c, warning := w.answered("elsewhere", func(c *corev1.PersistentVolumeClaim) bool {
+			return !slices.Contains(c.Finalizers, provisioner.ClaimFinalizer)
+		})
+		t.Logf("claim elsewhere: %s, warning %q", phase(c), warning)
+		w.verify()
+	})
+	// Put on a claim while it waits for its first consumer, removed again,
+	// put back, and the claim deleted.
+	t.Run("put, removed, put back on a waiting claim, then deleted", func(t *testing.T) {
+		w := begin(t)
+		w.evilClaim("waiting", waitClass, forged(w.shared.pv.Name, hostpath.NetworkDriverName, ""))
+		w.evilUpdate("waiting", func(c *corev1.PersistentVolumeClaim) {
+			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioner.ClaimFinalizer })
+		})
+		w.evilUpdate("waiting", func(c *corev1.PersistentVolumeClaim) {
+			forged(w.data.pv.Name, hostpath.DriverName, w.data.node)(c)
+			c.Annotations[annSelectedNode] = w.data.node
+		})
+		w.evilDelete("waiting")
+		c, warning := w.answered("waiting", nil)
+		t.Logf("claim waiting: %s, warning %q", phase(c), warning)
+		w.verify()
+	})
+}
+
+// (h) The recycler's marks on the tenant's objects: its annotations on a
+// claim, its label naming the victim's PV on a pod of the tenant's. They
+// are the recycler's own on PVs and pods of its namespace, never read from
+// a tenant's.
+func TestRecyclerMarksOnTheTenantsObjects(t *testing.T) {
+	w := begin(t)
+	w.boundClaim("own", localClass)
+	w.evilUpdate("own", annotated(binding.AnnRecyclerPod, string(w.data.claim.UID), binding.AnnRecycledClaim, string(w.data.claim.UID)))
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "recycler-for-" + w.data.pv.Name,
+			Labels:      map[string]string{"recycler.volplane.io/volume": w.data.pv.Name},
+			Annotations: map[string]string{binding.AnnRecycledClaim: string(w.data.claim.UID)}},
+		Spec: corev1.PodSpec{NodeName: w.data.node, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "scrub", Image: "busybox:1.37"}}},
+	}
+	_, err := tenant.CoreV1().Pods(evilNS).Create(w.ctx, p, metav1.CreateOptions{})
+	w.must(err)
+	t.Logf("pod %s: %q", p.Name, w.podAnswered(p.Name))
+	w.evilDelete("own")
+	c, warning := w.answered("own", nil)
+	t.Logf("claim own: %s, warning %q", phase(c), warning)
+	w.verify()
+}
