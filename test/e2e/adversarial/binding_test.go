@@ -1,15 +1,20 @@
 package adversarial
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster/clustertest"
 )
 
 func phase(c *corev1.PersistentVolumeClaim) string {
@@ -175,4 +180,31 @@ func TestForgedProvisionerNamesAnotherDriver(t *testing.T) {
 			w.verify()
 		})
 	}
+}
+
+// (d, h) The tenant's claim that names the victim's PV (Lost: not bound
+// back) then asks for a larger size and another attributes class: neither
+// the resizer nor the modifier may act on the victim's volume. Nothing
+// answers a claim that is not Bound, so the victim's PV is watched for a
+// while instead.
+func TestResizingOrModifyingAClaimThatNamesAnotherVolume(t *testing.T) {
+	w := begin(t)
+	w.evilClaim("steal", localClass, volumeNamed(w.data.pv.Name), annotated(annBindCompleted, "yes", annBoundByController, "yes"))
+	c, warning := w.answered("steal", bound)
+	t.Logf("claim steal: %s, warning %q", phase(c), warning)
+	w.evilUpdate("steal", func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		c.Spec.VolumeAttributesClassName = ptr.To(bundle.FastAttributes)
+	})
+	clustertest.Holds(t, "the victim's PV unchanged", 2*time.Second, func() string {
+		pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, w.data.pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if pv.ResourceVersion != w.data.pv.ResourceVersion {
+			return fmt.Sprintf("written: capacity %s, attributes class %v", pv.Spec.Capacity.Storage(), ptr.Deref(pv.Spec.VolumeAttributesClassName, ""))
+		}
+		return ""
+	})
+	w.verify()
 }
