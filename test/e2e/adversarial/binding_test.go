@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -192,10 +193,20 @@ func TestResizingOrModifyingAClaimThatNamesAnotherVolume(t *testing.T) {
 	w.evilClaim("steal", localClass, volumeNamed(w.data.pv.Name), annotated(annBindCompleted, "yes", annBoundByController, "yes"))
 	c, warning := w.answered("steal", bound)
 	t.Logf("claim steal: %s, warning %q", phase(c), warning)
-	w.evilUpdate("steal", func(c *corev1.PersistentVolumeClaim) {
-		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-		c.Spec.VolumeAttributesClassName = ptr.To(bundle.FastAttributes)
-	})
+	if c == nil {
+		t.Fatal("claim steal is gone")
+	}
+	// The API server allows these changes on Bound claims only; if it
+	// refuses them, that is the answer.
+	c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	c.Spec.VolumeAttributesClassName = ptr.To(bundle.FastAttributes)
+	if _, err := tenant.CoreV1().PersistentVolumeClaims(evilNS).Update(w.ctx, c, metav1.UpdateOptions{}); apierrors.IsInvalid(err) {
+		t.Logf("the API server refuses: %v", err)
+		w.verify()
+		return
+	} else if err != nil {
+		t.Fatal(err)
+	}
 	clustertest.Holds(t, "the victim's PV unchanged", 2*time.Second, func() string {
 		pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, w.data.pv.Name, metav1.GetOptions{})
 		if err != nil {
