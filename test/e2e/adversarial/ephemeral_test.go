@@ -44,5 +44,18 @@ func TestClaimNamedLikeAPodsEphemeralClaim(t *testing.T) {
 		}
 		return fmt.Sprintf("still there, finalizers %v", now.Finalizers)
 	})
+	// The pod's own claim is then made and provisioned; it is left once
+	// Bound (deleted while being bound, its volume stayed Bound to the gone
+	// claim in one run: a separate finding).
+	w.eventually("pod web's own claim web-cache Bound", func() string {
+		now, err := w.admin.CoreV1().PersistentVolumeClaims(evilNS).Get(w.ctx, "web-cache", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if !bound(now) {
+			return "claim web-cache is " + string(now.Status.Phase)
+		}
+		return ""
+	})
 	w.verify()
 }

@@ -1,6 +1,7 @@
 package adversarial
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -67,6 +68,38 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 		t.Logf("claim waiting: %s, warning %q", phase(c), warning)
 		w.verify()
 	})
+}
+
+// (h) A recorded request under the claim's own name (pvc-<own uid>, which
+// passes a check of the name) that clones the victim's volume: the
+// cleanup of the deleted claim must not leave a copy of the victim's data
+// behind.
+func TestRecordedRequestCloningTheVictimsVolume(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		victim func(*world) victimVolume
+		class  string
+		driver string
+	}{
+		{"node-local", func(w *world) victimVolume { return w.data }, "no-such-class", hostpath.DriverName},
+		{"network", func(w *world) victimVolume { return w.shared }, "no-such-class", hostpath.NetworkDriverName},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := begin(t)
+			v := tc.victim(w)
+			c := w.evilClaim("copy", tc.class)
+			w.evilUpdate("copy", func(c *corev1.PersistentVolumeClaim) {
+				forged("", tc.driver, v.node)(c)
+				c.Annotations[provisioner.AnnCreateRequest] = fmt.Sprintf(`{"name":"pvc-%s","capacityRange":{"requiredBytes":"1"},`+
+					`"volumeCapabilities":[{"mount":{},"accessMode":{"mode":"SINGLE_NODE_WRITER"}}],"volumeContentSource":{"volume":{"volumeId":%q}}}`,
+					c.UID, v.pv.Spec.CSI.VolumeHandle)
+			})
+			w.evilDelete("copy")
+			got, warning := w.answered("copy", nil)
+			t.Logf("claim copy (uid %s): %s, warning %q", c.UID, phase(got), warning)
+			w.verify()
+		})
+	}
 }
 
 // (h) The recycler's marks on the tenant's objects: its annotations on a

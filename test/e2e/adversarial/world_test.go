@@ -132,7 +132,8 @@ func (w *world) tenantLeaves() {
 		var left []string
 		for _, pv := range list.Items {
 			if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == evilNS {
-				left = append(left, pv.Name+" "+string(pv.Status.Phase))
+				left = append(left, fmt.Sprintf("%s %s (claim %s/%s uid %s, finalizers %v, events %s)", pv.Name, pv.Status.Phase,
+					ref.Namespace, ref.Name, ref.UID, pv.Finalizers, w.events(pv.UID)))
 			}
 		}
 		return strings.Join(left, ", ")
@@ -253,6 +254,20 @@ func (w *world) warning(ns string, uid types.UID, reason string) string {
 		return ""
 	}
 	return list.Items[0].Reason + ": " + list.Items[0].Message
+}
+
+// events are the reasons and messages of the events about uid, in any
+// namespace.
+func (w *world) events(uid types.UID) string {
+	list, err := w.admin.CoreV1().Events("").List(w.ctx, metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.uid": string(uid)}.String()})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return strings.Join(out, "; ")
 }
 
 // answered waits until the tenant's claim is gone, is as done wants, or
