@@ -50,9 +50,9 @@ func claimVolume(name, claim string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
 }
 
-// podAnswered waits until the tenant's pod runs or has a Warning event,
-// and returns that warning.
-func (w *world) podAnswered(name string) string {
+// podAnswered waits until the tenant's pod runs or has a Warning event
+// (of reason, if not ""), and returns that warning.
+func (w *world) podAnswered(name, reason string) string {
 	w.t.Helper()
 	var warning string
 	w.eventually("an answer to pod "+evilNS+"/"+name, func() string {
@@ -63,7 +63,7 @@ func (w *world) podAnswered(name string) string {
 		if p.Status.Phase == corev1.PodRunning {
 			return ""
 		}
-		if warning = w.warning(evilNS, p.UID, ""); warning != "" {
+		if warning = w.warning(evilNS, p.UID, reason); warning != "" {
 			return ""
 		}
 		return "pod " + name + " is " + string(p.Status.Phase) + ", no event yet"
@@ -116,7 +116,7 @@ func TestForgedBindingTakesNoOtherVolume(t *testing.T) {
 				node = stack.CP.Nodes[0]
 			}
 			w.evilPod("thief", node, claimVolume("loot", "steal"))
-			t.Logf("pod thief: %q", w.podAnswered("thief"))
+			t.Logf("pod thief: %q", w.podAnswered("thief", "FailedMount"))
 			w.notMounted(v.dir, "the victim's volume "+v.pv.Name)
 			w.evilDelete("steal")
 			w.verify()

@@ -119,7 +119,7 @@ func TestRecyclerMarksOnTheTenantsObjects(t *testing.T) {
 	}
 	_, err := tenant.CoreV1().Pods(evilNS).Create(w.ctx, p, metav1.CreateOptions{})
 	w.must(err)
-	t.Logf("pod %s: %q", p.Name, w.podAnswered(p.Name))
+	t.Logf("pod %s: %q", p.Name, w.podAnswered(p.Name, ""))
 	w.evilDelete("own")
 	c, warning := w.answered("own", nil)
 	t.Logf("claim own: %s, warning %q", phase(c), warning)
