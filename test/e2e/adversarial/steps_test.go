@@ -36,8 +36,7 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 		w.boundClaim("own", localClass)
 		w.evilUpdate("own", forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
 		w.evilDelete("own")
-		c, warning := w.answered("own", nil)
-		t.Logf("claim own: %s, warning %q", phase(c), warning)
+		t.Logf("claim own deleted: %q", w.deletedAnswer("own"))
 		w.verify()
 	})
 	// Put on a Pending claim that names another volume in spec.volumeName:
@@ -45,10 +44,14 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 	t.Run("on a Pending claim naming the victim's volume, not deleted", func(t *testing.T) {
 		w := begin(t)
 		w.evilClaim("elsewhere", waitClass, volumeNamed(w.data.pv.Name), forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
-		c, warning := w.answered("elsewhere", func(c *corev1.PersistentVolumeClaim) bool {
-			return !slices.Contains(c.Finalizers, provisioner.ClaimFinalizer)
+		w.eventually("claim elsewhere cleaned up, or its cleanup refused", func() string {
+			c := w.claim(evilNS, "elsewhere")
+			if !slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) || w.warning(evilNS, c.UID, "ProvisioningCleanupFailed") != "" {
+				return ""
+			}
+			return fmt.Sprintf("finalizers %v", c.Finalizers)
 		})
-		t.Logf("claim elsewhere: %s, warning %q", phase(c), warning)
+		w.filesThere() // before the tenant deletes anything
 		w.verify()
 	})
 	// Put on a claim while it waits for its first consumer, removed again,
@@ -64,8 +67,7 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 			c.Annotations[annSelectedNode] = w.data.node
 		})
 		w.evilDelete("waiting")
-		c, warning := w.answered("waiting", nil)
-		t.Logf("claim waiting: %s, warning %q", phase(c), warning)
+		t.Logf("claim waiting deleted: %q", w.deletedAnswer("waiting"))
 		w.verify()
 	})
 }
@@ -87,7 +89,7 @@ func TestRecordedRequestCloningTheVictimsVolume(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := begin(t)
 			v := tc.victim(w)
-			c := w.evilClaim("copy", tc.class)
+			w.evilClaim("copy", tc.class)
 			w.evilUpdate("copy", func(c *corev1.PersistentVolumeClaim) {
 				forged("", tc.driver, v.node)(c)
 				c.Annotations[provisioner.AnnCreateRequest] = fmt.Sprintf(`{"name":"pvc-%s","capacityRange":{"requiredBytes":"1"},`+
@@ -95,8 +97,7 @@ func TestRecordedRequestCloningTheVictimsVolume(t *testing.T) {
 					c.UID, v.pv.Spec.CSI.VolumeHandle)
 			})
 			w.evilDelete("copy")
-			got, warning := w.answered("copy", nil)
-			t.Logf("claim copy (uid %s): %s, warning %q", c.UID, phase(got), warning)
+			t.Logf("claim copy deleted: %q", w.deletedAnswer("copy"))
 			w.verify()
 		})
 	}
@@ -121,7 +122,6 @@ func TestRecyclerMarksOnTheTenantsObjects(t *testing.T) {
 	w.must(err)
 	t.Logf("pod %s: %q", p.Name, w.podAnswered(p.Name, ""))
 	w.evilDelete("own")
-	c, warning := w.answered("own", nil)
-	t.Logf("claim own: %s, warning %q", phase(c), warning)
+	t.Logf("claim own deleted: %q", w.deletedAnswer("own"))
 	w.verify()
 }

@@ -94,6 +94,13 @@ func (w *world) verify() {
 	for _, d := range invariants.Check(after, invariants.Expect{}) {
 		w.t.Errorf("broken promise: %s", d)
 	}
+	w.filesThere()
+}
+
+// filesThere fails the test if a file written into a victim volume is gone
+// or changed.
+func (w *world) filesThere() {
+	w.t.Helper()
 	for _, v := range []victimVolume{w.data, w.shared} {
 		got, err := os.ReadFile(filepath.Join(v.dir, canaryFile))
 		if err != nil || string(got) != canaryText {
@@ -296,6 +303,28 @@ func (w *world) answered(name string, done func(*corev1.PersistentVolumeClaim) b
 		return fmt.Sprintf("claim %s is %s, finalizers %v, no event yet", name, c.Status.Phase, c.Finalizers)
 	})
 	return claim, warning
+}
+
+// deletedAnswer waits, once the tenant deleted its claim, until the claim
+// is gone or its cleanup failed with a warning, and returns that warning
+// ("" once gone).
+func (w *world) deletedAnswer(name string) string {
+	w.t.Helper()
+	var warning string
+	w.eventually("claim "+evilNS+"/"+name+" gone or its cleanup refused", func() string {
+		c, err := w.admin.CoreV1().PersistentVolumeClaims(evilNS).Get(w.ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		if err != nil {
+			return err.Error()
+		}
+		if warning = w.warning(evilNS, c.UID, "ProvisioningCleanupFailed"); warning != "" {
+			return ""
+		}
+		return fmt.Sprintf("claim %s is still there, finalizers %v", name, c.Finalizers)
+	})
+	return warning
 }
 
 // newClaim is a claim of class, 1Gi, RWO.
