@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -171,12 +173,32 @@ func (w *world) cleanUp() {
 		}
 		_ = w.admin.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(w.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	}
-	w.eventually("no claim, volume or attachment left", func() string {
-		var left []string
+	limit := clustertest.WaitTimeout
+	if w.t.Failed() {
+		limit = 5 * time.Second // what verify waited for in vain is not waited for twice
+	}
+	if left := w.leftOver(limit); left != "" {
+		// Stuck: the test has failed on it already. Force it out, so that
+		// the next test starts from an empty cluster.
+		w.t.Errorf("left after the test, removed by force: %s", left)
+		w.force()
+		if left := w.leftOver(clustertest.WaitTimeout); left != "" {
+			w.t.Fatalf("still left: %s", left)
+		}
+	}
+	w.deleteStrayVolumes()
+}
+
+// leftOver waits up to d until no claim of either namespace, no PV and no
+// VolumeAttachment is left, and says what is left otherwise.
+func (w *world) leftOver(d time.Duration) string {
+	var left []string
+	list := func() error {
+		left = nil
 		for _, ns := range []string{evilNS, victimNS} {
 			claims, err := w.admin.CoreV1().PersistentVolumeClaims(ns).List(w.ctx, metav1.ListOptions{})
 			if err != nil {
-				return err.Error()
+				return err
 			}
 			for _, c := range claims.Items {
 				left = append(left, "claim "+ns+"/"+c.Name)
@@ -184,21 +206,43 @@ func (w *world) cleanUp() {
 		}
 		pvs, err := w.admin.CoreV1().PersistentVolumes().List(w.ctx, metav1.ListOptions{})
 		if err != nil {
-			return err.Error()
+			return err
 		}
 		for _, pv := range pvs.Items {
-			left = append(left, "PV "+pv.Name)
+			left = append(left, fmt.Sprintf("PV %s (%s)", pv.Name, pv.Status.Phase))
 		}
 		vas, err := w.admin.StorageV1().VolumeAttachments().List(w.ctx, metav1.ListOptions{})
 		if err != nil {
-			return err.Error()
+			return err
 		}
 		for _, va := range vas.Items {
 			left = append(left, "VolumeAttachment "+va.Name)
 		}
-		return strings.Join(left, ", ")
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(w.ctx, clustertest.PollEvery, d, true, func(context.Context) (bool, error) {
+		err := list()
+		return err == nil && len(left) == 0, nil
 	})
-	w.deleteStrayVolumes()
+	if err == nil {
+		return ""
+	}
+	return strings.Join(left, ", ")
+}
+
+// force deletes every PV and claim of both namespaces, finalizers and all.
+func (w *world) force() {
+	pvs, _ := w.admin.CoreV1().PersistentVolumes().List(w.ctx, metav1.ListOptions{})
+	for _, pv := range pvs.Items {
+		_, _ = w.admin.CoreV1().PersistentVolumes().Patch(w.ctx, pv.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = w.admin.CoreV1().PersistentVolumes().Delete(w.ctx, pv.Name, metav1.DeleteOptions{})
+	}
+	for _, ns := range []string{evilNS, victimNS} {
+		claims, _ := w.admin.CoreV1().PersistentVolumeClaims(ns).List(w.ctx, metav1.ListOptions{})
+		for _, c := range claims.Items {
+			_, _ = w.admin.CoreV1().PersistentVolumeClaims(ns).Patch(w.ctx, c.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	}
 }
 
 // deleteStrayVolumes deletes, on the drivers, every backend volume left
