@@ -73,7 +73,19 @@ func (w *world) victim(name, class string) victimVolume {
 	c := newClaim(name, class)
 	_, err := w.admin.CoreV1().PersistentVolumeClaims(victimNS).Create(w.ctx, c, metav1.CreateOptions{})
 	w.must(err)
-	w.eventually("victim claim "+name+" Bound", clustertest.ClaimPhase(w.ctx, w.admin, victimNS, name, corev1.ClaimBound))
+	// At rest: Bound, and the provisioner's marks gone (it drops them
+	// after the binder bound the claim).
+	bound := clustertest.ClaimPhase(w.ctx, w.admin, victimNS, name, corev1.ClaimBound)
+	w.eventually("victim claim "+name+" Bound and at rest", func() string {
+		if wrong := bound(); wrong != "" {
+			return wrong
+		}
+		c := w.claim(victimNS, name)
+		if _, ok := c.Annotations[provisioner.AnnCreateRequest]; ok || slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) {
+			return fmt.Sprintf("the provisioner's marks are still on it: finalizers %v", c.Finalizers)
+		}
+		return ""
+	})
 	v := victimVolume{claim: w.claim(victimNS, name)}
 	v.pv, err = w.admin.CoreV1().PersistentVolumes().Get(w.ctx, v.claim.Spec.VolumeName, metav1.GetOptions{})
 	w.must(err)
