@@ -62,10 +62,9 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 		w.evilUpdate("waiting", func(c *corev1.PersistentVolumeClaim) {
 			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioner.ClaimFinalizer })
 		})
-		w.evilUpdate("waiting", func(c *corev1.PersistentVolumeClaim) {
-			forged(w.data.pv.Name, hostpath.DriverName, w.data.node)(c)
-			c.Annotations[annSelectedNode] = w.data.node
-		})
+		// Put back naming the victim's node-local volume; no selected node,
+		// so the claim keeps waiting and nothing races the delete.
+		w.evilUpdate("waiting", forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
 		w.evilDelete("waiting")
 		t.Logf("claim waiting deleted: %q", w.deletedAnswer("waiting"))
 		w.verify()
