@@ -198,14 +198,22 @@ func TestResizingOrModifyingAClaimThatNamesAnotherVolume(t *testing.T) {
 	}
 	// The API server allows these changes on Bound claims only; if it
 	// refuses them, that is the answer.
-	c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-	c.Spec.VolumeAttributesClassName = ptr.To(bundle.FastAttributes)
-	if _, err := tenant.CoreV1().PersistentVolumeClaims(evilNS).Update(w.ctx, c, metav1.UpdateOptions{}); apierrors.IsInvalid(err) {
-		t.Logf("the API server refuses: %v", err)
-		w.verify()
-		return
-	} else if err != nil {
-		t.Fatal(err)
+	for {
+		c, err := tenant.CoreV1().PersistentVolumeClaims(evilNS).Get(w.ctx, "steal", metav1.GetOptions{})
+		w.must(err)
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		c.Spec.VolumeAttributesClassName = ptr.To(bundle.FastAttributes)
+		_, err = tenant.CoreV1().PersistentVolumeClaims(evilNS).Update(w.ctx, c, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if apierrors.IsInvalid(err) {
+			t.Logf("the API server refuses: %v", err)
+			w.verify()
+			return
+		}
+		w.must(err)
+		break
 	}
 	clustertest.Holds(t, "the victim's PV unchanged", 2*time.Second, func() string {
 		pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, w.data.pv.Name, metav1.GetOptions{})
