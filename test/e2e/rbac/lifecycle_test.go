@@ -25,7 +25,7 @@ var unreachable = map[string]string{
 	// The binder reads its recycler pod from the API server only when
 	// its cache does not hold the pod yet right after creating it: a race
 	// the lifecycle does not reach on purpose.
-	"volplane-controller: get pods": "recycler pod read live while the cache lags",
+	"volplane-controller: get pods in default": "recycler pod read live while the cache lags",
 	// The event recorder patches an event that repeats (its count)
 	// instead of creating another; no event of the lifecycle repeats
 	// within the recorder's window.
@@ -78,8 +78,14 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 	}
 	// As on a fresh install, no Lease exists yet: creating it is part of
 	// what the roles must be allowed (the test may run again, -count).
-	if err := bed.stack.CP.Client.CoordinationV1().Leases(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
+	for _, r := range rs {
+		ns, _, err := r.lease(bed.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.stack.CP.Client.CoordinationV1().Leases(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	runs := start(t, ctx, rs)
 	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: clustertest.Namespace(t), alive: func() error {

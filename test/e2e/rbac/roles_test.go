@@ -36,9 +36,9 @@ type role struct {
 
 // sidecarArgs are those of the CSI sidecar container of a central driver's
 // controller (README.md, "Deploying to a cluster"); deploy/ ships its
-// ServiceAccount and roles, not the driver.
+// ServiceAccount, roles and the namespace of its Leases, not the driver.
 var sidecarArgs = []string{"controller", "--controllers=provisioner,attacher,resizer",
-	"--csi-endpoint=unix:///csi/csi.sock", "--leader-elect-namespace=volplane", "--leader-elect-name=volplane-csi-sidecar"}
+	"--csi-endpoint=unix:///csi/csi.sock", "--leader-elect-namespace=volplane-csi-sidecar", "--leader-elect-name=volplane-csi-sidecar"}
 
 // roles are the roles deploy/ runs: the central loops (the Deployment),
 // the node-local provisioner (the DaemonSet's container beside the
