@@ -124,7 +124,7 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 	var runs []*running
 	for _, r := range rs {
 		log := newRequestLog()
-		rc, err := restConfig(ctx, bed.stack, r.serviceAccount, log)
+		rc, err := restConfig(ctx, bed.stack, r.serviceAccount, "", log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,6 +134,11 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 		}
 		run := &running{role: r, log: log}
 		for _, cfg := range cfgs {
+			if cfg.NodeDeployment != nil { // the DaemonSet's pod on that node
+				if cfg.REST, err = restConfig(ctx, bed.stack, r.serviceAccount, cfg.NodeDeployment.NodeName, log); err != nil {
+					t.Fatal(err)
+				}
+			}
 			run.loops = append(run.loops, clustertest.StartLoops(cfg))
 		}
 		// Also when the lifecycle failed: a forbidden call is the likely
