@@ -55,12 +55,12 @@ func TestCheckFindsEachKindOfProblemWithItsFix(t *testing.T) {
 	}, {
 		name:  "a Released Retain volume whose claim is gone",
 		world: newWorld().volumes(pv("old", claimRef("gone"), phase(v1.VolumeReleased))),
-		want: []want{{KindStaleClaimRef, "pv old", "its claim ns/gone is gone",
+		want: []want{{KindRetainedVolume, "pv old", "its claim ns/gone is gone",
 			[]string{"volplane release pv old"}}},
 	}, {
 		name:  "a Released Retain volume whose claim's name has a new claim",
 		world: newWorld().claims(claim("data", claimUID("new"), pending(time.Minute))).volumes(pv("old", claimRef("data"), phase(v1.VolumeReleased))),
-		want:  []want{{KindStaleClaimRef, "pv old", "now is a new one", []string{"volplane release pv old"}}},
+		want:  []want{{KindRetainedVolume, "pv old", "now is a new one", []string{"volplane release pv old"}}},
 	}, {
 		name: "a Released Delete volume is the reclaim loop's, not stale",
 		world: newWorld().volumes(pv("old", claimRef("gone"), phase(v1.VolumeReleased),

@@ -67,7 +67,7 @@ func staleClaimRefs(s *Snapshot) []Finding {
 			problem = fmt.Sprintf("Released with reclaim policy Retain: its claim %s/%s was deleted (the claim of that name now is a new one), so no claim can bind it until its claimRef is cleared.",
 				ref.Namespace, ref.Name)
 		}
-		out = append(out, Finding{Kind: KindStaleClaimRef, Object: volumeObject(pv.Name), Problem: problem,
+		out = append(out, Finding{Kind: KindRetainedVolume, Object: volumeObject(pv.Name), Problem: problem,
 			Fixes: []Fix{{Says: "clear the stale claimRef: the volume, data kept, becomes Available to any claim that fits",
 				Command: "volplane release pv " + pv.Name}}})
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+
 	"github.com/volplane/volplane/internal/explain"
 )
 
@@ -15,9 +17,9 @@ type Kind string
 const (
 	// KindClaimPending: a claim Pending longer than Thresholds.PendingFor.
 	KindClaimPending Kind = "claim-pending"
-	// KindStaleClaimRef: a Released Retain volume whose claim is gone; it
+	// KindRetainedVolume: a Released Retain volume whose claim is gone; it
 	// can never be bound again until its claimRef is cleared.
-	KindStaleClaimRef Kind = "stale-claim-ref"
+	KindRetainedVolume Kind = "stale-claim-ref"
 	// KindOrphanedBackendVolume: a driver holds a volume no PV refers to.
 	KindOrphanedBackendVolume Kind = "orphaned-backend-volume"
 	// KindMissingBackendVolume: a PV whose volume its driver no longer has.
@@ -36,7 +38,7 @@ const (
 
 // Kinds is every Kind, in the order a report lists them.
 func Kinds() []Kind {
-	return []Kind{KindBindingInvariant, KindClaimPending, KindStaleClaimRef, KindStuckDeleting,
+	return []Kind{KindBindingInvariant, KindClaimPending, KindRetainedVolume, KindStuckDeleting,
 		KindMissingBackendVolume, KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused}
 }
 
@@ -60,16 +62,31 @@ const (
 	ObjectBackendVolume = "BackendVolume"
 )
 
-// Fix is one command to paste and what it does (data loss, if any, said).
+// Fix is one command to paste and what it does. A fix is either safe to
+// paste at any later time (its write carries a precondition that fails
+// once what it rests on changed) or its Risk names what it may lose.
 type Fix struct {
-	Says    string `json:"says"`
+	Says string `json:"says"`
+	// Risk, when not empty, names what the command may lose or break, and
+	// when: read it before pasting.
+	Risk    string `json:"risk,omitempty"`
 	Command string `json:"command"`
 }
 
+// Severity says whether a finding is a problem (it counts in the exit
+// code) or information about a state at rest (it does not).
+type Severity string
+
+const (
+	SeverityProblem Severity = "problem"
+	SeverityInfo    Severity = "info"
+)
+
 // Finding is one problem.
 type Finding struct {
-	Kind   Kind   `json:"kind"`
-	Object Object `json:"object"`
+	Kind     Kind     `json:"kind"`
+	Severity Severity `json:"severity"`
+	Object   Object   `json:"object"`
 	// Problem is one sentence for people.
 	Problem string `json:"problem"`
 	// Fixes are alternatives or steps, in the order to try them.
@@ -84,10 +101,17 @@ type Report struct {
 	Notes []string `json:"notes"`
 }
 
+// Problems counts the findings of SeverityProblem.
+func (r Report) Problems() int { return len(r.Findings) }
+
 // Thresholds say how long a state may last before it is a problem.
 type Thresholds struct {
 	PendingFor  time.Duration
 	DeletingFor time.Duration
+	// AttachmentGrace is how long a VolumeAttachment must exist before
+	// doctor advises deleting it, on top of its node no longer reporting
+	// the volume in use (the attach/detach loop's unmount wait).
+	AttachmentGrace time.Duration
 }
 
 // Snapshot is what Check looks at: the cluster as explain reads it (its
@@ -99,6 +123,9 @@ type Snapshot struct {
 	// checks are skipped (BackendsSkipped says why).
 	Backends        []Backend
 	BackendsSkipped string
+	// CSINodes say which nodes run which driver: the endpoints a complete
+	// listing of a node-local driver must include.
+	CSINodes []*storagev1.CSINode
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.
@@ -108,8 +135,11 @@ type Backend struct {
 	// empty when its volumes are reachable from every node.
 	Topology map[string]string
 	// Node names the endpoint's node for people ("" when none).
-	Node    string
-	Volumes []BackendVolume
+	Node string
+	// Volumes are listed before the cluster is read; Relisted are the IDs
+	// listed again after it (nil: not listed again).
+	Volumes  []BackendVolume
+	Relisted map[string]bool
 }
 
 // BackendVolume is one volume of ListVolumes.

@@ -44,7 +44,7 @@ func TestReleaseMakesARetainedVolumeAvailableForANewClaim(t *testing.T) {
 	e.released("reuse", "data")
 	e.claim("data", "1Gi", manual) // a new claim, another UID
 	r, _, _ := e.doctor()
-	if len(r.Findings) != 2 || r.Findings[0].Kind != doctor.KindClaimPending || r.Findings[1].Kind != doctor.KindStaleClaimRef {
+	if len(r.Findings) != 2 || r.Findings[0].Kind != doctor.KindClaimPending || r.Findings[1].Kind != doctor.KindRetainedVolume {
 		t.Fatalf("doctor before release: %+v", r.Findings)
 	}
 
