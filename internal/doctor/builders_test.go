@@ -176,6 +176,7 @@ func (w *world) pods(ps ...*v1.Pod) *world {
 	w.s.Pods = append(w.s.Pods, ps...)
 	return w
 }
+
 // backends are the endpoints listed; a backend without Relisted lists
 // again, after the cluster was read, what it listed before.
 func (w *world) backends(bs ...Backend) *world {
