@@ -31,7 +31,7 @@ func (e *env) released(pv, claim string) {
 
 func (e *env) release(name string, wait time.Duration) (string, error) {
 	var out bytes.Buffer
-	err := checkup.Release(e.ctx, e.client, name, wait, &out)
+	err := checkup.Release(e.ctx, e.client, checkup.ReleaseConfig{Name: name, Wait: wait}, &out)
 	return out.String(), err
 }
 
