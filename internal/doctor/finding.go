@@ -10,16 +10,17 @@ import (
 	"github.com/volplane/volplane/internal/explain"
 )
 
-// Kind is what kind of problem a finding is. The set is closed; scripts
+// Kind is what kind of finding one is. The set is closed; scripts
 // match on these strings (-o json "kind").
 type Kind string
 
 const (
 	// KindClaimPending: a claim Pending longer than Thresholds.PendingFor.
 	KindClaimPending Kind = "claim-pending"
-	// KindRetainedVolume: a Released Retain volume whose claim is gone; it
-	// can never be bound again until its claimRef is cleared.
-	KindRetainedVolume Kind = "stale-claim-ref"
+	// KindRetainedVolume (information): a Released Retain volume whose
+	// claim is gone, at rest as its policy says; no claim binds it until
+	// someone gives its data to one (`volplane release pv --to`).
+	KindRetainedVolume Kind = "retained-volume"
 	// KindOrphanedBackendVolume: a driver holds a volume no PV refers to.
 	KindOrphanedBackendVolume Kind = "orphaned-backend-volume"
 	// KindMissingBackendVolume: a PV whose volume its driver no longer has.
@@ -38,8 +39,8 @@ const (
 
 // Kinds is every Kind, in the order a report lists them.
 func Kinds() []Kind {
-	return []Kind{KindBindingInvariant, KindClaimPending, KindRetainedVolume, KindStuckDeleting,
-		KindMissingBackendVolume, KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused}
+	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
+		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume}
 }
 
 // Object names what a finding is about. Kind is the API kind
@@ -101,8 +102,17 @@ type Report struct {
 	Notes []string `json:"notes"`
 }
 
-// Problems counts the findings of SeverityProblem.
-func (r Report) Problems() int { return len(r.Findings) }
+// Problems counts the findings of SeverityProblem: what the exit code
+// counts.
+func (r Report) Problems() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == SeverityProblem {
+			n++
+		}
+	}
+	return n
+}
 
 // Thresholds say how long a state may last before it is a problem.
 type Thresholds struct {
@@ -157,18 +167,17 @@ func Check(s *Snapshot, t Thresholds) Report {
 	var fs []Finding
 	fs = append(fs, bindingInvariants(s)...)
 	fs = append(fs, pendingClaims(s, t.PendingFor)...)
-	fs = append(fs, staleClaimRefs(s)...)
-	fs = append(fs, stuckDeleting(s, t.DeletingFor)...)
+	fs = append(fs, retainedVolumes(s)...)
+	fs = append(fs, stuckDeleting(s, t)...)
 	if s.Backends == nil {
 		r.Notes = append(r.Notes, "backend volumes not checked: "+s.BackendsSkipped)
 	} else {
-		fs = append(fs, missingBackendVolumes(s)...)
+		missing, notes := missingBackendVolumes(s)
+		fs = append(fs, missing...)
+		r.Notes = append(r.Notes, notes...)
 		fs = append(fs, orphanedBackendVolumes(s)...)
-		if note := provisioningNote(s); note != "" {
-			r.Notes = append(r.Notes, note)
-		}
 	}
-	fs = append(fs, staleAttachments(s)...)
+	fs = append(fs, staleAttachments(s, t.AttachmentGrace)...)
 	sortFindings(fs)
 	r.Findings = fs
 	if r.Findings == nil {

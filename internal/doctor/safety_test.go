@@ -65,7 +65,7 @@ func TestStaleAttachmentsWaitForTheNodeToUnmountAndAGrace(t *testing.T) {
 		{"unused, but made less than the grace ago",
 			bound().attachments(vaWith("csi-1", "pv-db", "n1", young(time.Minute))), "", ""},
 		{"unused, unmounted and older than the grace",
-			bound().attachments(va("csi-1", "pv-db", "n1")), KindAttachmentUnused, "uses the volume again"},
+			bound().attachments(va("csi-1", "pv-db", "n1")), KindAttachmentUnused, "use the volume again"},
 		{"the node is gone, less than the grace ago",
 			bound().attachments(vaWith("csi-1", "pv-db", "gone", young(time.Minute))), "", ""},
 		{"the node is gone, older than the grace: advised with the risk named",
