@@ -123,45 +123,53 @@ func getClaim(ctx context.Context, client kubernetes.Interface, namespace, name 
 // waitAvailable waits for the binder to mark the volume Available (or to
 // bind it already), and says what it saw.
 func waitAvailable(ctx context.Context, client kubernetes.Interface, name string, wait time.Duration, w io.Writer) error {
-	return poll(ctx, client, name, wait, w, func(pv *v1.PersistentVolume) (string, bool) {
+	return poll(ctx, wait, w, func() (string, bool, error) {
+		pv, err := client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		switch {
+		case err != nil:
+			return "", false, fmt.Errorf("read persistentvolume %s: %w", name, err)
 		case pv.Status.Phase == v1.VolumeAvailable:
-			return fmt.Sprintf("persistentvolume %s is Available.\n", name), true
+			return fmt.Sprintf("persistentvolume %s is Available.\n", name), true, nil
 		case pv.Spec.ClaimRef != nil:
 			return fmt.Sprintf("persistentvolume %s is already taken by claim %s/%s (%s).\n",
-				name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Status.Phase), true
+				name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Status.Phase), true, nil
 		}
-		return fmt.Sprintf("nothing marked persistentvolume %s Available within %s: is a binder running (volplane controller --controllers binder)?\n", name, wait), false
+		return fmt.Sprintf("nothing marked persistentvolume %s Available within %s: is a binder running (volplane controller --controllers binder)?\n", name, wait), false, nil
 	})
 }
 
-// waitBound waits for the binder to bind the volume to the claim it was
+// waitBound waits for the binder to bind the claim the volume was
 // pre-bound to.
 func waitBound(ctx context.Context, client kubernetes.Interface, cfg ReleaseConfig, w io.Writer) error {
 	name, to := cfg.Name, cfg.To
-	return poll(ctx, client, name, cfg.Wait, w, func(pv *v1.PersistentVolume) (string, bool) {
-		ref := pv.Spec.ClaimRef
-		switch {
-		case ref == nil || ref.Namespace != to.Namespace || ref.Name != to.Name:
-			return fmt.Sprintf("persistentvolume %s was changed by someone else meanwhile: see volplane explain pv %s.\n", name, name), true
-		case pv.Status.Phase == v1.VolumeBound:
-			return fmt.Sprintf("persistentvolume %s is Bound to claim %s.\n", name, to), true
+	return poll(ctx, cfg.Wait, w, func() (string, bool, error) {
+		pv, err := client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", false, fmt.Errorf("read persistentvolume %s: %w", name, err)
 		}
-		return fmt.Sprintf("nothing bound persistentvolume %s to claim %s within %s: see volplane explain pvc %s.\n", name, to, cfg.Wait, to), false
+		if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != to.Namespace || ref.Name != to.Name {
+			return fmt.Sprintf("persistentvolume %s was changed by someone else meanwhile: see volplane explain pv %s.\n", name, name), true, nil
+		}
+		claim, err := getClaim(ctx, client, to.Namespace, to.Name)
+		if err != nil {
+			return "", false, err
+		}
+		if claim != nil && claim.Spec.VolumeName == name && claim.Status.Phase == v1.ClaimBound {
+			return fmt.Sprintf("persistentvolume %s is Bound to claim %s.\n", name, to), true, nil
+		}
+		return fmt.Sprintf("nothing bound persistentvolume %s to claim %s within %s: see volplane explain pvc %s.\n", name, to, cfg.Wait, to), false, nil
 	})
 }
 
-// poll reads the volume until seen says it is done or wait runs out, then
-// writes what seen said last.
-func poll(ctx context.Context, client kubernetes.Interface, name string, wait time.Duration, w io.Writer,
-	seen func(*v1.PersistentVolume) (string, bool)) error {
+// poll asks seen until it says it is done or wait runs out, then writes
+// what it said last.
+func poll(ctx context.Context, wait time.Duration, w io.Writer, seen func() (string, bool, error)) error {
 	deadline := time.Now().Add(wait)
 	for {
-		pv, err := client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		said, done, err := seen()
 		if err != nil {
-			return fmt.Errorf("read persistentvolume %s: %w", name, err)
+			return err
 		}
-		said, done := seen(pv)
 		if done || !time.Now().Before(deadline) {
 			_, err = io.WriteString(w, said)
 			return err

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // missingBackendVolumes: PVs of a driver whose volume no listing holds,
@@ -117,9 +119,12 @@ func missingFinding(s *Snapshot, pv *v1.PersistentVolume) Finding {
 			Risk:    risk,
 			Command: fmt.Sprintf("kubectl delete pvc -n %s %s", c.Namespace, c.Name)})
 	}
+	risk := listing + "no PV refers to it any more (doctor then reports it orphaned)"
+	if slices.Contains(pv.Finalizers, binding.ExternalFinalizer) && pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete {
+		risk = listing + "the provisioner deletes it with its data (reclaim policy Delete)"
+	}
 	f.Fixes = append(f.Fixes, Fix{Says: "delete the PV, which names a volume that no longer exists",
-		Risk:    listing + "nothing refers to it any more (doctor then reports it orphaned), and with a provisioner's finalizer on the PV it is deleted",
-		Command: "kubectl delete pv " + pv.Name})
+		Risk: risk, Command: "kubectl delete pv " + pv.Name})
 	return f
 }
 

@@ -1,13 +1,16 @@
 package doctor
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -145,4 +148,63 @@ func (e *env) backendVolume(endpoint, name string) backend {
 		e.t.Fatal(err)
 	}
 	return backend{e: e, endpoint: ep, id: vol.GetVolumeId()}
+}
+
+// A finalizer fix, pasted once the object changed, fails on the API
+// server instead of acting on what doctor did not see; pasted on the
+// object doctor read, it removes that finalizer.
+func TestDoctorFinalizerFixAppliesOnlyToTheObjectItRead(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("held-once") })
+	e.pv("held-once", manual, hostPath("held-once"), holdFinalizer)
+	e.must(e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "held-once", metav1.DeleteOptions{}))
+	// The loops write the volume until it is at rest: only then does a fix
+	// read once stay good.
+	e.eventually("volume held-once at rest, held by "+holdFinalizer, func() string {
+		pv := e.getVolume("held-once")
+		if !slices.Equal(pv.Finalizers, []string{holdFinalizer}) || pv.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Sprintf("finalizers %v, phase %s", pv.Finalizers, pv.Status.Phase)
+		}
+		return ""
+	})
+
+	patch := e.finalizerFix("held-once", holdFinalizer)
+	pv := e.getVolume("held-once")
+	pv.Labels = map[string]string{"touched": "yes"}
+	_, err := e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
+	e.must(err)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, "held-once", types.JSONPatchType, patch, metav1.PatchOptions{}); err == nil {
+		t.Fatalf("the fix applied to the object changed since doctor read it: %s", patch)
+	}
+	if !slices.Contains(e.getVolume("held-once").Finalizers, holdFinalizer) {
+		t.Fatal("the failed fix removed the finalizer")
+	}
+
+	patch = e.finalizerFix("held-once", holdFinalizer)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, "held-once", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the fix on the object doctor read: %v", err)
+	}
+	e.eventually("volume held-once gone", func() string {
+		if _, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, "held-once", metav1.GetOptions{}); err == nil {
+			return "still there"
+		}
+		return ""
+	})
+}
+
+// finalizerFix is the JSON patch doctor's fix pastes to remove fin from
+// the PV name.
+func (e *env) finalizerFix(name, fin string) []byte {
+	e.t.Helper()
+	r, _, _ := e.doctor()
+	prefix := "kubectl patch pv " + name + " --type=json -p '"
+	for _, f := range r.Findings {
+		for _, fix := range f.Fixes {
+			if strings.HasPrefix(fix.Command, prefix) && strings.Contains(fix.Says, fin) {
+				return []byte(strings.TrimSuffix(strings.TrimPrefix(fix.Command, prefix), "'"))
+			}
+		}
+	}
+	e.t.Fatalf("no fix removes %s from %s: %+v", fin, name, r.Findings)
+	return nil
 }
