@@ -2,8 +2,8 @@ package doctor
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
