@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -9,11 +10,13 @@ import (
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -207,4 +210,43 @@ func (e *env) finalizerFix(name, fin string) []byte {
 	}
 	e.t.Fatalf("no fix removes %s from %s: %+v", fin, name, r.Findings)
 	return nil
+}
+
+// A PV of the node-local driver whose node affinity names its node by
+// hostname only is reported missing only from a listing of every node that
+// runs the driver and that the affinity allows.
+func TestDoctorReportsAMissingNodeLocalVolumeOnlyFromACompleteListing(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("far-away") })
+	far := stack.CP.Nodes[1]
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "far-away"},
+		Spec: corev1.PersistentVolumeSpec{StorageClassName: manual,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: hostpath.DriverName, VolumeHandle: "vol-00000000000000000000000000000000"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{far}}}}}}}}}
+	_, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	e.must(err)
+
+	partial := e.report(stack.Drivers.Endpoints[:1]) // the first node's driver only
+	if len(partial.Findings) != 0 || !slices.ContainsFunc(partial.Notes, func(n string) bool {
+		return strings.Contains(n, "the endpoints of node(s) "+far+" were not read")
+	}) {
+		t.Errorf("with %s's endpoint not read: findings %+v, notes %q", far, partial.Findings, partial.Notes)
+	}
+	full := e.report(stack.Drivers.Endpoints)
+	if len(full.Findings) != 1 || full.Findings[0].Kind != doctor.KindMissingBackendVolume || full.Findings[0].Object.Name != "far-away" {
+		t.Errorf("with every endpoint read: %+v", full.Findings)
+	}
+}
+
+// report is doctor's report with these CSI endpoints.
+func (e *env) report(endpoints []string) doctor.Report {
+	e.t.Helper()
+	r, err := checkup.Doctor(e.ctx, e.client, checkup.DoctorConfig{Endpoints: endpoints, Output: "json"}, io.Discard)
+	e.must(err)
+	return r
 }
