@@ -48,9 +48,11 @@ func orphanedBackendVolumes(s *Snapshot) []Finding {
 }
 
 // claimsInFlight are the claims a volume of driver may be being made for:
-// those carrying the provisioner's in-progress finalizer (of that driver,
-// or of a provisioner not known), and those handed to the driver and not
-// bound yet.
+// those handed to the driver (its storage-provisioner annotation) and not
+// bound yet, and those carrying the provisioner's in-progress finalizer,
+// of that driver (by the annotation, else the class) or of a provisioner
+// not known. A claim of the driver's class that was not handed to it (a
+// WaitForFirstConsumer claim no pod uses) makes no volume.
 func claimsInFlight(s *Snapshot, driver string) []*v1.PersistentVolumeClaim {
 	var out []*v1.PersistentVolumeClaim
 	for _, c := range s.Claims {
@@ -58,14 +60,13 @@ func claimsInFlight(s *Snapshot, driver string) []*v1.PersistentVolumeClaim {
 		if handed == "" {
 			handed = c.Annotations[volumehelpers.AnnBetaStorageProvisioner]
 		}
-		if handed == "" {
-			if class := s.FindClass(binding.ClaimClass(c)); class != nil {
-				handed = class.Provisioner
-			}
-		}
-		finalizer := slices.Contains(c.Finalizers, provisioningFinalizer) && (handed == "" || handed == driver)
 		waiting := handed == driver && c.Spec.VolumeName == "" && c.DeletionTimestamp == nil
-		if finalizer || waiting {
+		provisioner := handed
+		if class := s.FindClass(binding.ClaimClass(c)); provisioner == "" && class != nil {
+			provisioner = class.Provisioner
+		}
+		finalizer := slices.Contains(c.Finalizers, provisioningFinalizer) && (provisioner == "" || provisioner == driver)
+		if waiting || finalizer {
 			out = append(out, c)
 		}
 	}
