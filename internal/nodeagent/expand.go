@@ -98,12 +98,16 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 	if err != nil {
 		return err
 	}
+	bytes, ok := expansion.Bytes(size)
+	if !ok {
+		return expansion.SizeError(size)
+	}
 	secrets, err := a.nodeExpandSecrets(ctx, v.PV)
 	if err != nil {
 		return err
 	}
 	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: n.layout.TargetPath(pod.UID, v.PV.Name),
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: capability(v.PV), Secrets: secrets}
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: capability(v.PV), Secrets: secrets}
 	if e.Info.Stage {
 		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
 	}
