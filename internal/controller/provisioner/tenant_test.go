@@ -195,3 +195,30 @@ func TestRetainSwitchedBackToDeleteGetsTheFinalizerBack(t *testing.T) {
 
 var _ = types.UID("")
 var _ = volumehelpers.AnnSelectedNode
+
+// A Released PV under Delete whose node affinity names only
+// kubernetes.io/hostname, a key the driver does not report: which node's
+// driver holds the volume cannot be told, so nothing is deleted and the
+// PV says why (the first endpoint would have answered OK for an ID it
+// never made, and the PV would have gone while the data stayed).
+func TestVolumeWithAffinityOnNoDriverKeyIsNotDeletedThroughTheFirstEndpoint(t *testing.T) {
+	w := newWorld(t)
+	made := w.createOn("b", fillerRequest(1<<20))
+	pv := buildVolume(claim(), class(), testDriver, made)
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}
+	pv.Status.Phase = v1.VolumeReleased
+	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.start()
+	w.eventually("VolumeFailedDelete", func() string {
+		if !w.sawEvent("Warning VolumeFailedDelete cannot delete volume " + made.GetVolumeId() + ": the volume's node affinity names none of the topology keys") {
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if b := w.backend(); len(b) != 1 || w.pv(pv.Name) == nil {
+		t.Errorf("backend %v, PV %v: want both kept", b, w.pv(pv.Name))
+	}
+}
