@@ -67,7 +67,7 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 		}
 	}
 	if purpose != forCleanupWithoutSource {
-		src, err := c.sourceVolume(claim, class, driver, info)
+		src, err := c.sourceVolume(claim, driver, info)
 		if err != nil {
 			return plan{}, err
 		}
@@ -175,20 +175,45 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 }
 
 // sourceVolume resolves a clone source to its PV (nil without a source):
-// only another claim of the same namespace and class, Bound to a PV of the
-// same driver, and only for a driver that can clone.
-func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (*v1.PersistentVolume, error) {
-	kind, name, group, ns := dataSource(claim)
-	switch {
-	case kind == "":
+// only another claim of the same namespace and class (the claim's class is
+// the one looked up by its name), Bound to a PV of the same driver that is
+// bound back to it, and only for a driver that can clone.
+func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, driver string, info csi.Info) (*v1.PersistentVolume, error) {
+	kind, name, _, _ := dataSource(claim)
+	if kind == "" {
 		return nil, nil
-	case kind != persistentVolumeClaimKind || group != "":
-		return nil, final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
-	case ns != "" && ns != claim.Namespace:
-		return nil, final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
-	case !info.Clone:
+	}
+	if err := clonable(claim); err != nil {
+		return nil, err
+	}
+	if !info.Clone {
 		return nil, final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver))
 	}
+	return c.boundSource(claim, name, driver)
+}
+
+// clonable says why the claim's data source is not a claim this provisioner
+// clones from, nil if it is: only a PersistentVolumeClaim of the claim's
+// own namespace.
+func clonable(claim *v1.PersistentVolumeClaim) error {
+	kind, name, group, ns := dataSource(claim)
+	switch {
+	case kind != persistentVolumeClaimKind || group != "":
+		return final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
+	case ns != "" && ns != claim.Namespace:
+		return final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
+	}
+	return nil
+}
+
+// boundSource is the PV of the source claim name, checked both ways: the
+// source claim is of the claim's class and Bound to it, and the PV, of
+// driver, is bound back to that claim (its claimRef names the claim's
+// namespace, name and UID). Only then is its volume the source claim's
+// own: a claim's spec.volumeName alone is what its user wrote (a pre-bind
+// to another tenant's volume, a bind not completed), and the PV says whose
+// volume it is.
+func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver string) (*v1.PersistentVolume, error) {
 	src, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("data source claim %q does not exist", name)
@@ -197,14 +222,17 @@ func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, class *storag
 		return nil, err
 	}
 	switch {
-	case binding.ClaimClass(src) != class.Name:
-		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), class.Name))
+	case binding.ClaimClass(src) != binding.ClaimClass(claim):
+		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), binding.ClaimClass(claim)))
 	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
 		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
 	}
 	pv, err := c.pvs.Get(src.Spec.VolumeName)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != src.UID || ref.Namespace != src.Namespace || ref.Name != src.Name {
+		return nil, fmt.Errorf("volume %q of data source claim %q is not bound to it", pv.Name, name)
 	}
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver {
 		return nil, final(errors.New("data source claim " + name + " is not a volume of driver " + driver))
