@@ -54,17 +54,9 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	if !ok {
 		return plan{}, final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
 	}
-	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
-	if info.Accessibility && len(in.topologyKeys) > 0 {
-		var err error
-		if in.selected, err = c.selectedNode(claim, driver); err != nil {
-			return plan{}, err
-		}
-		if in.selected == nil && len(class.AllowedTopologies) == 0 {
-			if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
-				return plan{}, err
-			}
-		}
+	in, err := c.topologyInput(claim, class, driver, info)
+	if err != nil {
+		return plan{}, err
 	}
 	if purpose != forCleanupWithoutSource {
 		src, err := c.sourceVolume(claim, driver, info)
@@ -94,7 +86,7 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	}
 	p := plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements()), secrets: refs}
 	if node := claim.Annotations[AnnEndpointNode]; node != "" {
-		return c.pinnedPlan(p, driver, node)
+		return c.pinnedPlan(p, in, driver, node)
 	}
 	if purpose == forCreate {
 		if err := outsideTopology(p.endpoint, req.GetAccessibilityRequirements()); err != nil {
@@ -104,15 +96,44 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	return p, nil
 }
 
+// topologyInput is the request input with what the request's topology is
+// built from: the selected node, or, without one and without allowed
+// topologies in the class, every node.
+func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (requestInput, error) {
+	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
+	if !info.Accessibility || len(in.topologyKeys) == 0 {
+		return in, nil
+	}
+	var err error
+	if in.selected, err = c.selectedNode(claim, driver); err != nil {
+		return in, err
+	}
+	if in.selected == nil && len(class.AllowedTopologies) == 0 {
+		if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 // pinnedPlan sends the request to the endpoint an earlier attempt asked
 // (AnnEndpointNode), narrowed to that endpoint's topology, since that is
 // where a volume of this name may already exist. If that endpoint is not
 // served now the claim waits (a retryable error): asking another could
-// make a second volume.
-func (c *Controller) pinnedPlan(p plan, driver, node string) (plan, error) {
+// make a second volume. A pin outside the selected node or the class's
+// allowed topologies is one no attempt wrote (checkPin): it is an error of
+// type *pinMisfit, never used.
+func (c *Controller) pinnedPlan(p plan, in requestInput, driver, node string) (plan, error) {
+	segs, err := pinSegments(in)
+	if err != nil {
+		return plan{}, err
+	}
 	for _, e := range c.pool.Endpoints(driver) {
 		if e.Info.NodeID != node {
 			continue
+		}
+		if err := checkPin(e, segs); err != nil {
+			return plan{}, err
 		}
 		if p.request.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
 			p.request.AccessibilityRequirements = narrowedTo(e)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -143,9 +144,10 @@ func TestCloneSourceNotBoundBackIsRefused(t *testing.T) {
 // up from the delete event.
 func TestClaimGoneWhileItsCreateTimedOutLeavesNoVolume(t *testing.T) {
 	var w *world
+	var once atomic.Bool
 	lost := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		r, ok := req.(*csipb.CreateVolumeRequest)
-		if !ok || r.GetName() != "pvc-uid-1" {
+		if !ok || r.GetName() != "pvc-uid-1" || once.Swap(true) {
 			return handler(ctx, req)
 		}
 		if _, err := handler(ctx, req); err != nil {
