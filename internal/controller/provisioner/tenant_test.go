@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	volumehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
@@ -195,9 +196,6 @@ func TestRetainSwitchedBackToDeleteGetsTheFinalizerBack(t *testing.T) {
 	})
 }
 
-var _ = types.UID("")
-var _ = volumehelpers.AnnSelectedNode
-
 // A Released PV under Delete whose node affinity names only
 // kubernetes.io/hostname, a key the driver does not report: which node's
 // driver holds the volume cannot be told, so nothing is deleted and the
@@ -223,4 +221,46 @@ func TestVolumeWithAffinityOnNoDriverKeyIsNotDeletedThroughTheFirstEndpoint(t *t
 	if b := w.backend(); len(b) != 1 || w.pv(pv.Name) == nil {
 		t.Errorf("backend %v, PV %v: want both kept", b, w.pv(pv.Name))
 	}
+}
+
+// A deleted claim whose pin names a node the class does not allow: no
+// attempt asked there, so nothing is asked there; the finalizer stays, and
+// the Warning says why and what to do.
+func TestCleanupNeverAsksAPinOutsideTheClassTopology(t *testing.T) {
+	onlyA := func(c *storagev1.StorageClass) {
+		c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
+			{Key: topoKey, Values: []string{"a"}}}}}
+	}
+	p := newTap()
+	w := newTappedWorld(t, p, claim(withFinalizer, deleting, pinnedTo("b")), class(onlyA))
+	w.start()
+	w.eventually("ProvisioningCleanupFailed", func() string {
+		if !w.sawEvent(`Warning ProvisioningCleanupFailed failed to delete the volume that may have been provisioned for the claim: the endpoint pin ` + AnnEndpointNode + `="b"`) {
+			return fmt.Sprintf("events %v", w.events)
+		}
+		return ""
+	})
+	if n := p.creations(); n != 0 || !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		t.Errorf("CreateVolume called %d times, finalizers %v", n, w.claim().Finalizers)
+	}
+}
+
+// A request recorded by hand on a new claim, before the provisioner's
+// first attempt, is replaced by the provisioner's own: a later cleanup
+// replays only what was sent.
+func TestForgedRecordOnANewClaimIsReplaced(t *testing.T) {
+	forged := `{"name":"pvc-victim","capacityRange":{"requiredBytes":"1"}}`
+	w := newWorld(t, claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = forged }), class())
+	var recorded string
+	w.client.PrependReactor("create", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("injected: PV create refused")
+	})
+	w.start()
+	w.eventually("the provisioner's own request recorded", func() string {
+		recorded = w.claim().Annotations[AnnCreateRequest]
+		if req, err := parseRecord(recorded); err != nil || req.GetName() != "pvc-uid-1" {
+			return fmt.Sprintf("record %s", recorded)
+		}
+		return ""
+	})
 }
