@@ -64,6 +64,9 @@ func (c *Controller) syncOrphan(ctx context.Context, key string) error {
 	}
 	name := volumeName(r.claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(r.claim), "uid", uid)
+	if cur, err := c.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
+		return nil // not gone after all (a relist's tombstone): its own syncs settle it
+	}
 	if r.inFlight {
 		return fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
 	}
