@@ -36,8 +36,13 @@
 //     parameter as where a volume lives (a share, a directory): replaying a
 //     create and deleting what it returns could then delete what is there.
 //     So a record with parameters is not replayed once its class is gone,
-//     and a content source is replayed only if it is the claim's own data
-//     source's bound volume now. A record that fails is reported
+//     and a content source is replayed only if it is the volume of the
+//     claim's own data source: its PV bound back to it, or, once the source
+//     claim is gone, a PV of the driver whose claimRef still names that
+//     claim (a PV is not the user's to write; with it gone too, the source
+//     is refused and the clone is looked for without it, which a driver
+//     answers AlreadyExists: the finalizer stays with a Warning, nothing
+//     is lost). A record that fails is reported
 //     (ProvisioningRecordRejected) and treated as absent: the volume is
 //     looked for as if nothing were recorded, with requests built from the
 //     class or the claim, which all name pvc-<UID>. Dropping the finalizer

@@ -3,12 +3,14 @@ package provisioner
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Records on claims. The request and the pin the provisioner writes on a
@@ -81,6 +83,12 @@ type recordFacts struct {
 	// claim gone, not bound back, another namespace's).
 	source    string
 	sourceErr error
+	// formerSources, when the source cannot be told, are the handles of
+	// the driver's PVs whose claimRef names a claim of the data source's
+	// namespace and name: the source claim is gone, and its PV (an object
+	// of the administrator's and the binder's, not the user's) still says
+	// which volume was that claim's.
+	formerSources []string
 }
 
 // factsOf are the facts of a request the provisioner builds itself: the
@@ -132,6 +140,8 @@ func wrongSource(src *csipb.VolumeContentSource, f recordFacts) string {
 		// Nothing to clone: a replay can only make (and delete) an empty
 		// volume of the claim's own name.
 		return ""
+	case f.sourceErr != nil && slices.Contains(f.formerSources, id):
+		return ""
 	case f.sourceErr != nil:
 		return fmt.Sprintf("it clones volume %q, and the claim's data source cannot be checked: %v", id, f.sourceErr)
 	case id != f.source:
@@ -152,6 +162,9 @@ func (c *Controller) recordFacts(claim *v1.PersistentVolumeClaim, class *storage
 				f.source = pv.Spec.CSI.VolumeHandle
 			}
 		}
+		if f.sourceErr != nil {
+			f.formerSources = c.handlesBoundTo(claim.Namespace, name, driver)
+		}
 	}
 	if class != nil && provisionsFor(class, driver) {
 		if params, err := driverParameters(class.Parameters); err == nil {
@@ -163,4 +176,18 @@ func (c *Controller) recordFacts(claim *v1.PersistentVolumeClaim, class *storage
 		f.mutableKnown, f.mutable = true, m
 	}
 	return f
+}
+
+// handlesBoundTo are the volume handles of driver's PVs whose claimRef
+// names the claim ns/name (whatever its UID: that claim may be gone).
+func (c *Controller) handlesBoundTo(ns, name, driver string) []string {
+	pvs, _ := c.pvs.List(labels.Everything())
+	var out []string
+	for _, pv := range pvs {
+		ref := pv.Spec.ClaimRef
+		if ref != nil && ref.Namespace == ns && ref.Name == name && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == driver {
+			out = append(out, pv.Spec.CSI.VolumeHandle)
+		}
+	}
+	return out
 }

@@ -31,6 +31,8 @@ func TestWhyNotOurs(t *testing.T) {
 	clone.source = "src-vol"
 	sourceGone := known
 	sourceGone.sourceErr = errors.New(`data source claim "src" does not exist`)
+	sourceGoneItsPVLeft := sourceGone
+	sourceGoneItsPVLeft.formerSources = []string{"src-vol"}
 	for _, tc := range []struct {
 		name string
 		rec  *csipb.CreateVolumeRequest
@@ -47,6 +49,8 @@ func TestWhyNotOurs(t *testing.T) {
 		{"a clone of another volume", req(func(r *csipb.CreateVolumeRequest) { r.VolumeContentSource = cloneOf("victim-vol") }), clone, `clones volume "victim-vol", but the claim's data source gives "src-vol"`},
 		{"a clone, the claim has no source", req(func(r *csipb.CreateVolumeRequest) { r.VolumeContentSource = cloneOf("victim-vol") }), known, `clones volume "victim-vol", but the claim's data source gives ""`},
 		{"a clone whose source cannot be checked", req(func(r *csipb.CreateVolumeRequest) { r.VolumeContentSource = cloneOf("src-vol") }), sourceGone, "cannot be checked"},
+		{"a clone of the gone source's volume, its PV left", req(func(r *csipb.CreateVolumeRequest) { r.VolumeContentSource = cloneOf("src-vol") }), sourceGoneItsPVLeft, ""},
+		{"a clone of another volume, the source's PV left", req(func(r *csipb.CreateVolumeRequest) { r.VolumeContentSource = cloneOf("victim-vol") }), sourceGoneItsPVLeft, "cannot be checked"},
 		{"no clone for a clone claim", req(), clone, "has no content source"},
 		{"no clone, source gone: only an empty volume of its own name", req(), sourceGone, ""},
 		{"a snapshot", req(func(r *csipb.CreateVolumeRequest) {
