@@ -13,6 +13,9 @@ import (
 
 // Desired is one CSI volume the node's pods want attached.
 type Desired struct {
+	// PV is the PersistentVolume the first of Pods reaches the volume
+	// through; other pods may reach it through other PVs of the same
+	// driver and handle.
 	PV             *v1.PersistentVolume
 	Driver, Handle string
 	Unique         v1.UniqueVolumeName
@@ -30,11 +33,13 @@ func (d *Desired) pluginName() string { return pluginLabel(d.Driver) }
 func pluginLabel(driver string) string { return csiPluginName + ":" + driver }
 
 // desiredVolumes resolves the CSI volumes of the node's non-terminated
-// pods, by PersistentVolume name; volumes that cannot be resolved yet are
+// pods, by unique volume name (as the reference's desired state of world
+// keys them: two PersistentVolumes naming one driver and handle are one
+// volume, attached once); volumes that cannot be resolved yet are
 // returned as waits. Volumes that are not CSI (in-tree, inline) are not
 // this controller's business and are skipped without a word.
-func desiredVolumes(f Facts) (map[string]*Desired, []Wait) {
-	desired := map[string]*Desired{}
+func desiredVolumes(f Facts) (map[v1.UniqueVolumeName]*Desired, []Wait) {
+	desired := map[v1.UniqueVolumeName]*Desired{}
 	var waits []Wait
 	pods := slices.Clone(f.Pods)
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
@@ -57,14 +62,16 @@ func desiredVolumes(f Facts) (map[string]*Desired, []Wait) {
 	return desired, waits
 }
 
-// addUse records that pod wants pv.
-func addUse(desired map[string]*Desired, f Facts, pv *v1.PersistentVolume, pod *v1.Pod) {
-	d, ok := desired[pv.Name]
+// addUse records that pod wants pv. The first pod's PV (in pod order)
+// names the volume in events and in the attachment's source.
+func addUse(desired map[v1.UniqueVolumeName]*Desired, f Facts, pv *v1.PersistentVolume, pod *v1.Pod) {
+	csi := pv.Spec.CSI
+	unique := UniqueVolumeName(csi.Driver, csi.VolumeHandle)
+	d, ok := desired[unique]
 	if !ok {
-		csi := pv.Spec.CSI
 		d = &Desired{PV: pv, Driver: csi.Driver, Handle: csi.VolumeHandle,
-			Unique: UniqueVolumeName(csi.Driver, csi.VolumeHandle), AttachRequired: attachRequired(f, csi.Driver)}
-		desired[pv.Name] = d
+			Unique: unique, AttachRequired: attachRequired(f, csi.Driver)}
+		desired[unique] = d
 	}
 	if !slices.Contains(d.Pods, pod) {
 		d.Pods = append(d.Pods, pod)

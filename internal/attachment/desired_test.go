@@ -17,7 +17,7 @@ func TestPodWithBoundCSIClaimGetsTheReferenceVolumeAttachment(t *testing.T) {
 	if len(p.Create) != 1 {
 		t.Fatalf("Create = %v, want one attachment", p.Create)
 	}
-	va := p.Create[0]
+	va := p.Create[0].Attachment
 	if va.Name != Name("h-data", drv, node) || va.Spec.Attacher != drv || va.Spec.NodeName != node ||
 		va.Spec.Source.PersistentVolumeName == nil || *va.Spec.Source.PersistentVolumeName != "pv-data" ||
 		va.Spec.Source.InlineVolumeSpec != nil {
@@ -63,7 +63,7 @@ func TestEphemeralClaimOfThePodIsAttachedAndOneOfAnotherPodWaits(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
 	w.volume("app-scratch")
 	w.f.Claims["ns/app-scratch"].OwnerReferences = []metav1.OwnerReference{{Kind: "Pod", Name: "app", UID: pod.UID, Controller: ptr.To(true)}}
-	if p := Decide(w.f); len(p.Create) != 1 || *p.Create[0].Spec.Source.PersistentVolumeName != "pv-app-scratch" {
+	if p := Decide(w.f); len(p.Create) != 1 || *p.Create[0].Attachment.Spec.Source.PersistentVolumeName != "pv-app-scratch" {
 		t.Fatalf("ephemeral claim owned by its pod: create %v waits %v", p.Create, reasons(p))
 	}
 	w.f.Claims["ns/app-scratch"].OwnerReferences[0].UID = "someone-else"

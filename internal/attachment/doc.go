@@ -15,8 +15,11 @@
 //   - Facts: everything one node's decision rests on (the Node as seen,
 //     its pods, their claims, volumes and drivers, the attachments, when
 //     each unwanted attachment became unwanted, and now).
-//   - Desired: a CSI volume the node's pods want, with those pods.
-//   - Plan: what Decide returns for one node: attachments to create, to
+//   - Desired: a CSI volume the node's pods want, with those pods, keyed
+//     by its unique volume name as the reference's desired state is: two
+//     PersistentVolumes naming one driver and handle are one volume.
+//   - Plan: what Decide returns for one node: attachments to create (each
+//     an Attach saying which volume and whether it is single-node), to
 //     Detach (with a DetachReason) and that Wait (with a WaitReason), the
 //     node's volumesAttached to be, and the Events for the pods, with the
 //     reference's texts.
@@ -25,5 +28,8 @@
 // attach; an unwanted volume the node reports in use waits, unless the node
 // has the out-of-service taint, or it is not Ready and the unmount wait
 // (6 minutes) has run out; a volume whose access modes allow one node only
-// is not attached to a second node while an attachment of it exists.
+// is not attached to a second node while an attachment of it exists,
+// through whichever PersistentVolume. Decide sees one moment; other nodes
+// decide at the same time, so the creator of a SingleNode attachment must
+// check again when it creates it (internal/controller/attachdetach does).
 package attachment

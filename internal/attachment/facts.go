@@ -66,10 +66,13 @@ type Facts struct {
 	Volumes map[string]*v1.PersistentVolume
 	Drivers map[string]*storagev1.CSIDriver
 	// Attachments are the VolumeAttachments of the node and those, on any
-	// node, of the volumes its pods use (for the Multi-Attach rule).
+	// node, of the volumes its pods use, made through any PersistentVolume
+	// naming the same driver and handle (for the Multi-Attach rule);
+	// Volumes then holds those PVs too.
 	Attachments []*storagev1.VolumeAttachment
 	// Users are, per PersistentVolume name, the pods of any node that use
-	// it: the Multi-Attach event names those on the nodes holding it.
+	// it: the Multi-Attach event names those on the nodes holding it
+	// (through any PV of the volume).
 	Users map[string][]*v1.Pod
 	// UndesiredSince is when each attachment (by VolumeAttachment name)
 	// was first seen no longer wanted; Plan.UndesiredSince is its next value.

@@ -61,3 +61,44 @@ func TestMultiAttachEventNamesThePodsHoldingTheVolumeInTheSameNamespaceOnly(t *t
 	w.pod("unrelated", "node-3", "data") // a pod on a node that does not hold the volume
 	check("Volume is already used by pod(s) web-1, web-2")
 }
+
+// Two PersistentVolumes naming one backend volume (a PV made again for a
+// retained disk) are one volume: attached to node-2 through one of them,
+// it is not attached to node-1 through the other. The reference keys its
+// desired and actual state by the unique volume name, not the PV name.
+func TestVolumeAttachedElsewhereThroughAnotherPVIsNotAttachedAgain(t *testing.T) {
+	w := newWorld()
+	w.volume("old")
+	again := w.volume("new")
+	again.Spec.CSI.VolumeHandle = "h-old"
+	holder := w.pod("db", "node-2", "old")
+	w.pod("app", node, "new")
+	w.attachment("old", "node-2", true)
+	p := Decide(w.f)
+	if len(p.Create) != 0 || !slices.Equal(reasons(p), []WaitReason{MultiAttach}) {
+		t.Fatalf("create %d waits %v, want a MultiAttach wait", len(p.Create), reasons(p))
+	}
+	want := `Multi-Attach error for volume "pv-new" Volume is already used by pod(s) ` + holder.Name
+	if len(p.Events) != 1 || p.Events[0].Message != want {
+		t.Errorf("events %+v, want %q", p.Events, want)
+	}
+}
+
+// Two pods of one node using two PVs of one volume need one attachment,
+// reported once.
+func TestTwoPVsOfOneVolumeOnOneNodeAreOneAttachment(t *testing.T) {
+	w := newWorld()
+	w.volume("old")
+	again := w.volume("new")
+	again.Spec.CSI.VolumeHandle = "h-old"
+	w.pod("a", node, "old")
+	w.pod("b", node, "new")
+	if p := Decide(w.f); len(p.Create) != 1 {
+		t.Fatalf("create %d, want 1", len(p.Create))
+	}
+	w.attachment("old", node, true)
+	p := Decide(w.f)
+	if len(p.Create) != 0 || len(p.Detach) != 0 || len(p.VolumesAttached) != 1 {
+		t.Errorf("create %d detach %d volumesAttached %v, want the one attachment reported once", len(p.Create), len(p.Detach), p.VolumesAttached)
+	}
+}

@@ -40,6 +40,16 @@ func UniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
 	return corev1.UniqueVolumeName(csiPluginName + "/" + driver + "^" + handle)
 }
 
+// VolumeOf is the unique volume name of a CSI PersistentVolume, false for
+// any other: the key under which every PV naming one driver and handle is
+// one volume.
+func VolumeOf(pv *corev1.PersistentVolume) (corev1.UniqueVolumeName, bool) {
+	if pv == nil || pv.Spec.CSI == nil {
+		return "", false
+	}
+	return UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), true
+}
+
 var unsafeDriverChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // Finalizer is the finalizer the attacher of driver puts on a

@@ -12,7 +12,7 @@ import (
 // delete the attachments of Detach, then create those of Create, then
 // record Events.
 type Plan struct {
-	Create []*storagev1.VolumeAttachment
+	Create []Attach
 	Detach []Detach
 	Wait   []Wait
 	// VolumesAttached is the node's status.volumesAttached to be, sorted;
@@ -37,6 +37,20 @@ type Counts struct {
 	Desired, Attached map[string]int
 	// InUse counts the pods' uses of attachable volumes.
 	InUse map[string]int
+}
+
+// Attach is an attachment to create.
+type Attach struct {
+	Attachment *storagev1.VolumeAttachment
+	// Volume is the volume's unique name: attachments of one driver and
+	// handle, through whichever PersistentVolume, are of one volume.
+	Volume v1.UniqueVolumeName
+	// SingleNode: the volume may be attached to one node only (its access
+	// modes do not allow more, MultiAttachAllowed). The decision saw no
+	// attachment of Volume on another node; whoever creates this one must
+	// make sure that still holds when it does, since other nodes decide
+	// at the same time.
+	SingleNode bool
 }
 
 // Detach is an attachment to delete, and why.

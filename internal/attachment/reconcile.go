@@ -28,9 +28,12 @@ func Decide(f Facts) Plan {
 	}
 	desired, waits := desiredVolumes(f)
 	p.Wait = waits
-	here, elsewhere := splitAttachments(f)
-	r := &reconcile{f: f, p: &p, desired: desired, elsewhere: elsewhere,
+	r := &reconcile{f: f, p: &p, desired: desired, byName: map[string]*Desired{}, elsewhere: elsewhere(f, desired),
 		inUse: set(f.Node.VolumesInUse), reported: attachedSet(f.Node.VolumesAttached)}
+	for _, d := range desired {
+		r.byName[Name(d.Handle, d.Driver, f.Node.Name)] = d
+	}
+	here := attachmentsHere(f)
 	for _, name := range sortedKeys(here) {
 		if va := here[name]; r.wanted(va) == nil {
 			r.detach(va)
@@ -45,37 +48,33 @@ func Decide(f Facts) Plan {
 }
 
 type reconcile struct {
-	f         Facts
-	p         *Plan
-	desired   map[string]*Desired
-	elsewhere map[string][]string // PV name → other nodes holding an attachment of it
+	f       Facts
+	p       *Plan
+	desired map[v1.UniqueVolumeName]*Desired
+	// byName is each desired volume by the name of its attachment here.
+	byName    map[string]*Desired
+	elsewhere map[v1.UniqueVolumeName][]string // other nodes holding an attachment of the volume
 	inUse     map[v1.UniqueVolumeName]bool
 	reported  map[v1.UniqueVolumeName]bool
 }
 
-// splitAttachments returns the node's attachments of PersistentVolumes,
-// sorted by name, and for every volume the other nodes it is attached to.
-// Attachments of inline volumes are not the controller's.
-func splitAttachments(f Facts) (map[string]*storagev1.VolumeAttachment, map[string][]string) {
+// attachmentsHere are the node's attachments of PersistentVolumes, by
+// name. Attachments of inline volumes are not the controller's.
+func attachmentsHere(f Facts) map[string]*storagev1.VolumeAttachment {
 	here := map[string]*storagev1.VolumeAttachment{}
-	elsewhere := map[string][]string{}
 	for _, va := range f.Attachments {
-		pv := va.Spec.Source.PersistentVolumeName
-		switch {
-		case pv == nil:
-		case va.Spec.NodeName == f.Node.Name:
+		if va.Spec.Source.PersistentVolumeName != nil && va.Spec.NodeName == f.Node.Name {
 			here[va.Name] = va
-		case !slices.Contains(elsewhere[*pv], va.Spec.NodeName):
-			elsewhere[*pv] = append(elsewhere[*pv], va.Spec.NodeName)
 		}
 	}
-	return here, elsewhere
+	return here
 }
 
-// wanted returns the desired volume an attachment serves, if any.
+// wanted returns the desired volume an attachment serves, if any: the one
+// whose attachment on this node has its name (whichever PV it names).
 func (r *reconcile) wanted(va *storagev1.VolumeAttachment) *Desired {
-	d := r.desired[*va.Spec.Source.PersistentVolumeName]
-	if d == nil || !d.AttachRequired || va.Name != Name(d.Handle, d.Driver, r.f.Node.Name) {
+	d := r.byName[va.Name]
+	if d == nil || !d.AttachRequired {
 		return nil
 	}
 	return d
@@ -133,13 +132,14 @@ func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachme
 		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
 		return
 	}
-	if others := r.elsewhere[d.PV.Name]; len(others) > 0 && !MultiAttachAllowed(d.PV) {
+	single := r.singleNode(d)
+	if others := r.elsewhere[d.Unique]; len(others) > 0 && single {
 		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: MultiAttach,
 			Detail: "attached to " + strings.Join(others, ", ")})
-		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d.PV.Name, others))...)
+		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d, others))...)
 		return
 	}
-	r.p.Create = append(r.p.Create, NewAttachment(d, r.f.Node.Name))
+	r.p.Create = append(r.p.Create, Attach{Attachment: NewAttachment(d, r.f.Node.Name), Volume: d.Unique, SingleNode: single})
 }
 
 // existing decides on the attachment of a wanted volume.

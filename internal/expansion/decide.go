@@ -40,9 +40,13 @@ const (
 	Expand
 	// RetryLater: not now; try again after a backoff.
 	RetryLater
+	// Infeasible: Size cannot be asked for at all (SizeError); mark the
+	// claim ControllerResizeInfeasible and never call the driver. Only a
+	// new request ends it.
+	Infeasible
 )
 
-func (a Action) String() string { return [...]string{"None", "Expand", "RetryLater"}[a] }
+func (a Action) String() string { return [...]string{"None", "Expand", "RetryLater", "Infeasible"}[a] }
 
 // Reason says why. The set is closed; logs, events and tests use these.
 type Reason string
@@ -63,6 +67,8 @@ const (
 	ReasonRequested       Reason = "Requested"       // the claim's request
 	ReasonResumeAllocated Reason = "ResumeAllocated" // the size an earlier expansion asked for, to finish it
 	ReasonVolumeCapacity  Reason = "VolumeCapacity"  // the PV is already larger: ask for no less
+	// Infeasible.
+	ReasonSizeBeyondInt64 Reason = "SizeBeyondInt64" // no CSI request can carry the size
 )
 
 var reasonMessages = map[Reason]string{
@@ -78,6 +84,7 @@ var reasonMessages = map[Reason]string{
 	ReasonRequested:         "expand to the claim's request",
 	ReasonResumeAllocated:   "finish the expansion already started (status.allocatedResources)",
 	ReasonVolumeCapacity:    "the volume is already larger than the size asked for; volumes never shrink",
+	ReasonSizeBeyondInt64:   "the size is more than a volume can be asked for; lower the request",
 }
 
 // Message is the sentence for a reason.
@@ -87,8 +94,9 @@ func (r Reason) Message() string { return reasonMessages[r] }
 type Decision struct {
 	Action Action
 	Reason Reason
-	// Size is the size to ask the driver for (Expand); never less than the
-	// PV's capacity.
+	// Size is the size to ask the driver for (Expand), never less than the
+	// PV's capacity and always one Bytes converts; or the size refused
+	// (Infeasible).
 	Size resource.Quantity
 }
 
@@ -113,6 +121,9 @@ func Decide(f Facts) Decision {
 	if size.Cmp(pvSize) < 0 {
 		size, reason = pvSize.DeepCopy(), ReasonVolumeCapacity
 	}
+	if _, ok := Bytes(size); !ok {
+		return Decision{Action: Infeasible, Reason: ReasonSizeBeyondInt64, Size: size}
+	}
 	if f.InfeasibleBackoff && sameQuantity(f.Claim.Status.AllocatedResources, size) {
 		return Decision{Action: RetryLater, Reason: ReasonInfeasibleBackoff}
 	}
@@ -134,7 +145,7 @@ func precheck(f Facts) (Decision, bool) {
 		return Decision{Action: None, Reason: ReasonNotOurs}, true
 	case !f.ControllerExpand && !f.NodeExpand:
 		return Decision{Action: None, Reason: ReasonCannotExpand}, true
-	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != claim.Namespace || pv.Spec.ClaimRef.UID != claim.UID:
+	case !BoundTo(pv, claim):
 		return Decision{Action: None, Reason: ReasonBoundElsewhere}, true
 	}
 	request := claim.Spec.Resources.Requests[v1.ResourceStorage]

@@ -142,3 +142,38 @@ func TestDecideReadsButNeverChangesItsFacts(t *testing.T) {
 func equalClaims(a, b *v1.PersistentVolumeClaim) bool {
 	return a.String() == b.String()
 }
+
+// A size no CSI request can carry (above the largest int64) is refused as
+// infeasible, never wrapped or saturated into another size.
+func TestSizeBeyondInt64IsInfeasible(t *testing.T) {
+	for name, f := range map[string]Facts{
+		"a request of 2^64 + 1Gi":  facts(claim(requesting("18446744074783293440")), pv()),
+		"a request of 2^63":        facts(claim(requesting("9223372036854775808")), pv()),
+		"a request of 1e30":        facts(claim(requesting("1e30")), pv()),
+		"an allocated size beyond": facts(claim(requesting("2Mi"), allocated("18446744074783293440"), resizeStatus(ctrlInProgress)), pv()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := Decide(f)
+			if d.Action != Infeasible || d.Reason != ReasonSizeBeyondInt64 {
+				t.Errorf("Decide = %v, want Infeasible: %s", d, ReasonSizeBeyondInt64)
+			}
+		})
+	}
+	largest := facts(claim(requesting("9223372036854775807")), pv())
+	if d := Decide(largest); d.Action != Expand {
+		t.Errorf("the largest int64 is a size a driver can be asked for: %v", d)
+	}
+}
+
+func TestBytesIsTheRequestOfACSICallOrNothing(t *testing.T) {
+	for s, want := range map[string]int64{"1Gi": 1 << 30, "0.5": 1, "1m": 1, "9223372036854775807": 1<<63 - 1, "0": 0} {
+		if got, ok := Bytes(qty(s)); !ok || got != want {
+			t.Errorf("Bytes(%s) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"18446744074783293440", "9223372036854775808", "9223372036854775807.5", "1e30", "-1"} {
+		if got, ok := Bytes(qty(s)); ok {
+			t.Errorf("Bytes(%s) = %d, want no size", s, got)
+		}
+	}
+}

@@ -10,9 +10,13 @@
 //
 //   - Facts: what a sync of one claim read (the claim, its PV, what the
 //     driver can do, what this resizer remembers of earlier failures).
-//   - Decision: an Action (None, Expand, RetryLater), its Reason from a
-//     closed set, and for Expand the Size to ask the driver for. A decision
-//     never asks for less than the PV's capacity: volumes only grow.
+//   - Decision: an Action (None, Expand, RetryLater, Infeasible), its
+//     Reason from a closed set, and for Expand the Size to ask the driver
+//     for. A decision never asks for less than the PV's capacity (volumes
+//     only grow), nor for a size no CSI request can carry (Bytes): such a
+//     size, which a user may write into a claim, is Infeasible.
+//   - BoundTo: the rule that a claim's volume is its own (the PV's
+//     claimRef is the claim, UID included), checked before any action.
 //   - Resize status: claim.status.allocatedResourceStatuses[storage], one
 //     of ControllerResizeInProgress, ControllerResizeInfeasible,
 //     NodeResizePending, NodeResizeInProgress, NodeResizeInfeasible; with

@@ -49,7 +49,7 @@ const (
 	// HandReasonVolumeMissing: the claim's PV is not known (yet); retried.
 	HandReasonVolumeMissing HandOffReason = "VolumeMissing"
 	// HandReasonVolumeNotBoundToClaim: the PV's claimRef does not name this
-	// claim (namespace and UID); retried, as the reference does.
+	// claim (BoundTo); retried, as the reference does.
 	HandReasonVolumeNotBoundToClaim HandOffReason = "VolumeNotBoundToClaim"
 	// HandReasonFlexVolume: a FlexVolume PV, which the reference expands with
 	// its in-tree no-op plugin; volplane has no in-tree plugins and leaves it.
@@ -139,7 +139,7 @@ func DecideHandOff(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Han
 		return HandOff{Reason: HandReasonVolumeMissing,
 			Retry: fmt.Errorf("persistent volume %q of claim %s/%s not found", claim.Spec.VolumeName, claim.Namespace, claim.Name)}
 	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != claim.Namespace || ref.UID != claim.UID {
+	if !BoundTo(pv, claim) {
 		return HandOff{Reason: HandReasonVolumeNotBoundToClaim,
 			Retry: fmt.Errorf("persistent volume %s is not bound to claim %s/%s", pv.Name, claim.Namespace, claim.Name)}
 	}

@@ -29,3 +29,13 @@ func NeedsResize(claim *v1.PersistentVolumeClaim) bool {
 	capacity := claim.Status.Capacity[v1.ResourceStorage]
 	return request.Cmp(capacity) > 0
 }
+
+// BoundTo says whether the PV is bound back to the claim: its claimRef
+// names the claim's namespace, name and UID. A claim's spec.volumeName is
+// written by its user and may name any PV; only the binder's claimRef
+// makes that volume the claim's to expand or modify. The resizer and the
+// modifier both check it here, before acting on a claim's volume.
+func BoundTo(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) bool {
+	ref := pv.Spec.ClaimRef
+	return ref != nil && ref.UID != "" && ref.UID == claim.UID && ref.Namespace == claim.Namespace && ref.Name == claim.Name
+}

@@ -31,6 +31,9 @@
 //   - Snapshot: a full copy of a volume (directory tree, or sparse file) under
 //     DataDir/snapshots, ready as soon as CreateSnapshot returns. Snapshots are
 //     independent of their source: deleting the volume keeps the snapshot.
+//     A copy (snapshot or clone) of a volume in use never leaves the volume,
+//     however its pod swaps symlinks in while it runs: it walks with
+//     directory descriptors and O_NOFOLLOW, and copies links as links (copy.go).
 //   - Attachment: the record that ControllerPublishVolume made a volume
 //     available to a node. Only kept when Config.AttachRequired; the node then
 //     stages only attached volumes.
@@ -53,7 +56,8 @@
 //     version 1 file, from before stagings were kept per node, is read and
 //     migrated). It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver
-//     restarts with everything it had acknowledged. It is the only record of
+//     restarts with everything it had acknowledged; the temp files of writes
+//     a crash cut short are removed at start. It is the only record of
 //     what the data on disk is, so the driver never deletes data it has no
 //     record of: it refuses to start when the file is damaged, or missing
 //     while volumes are on disk, and moves data the file does not record

@@ -99,7 +99,10 @@ func createData(path string, t accessType, size int64) error {
 			return err
 		}
 		// Mkdir's mode is filtered by the umask; the volume must be writable as promised.
-		return os.Chmod(path, mountVolumePerm)
+		if err := os.Chmod(path, mountVolumePerm); err != nil {
+			return err
+		}
+		return syncDir(path) // its mode; the caller syncs its name in the parent
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -131,20 +134,29 @@ func copyData(ctx context.Context, src, dst string, t accessType, size int64) er
 	return resizeData(dst, t, size)
 }
 
-// resizeData grows a block volume's file; a mount volume is a directory and
-// has no size of its own.
+// resizeData grows a block volume's file, durably: the state records the
+// new size once it returns. A mount volume is a directory and has no size
+// of its own.
 func resizeData(path string, t accessType, size int64) error {
 	if t == accessMount {
 		return nil
 	}
-	fi, err := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	if fi.Size() >= size {
 		return nil
 	}
-	return os.Truncate(path, size)
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // removeData deletes a volume or snapshot; a missing one is already deleted.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -118,10 +119,29 @@ func (l layout) setAside(entries []dataEntry, now time.Time) (string, error) {
 			return dir, fmt.Errorf("set aside unrecorded %s: %w", e, err)
 		}
 	}
-	for _, d := range []string{l.volumesDir(), l.snapshotsDir(), l.unrecordedDir()} {
-		if err := syncDir(d); err != nil {
-			return dir, fmt.Errorf("set aside unrecorded data: %w", err)
-		}
+	if err := l.syncSetAside(dir, entries); err != nil {
+		return dir, fmt.Errorf("set aside unrecorded data: %w", err)
 	}
 	return dir, nil
+}
+
+// syncSetAside makes a setAside into dir durable: each rename in both the
+// directory it left and the one it entered, and every directory setAside
+// may have created in its parent, deepest first, so that after a crash the
+// data is either where it was or wholly under dir, and dir reachable.
+func (l layout) syncSetAside(dir string, entries []dataEntry) error {
+	var dirs []string
+	for _, e := range entries {
+		into := filepath.Join(dir, e.dir)
+		if !slices.Contains(dirs, into) {
+			dirs = append(dirs, into)
+		}
+	}
+	dirs = append(dirs, dir, l.unrecordedDir(), l.root, l.volumesDir(), l.snapshotsDir())
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -289,9 +290,14 @@ type store struct {
 
 var errNoCapacity = errors.New("not enough capacity")
 
-// loadStore reads the state file at path. found is false when there is no
-// file, which open must tell apart from a data dir that never had one.
+// loadStore reads the state file at path, after removing what writes of it
+// left when the driver died during them. found is false when there is no
+// file, which open must tell apart from a data dir that never had one. The
+// caller holds the data dir's lock: no write of this state is under way.
 func loadStore(path string) (st *store, found bool, err error) {
+	if err := removeCrashedWrites(path); err != nil {
+		return nil, false, err
+	}
 	cur, found, err := readState(path)
 	if err != nil {
 		return nil, false, err
@@ -414,10 +420,12 @@ func (s *store) commit(key string, fn func(*state) error) error {
 }
 
 // writeFileAtomic replaces path with data so that after a crash the file
-// holds either the old or the new content, never a mix.
+// holds either the old or the new content, never a mix. A crash may leave
+// the new content in a temporary file beside path (named by tempPrefix);
+// removeCrashedWrites removes those.
 func writeFileAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return err
 	}
@@ -439,6 +447,39 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
+	}
+	return syncDir(dir)
+}
+
+// tempPrefix begins the name of every temporary file writeFileAtomic
+// writes for path.
+func tempPrefix(path string) string {
+	return "." + filepath.Base(path) + ".tmp-"
+}
+
+// removeCrashedWrites removes the temporary files that writes of path by
+// writeFileAtomic left when the process died before renaming them: they
+// never became path, so the change each held was never acknowledged. Only regular
+// files of exactly that shape go; the caller must know that no write of
+// path is under way.
+func removeCrashedWrites(path string) error {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("remove crashed state writes: %w", err)
+	}
+	removed := false
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), tempPrefix(path)) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove crashed state write: %w", err)
+		}
+		removed = true
+	}
+	if !removed {
+		return nil
 	}
 	return syncDir(dir)
 }

@@ -9,9 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Builders with defaults plus modifiers: a claim Bound to pv-1 whose
+// Builders with defaults plus modifiers: a claim ns/data (uid-data) Bound to pv-1 whose
 // current class is "standard" and whose spec asks for "standard"; a CSI PV
-// of driver "d.example.com" with class "standard"; facts for both with the
+// of driver "d.example.com" with class "standard", bound to the claim; facts for both with the
 // classes "standard" and "fast", a driver that can modify.
 
 const driver = "d.example.com"
@@ -23,7 +23,7 @@ var (
 
 func claim(mods ...func(*v1.PersistentVolumeClaim)) *v1.PersistentVolumeClaim {
 	c := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
 		Spec:       v1.PersistentVolumeClaimSpec{VolumeName: "pv-1", VolumeAttributesClassName: ptr.To("standard")},
 		Status:     v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, CurrentVolumeAttributesClassName: ptr.To("standard")},
 	}
@@ -54,6 +54,7 @@ func volume(mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
 		Spec: v1.PersistentVolumeSpec{VolumeAttributesClassName: ptr.To("standard"),
+			ClaimRef:               &v1.ObjectReference{Namespace: "ns", Name: "data", UID: "uid-data"},
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "h"}}},
 	}
 	for _, m := range mods {

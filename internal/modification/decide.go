@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/volplane/volplane/internal/expansion"
 )
 
 // Facts are what a sync of one claim read.
@@ -60,17 +62,19 @@ func (a Action) String() string {
 type Reason string
 
 const (
-	ReasonNotBound     Reason = "NotBound"     // the claim is not Bound to a PV
-	ReasonNoVolume     Reason = "NoVolume"     // the claim's PV does not exist (yet)
-	ReasonNotServed    Reason = "NotServed"    // the PV is not a CSI volume of a driver served
-	ReasonAtTarget     Reason = "AtTarget"     // the current class is the spec's and nothing is in progress
-	ReasonRolledBack   Reason = "RolledBack"   // spec class emptied and nothing left to cancel
-	ReasonCancel       Reason = "Cancel"       // spec class emptied: cancel the modification
-	ReasonNoModify     Reason = "NoModify"     // the driver has no MODIFY_VOLUME
-	ReasonClassMissing Reason = "ClassMissing" // the target class does not exist
-	ReasonSlowRetry    Reason = "SlowRetry"    // the target was infeasible; the slow retry runs
-	ReasonResume       Reason = "Resume"       // the last call may still run: ask for the same target again
-	ReasonNewTarget    Reason = "NewTarget"    // the spec class differs: start modifying to it
+	ReasonNotBound  Reason = "NotBound"  // the claim is not Bound to a PV
+	ReasonNoVolume  Reason = "NoVolume"  // the claim's PV does not exist (yet)
+	ReasonNotServed Reason = "NotServed" // the PV is not a CSI volume of a driver served
+	// BoundElsewhere: the PV's claimRef is not this claim (expansion.BoundTo).
+	ReasonBoundElsewhere Reason = "BoundElsewhere"
+	ReasonAtTarget       Reason = "AtTarget"     // the current class is the spec's and nothing is in progress
+	ReasonRolledBack     Reason = "RolledBack"   // spec class emptied and nothing left to cancel
+	ReasonCancel         Reason = "Cancel"       // spec class emptied: cancel the modification
+	ReasonNoModify       Reason = "NoModify"     // the driver has no MODIFY_VOLUME
+	ReasonClassMissing   Reason = "ClassMissing" // the target class does not exist
+	ReasonSlowRetry      Reason = "SlowRetry"    // the target was infeasible; the slow retry runs
+	ReasonResume         Reason = "Resume"       // the last call may still run: ask for the same target again
+	ReasonNewTarget      Reason = "NewTarget"    // the spec class differs: start modifying to it
 )
 
 // Decision is what a sync decided, and why.
@@ -103,6 +107,10 @@ func Decide(f Facts) Decision {
 		return Decision{Reason: ReasonNoVolume}
 	case pv.Spec.CSI == nil || !f.Serves(pv.Spec.CSI.Driver):
 		return Decision{Reason: ReasonNotServed}
+	case !expansion.BoundTo(pv, claim):
+		// spec.volumeName is the claim's user's word; only the binder's
+		// claimRef makes the volume this claim's to modify.
+		return Decision{Reason: ReasonBoundElsewhere}
 	}
 	spec, current, st := SpecClass(claim), CurrentClass(claim), claim.Status.ModifyVolumeStatus
 	if st == nil && spec == current {

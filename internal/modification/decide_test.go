@@ -79,3 +79,23 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// The claim's spec.volumeName is the user's word; the PV's claimRef is the
+// binder's. A volume whose claimRef is not this claim (another UID, name
+// or namespace, or none) is not modified for it.
+func TestVolumeNotBoundBackToTheClaimIsLeftAlone(t *testing.T) {
+	for name, mod := range map[string]func(*v1.PersistentVolume){
+		"another UID":       func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "uid-other" },
+		"another namespace": func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Namespace = "other" },
+		"another name":      func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Name = "other" },
+		"no claimRef":       func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil },
+		"claimRef without UID (pre-bound, not bound yet)": func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := facts(claim(wants("fast")), func(f *Facts) { f.Volume = volume(mod) })
+			if got := Decide(f); got.Action != None || got.Reason != ReasonBoundElsewhere {
+				t.Errorf("Decide = %v, want None: %s", got, ReasonBoundElsewhere)
+			}
+		})
+	}
+}

@@ -141,21 +141,29 @@ func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) 
 }
 
 // attach creates the attachments; one made meanwhile (by an earlier sync
-// whose write the cache does not show yet) is fine.
+// whose write the cache does not show yet) is fine. A single-node volume
+// is reserved first, and a create that may have been made keeps its
+// reservation: see reserve.
 func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
-	for _, va := range plan.Create {
+	for _, a := range plan.Create {
+		va := a.Attachment
 		if c.isInFlight(va.Name, false) {
 			continue
 		}
-		if !c.reserve(va) {
-			errs = append(errs, fmt.Errorf("volume %s is being attached to another node", *va.Spec.Source.PersistentVolumeName))
+		if err := c.reserve(ctx, a); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			c.release(va)
+		out, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		switch {
+		case err == nil && a.SingleNode:
+			c.created(a.Volume, out)
+		case err != nil && !apierrors.IsAlreadyExists(err):
+			if notCreated(err) {
+				c.release(a.Volume, va.Name)
+			}
 			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
 			continue
 		}
@@ -164,6 +172,13 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 			"attachment", va.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// notCreated says the API server refused a create outright; any other
+// error (a timeout, a lost connection) may hide an attachment it made.
+func notCreated(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsUnauthorized(err) || apierrors.IsTooManyRequests(err)
 }
 
 // record emits the plan's events not already emitted for the node: an
@@ -231,45 +246,124 @@ func (c *Controller) settled(name string, present bool) {
 	}
 }
 
-// The exclusive reservations: a single-node volume is reserved for a node
-// before its attachment is created, until the informer shows that
-// attachment (from then on every decision sees it) or inFlightTTL passes.
+// The exclusive reservations. A single-node volume is reserved for a node
+// before its attachment is created, and stays reserved until the
+// informer's store shows that attachment (from then on every reserve sees
+// it there) or shows it gone, or the API server says it does not exist.
+// reserve checks the reservation and the store under one lock, and the
+// informer's handler ends a reservation only after the store holds the
+// attachment, so no order of workers lets a decision made on older facts
+// create a second attachment: either the reservation or the store stops it.
 
 type reservation struct {
 	node string
+	name string    // the attachment being made
+	uid  types.UID // its UID once the create answered
 	at   time.Time
 }
 
-// reserve reserves the attachment's volume for its node if the volume
-// allows one node only; false if another node holds it.
-func (c *Controller) reserve(va *storagev1.VolumeAttachment) bool {
-	pv, err := c.pvs.Get(*va.Spec.Source.PersistentVolumeName)
-	if err != nil || attachment.MultiAttachAllowed(pv) {
-		return true
+// reserve reserves a single-node volume for the attachment's node, or says
+// why not: another node's reservation, or another node's attachment of the
+// volume (through any PersistentVolume naming it) in the informer's store.
+func (c *Controller) reserve(ctx context.Context, a attachment.Attach) error {
+	if !a.SingleNode {
+		return nil
+	}
+	if err := c.recheck(ctx, a.Volume); err != nil {
+		return err
+	}
+	node := a.Attachment.Spec.NodeName
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.exclusive[a.Volume]; ok && r.node != node {
+		return fmt.Errorf("volume %s is being attached to node %s", a.Volume, r.node)
+	}
+	if other := c.attachedElsewhere(a.Volume, node); other != "" {
+		return fmt.Errorf("volume %s is already exclusively attached to node %s", a.Volume, other)
+	}
+	c.exclusive[a.Volume] = reservation{node: node, name: a.Attachment.Name, at: c.clock.Now()}
+	return nil
+}
+
+// attachedElsewhere is a node other than node that the informer's store
+// shows an attachment of the volume on, "" if none.
+func (c *Controller) attachedElsewhere(volume v1.UniqueVolumeName, node string) string {
+	for _, pv := range c.volumesNamed(volume) {
+		for _, va := range c.attachmentsOf(pv.Name) {
+			if va.Spec.NodeName != node {
+				return va.Spec.NodeName
+			}
+		}
+	}
+	return ""
+}
+
+// recheck asks the API server about a reservation held longer than
+// inFlightTTL whose attachment the store still does not show (the
+// informer lags, or missed it in a relist): gone, the reservation ends;
+// there, it is renewed (the store will show it).
+func (c *Controller) recheck(ctx context.Context, volume v1.UniqueVolumeName) error {
+	c.mu.Lock()
+	r, ok := c.exclusive[volume]
+	c.mu.Unlock()
+	if !ok || c.clock.Since(r.at) <= inFlightTTL {
+		return nil
+	}
+	_, err := c.client.StorageV1().VolumeAttachments().Get(ctx, r.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.release(volume, r.name)
+	case err != nil:
+		return fmt.Errorf("checking the reservation of volume %s: %w", volume, err)
+	default:
+		c.mu.Lock()
+		if cur, ok := c.exclusive[volume]; ok && cur.name == r.name {
+			cur.at = c.clock.Now()
+			c.exclusive[volume] = cur
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// release ends the volume's reservation if it is still the one for the
+// named attachment.
+func (c *Controller) release(volume v1.UniqueVolumeName, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.exclusive[volume]; ok && r.name == name {
+		delete(c.exclusive, volume)
+	}
+}
+
+// shown ends the reservations of the named attachment once the
+// informer's store holds it, live: from then on the store stops another
+// node. An event is handled after the store changed, maybe long after, so
+// the store is read again here: the event may be about an earlier
+// attachment of that name, since deleted, while the one reserved for is
+// not in the store yet. With the UID of our create known, only that
+// object counts.
+func (c *Controller) shown(name string) {
+	obj, exists, err := c.vas.GetByKey(name)
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if err != nil || !exists || !ok || va.DeletionTimestamp != nil {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.exclusive[pv.Name]
-	if ok && r.node != va.Spec.NodeName && c.clock.Since(r.at) <= inFlightTTL {
-		return false
+	for volume, r := range c.exclusive {
+		if r.name == name && (r.uid == "" || r.uid == va.UID) {
+			delete(c.exclusive, volume)
+		}
 	}
-	c.exclusive[pv.Name] = reservation{node: va.Spec.NodeName, at: c.clock.Now()}
-	return true
 }
 
-// release drops the node's reservation of the attachment's volume.
-func (c *Controller) release(va *storagev1.VolumeAttachment) {
+// created records the UID of the attachment a reservation was made for.
+func (c *Controller) created(volume v1.UniqueVolumeName, va *storagev1.VolumeAttachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pv := *va.Spec.Source.PersistentVolumeName
-	if r, ok := c.exclusive[pv]; ok && r.node == va.Spec.NodeName {
-		delete(c.exclusive, pv)
-	}
-}
-
-// reserved ends a reservation the informer now shows the attachment of.
-func (c *Controller) reserved(va *storagev1.VolumeAttachment) {
-	if va.Spec.Source.PersistentVolumeName != nil {
-		c.release(va)
+	if r, ok := c.exclusive[volume]; ok && r.name == va.Name {
+		r.uid = va.UID
+		c.exclusive[volume] = r
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/protection"
 )
@@ -27,6 +28,7 @@ const (
 	podsByClaim = "attachdetach-claims" // pod → "namespace/claim" of each claim it uses
 	vasByNode   = "attachdetach-node"   // VolumeAttachment → spec.nodeName
 	vasByPV     = "attachdetach-pv"     // VolumeAttachment → source.persistentVolumeName
+	pvsByVolume = "attachdetach-volume" // PersistentVolume → unique volume name (driver^handle)
 )
 
 // Controller is the attachdetach loop. Build it with New and start it with
@@ -39,6 +41,7 @@ type Controller struct {
 
 	pods    cache.Indexer
 	vas     cache.Indexer
+	pvIndex cache.Indexer
 	nodes   corelisters.NodeLister
 	claims  corelisters.PersistentVolumeClaimLister
 	pvs     corelisters.PersistentVolumeLister
@@ -61,10 +64,11 @@ type Controller struct {
 	// informer does not show so yet: a sync in between must not write
 	// them again.
 	inFlight map[string]write
-	// exclusive holds, per single-node volume, the node whose attachment of
-	// it is being created: two nodes' syncs run in parallel, and neither
-	// sees the other's attachment in the cache before its create returns.
-	exclusive map[string]reservation
+	// exclusive holds, per single-node volume (by unique volume name), the
+	// node whose attachment of it is being created: two nodes' syncs run in
+	// parallel, and neither sees the other's attachment in the cache before
+	// its create returns.
+	exclusive map[v1.UniqueVolumeName]reservation
 }
 
 // New builds the loop over the given informers.
@@ -78,7 +82,7 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
 		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
-		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{}, exclusive: map[string]reservation{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
 		newestNode: loop.NewNewest[*v1.Node](),
 	}
 	synced, err := c.registerInformers(f)
@@ -109,7 +113,11 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 	if err := addIndexers(vaInf, cache.Indexers{vasByNode: indexVANode, vasByPV: indexVAPV}); err != nil {
 		return nil, fmt.Errorf("attachment indexes: %w", err)
 	}
-	c.pods, c.vas = podInf.GetIndexer(), vaInf.GetIndexer()
+	pvInf := f.Core().V1().PersistentVolumes().Informer()
+	if err := addIndexers(pvInf, cache.Indexers{pvsByVolume: indexPVVolume}); err != nil {
+		return nil, fmt.Errorf("volume indexes: %w", err)
+	}
+	c.pods, c.vas, c.pvIndex = podInf.GetIndexer(), vaInf.GetIndexer(), pvInf.GetIndexer()
 	c.nodes = f.Core().V1().Nodes().Lister()
 	c.claims = f.Core().V1().PersistentVolumeClaims().Lister()
 	c.pvs = f.Core().V1().PersistentVolumes().Lister()
@@ -124,7 +132,7 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 		loop.Handler{Informer: f.Core().V1().Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onNode, UpdateFunc: loop.Updated(c.onNode), DeleteFunc: c.onNodeDeleted}},
 		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: funcs(c.onClaim)},
-		loop.Handler{Informer: f.Core().V1().PersistentVolumes().Informer(), Funcs: funcs(c.onVolume)},
+		loop.Handler{Informer: pvInf, Funcs: funcs(c.onVolume)},
 		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},
 	)
 }
@@ -169,6 +177,14 @@ func indexVANode(obj any) ([]string, error) {
 func indexVAPV(obj any) ([]string, error) {
 	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
 		return []string{*va.Spec.Source.PersistentVolumeName}, nil
+	}
+	return nil, nil
+}
+
+func indexPVVolume(obj any) ([]string, error) {
+	pv, _ := obj.(*v1.PersistentVolume)
+	if u, ok := attachment.VolumeOf(pv); ok {
+		return []string{string(u)}, nil
 	}
 	return nil, nil
 }

@@ -14,9 +14,15 @@
 // (the events already recorded, per node) and metrics.
 //
 // Two nodes may sync at once (the reference has one reconciler goroutine),
-// so a single-node volume is reserved in memory for the node whose
-// attachment of it is being created until the informer shows it: the
-// Multi-Attach rule then holds across workers.
+// each deciding on what the caches showed a moment ago. So a single-node
+// volume (by unique volume name: driver and handle, whichever PV names
+// it) is reserved in memory for the node whose attachment of it is being
+// created, and the reservation is checked together with every attachment
+// of the volume the informer's store holds, under one lock, right before
+// the create. The reservation ends only once the store holds that very
+// attachment, live, or the API server says it does not exist, so at every
+// moment one of the two stops a second node's worker, however old its
+// facts: the Multi-Attach rule holds across workers.
 //
 // Writes per sync, in the reference's order: at most one node status
 // PATCH carrying the whole volumesAttached list (a volume leaves it before

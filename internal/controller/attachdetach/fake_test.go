@@ -294,7 +294,8 @@ func TestParallelSyncsNeverAttachASingleNodeVolumeTwice(t *testing.T) {
 		for _, n := range []string{"node-1", "node-2"} {
 			va := attachmentOf(false)
 			va.Name, va.Spec.NodeName = attachment.Name("h", drv, n), n
-			_ = l.attach(context.Background(), attachment.Plan{Create: []*storagev1.VolumeAttachment{va}})
+			a := attachment.Attach{Attachment: va, Volume: unique, SingleNode: !attachment.MultiAttachAllowed(pv)}
+			_ = l.attach(context.Background(), attachment.Plan{Create: []attachment.Attach{a}})
 		}
 		list, _ := l.client.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
 		if len(list.Items) != tc.want {

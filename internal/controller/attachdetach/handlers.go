@@ -7,6 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
 )
 
@@ -43,10 +44,13 @@ func (c *Controller) onNodeDeleted(obj any) {
 	c.q.Add(node.Name)
 }
 
+// onAttachment runs once the informer's store holds the attachment, so a
+// reservation it ends is taken over by the store: whoever reserves next
+// sees the attachment there.
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
 		c.settled(va.Name, true)
-		c.reserved(va)
+		c.shown(va.Name)
 		c.q.Add(va.Spec.NodeName)
 	}
 }
@@ -62,7 +66,9 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 	c.q.Add(va.Spec.NodeName)
 	if pvName := va.Spec.Source.PersistentVolumeName; pvName != nil {
 		if pv, err := c.pvs.Get(*pvName); err == nil {
-			c.enqueueUsersOf(pv)
+			for _, same := range c.sameVolume(pv) {
+				c.enqueueUsersOf(same)
+			}
 		}
 	}
 }
@@ -93,6 +99,28 @@ func (c *Controller) enqueueClaimUsers(claimKey string) {
 	for _, obj := range pods {
 		c.onPod(obj)
 	}
+}
+
+// sameVolume are the PersistentVolumes naming the driver and handle pv
+// names, pv included: one volume, whichever PV a pod reaches it through.
+func (c *Controller) sameVolume(pv *v1.PersistentVolume) []*v1.PersistentVolume {
+	u, ok := attachment.VolumeOf(pv)
+	if !ok {
+		return []*v1.PersistentVolume{pv}
+	}
+	return c.volumesNamed(u)
+}
+
+// volumesNamed are the PersistentVolumes of a unique volume name.
+func (c *Controller) volumesNamed(unique v1.UniqueVolumeName) []*v1.PersistentVolume {
+	objs, _ := c.pvIndex.ByIndex(pvsByVolume, string(unique))
+	out := make([]*v1.PersistentVolume, 0, len(objs))
+	for _, obj := range objs {
+		if pv, ok := obj.(*v1.PersistentVolume); ok {
+			out = append(out, pv)
+		}
+	}
+	return out
 }
 
 func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -80,6 +81,14 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
 			add(va)
 			c.readVolume(&f, va.Spec.Source.PersistentVolumeName)
+		}
+	}
+	// Every PV naming a volume the node's PVs name: an attachment made
+	// through any of them holds the volume (a PV made again for a retained
+	// disk, or adopted, names a volume another PV may hold attached).
+	for _, pv := range slices.Collect(maps.Values(f.Volumes)) {
+		for _, same := range c.sameVolume(pv) {
+			c.readVolume(&f, &same.Name)
 		}
 	}
 	for pv := range f.Volumes {

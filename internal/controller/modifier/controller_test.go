@@ -478,3 +478,25 @@ func TestRestartAfterThePVWriteFinishesWithOneWrite(t *testing.T) {
 		t.Errorf("events %q", events)
 	}
 }
+
+// The claim's spec.volumeName is the user's word: a PV whose claimRef is
+// another claim is not modified for this one (the resizer checks the same).
+func TestVolumeBoundToAnotherClaimIsNotModified(t *testing.T) {
+	d := serveDriver(t)
+	handle := d.createVolume(t, "v1", standard.Parameters)
+	pv := testPV(handle)
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "victim", Name: "data", UID: "u-victim"}
+	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, standard, fast)
+	if err := b.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.calls(); n != 0 {
+		t.Errorf("%d ControllerModifyVolume calls on another claim's volume", n)
+	}
+	if got := b.writes(); len(got) != 0 {
+		t.Errorf("writes %v, want none", got)
+	}
+	if got := b.pvClass(); got != "standard" {
+		t.Errorf("PV class %q, want standard", got)
+	}
+}

@@ -414,3 +414,69 @@ func TestOfflineDriverWaitsUntilNoPodUsesTheClaim(t *testing.T) {
 		t.Errorf("claim %+v", c.Status)
 	}
 }
+
+// A request beyond int64 (which Quantity.Value wraps: 2^64 + 1Gi is 1Gi)
+// is refused as infeasible without asking the driver, with one event, and
+// a sync again writes and records nothing.
+func TestRequestBeyondInt64IsInfeasibleOnceWithoutACall(t *testing.T) {
+	d := startDriver(t, false)
+	handle := d.createVolume(t, "v1")
+	b := newBed(t, d, testClaim("18446744074783293440"), testPV(handle))
+	for i := range 3 {
+		if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if i == 0 {
+			waitCached(t, b, func(c *v1.PersistentVolumeClaim) bool {
+				return expansion.ResizeStatus(c) == v1.PersistentVolumeClaimControllerResizeInfeasible
+			})
+		}
+	}
+	if n := d.count("ControllerExpandVolume"); n != 0 {
+		t.Errorf("%d ControllerExpandVolume calls for a size no request can carry", n)
+	}
+	if got := b.pvCapacity(t); got != "1Mi" {
+		t.Errorf("PV capacity %s, want 1Mi", got)
+	}
+	c := b.claim(t)
+	if s := expansion.ResizeStatus(c); s != v1.PersistentVolumeClaimControllerResizeInfeasible {
+		t.Errorf("resize status %q, want %q", s, v1.PersistentVolumeClaimControllerResizeInfeasible)
+	}
+	if msg, ok := hasCondition(c, v1.PersistentVolumeClaimControllerResizeError); !ok || !strings.Contains(msg, "18446744074783293440") {
+		t.Errorf("ControllerResizeError condition %q (%v), want it to name the size", msg, ok)
+	}
+	if _, ok := c.Status.AllocatedResources[v1.ResourceStorage]; ok {
+		t.Errorf("allocatedResources %v: a size never asked for is not allocated", c.Status.AllocatedResources)
+	}
+	if got := b.drained(); len(got) != 1 || !strings.HasPrefix(got[0], "Warning VolumeResizeFailed") {
+		t.Errorf("events %q, want one VolumeResizeFailed", got)
+	}
+	if got := writes(b.client); len(got) != 1 {
+		t.Errorf("writes %v, want one claim status write", got)
+	}
+}
+
+// A driver that answers with less than it was asked for has not expanded
+// the volume: the claim is not marked finished at a size below its
+// request (which would start the expansion again at once, in a loop); the
+// sync fails and is retried with backoff.
+func TestDriverAnsweringLessThanAskedIsRetriedWithBackoff(t *testing.T) {
+	d := startDriver(t, false)
+	handle := d.createVolume(t, "v1")
+	d.setAnswer(func(method string, req any) (any, error) {
+		if _, ok := req.(*csipb.ControllerExpandVolumeRequest); ok {
+			return &csipb.ControllerExpandVolumeResponse{CapacityBytes: 1 << 20}, nil
+		}
+		return nil, nil
+	})
+	b := newBed(t, d, testClaim("2Mi"), testPV(handle))
+	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil {
+		t.Fatal("sync succeeded, want an error to back off on")
+	}
+	if got := b.pvCapacity(t); got != "1Mi" {
+		t.Errorf("PV capacity %s, want 1Mi", got)
+	}
+	if s := expansion.ResizeStatus(b.claim(t)); s != v1.PersistentVolumeClaimControllerResizeInProgress {
+		t.Errorf("resize status %q, want still in progress", s)
+	}
+}

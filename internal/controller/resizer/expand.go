@@ -79,16 +79,45 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 	if err != nil {
 		return size, false, err
 	}
+	bytes, ok := expansion.Bytes(size)
+	if !ok {
+		return size, false, expansion.SizeError(size) // Decide never asks for one; no driver is called with a wrapped size
+	}
 	got, nodeRequired, err := ep.ControllerExpandVolume(ctx, &csipb.ControllerExpandVolumeRequest{
-		VolumeId: pv.Spec.CSI.VolumeHandle, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
+		VolumeId: pv.Spec.CSI.VolumeHandle, CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes},
 		Secrets: secrets, VolumeCapability: capability})
 	if err != nil {
 		return size, false, err
 	}
-	if got <= 0 {
+	switch {
+	case got <= 0:
 		return size, nodeRequired, nil // the driver reported no capacity: take what was asked
+	case got < bytes:
+		// Not expanded: finishing at this size would leave the request
+		// unmet and start over at once; a retry backs off instead.
+		return size, false, fmt.Errorf("the driver answered %d bytes, less than the %d asked for", got, bytes)
 	}
 	return *resource.NewQuantity(got, resource.BinarySI), nodeRequired, nil
+}
+
+// refuse marks a claim whose size no driver can be asked for as
+// infeasible, without calling the driver and without allocating the size:
+// one write and one event, and nothing at all once the claim says so.
+// Only a change of the claim (a new request) looks at it again, so a
+// refused size loops neither in writes nor in events.
+func (c *Controller) refuse(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
+	sizeErr := expansion.SizeError(d.Size)
+	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, metav1.NewTime(c.now()))
+	if want == nil {
+		return nil // refused and told already
+	}
+	if _, err := c.writeClaim(ctx, key, claim, want, true); err != nil {
+		return fmt.Errorf("marking pvc %s as infeasible failed: %w", key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Expansion refused", "size", d.Size.String(), "reason", d.Reason)
+	c.event(pv.Spec.CSI.Driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed,
+		expansion.ResizeError(pv.Name, pv.Spec.CSI.Driver, sizeErr).Error())
+	return nil
 }
 
 // failed records a failed expansion. A final error is saved in the claim

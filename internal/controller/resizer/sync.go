@@ -34,6 +34,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	switch d.Action {
 	case expansion.Expand:
 		return c.expand(ctx, key, claim, f.Volume, d)
+	case expansion.Infeasible:
+		return c.refuse(ctx, key, claim, f.Volume, d)
 	case expansion.RetryLater:
 		if d.Reason == expansion.ReasonOfflineInUse {
 			c.event(f.Volume.Spec.CSI.Driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed,

@@ -135,6 +135,30 @@ func TestPodOnAnotherNodeGetsMultiAttachEventAndNoSecondAttachment(t *testing.T)
 	e.waitAttachment(e.vaName(v, second))
 }
 
+// Two PVs naming one backend volume (a PV made again for a retained disk,
+// or adopted) are one volume: attached to one node through the first, it
+// is not attached to another node through the second, and the pod there
+// is told who holds it.
+func TestSecondPVOfAnAttachedVolumeIsNotAttachedElsewhere(t *testing.T) {
+	e := newEnv(t)
+	first, second := e.nodes[0], e.nodes[1]
+	old := e.boundClaim("old")
+	again := e.boundClaimOf("again", old.handle)
+	e.pod("writer", first, "old")
+	va := e.waitAttachment(e.vaName(old, first))
+	e.attacherSays(va.Name, storagev1.VolumeAttachmentStatus{Attached: true})
+
+	e.pod("reader", second, "again")
+	e.waitEvent("reader", corev1.EventTypeWarning, "FailedAttachVolume",
+		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) writer`, again.pv))
+	clustertest.Holds(t, "no attachment through the second PV", settle, func() string {
+		if got := e.attachmentsOf(again.pv); len(got) != 0 {
+			return fmt.Sprintf("attached through %s to %v", again.pv, got)
+		}
+		return ""
+	})
+}
+
 // The out-of-service taint lets a volume go although the node still
 // reports it in use.
 func TestOutOfServiceNodeLosesItsVolumesWhileStillInUse(t *testing.T) {

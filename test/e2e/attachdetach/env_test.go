@@ -79,10 +79,16 @@ func (e *env) vaName(v volume, node string) string { return attachment.Name(v.ha
 // boundClaim makes claim <name> and PV <ns>-<name>, bound to each other.
 func (e *env) boundClaim(name string, modes ...corev1.PersistentVolumeAccessMode) volume {
 	e.t.Helper()
+	return e.boundClaimOf(name, "handle-"+name, modes...)
+}
+
+// boundClaimOf is boundClaim with a PV naming the backend volume handle.
+func (e *env) boundClaimOf(name, handle string, modes ...corev1.PersistentVolumeAccessMode) volume {
+	e.t.Helper()
 	if modes == nil {
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	v := volume{claim: name, pv: e.ns + "-" + name, handle: "handle-" + name}
+	v := volume{claim: name, pv: e.ns + "-" + name, handle: handle}
 	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

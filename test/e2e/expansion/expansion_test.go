@@ -265,3 +265,46 @@ func TestExpandSecretOfTheClassIsSent(t *testing.T) {
 		t.Errorf("secrets sent %v", got)
 	}
 }
+
+// A request beyond int64, which the API server accepts and Quantity.Value
+// would wrap to 1Gi, is refused as infeasible without asking the driver:
+// one status write and one event, not a loop. Lowering the request then
+// expands as usual.
+func TestRequestBeyondInt64IsRefusedOnce(t *testing.T) {
+	e := newEnv(t)
+	r := e.start(0)
+	_, pvName := e.claim("huge", bundle.ImmediateClass, "1Mi")
+	calls := bed.calls.count("ControllerExpandVolume")
+	const huge = "18446744074783293440" // 2^64 + 1Gi
+	if err := e.request("huge", huge); err != nil {
+		t.Fatalf("the API server refused %s: %v", huge, err)
+	}
+	e.eventually("claim infeasible", func() string {
+		c := e.getClaim("huge")
+		if expansion.ResizeStatus(c) != corev1.PersistentVolumeClaimControllerResizeInfeasible {
+			return fmt.Sprintf("resize status %q", expansion.ResizeStatus(c))
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == corev1.PersistentVolumeClaimControllerResizeError && strings.Contains(cond.Message, huge) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %v", c.Status.Conditions)
+	})
+	if got := e.getPV(pvName).Spec.Capacity.Storage(); got.Cmp(resource.MustParse("1Mi")) != 0 {
+		t.Errorf("PV capacity %s, want 1Mi", got.String())
+	}
+	if err := e.request("huge", "2Mi"); err != nil {
+		t.Fatalf("lower the request: %v", err)
+	}
+	e.waitCapacity("huge", "2Mi")
+	status := "PATCH /api/v1/namespaces/" + e.ns + "/persistentvolumeclaims/huge/status"
+	e.writesAre(r, append([]string{status}, threeWrites(e.ns, "huge", pvName)...), "huge", pvName)
+	if n := bed.calls.count("ControllerExpandVolume") - calls; n != 1 {
+		t.Errorf("%d ControllerExpandVolume calls, want 1 (for 2Mi only)", n)
+	}
+	failed := slices.DeleteFunc(e.events("huge"), func(s string) bool { return !strings.HasPrefix(s, "Warning VolumeResizeFailed") })
+	if len(failed) != 1 || !strings.Contains(failed[0], huge) {
+		t.Errorf("VolumeResizeFailed events %q, want one naming the size", failed)
+	}
+}
