@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -17,9 +18,12 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )
 
@@ -263,4 +267,26 @@ func TestForgedRecordOnANewClaimIsReplaced(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// In node deployment, a pin written by hand naming node b on a claim the
+// scheduler placed on node a: node b's provisioner, to which the pin hands
+// the claim, ignores and removes it, and node a's provisions on a.
+func TestForgedPinInNodeDeploymentGoesToTheSelectedNode(t *testing.T) {
+	w := newWorld(t, claim(selectedNode("a"), pinnedTo("b")), class(waitForConsumer))
+	for _, e := range w.pool.Endpoints(testDriver) {
+		factory := informers.NewSharedInformerFactory(w.client, 0)
+		c, err := New(Config{Client: w.client, Informers: factory, Pool: csi.NewPool(e), Workers: 1, ResyncPeriod: 200 * time.Millisecond,
+			Recorder:       func(string) record.EventRecorder { return w.recorder },
+			NodeDeployment: &NodeDeployment{NodeName: e.Info.NodeID, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(w.ctx)
+		done := make(chan error, 1)
+		factory.Start(ctx.Done())
+		go func() { done <- c.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	}
+	w.expectProvisionedOn("a")
 }
