@@ -174,7 +174,7 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 	if info.Accessibility && len(ep.Info.Topology) > 0 {
 		req.AccessibilityRequirements = narrowedTo(ep)
 	}
-	return plan{request: req, endpoint: ep, secrets: nil}, recorded, nil
+	return plan{request: req, endpoint: ep}, recorded, nil
 }
 
 // trustedRecord is the request recorded on the claim if it passes its
@@ -196,7 +196,7 @@ func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *stora
 		return req, true
 	}
 	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonRecordRejected,
-		"ignored the CreateVolume request recorded in annotation %s, which this provisioner did not write: %s; the claim's volume is looked for without it", AnnCreateRequest, why)
+		"ignored the CreateVolume request recorded in annotation %s: %s; the claim's volume is looked for without it", AnnCreateRequest, why)
 	return nil, false
 }
 
