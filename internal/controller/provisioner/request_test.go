@@ -70,6 +70,20 @@ func TestBuildRequest(t *testing.T) {
 		in:        requestInput{claim: claim(selectedNode("a")), class: class(), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes},
 		requisite: []string{seg("a")}, preferred: []string{seg("a")},
 	}, {
+		name: "selected node outside the class's allowed topologies is refused",
+		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
+			class: class(func(c *storagev1.StorageClass) {
+				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b"}}}}}
+			})},
+		wantErr: "not in the class's allowed topologies",
+	}, {
+		name: "selected node inside the class's allowed topologies",
+		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
+			class: class(func(c *storagev1.StorageClass) {
+				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b", "a"}}}}}
+			})},
+		requisite: []string{seg("a")}, preferred: []string{seg("a")},
+	}, {
 		name:    "selected node without the topology label",
 		in:      requestInput{claim: claim(selectedNode("x")), class: class(), driver: topo, topologyKeys: keys, selected: &v1.Node{}},
 		wantErr: "no label",

@@ -26,6 +26,9 @@ func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
 		if !ok {
 			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
 		}
+		if err := selectedOutsideClass(in.selected.Name, seg, in.class.AllowedTopologies); err != nil {
+			return nil, err
+		}
 		t := []*csipb.Topology{{Segments: seg}}
 		return &csipb.TopologyRequirement{Requisite: t, Preferred: []*csipb.Topology{{Segments: maps.Clone(seg)}}}, nil
 	}
@@ -53,6 +56,25 @@ func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
 		req.Preferred = append(req.Preferred, &csipb.Topology{Segments: maps.Clone(segs[(start+i)%len(segs)])})
 	}
 	return req, nil
+}
+
+// selectedOutsideClass refuses a selected node whose segment no allowed
+// topology of the class covers, as the external-provisioner does: the
+// claim's user can write volume.kubernetes.io/selected-node too, and the
+// class's allowedTopologies are the administrator's word on where its
+// volumes may live.
+func selectedOutsideClass(node string, seg map[string]string, allowed []v1.TopologySelectorTerm) error {
+	if len(allowed) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, a := range allowedSegments(allowed) {
+		if within(seg, a) {
+			return nil
+		}
+		ids = append(ids, strings.TrimSuffix(segmentID(a), ","))
+	}
+	return final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
 }
 
 func hashUID(uid string) uint32 {
