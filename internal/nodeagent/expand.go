@@ -14,6 +14,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // The kubelet's event reasons for node expansion.
@@ -98,9 +99,9 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 	if err != nil {
 		return err
 	}
-	bytes, ok := expansion.Bytes(size)
+	bytes, ok := quantity.Bytes(size)
 	if !ok {
-		return expansion.SizeError(size)
+		return quantity.TooLarge(size)
 	}
 	secrets, err := a.nodeExpandSecrets(ctx, v.PV)
 	if err != nil {
