@@ -2,6 +2,7 @@ package binding
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -46,12 +47,30 @@ func decideBoundClaim(in ClaimInput) ClaimDecision {
 		return lost(claim, EventClaimLost, MsgClaimLostReference, "the bound claim lost its volumeName")
 	case pv == nil:
 		return lost(claim, EventClaimLost, MsgClaimLostVolume, "the bound claim's volume is gone")
-	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == claim.UID:
-		// An empty claimRef is a bind that has not reached the PV yet, or a
-		// user who unbound it: both are repaired by binding again.
+	case pv.Spec.ClaimRef == nil:
+		return decideUnboundVolume(claim, pv)
+	case pv.Spec.ClaimRef.UID == claim.UID:
 		return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "keeping the bind complete"}
 	}
 	return lost(claim, EventClaimMisbound, MsgClaimMisbound, "the claim's volume points at another claim")
+}
+
+// decideUnboundVolume: the claim says it completed a bind but its volume
+// has no claimRef: a stale copy of the volume, or an administrator who
+// cleared the claimRef. Both are repaired by binding again, as the
+// reference does. But bind-completed is a record of ours on an object its
+// owner writes: a claim created with it and a spec.volumeName would take any
+// free volume, of any class, size or mode. A claim the binder has bound
+// says so in its status (phase Bound or Lost), which its owner cannot write
+// and the API server resets on create; any other must fit the volume as a
+// pre-bound claim must (CheckRequested).
+func decideUnboundVolume(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) ClaimDecision {
+	boundOnce := claim.Status.Phase == v1.ClaimBound || claim.Status.Phase == v1.ClaimLost
+	if reason := CheckRequested(claim, pv); !boundOnce && reason != ReasonNone {
+		return ClaimDecision{Action: ClaimNone, Note: "bind-completed on a claim never bound, and the requested volume does not fit: " + reason.Message(),
+			Events: []Event{claimEvent(v1.EventTypeWarning, EventVolumeMismatch, MsgVolumeMismatch(pv.Name, reason), true)}}
+	}
+	return ClaimDecision{Action: ClaimBind, Volume: pv, Note: "keeping the bind complete"}
 }
 
 // lost emits its event only when the phase changes, as the reference does.
@@ -67,12 +86,11 @@ func lost(claim *v1.PersistentVolumeClaim, reason, message, note string) ClaimDe
 // reference's order: deletion, size, class, attributes class, volume mode,
 // access modes. The selector and the phase do not matter: the user chose it.
 func CheckRequested(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Reason {
-	request := claim.Spec.Resources.Requests[v1.ResourceStorage]
-	capacity := Capacity(pv)
+	capacity := wholeBytes(Capacity(pv))
 	switch {
 	case pv.DeletionTimestamp != nil:
 		return ReasonBeingDeleted
-	case capacity.Value() < request.Value():
+	case capacity.Cmp(wholeBytes(claim.Spec.Resources.Requests[v1.ResourceStorage])) < 0:
 		return ReasonTooSmall
 	case VolumeClass(pv) != ClaimClass(claim):
 		return ReasonClassMismatch
@@ -84,6 +102,15 @@ func CheckRequested(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) Re
 		return ReasonAccessModes
 	}
 	return ReasonNone
+}
+
+// wholeBytes is q rounded up to whole bytes: the reference compares sizes
+// as Value(), which rounds up the same way but wraps past int64 (a request
+// of 1E30 or 2^64+1Gi bytes would fit a 1Gi volume); Cmp does not wrap.
+func wholeBytes(q resource.Quantity) resource.Quantity {
+	q = q.DeepCopy()
+	q.RoundUp(0)
+	return q
 }
 
 // offersModes compares the raw mode strings, as the reference does here.

@@ -241,6 +241,30 @@ func TestDecideClaimThatCompletedBinding(t *testing.T) {
 			action: binding.ClaimLost,
 			events: []ev{{warning, "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly"}},
 		},
+		{
+			// bind-completed written by the claim's owner on a new claim
+			// (its status is Pending: the API server resets it on create).
+			name:   "a forged bind-completed does not take a free volume of another class",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "1Gi", withClass("gold"))},
+			action: binding.ClaimNone,
+			events: []ev{{warning, "VolumeMismatch", `Cannot bind to requested volume "pv1": storageClassName does not match`}},
+		},
+		{
+			name:   "a forged bind-completed does not take a free volume too small",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "512Mi")},
+			action: binding.ClaimNone,
+			events: []ev{{warning, "VolumeMismatch", `Cannot bind to requested volume "pv1": requested PV is too small`}},
+		},
+		{
+			name:   "a forged bind-completed on a claim that fits binds, as a pre-bind would",
+			in:     binding.ClaimInput{Claim: bound(claimPhase(v1.ClaimPending)), Volume: newPV("pv1", "1Gi")},
+			action: binding.ClaimBind, volume: "pv1",
+		},
+		{
+			name:   "a claim bound once keeps its volume even if it asks for more now (expansion)",
+			in:     binding.ClaimInput{Claim: newClaim("c", "5Gi", bindCompleted(), claimVolume("pv1"), claimPhase(v1.ClaimBound)), Volume: newPV("pv1", "1Gi")},
+			action: binding.ClaimBind, volume: "pv1",
+		},
 	})
 }
 
@@ -372,5 +396,24 @@ func TestNoVolumeFitsIsNewsWhenTheClaimsOwnVolumesChange(t *testing.T) {
 	}
 	if more := tooSmall(3, 1); more.SituationKey() == base.SituationKey() {
 		t.Errorf("one more too-small volume: %q vs %q, want a new situation", more, base)
+	}
+}
+
+// A size past int64 wrapped in the reference's Value() comparison: a claim
+// asking for 2^64+1Gi bytes, or 1E30, fitted a 1Gi volume it named. Sizes
+// are compared rounded up to whole bytes, without wrapping.
+func TestCheckRequestedSizePastInt64(t *testing.T) {
+	pv := newPV("pv1", "1Gi")
+	for size, want := range map[string]binding.Reason{
+		"18446744074783293440": binding.ReasonTooSmall,
+		"1E30":                 binding.ReasonTooSmall,
+		"9223372036854775807k": binding.ReasonTooSmall,
+		"1Gi":                  binding.ReasonNone,
+		"1073741823.5":         binding.ReasonNone, // rounds up to 1Gi, as Value() does
+		"1073741824.5":         binding.ReasonTooSmall,
+	} {
+		if got := binding.CheckRequested(newClaim("c", size, claimVolume("pv1")), pv); got != want {
+			t.Errorf("request %s of a 1Gi volume: %q, want %q", size, got, want)
+		}
 	}
 }

@@ -2,12 +2,15 @@ package explain_test
 
 import (
 	"strings"
+	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/explain"
 )
 
 func join(s []string) string { return strings.Join(s, " ") }
@@ -32,4 +35,21 @@ func attachmentOf(name, pv, node string, attached bool, attachErr string) *stora
 		va.Status.AttachError = &storagev1.VolumeError{Message: attachErr}
 	}
 	return va
+}
+
+// Text users write reaches the reader's terminal only as text: no escape
+// sequence, no bidi override, no invalid UTF-8.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"gold":            "gold",
+		"\x1b[2Jgold":     "\ufffd[2Jgold",
+		"a\u202eb":        "a\ufffdb",
+		"bad\xffbyte":     "bad\ufffdbyte",
+		"two\nlines\ttoo": "two\nlines\ttoo", // whitespace: wrapping makes it spaces
+		"évidemment, 日本語": "évidemment, 日本語",
+	} {
+		if got := explain.Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Width is the terminal width the table output fits in.
@@ -42,7 +44,7 @@ func (t *table) field(key, value string) {
 	if value == "" {
 		return
 	}
-	lines := wrap(value, Width-keyWidth)
+	lines := wrap(Printable(value), Width-keyWidth)
 	t.printf("%-*s%s\n", keyWidth, key+":", lines[0])
 	for _, l := range lines[1:] {
 		t.printf("%s%s\n", strings.Repeat(" ", keyWidth), l)
@@ -51,6 +53,7 @@ func (t *table) field(key, value string) {
 
 // item writes "name  text" at indent, text wrapped under itself.
 func (t *table) item(indent int, name string, nameWidth int, text string) {
+	name, text = Printable(name), Printable(text)
 	pad := indent + nameWidth + 2
 	if pad > Width/2 {
 		pad = indent + 4
@@ -65,6 +68,24 @@ func (t *table) item(indent int, name string, nameWidth int, text string) {
 	for _, l := range lines[1:] {
 		t.printf("%s%s\n", strings.Repeat(" ", pad), l)
 	}
+}
+
+// Printable is s as it may reach a terminal: annotations, event messages
+// and other text users write are quoted in reports, and an escape sequence
+// or a bidirectional override in them must not act on the reader's
+// terminal nor disguise the line. Invalid UTF-8, control characters (other
+// than whitespace, which wrapping turns into spaces) and bidi controls
+// become U+FFFD.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return r
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
 }
 
 // wrap breaks text into lines of at most width runes at spaces.
