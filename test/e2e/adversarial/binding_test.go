@@ -106,7 +106,7 @@ func TestForgedBindingTakesNoOtherVolume(t *testing.T) {
 				class = networkClass
 			}
 			w.evilClaim("steal", class, volumeNamed(v.pv.Name), annotated(tc.ann...))
-			c, warning := w.answered("steal", bound)
+			c, warning := w.answered("steal", "", bound)
 			t.Logf("claim steal: %v, warning %q", phase(c), warning)
 			if c != nil && bound(c) {
 				t.Errorf("the tenant's claim is Bound to the victim's PV %s", v.pv.Name)
@@ -147,7 +147,7 @@ func TestForgedResizerNamesAnotherDriver(t *testing.T) {
 			})
 			// Expanded, or expanded on the backend and waiting for a node
 			// to grow the filesystem (a network volume).
-			_, warning := w.answered("grow", func(c *corev1.PersistentVolumeClaim) bool {
+			_, warning := w.answered("grow", "", func(c *corev1.PersistentVolumeClaim) bool {
 				got := c.Status.Capacity[corev1.ResourceStorage]
 				return got.Cmp(resource.MustParse("2Gi")) >= 0 || slices.ContainsFunc(c.Status.Conditions, func(cond corev1.PersistentVolumeClaimCondition) bool {
 					return cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending
@@ -169,7 +169,7 @@ func TestForgedProvisionerNamesAnotherDriver(t *testing.T) {
 		t.Run(tc.class, func(t *testing.T) {
 			w := begin(t)
 			w.evilClaim("other", tc.class, annotated(annStorageProvisioner, tc.forged))
-			c, warning := w.answered("other", bound)
+			c, warning := w.answered("other", "", bound)
 			t.Logf("claim other: warning %q", warning)
 			if c != nil && bound(c) {
 				pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, c.Spec.VolumeName, metav1.GetOptions{})
@@ -191,7 +191,7 @@ func TestForgedProvisionerNamesAnotherDriver(t *testing.T) {
 func TestResizingOrModifyingAClaimThatNamesAnotherVolume(t *testing.T) {
 	w := begin(t)
 	w.evilClaim("steal", localClass, volumeNamed(w.data.pv.Name), annotated(annBindCompleted, "yes", annBoundByController, "yes"))
-	c, warning := w.answered("steal", bound)
+	c, warning := w.answered("steal", "", bound)
 	t.Logf("claim steal: %s, warning %q", phase(c), warning)
 	if c == nil {
 		t.Fatal("claim steal is gone")

@@ -40,7 +40,7 @@ func TestDataSourceRefToAnotherNamespace(t *testing.T) {
 		return
 	}
 	t.Logf("dataSourceRef as stored: %+v", c.Spec.DataSourceRef)
-	got, warning := w.answered("copy", bound)
+	got, warning := w.answered("copy", "", bound)
 	t.Logf("claim copy: %s, warning %q", phase(got), warning)
 	w.noCanary(got)
 	w.verify()
@@ -62,12 +62,12 @@ func TestCloneOfAClaimNotBoundBackToIt(t *testing.T) {
 			w := begin(t)
 			v := tc.victim(w)
 			w.evilClaim("src", tc.class, volumeNamed(v.pv.Name), annotated(annBindCompleted, "yes", annBoundByController, "yes"))
-			src, warning := w.answered("src", bound)
+			src, warning := w.answered("src", "", bound)
 			t.Logf("claim src: %s, warning %q", phase(src), warning)
 			w.evilClaim("copy", tc.class, func(c *corev1.PersistentVolumeClaim) {
 				c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
 			})
-			got, warning := w.answered("copy", bound)
+			got, warning := w.answered("copy", "", bound)
 			t.Logf("claim copy: %s, warning %q", phase(got), warning)
 			w.noCanary(got)
 			w.verify()

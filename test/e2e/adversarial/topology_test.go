@@ -48,7 +48,7 @@ func TestForgedEndpointPinPlacesNoVolumeElsewhere(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := begin(t)
 			w.evilClaim("pinned", tc.class, tc.change)
-			c, warning := w.answered("pinned", bound)
+			c, warning := w.answered("pinned", "ProvisioningFailed", bound)
 			t.Logf("claim pinned: bound %t, warning %q", c != nil && bound(c), warning)
 			w.placedOn(c, first, tc.why)
 			w.verify()
@@ -65,7 +65,7 @@ func TestForgedSelectedNodeOutsideAllowedTopologies(t *testing.T) {
 		t.Run(class, func(t *testing.T) {
 			w := begin(t)
 			w.evilClaim("elsewhere", class, annotated(annSelectedNode, second))
-			c, warning := w.answered("elsewhere", bound)
+			c, warning := w.answered("elsewhere", "ProvisioningFailed", bound)
 			t.Logf("claim elsewhere: bound %t, warning %q", c != nil && bound(c), warning)
 			w.placedOn(c, first, "class "+class+" allows "+first+" only")
 			w.verify()

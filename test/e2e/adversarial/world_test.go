@@ -334,9 +334,10 @@ func (w *world) events(uid types.UID) string {
 }
 
 // answered waits until the tenant's claim is gone, is as done wants, or
-// has a Warning event: the system's answer to what the tenant did. It
-// returns the claim (nil once gone) and the warning ("" without one).
-func (w *world) answered(name string, done func(*corev1.PersistentVolumeClaim) bool) (*corev1.PersistentVolumeClaim, string) {
+// has a Warning event (of reason, if not ""): the system's answer to what
+// the tenant did. It returns the claim (nil once gone) and the warning (""
+// without one).
+func (w *world) answered(name, reason string, done func(*corev1.PersistentVolumeClaim) bool) (*corev1.PersistentVolumeClaim, string) {
 	w.t.Helper()
 	var claim *corev1.PersistentVolumeClaim
 	var warning string
@@ -353,7 +354,7 @@ func (w *world) answered(name string, done func(*corev1.PersistentVolumeClaim) b
 		if done != nil && done(c) {
 			return ""
 		}
-		if warning = w.warning(evilNS, c.UID, ""); warning != "" {
+		if warning = w.warning(evilNS, c.UID, reason); warning != "" {
 			return ""
 		}
 		return fmt.Sprintf("claim %s is %s, finalizers %v, no event yet", name, c.Status.Phase, c.Finalizers)
