@@ -1,13 +1,16 @@
 # One image for every role of deploy/: `volplane controller` (central loops,
 # node-local provisioner, CSI sidecar) and `volplane driver`.
 #
-#   docker build -t ghcr.io/volplane/volplane:latest .
+#   docker build -t ghcr.io/volplane/volplane:v0.1.0 .
 #
 # The first build compiles kube-apiserver and friends (linked for `up`):
 # about 9 minutes on 2 cores; the module and build caches below keep later
 # builds short.
 
-FROM golang:1.26 AS build
+# Base images by exact tag (a Go release, a dated Debian snapshot), never
+# a tag that moves: a rebuild of the same commit gets the same bases.
+# Digests are better still where your builder can resolve them.
+FROM golang:1.26.8-trixie AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
@@ -20,7 +23,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # which runs mount and umount, and block volumes need losetup; Debian's
 # slim image has all three (package mount). The controller roles use none
 # of them.
-FROM debian:trixie-slim
+FROM debian:trixie-20261109-slim
 COPY --from=build /out/volplane /usr/local/bin/volplane
 # Non-root by default. The driver's DaemonSet runs it as root (it mounts
 # volumes); that is set there, in its securityContext, not here.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -134,7 +135,8 @@ func TestNodePodServesTheDriverItsProvisionerAndResizer(t *testing.T) {
 		t.Error("no volume for the kubelet's plugins_registry")
 	}
 	p := container(t, pod, "provisioner")
-	for _, want := range []string{"--controllers=provisioner,resizer", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false"} {
+	for _, want := range []string{"--controllers=provisioner,resizer", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false",
+		"--leader-elect-namespace=volplane-nodes"} {
 		if !slices.Contains(p.Args, want) {
 			t.Errorf("provisioner args %v lack %s", p.Args, want)
 		}
@@ -194,11 +196,22 @@ func names[T interface{ GetName() string }](objs []T) []string {
 	return out
 }
 
-// Everything namespaced lives in the namespace volplane, which deploy/
-// creates, and nothing cluster-scoped names a namespace.
-func TestEverythingNamespacedIsInVolplane(t *testing.T) {
-	namespaced := map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "Deployment": true, "DaemonSet": true}
-	for _, o := range objects(t) {
+// The workloads and their ServiceAccounts live in the namespace volplane;
+// the roles of the other roles' Leases in namespaces of their own, which
+// deploy/ creates; the recycler's role in default, the binder's recycler
+// namespace. Nothing cluster-scoped names a namespace.
+func TestEverythingNamespacedIsWhereItBelongs(t *testing.T) {
+	objs := objects(t)
+	created := map[string]bool{}
+	for _, ns := range Of[*corev1.Namespace](objs) {
+		created[ns.Name] = true
+	}
+	if want := []string{"volplane", "volplane-nodes", "volplane-csi-sidecar"}; !slices.Equal(names(Of[*corev1.Namespace](objs)), want) {
+		t.Errorf("namespaces %v, want %v", names(Of[*corev1.Namespace](objs)), want)
+	}
+	workloads := map[string]bool{"ServiceAccount": true, "Deployment": true, "DaemonSet": true}
+	roles := map[string]bool{"Role": true, "RoleBinding": true}
+	for _, o := range objs {
 		kinds, _, err := scheme.Scheme.ObjectKinds(o)
 		if err != nil {
 			t.Fatal(err)
@@ -209,13 +222,14 @@ func TestEverythingNamespacedIsInVolplane(t *testing.T) {
 		}
 		kind := kinds[0].Kind
 		switch ns := m.GetNamespace(); {
-		case namespaced[kind] && ns != "volplane":
+		case workloads[kind] && ns != "volplane":
 			t.Errorf("%s %s in namespace %q, want volplane", kind, m.GetName(), ns)
-		case !namespaced[kind] && ns != "":
+		case roles[kind] && ns == metav1.NamespaceDefault && m.GetName() != "volplane-controller-recycler":
+			t.Errorf("%s %s in namespace default, which is the recycler's alone", kind, m.GetName())
+		case roles[kind] && ns != metav1.NamespaceDefault && !created[ns]:
+			t.Errorf("%s %s in namespace %q, which deploy/ does not create", kind, m.GetName(), ns)
+		case !workloads[kind] && !roles[kind] && ns != "":
 			t.Errorf("%s %s is cluster-scoped but names namespace %q", kind, m.GetName(), ns)
 		}
-	}
-	if ns := Of[*corev1.Namespace](objects(t)); len(ns) != 1 || ns[0].Name != "volplane" {
-		t.Errorf("namespaces %v, want volplane", names(ns))
 	}
 }

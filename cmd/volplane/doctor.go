@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/doctor"
 )
@@ -41,22 +42,36 @@ func newDoctorCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Find what is wrong with the cluster's volumes, with the command that fixes each",
-		Long: `Doctor scans the cluster and reports, each with the exact command that fixes it:
+		Long: `Doctor scans the cluster and reports, each with the command that fixes it:
 claims Pending longer than --pending-for (with the binder's verdicts counted);
-Released Retain volumes that can never be bound again because of a stale
-claimRef; backend volumes no PV refers to and PVs whose backend volume is gone
-(read through CSI ListVolumes of each --csi-endpoint); VolumeAttachments to
-deleted nodes or of volumes no pod on their node uses; claims, volumes and
-VolumeAttachments stuck deleting longer than --deleting-for, with what holds
-each finalizer; and any broken binding invariant.
+backend volumes no PV refers to and PVs whose backend volume is gone (read
+through CSI ListVolumes of each --csi-endpoint, before and after the cluster);
+VolumeAttachments, older than --attachment-grace, to deleted nodes or of
+volumes no pod on their node uses and the node no longer reports in use;
+claims, volumes and VolumeAttachments stuck deleting longer than
+--deleting-for, with what holds each finalizer; and any broken binding
+invariant. For information it lists Released Retain volumes whose claim is gone
+(kept as their policy says; ` + "`volplane release pv NAME --to NS/CLAIM`" + ` gives one
+to a claim).
+
+Every fix is safe to paste later, or says its risk first: a finalizer is removed
+by a JSON patch that tests the object's resourceVersion and the finalizer's
+index, so it fails once the object changed; a deletion that may lose data
+carries a "Risk:" line naming what. A volume is reported missing only when
+every endpoint that could hold it was listed (a node-local driver: every node
+its CSINode and the PV's node affinity allow); otherwise a note says it was not
+checked. A backend volume that may be a claim's being provisioned is not
+offered for adoption.
 
 With the kubeconfig of ` + "`volplane up`" + `, the CSI endpoints default to up's driver
 sockets; with none, the backend checks are skipped and the report says so.
 
-Exit code: 0 no problems, 3 problems found, 1 doctor could not check.
--o json prints {"findings": [{"kind", "object": {"kind", "namespace", "name",
-"driver", "node"}, "problem", "fixes": [{"says", "command"}]}], "notes": [...]},
-findings sorted by kind then object.`,
+Exit codes: 0 no problems (information findings do not count), 3 problems
+found, 1 doctor could not check.
+-o json prints {"findings": [{"kind", "severity" ("problem" or "info"),
+"object": {"kind", "namespace", "name", "driver", "node"}, "problem",
+"fixes": [{"says", "risk", "command"}]}], "notes": [...]}, findings sorted by
+kind then object.`,
 		Example: `  volplane doctor
   volplane doctor -o json --pending-for 1m
   volplane doctor --kubeconfig k --csi-endpoint unix:///run/csi/controller.sock`,
@@ -77,7 +92,7 @@ findings sorted by kind then object.`,
 			if err != nil {
 				return err
 			}
-			if n := len(r.Findings); n > 0 {
+			if n := r.Problems(); n > 0 {
 				return &exitError{code: exitFindings, err: fmt.Errorf("doctor found %d problem(s)", n)}
 			}
 			return nil
@@ -88,6 +103,8 @@ findings sorted by kind then object.`,
 		"CSI controller endpoint (unix:///path) whose volumes are compared with the PVs; repeat for each driver or node")
 	cmd.Flags().DurationVar(&th.PendingFor, "pending-for", 5*time.Minute, "report claims Pending for longer than this")
 	cmd.Flags().DurationVar(&th.DeletingFor, "deleting-for", 5*time.Minute, "report objects being deleted for longer than this")
+	cmd.Flags().DurationVar(&th.AttachmentGrace, "attachment-grace", attachment.DefaultMaxWaitForUnmount,
+		"report a VolumeAttachment no pod uses only once it is this old (and its node no longer reports the volume in use)")
 	return cmd
 }
 

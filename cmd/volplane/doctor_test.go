@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +36,30 @@ func TestDoctorDefaultsToTheControllerSocketsOfUp(t *testing.T) {
 	}
 	if got, why := upEndpoints(filepath.Join(t.TempDir(), "kubeconfig")); got != nil || why == "" {
 		t.Errorf("another cluster's kubeconfig: got %v (%q), want none and why", got, why)
+	}
+}
+
+func TestDoctorHelpStatesTheExitCodes(t *testing.T) {
+	long := newDoctorCommand().Long
+	for _, want := range []string{"0 no problems (information findings do not count)", "3 problems\nfound", "1 doctor could not check", "--attachment-grace"} {
+		if !strings.Contains(long, want) {
+			t.Errorf("doctor --help says nothing of %q", want)
+		}
+	}
+	if f := newDoctorCommand().Flags().Lookup("attachment-grace"); f == nil || f.DefValue != "6m0s" {
+		t.Errorf("--attachment-grace: %+v", f)
+	}
+}
+
+func TestReleaseTakesOneClaimToPreBindTo(t *testing.T) {
+	cmd := newReleaseCommand()
+	if f := cmd.Flags().Lookup("to"); f == nil {
+		t.Fatal("no --to")
+	}
+	cmd.SetArgs([]string{"pv", "old", "--to", "no-namespace"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "want NAMESPACE/NAME") {
+		t.Errorf("--to no-namespace: %v", err)
 	}
 }

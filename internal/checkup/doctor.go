@@ -32,8 +32,18 @@ type DoctorConfig struct {
 }
 
 // Doctor checks the cluster, writes the report and returns it (the caller
-// turns findings into an exit code).
+// turns its problems into an exit code). The drivers' volumes are listed
+// before the cluster is read, and again after: a volume made meanwhile is
+// seen with its PV or its claim in flight, and one deleted meanwhile is not
+// taken for an orphan (doctor.Backend).
 func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, w io.Writer) (doctor.Report, error) {
+	var backends []doctor.Backend
+	var err error
+	if len(cfg.Endpoints) > 0 {
+		if backends, err = ReadBackends(ctx, cfg.Endpoints); err != nil {
+			return doctor.Report{}, err
+		}
+	}
 	s, err := ReadCluster(ctx, client)
 	if err != nil {
 		return doctor.Report{}, err
@@ -43,7 +53,7 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 		if s.BackendsSkipped == "" {
 			s.BackendsSkipped = NoEndpointsGiven
 		}
-	} else if s.Backends, err = ReadBackends(ctx, cfg.Endpoints); err != nil {
+	} else if s.Backends, err = relist(ctx, backends, cfg.Endpoints); err != nil {
 		return doctor.Report{}, err
 	}
 	if s.Provisioners, err = inspect.Presence(ctx, client, time.Now(), pendingProvisioners(s)...); err != nil {
@@ -70,4 +80,20 @@ func pendingProvisioners(s *doctor.Snapshot) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// relist lists the endpoints again and records, in each backend listed
+// before, the volume IDs listed now.
+func relist(ctx context.Context, before []doctor.Backend, endpoints []string) ([]doctor.Backend, error) {
+	after, err := ReadBackends(ctx, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	for i := range before {
+		before[i].Relisted = map[string]bool{}
+		for _, v := range after[i].Volumes {
+			before[i].Relisted[v.ID] = true
+		}
+	}
+	return before, nil
 }

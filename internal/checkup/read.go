@@ -14,13 +14,22 @@ import (
 )
 
 // ReadCluster lists what doctor checks: every claim, volume, class,
-// VolumeAttachment, node and pod (as explain reads them).
+// VolumeAttachment, node and pod (as explain reads them), and every
+// CSINode (which nodes run which driver).
 func ReadCluster(ctx context.Context, client kubernetes.Interface) (*doctor.Snapshot, error) {
 	f, err := inspect.ReadFacts(ctx, client, metav1.NamespaceAll)
 	if err != nil {
 		return nil, err
 	}
-	return &doctor.Snapshot{Facts: *f}, nil
+	csiNodes, err := client.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list CSI nodes: %w", err)
+	}
+	s := &doctor.Snapshot{Facts: *f}
+	for i := range csiNodes.Items {
+		s.CSINodes = append(s.CSINodes, &csiNodes.Items[i])
+	}
+	return s, nil
 }
 
 // ReadBackends dials each CSI controller endpoint ("unix:///path") and

@@ -47,7 +47,7 @@ func TestReleaseReadsAndDecidesAgainAfterAConflict(t *testing.T) {
 	client := fake.NewClientset(releasedVolume())
 	updates := conflictOnce(client, func(pv *v1.PersistentVolume) { pv.Labels = map[string]string{"touched": "yes"} })
 	var out bytes.Buffer
-	if err := Release(context.Background(), client, "old", 0, &out); err != nil {
+	if err := Release(context.Background(), client, ReleaseConfig{Name: "old"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	pv, _ := client.CoreV1().PersistentVolumes().Get(context.Background(), "old", metav1.GetOptions{})
@@ -65,7 +65,7 @@ func TestReleaseRefusesWhenAConcurrentChangeMadeItUnreleasable(t *testing.T) {
 		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "other", UID: "uid-2"}
 		pv.Status.Phase = v1.VolumeBound
 	})
-	err := Release(context.Background(), client, "old", 0, &bytes.Buffer{})
+	err := Release(context.Background(), client, ReleaseConfig{Name: "old"}, &bytes.Buffer{})
 	var refused *RefusedError
 	if !errors.As(err, &refused) || refused.Decision.Refusal != doctor.RefuseNotReleased {
 		t.Fatalf("got %v, want a not-released refusal", err)

@@ -65,10 +65,10 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Nodes < 0 {
 		return nil, fmt.Errorf("--nodes must be at least 0, got %d", cfg.Nodes)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
-	}
 	dir := dataDir(cfg.DataDir)
+	if err := dir.prepare(); err != nil {
+		return nil, err
+	}
 	cp = &ControlPlane{Kubeconfig: dir.kubeconfig(), failed: make(chan error, 4)}
 	defer func() {
 		if err != nil {

@@ -91,3 +91,17 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// prepare creates the data dir, or tightens an existing one, to the
+// owner alone: it holds etcd's data (every Secret) and the CA's keys.
+// MkdirAll keeps the mode of a directory that exists (an earlier
+// version's, a restored backup's, a wide umask's), so every start sets it.
+func (d dataDir) prepare() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.Chmod(string(d), 0o700); err != nil {
+		return fmt.Errorf("tighten data dir: %w", err)
+	}
+	return nil
+}

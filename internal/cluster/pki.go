@@ -52,26 +52,47 @@ func (p pki) serviceAccountPub() string { return p.path("service-account.pub") }
 // for years; nothing here leaves the machine.
 const certValidity = 10 * 365 * 24 * time.Hour
 
-// ensure creates every missing certificate and key. Existing files are kept,
-// so a restarted control plane keeps its identity and issued tokens stay
-// valid; a data dir from a version without etcd TLS gets its etcd
-// certificates on its next start.
+// ensure creates every missing certificate and key, and reissues every
+// certificate its CA did not sign (the CA was made anew). Other files are
+// kept, so a restarted control plane keeps its identity and issued tokens
+// stay valid; a data dir from a version without etcd TLS gets its etcd
+// certificates on its next start. The directory and the keys end up
+// owner-only, also when they were not.
 func (p pki) ensure() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return fmt.Errorf("create pki dir: %w", err)
 	}
+	// MkdirAll keeps the mode of a directory that exists.
+	if err := os.Chmod(p.dir, 0o700); err != nil {
+		return fmt.Errorf("tighten pki dir: %w", err)
+	}
 	if err := p.ensureCluster(); err != nil {
 		return err
 	}
-	return p.ensureEtcd()
+	if err := p.ensureEtcd(); err != nil {
+		return err
+	}
+	return p.tightenKeys()
+}
+
+// tightenKeys makes every private key owner-only: new ones are written so,
+// but a key kept from before may not be.
+func (p pki) tightenKeys() error {
+	for _, key := range []string{p.caKey(), p.servingKey(), p.adminKey(), p.serviceAccount(),
+		p.etcdCAKey(), p.etcdServerKey(), p.etcdClientKey()} {
+		if err := os.Chmod(key, 0o600); err != nil {
+			return fmt.Errorf("tighten %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 func (p pki) ensureCluster() error {
-	ca, caKey, _, err := p.ensureCA("volplane-ca", p.caCert(), p.caKey())
+	ca, caKey, err := p.ensureCA("volplane-ca", p.caCert(), p.caKey())
 	if err != nil {
 		return err
 	}
-	if !exists(p.servingCert()) {
+	if !issuedBy(ca, p.servingCert(), p.servingKey()) {
 		tmpl := leafTemplate("volplane-apiserver", nil)
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}
@@ -81,7 +102,7 @@ func (p pki) ensureCluster() error {
 			return err
 		}
 	}
-	if !exists(p.adminCert()) {
+	if !issuedBy(ca, p.adminCert(), p.adminKey()) {
 		tmpl := leafTemplate("volplane-admin", []string{"system:masters"})
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 		if err := p.writeLeaf(tmpl, ca, caKey, p.adminCert(), p.adminKey()); err != nil {
@@ -114,12 +135,11 @@ func (p pki) writeServiceAccountKeys() error {
 // ensureEtcd creates etcd's CA, its serving certificate (also its peer
 // identity, hence client auth too) and the API server's client certificate.
 func (p pki) ensureEtcd() error {
-	ca, caKey, fresh, err := p.ensureCA("volplane-etcd-ca", p.etcdCACert(), p.etcdCAKey())
+	ca, caKey, err := p.ensureCA("volplane-etcd-ca", p.etcdCACert(), p.etcdCAKey())
 	if err != nil {
 		return err
 	}
-	// Certificates of a lost CA would no longer be trusted by etcd.
-	if fresh || !exists(p.etcdServerCert()) || !exists(p.etcdServerKey()) {
+	if !issuedBy(ca, p.etcdServerCert(), p.etcdServerKey()) {
 		tmpl := leafTemplate("volplane-etcd", nil)
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
@@ -128,7 +148,7 @@ func (p pki) ensureEtcd() error {
 			return err
 		}
 	}
-	if fresh || !exists(p.etcdClientCert()) || !exists(p.etcdClientKey()) {
+	if !issuedBy(ca, p.etcdClientCert(), p.etcdClientKey()) {
 		tmpl := leafTemplate("volplane-apiserver-etcd-client", nil)
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 		if err := p.writeLeaf(tmpl, ca, caKey, p.etcdClientCert(), p.etcdClientKey()); err != nil {
@@ -138,17 +158,28 @@ func (p pki) ensureEtcd() error {
 	return nil
 }
 
-// ensureCA loads the CA at certPath/keyPath, creating it first if missing
-// (then fresh is true).
-func (p pki) ensureCA(cn, certPath, keyPath string) (ca *x509.Certificate, key crypto.Signer, fresh bool, err error) {
+// ensureCA loads the CA at certPath/keyPath, creating it first if missing.
+func (p pki) ensureCA(cn, certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
 	if !exists(certPath) || !exists(keyPath) {
 		if err := writeCA(cn, certPath, keyPath); err != nil {
-			return nil, nil, false, err
+			return nil, nil, err
 		}
-		fresh = true
 	}
-	ca, key, err = loadCA(certPath, keyPath)
-	return ca, key, fresh, err
+	return loadCA(certPath, keyPath)
+}
+
+// issuedBy says whether the certificate at certPath and its key are there
+// and ca signed the certificate. One signed by a CA since made anew (its
+// files were lost, or removed to rotate it) must be issued again: nothing
+// that trusts the new CA accepts it, and whoever holds the old admin
+// certificate must not keep its power past the rotation where the old CA
+// is still trusted.
+func issuedBy(ca *x509.Certificate, certPath, keyPath string) bool {
+	if !exists(keyPath) {
+		return false
+	}
+	cert, err := readCert(certPath)
+	return err == nil && cert.CheckSignatureFrom(ca) == nil
 }
 
 func writeCA(cn, certPath, keyPath string) error {
@@ -171,22 +202,17 @@ func writeCA(cn, certPath, keyPath string) error {
 }
 
 func loadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
-	certPEM, err := os.ReadFile(certPath)
+	cert, err := readCert(certPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read ca: %w", err)
+		return nil, nil, fmt.Errorf("ca: %w", err)
 	}
 	keyPEM, err := os.ReadFile(keyPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read ca key: %w", err)
 	}
-	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, nil, errors.New("ca files are not PEM")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse ca: %w", err)
+	if kb == nil {
+		return nil, nil, errors.New("ca key is not PEM")
 	}
 	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
 	if err != nil {
@@ -197,6 +223,23 @@ func loadCA(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) 
 		return nil, nil, errors.New("ca key cannot sign")
 	}
 	return cert, signer, nil
+}
+
+// readCert reads one PEM certificate.
+func readCert(path string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%s is not PEM", path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return cert, nil
 }
 
 func (p pki) writeLeaf(tmpl, ca *x509.Certificate, caKey crypto.Signer, certPath, keyPath string) error {

@@ -159,3 +159,81 @@ func verify(cert *x509.Certificate, opts x509.VerifyOptions) error {
 	_, err := cert.Verify(opts)
 	return err
 }
+
+// A CA made anew (its files lost or removed to rotate it) reissues every
+// certificate the old one signed: certificates kept from the old CA would
+// no longer be trusted (the admin kubeconfig would carry a CA that does
+// not sign the API server's certificate), or, worse, an old admin
+// certificate stays valid wherever the old CA is still trusted.
+func TestNewCAReissuesEveryCertificateItSigns(t *testing.T) {
+	p := pki{dir: filepath.Join(t.TempDir(), "pki")}
+	if err := p.ensure(); err != nil {
+		t.Fatal(err)
+	}
+	signed := map[string][]string{
+		p.caCert():     {p.servingCert(), p.adminCert()},
+		p.etcdCACert(): {p.etcdServerCert(), p.etcdClientCert()},
+	}
+	keys := map[string]string{p.caCert(): p.caKey(), p.etcdCACert(): p.etcdCAKey()}
+	for ca, leaves := range signed {
+		old := map[string][]byte{}
+		for _, leaf := range leaves {
+			old[leaf] = readFile(t, leaf)
+		}
+		for _, f := range []string{ca, keys[ca]} {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.ensure(); err != nil {
+			t.Fatal(err)
+		}
+		issuer := parseCert(t, ca)
+		for _, leaf := range leaves {
+			if bytes.Equal(readFile(t, leaf), old[leaf]) {
+				t.Errorf("%s kept after %s was made anew", filepath.Base(leaf), filepath.Base(ca))
+			}
+			if err := parseCert(t, leaf).CheckSignatureFrom(issuer); err != nil {
+				t.Errorf("%s is not signed by the new %s: %v", filepath.Base(leaf), filepath.Base(ca), err)
+			}
+		}
+	}
+}
+
+// Every start tightens the data dir and pki/ to the owner alone, and the
+// private keys to 0600, also when an earlier version, a restore from a
+// backup or a umask left them open: the dir holds etcd's data (every
+// Secret) and the keys of the cluster's CA.
+func TestStartTightensAnExistingDataDir(t *testing.T) {
+	dir := dataDir(filepath.Join(t.TempDir(), "data"))
+	p := dir.pki()
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ensure(); err != nil {
+		t.Fatal(err)
+	}
+	loose := map[string]os.FileMode{string(dir): 0o755, p.dir: 0o755, p.caKey(): 0o644, p.adminKey(): 0o640}
+	for path, mode := range loose {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What Start does first, in its order.
+	if err := dir.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ensure(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{string(dir): 0o700, p.dir: 0o700, p.caKey(): 0o600, p.adminKey(): 0o600}
+	for path, mode := range want {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Mode().Perm(); got != mode {
+			t.Errorf("%s has mode %o after a start, want %o", path, got, mode)
+		}
+	}
+}

@@ -150,6 +150,10 @@ var (
 	// ErrAmbiguous: several endpoints could hold the volume and nothing
 	// tells which (no node affinity, or endpoints without topology).
 	ErrAmbiguous = errors.New("several endpoints serve the driver and nothing tells which one holds the volume")
+	// ErrAffinityNotOnDriverKeys: the volume's node affinity has a term on
+	// none of the topology keys the driver reports (kubernetes.io/hostname
+	// only, say), so it cannot tell the driver's endpoints apart.
+	ErrAffinityNotOnDriverKeys = errors.New("the volume's node affinity names none of the topology keys the driver reports, so nothing tells which endpoint holds the volume")
 )
 
 // chooseForDelete is ForDelete's rule, pure:

@@ -2,37 +2,99 @@ package doctor
 
 import (
 	"fmt"
-	"regexp"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	storagev1 "k8s.io/api/storage/v1"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
-// missingBackendVolumes: PVs of a driver that was read whose volume the
-// driver does not list; not those being deleted or reclaimed (Released or
-// Failed with policy Delete), whose volume may go first.
-func missingBackendVolumes(s *Snapshot) []Finding {
+// missingBackendVolumes: PVs of a driver whose volume no listing holds,
+// neither the one before the cluster was read nor the one after; not
+// those being deleted or reclaimed (Released or Failed with policy
+// Delete), whose volume may go first. A volume is missing only when every
+// endpoint that could hold it was listed (listingOf); the notes count the
+// PVs that could not be checked, and why.
+func missingBackendVolumes(s *Snapshot) ([]Finding, []string) {
 	var out []Finding
+	unchecked := map[string]int{}
 	for _, pv := range s.Volumes {
 		csi := pv.Spec.CSI
 		if csi == nil || pv.DeletionTimestamp != nil || reclaiming(pv) {
 			continue
 		}
-		var could []Backend // the endpoints that would list it
-		for _, b := range s.Backends {
-			if b.Driver == csi.Driver && topologyFits(pv, b.Topology) {
-				could = append(could, b)
-			}
+		listed, why := listingOf(s, pv)
+		if why != "" {
+			unchecked[fmt.Sprintf("of driver %s not checked: %s", csi.Driver, why)]++
+			continue
 		}
-		if len(could) == 0 || slices.ContainsFunc(could, func(b Backend) bool { return b.holds(csi.VolumeHandle) }) {
+		if slices.ContainsFunc(listed, func(b Backend) bool { return b.holds(csi.VolumeHandle) || b.Relisted[csi.VolumeHandle] }) {
 			continue
 		}
 		out = append(out, missingFinding(s, pv))
 	}
-	return out
+	var notes []string
+	for _, why := range slices.Sorted(maps.Keys(unchecked)) {
+		notes = append(notes, fmt.Sprintf("%d PV(s) %s", unchecked[why], why))
+	}
+	return out, notes
+}
+
+// listingOf returns the listed endpoints of the PV's driver that could
+// hold its volume, when they are all the endpoints that could: a central
+// endpoint (one without topology) lists every volume of its driver; a
+// node-local driver's volume may be on any node that runs the driver (its
+// CSINode) and that the PV's node affinity allows (the node's labels, so
+// that an affinity by hostname counts too). Otherwise why the listing is
+// not complete.
+func listingOf(s *Snapshot, pv *v1.PersistentVolume) ([]Backend, string) {
+	driver := pv.Spec.CSI.Driver
+	var local []Backend
+	for _, b := range s.Backends {
+		switch {
+		case b.Driver != driver:
+		case len(b.Topology) == 0:
+			return []Backend{b}, ""
+		default:
+			local = append(local, b)
+		}
+	}
+	if len(local) == 0 {
+		return nil, "no endpoint of it was read"
+	}
+	var listed []Backend
+	var unlisted []string
+	runs := false
+	for _, cn := range s.CSINodes {
+		i := slices.IndexFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver })
+		if i < 0 {
+			continue
+		}
+		runs = true
+		if n := findNode(s, cn.Name); n != nil && volumehelpers.CheckNodeAffinity(pv, n.Labels) != nil {
+			continue
+		}
+		j := slices.IndexFunc(local, func(b Backend) bool { return b.Node == cn.Spec.Drivers[i].NodeID })
+		if j < 0 {
+			unlisted = append(unlisted, cn.Name)
+			continue
+		}
+		listed = append(listed, local[j])
+	}
+	switch {
+	case !runs:
+		return nil, "no CSINode says which nodes run it"
+	case len(unlisted) > 0:
+		slices.Sort(unlisted)
+		return nil, "the endpoints of node(s) " + strings.Join(unlisted, ", ") + " were not read"
+	case len(listed) == 0:
+		return nil, "no node that runs it is allowed by their node affinity"
+	}
+	return listed, ""
 }
 
 func reclaiming(pv *v1.PersistentVolume) bool {
@@ -40,53 +102,34 @@ func reclaiming(pv *v1.PersistentVolume) bool {
 		(pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed)
 }
 
-// provisioningNote warns that volumes being provisioned exist before their
-// PV does; "" when no claim is being provisioned.
-func provisioningNote(s *Snapshot) string {
-	n := 0
-	for _, c := range s.Claims {
-		if c.Spec.VolumeName == "" && slices.Contains(c.Finalizers, provisioningFinalizer) {
-			n++
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d claim(s) being provisioned: a volume just made for one shows as orphaned until its PV exists; check again", n)
-}
-
 func missingFinding(s *Snapshot, pv *v1.PersistentVolume) Finding {
 	csi := pv.Spec.CSI
-	f := Finding{Kind: KindMissingBackendVolume, Object: volumeObject(pv.Name),
+	f := Finding{Kind: KindMissingBackendVolume, Severity: SeverityProblem, Object: volumeObject(pv.Name),
 		Problem: fmt.Sprintf("Its volume %s is gone from driver %s: its data is lost (phase %s).",
 			csi.VolumeHandle, csi.Driver, pv.Status.Phase)}
+	listing := fmt.Sprintf("should the volume be missing from the listing only by a fault of driver %s, ", csi.Driver)
 	if c := boundClaim(s, pv); c != nil {
 		f.Problem = fmt.Sprintf("Its volume %s is gone from driver %s: the data of claim %s/%s is lost (phase %s).",
 			csi.VolumeHandle, csi.Driver, c.Namespace, c.Name, pv.Status.Phase)
+		risk := "its pods lose the claim"
+		if r := reclaimRisk(pv); r != "" {
+			risk = listing + r
+		}
 		f.Fixes = append(f.Fixes, Fix{Says: fmt.Sprintf("delete claim %s/%s, whose data is already gone", c.Namespace, c.Name),
+			Risk:    risk,
 			Command: fmt.Sprintf("kubectl delete pvc -n %s %s", c.Namespace, c.Name)})
 	}
+	risk := listing + "no PV refers to it any more (doctor then reports it orphaned)"
+	if slices.Contains(pv.Finalizers, binding.ExternalFinalizer) && pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete {
+		risk = listing + "the provisioner deletes it with its data (reclaim policy Delete)"
+	}
 	f.Fixes = append(f.Fixes, Fix{Says: "delete the PV, which names a volume that no longer exists",
-		Command: "kubectl delete pv " + pv.Name})
+		Risk: risk, Command: "kubectl delete pv " + pv.Name})
 	return f
 }
 
-// orphanedBackendVolumes: volumes a driver lists that no PV refers to.
-func orphanedBackendVolumes(s *Snapshot) []Finding {
-	var out []Finding
-	for _, b := range s.Backends {
-		for _, vol := range b.Volumes {
-			if slices.ContainsFunc(s.Volumes, func(pv *v1.PersistentVolume) bool { return refersTo(pv, b, vol.ID) }) {
-				continue
-			}
-			out = append(out, Finding{Kind: KindOrphanedBackendVolume,
-				Object:  Object{Kind: ObjectBackendVolume, Name: vol.ID, Driver: b.Driver, Node: b.Node},
-				Problem: fmt.Sprintf("Driver %s holds volume %s%s, which no PV refers to: its space is used and no claim can reach its data.", b.Driver, vol.ID, onNode(b.Node)),
-				Fixes: []Fix{{Says: "adopt it as a Retain PV of no class (data kept); set storageClassName and accessModes to what its claims need",
-					Command: adoptManifest(b, vol)}}})
-		}
-	}
-	return out
+func (b Backend) holds(id string) bool {
+	return slices.ContainsFunc(b.Volumes, func(v BackendVolume) bool { return v.ID == id })
 }
 
 func onNode(node string) string {
@@ -94,10 +137,6 @@ func onNode(node string) string {
 		return ""
 	}
 	return " on node " + node
-}
-
-func (b Backend) holds(id string) bool {
-	return slices.ContainsFunc(b.Volumes, func(v BackendVolume) bool { return v.ID == id })
 }
 
 func refersTo(pv *v1.PersistentVolume, b Backend, id string) bool {
@@ -121,54 +160,4 @@ func topologyFits(pv *v1.PersistentVolume, segment map[string]string) bool {
 		}
 		return true
 	})
-}
-
-var notInName = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// adoptManifest is the command that creates a Retain PV for a backend
-// volume: its capacity, context and topology as the driver lists them.
-func adoptManifest(b Backend, vol BackendVolume) string {
-	name := strings.Trim(notInName.ReplaceAllString(strings.ToLower(vol.ID), "-"), "-.")
-	var m strings.Builder
-	m.WriteString("echo '\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n")
-	fmt.Fprintf(&m, "  name: adopted-%s\nspec:\n  capacity:\n", name)
-	if vol.CapacityBytes > 0 {
-		fmt.Fprintf(&m, "    storage: %s\n", resource.NewQuantity(vol.CapacityBytes, resource.BinarySI))
-	} else {
-		m.WriteString("    storage: 1Gi # the driver did not say: set the volume's size\n")
-	}
-	m.WriteString("  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Retain\n")
-	m.WriteString("  storageClassName: \"\"\n  csi:\n")
-	fmt.Fprintf(&m, "    driver: %s\n    volumeHandle: %s\n", b.Driver, vol.ID)
-	if len(vol.Context) > 0 {
-		m.WriteString("    volumeAttributes:\n")
-		for _, k := range sortedKeys(vol.Context) {
-			fmt.Fprintf(&m, "      %s: %q\n", k, vol.Context[k])
-		}
-	}
-	writeAffinity(&m, vol.Accessible)
-	m.WriteString("' | kubectl create -f -")
-	return m.String()
-}
-
-func writeAffinity(m *strings.Builder, segments []map[string]string) {
-	if len(segments) == 0 || len(segments[0]) == 0 {
-		return
-	}
-	m.WriteString("  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n")
-	for _, seg := range segments {
-		m.WriteString("      - matchExpressions:\n")
-		for _, k := range sortedKeys(seg) {
-			fmt.Fprintf(m, "        - key: %s\n          operator: In\n          values: [%q]\n", k, seg[k])
-		}
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -25,7 +25,8 @@ type claimOpt func(*v1.PersistentVolumeClaim)
 // claim is a Bound claim "ns/name" of class "fast", 1Gi, RWO, an hour old.
 func claim(name string, opts ...claimOpt) *v1.PersistentVolumeClaim {
 	c := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: ago(time.Hour)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: ago(time.Hour),
+			ResourceVersion: "7"},
 		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast"),
 			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
@@ -60,7 +61,7 @@ type pvOpt func(*v1.PersistentVolume)
 // "fast", 1Gi, RWO, Retain.
 func pv(name string, opts ...pvOpt) *v1.PersistentVolume {
 	p := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "8"},
 		Spec: v1.PersistentVolumeSpec{StorageClassName: "fast",
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
@@ -100,9 +101,9 @@ func pvDeleting(age time.Duration, finalizers ...string) pvOpt {
 	}
 }
 
-// va attaches volume pv to node.
+// va attaches volume pv to node, made an hour ago.
 func va(name, pv, node string) *storagev1.VolumeAttachment {
-	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "9", CreationTimestamp: ago(time.Hour)},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "network.csi.volplane.io", NodeName: node,
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
@@ -117,7 +118,29 @@ func class(name, provisioner string, wait bool) *storagev1.StorageClass {
 	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, VolumeBindingMode: &mode}
 }
 
-func node(name string) *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+// node is a node labelled with its hostname and hostpathDriver's topology
+// key; inUse are the unique volume names its status.volumesInUse reports.
+func node(name string, inUse ...v1.UniqueVolumeName) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name, topoKey: name}},
+		Status: v1.NodeStatus{VolumesInUse: inUse}}
+}
+
+// topoKey is hostpathDriver's topology key.
+const topoKey = "topology.hostpath.csi.volplane.io/node"
+
+// csiNode says node runs drivers, each with node ID = the node's name.
+func csiNode(name string, drivers ...string) *storagev1.CSINode {
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, d := range drivers {
+		n.Spec.Drivers = append(n.Spec.Drivers, storagev1.CSINodeDriver{Name: d, NodeID: name, TopologyKeys: []string{topoKey}})
+	}
+	return n
+}
+
+// nodeBackend is hostpathDriver's endpoint on node, listing vols.
+func nodeBackend(node string, vols ...BackendVolume) Backend {
+	return Backend{Driver: hostpathDriver, Node: node, Topology: map[string]string{topoKey: node}, Volumes: vols}
+}
 
 // pod is a running pod on node using claim.
 func pod(name, node, claim string) *v1.Pod {
@@ -153,7 +176,26 @@ func (w *world) pods(ps ...*v1.Pod) *world {
 	w.s.Pods = append(w.s.Pods, ps...)
 	return w
 }
+
+// backends are the endpoints listed; a backend without Relisted lists
+// again, after the cluster was read, what it listed before.
 func (w *world) backends(bs ...Backend) *world {
 	w.s.Backends = append([]Backend{}, bs...)
+	for i, b := range w.s.Backends {
+		if b.Relisted == nil {
+			w.s.Backends[i].Relisted = map[string]bool{}
+			for _, v := range b.Volumes {
+				w.s.Backends[i].Relisted[v.ID] = true
+			}
+		}
+	}
+	return w
+}
+func (w *world) nodes(ns ...*v1.Node) *world {
+	w.s.Nodes = ns
+	return w
+}
+func (w *world) csiNodes(ns ...*storagev1.CSINode) *world {
+	w.s.CSINodes = append(w.s.CSINodes, ns...)
 	return w
 }

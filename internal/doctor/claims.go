@@ -41,15 +41,17 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 		if r.Volumes != nil && r.Volumes.Tally.Considered > 0 {
 			problem += " " + explain.Sentence(r.Volumes.Summary)
 		}
-		out = append(out, Finding{Kind: KindClaimPending, Object: claimObject(c), Problem: problem,
+		out = append(out, Finding{Kind: KindClaimPending, Severity: SeverityProblem, Object: claimObject(c), Problem: problem,
 			Fixes: []Fix{explainClaim(c)}})
 	}
 	return out
 }
 
-// staleClaimRefs: Released Retain volumes whose claim is gone (or is a new
-// claim of the same name): the binder never binds them again by itself.
-func staleClaimRefs(s *Snapshot) []Finding {
+// retainedVolumes: Released Retain volumes whose claim is gone (or is a
+// new claim of the same name). That is their policy's rest, not a
+// problem: the binder binds them to no claim until someone gives the old
+// tenant's data to one, which only that someone can decide.
+func retainedVolumes(s *Snapshot) []Finding {
 	var out []Finding
 	for _, pv := range s.Volumes {
 		ref := pv.Spec.ClaimRef
@@ -61,15 +63,20 @@ func staleClaimRefs(s *Snapshot) []Finding {
 		if claim != nil && claim.UID == ref.UID {
 			continue
 		}
-		problem := fmt.Sprintf("Released with reclaim policy Retain: its claim %s/%s is gone, so no claim can bind it until its claimRef is cleared.",
-			ref.Namespace, ref.Name)
+		key := binding.ClaimRefKey(ref)
+		f := Finding{Kind: KindRetainedVolume, Severity: SeverityInfo, Object: volumeObject(pv.Name),
+			Problem: fmt.Sprintf("Released with reclaim policy Retain: its claim %s is gone, and its data kept; no claim binds it until you give it to one.", key)}
+		fix := Fix{Says: "to give its data to one claim, pre-bind it to that claim: only that claim can bind it",
+			Risk:    fmt.Sprintf("the claim named gets the data of claim %s as it is; save or wipe it first if it goes to someone else", key),
+			Command: "volplane release pv " + pv.Name + " --to NAMESPACE/NAME"}
 		if claim != nil {
-			problem = fmt.Sprintf("Released with reclaim policy Retain: its claim %s/%s was deleted (the claim of that name now is a new one), so no claim can bind it until its claimRef is cleared.",
-				ref.Namespace, ref.Name)
+			f.Problem = fmt.Sprintf("Released with reclaim policy Retain: its claim %s was deleted, and its data kept; the claim of that name now is a new one (uid %s), which it does not bind by itself.",
+				key, claim.UID)
+			fix.Says = fmt.Sprintf("to give its data to the new claim %s, pre-bind it to that claim: only that claim can bind it", key)
+			fix.Command = "volplane release pv " + pv.Name + " --to " + key
 		}
-		out = append(out, Finding{Kind: KindStaleClaimRef, Object: volumeObject(pv.Name), Problem: problem,
-			Fixes: []Fix{{Says: "clear the stale claimRef: the volume, data kept, becomes Available to any claim that fits",
-				Command: "volplane release pv " + pv.Name}}})
+		f.Fixes = []Fix{fix}
+		out = append(out, f)
 	}
 	return out
 }
@@ -107,7 +114,7 @@ func bindingInvariants(s *Snapshot) []Finding {
 }
 
 func invariantFinding(o Object, violation string, see Fix) Finding {
-	return Finding{Kind: KindBindingInvariant, Object: o,
+	return Finding{Kind: KindBindingInvariant, Severity: SeverityProblem, Object: o,
 		Problem: violation + ": the binder never leaves this at rest (a bug, or a hand edit); report it with both objects' YAML.",
 		Fixes:   []Fix{see}}
 }

@@ -5,16 +5,29 @@
 // terminal or as stable JSON. Reading the snapshot and running the fixes
 // is the caller's (internal/checkup).
 //
+// No advice of it may lose data unawares: every fix is safe to paste at
+// any later time (a finalizer is removed by a JSON patch that tests the
+// resourceVersion and the finalizer's index), or its Risk names what it
+// may lose. What cannot be known from one snapshot is held back: an
+// attachment is stale only once its node no longer reports the volume in
+// use and it is older than a grace; a volume is missing only from a
+// listing of every endpoint that could hold it; a backend volume that may
+// be a claim's being provisioned is not offered for adoption.
+//
 // It has no lifecycle rules of its own: a pending claim's summary comes
 // from binding.Match and binding.Count, the binder's invariants from
 // internal/invariants, what keeps a claim from deletion from
-// internal/protection, the finalizer names from the packages that add
+// internal/protection, unique volume names and attachment names from
+// internal/attachment, the finalizer names from the packages that add
 // them.
 //
 // Nouns: Snapshot (what is checked), Backend (one CSI controller
-// endpoint's volumes), Finding (one problem: a Kind from a closed set,
-// the Object, a sentence, and the Fixes), Fix (a command to paste and
-// what it does), Report (every finding, sorted, and notes on what was not
+// endpoint's volumes, listed before and after the cluster was read),
+// Finding (a Kind from a closed set, its Severity: a problem, or
+// information that does not count in the exit code; the Object, a
+// sentence, and the Fixes), Fix (a command to paste, what it does, and
+// its Risk), Report (every finding, sorted, and notes on what was not
 // checked), ReleaseDecision (whether `volplane release pv` may clear a
-// volume's claimRef, or the Refusal why not).
+// volume's claimRef or pre-bind it to one claim, or the Refusal why not,
+// decided on a ReleaseInput).
 package doctor

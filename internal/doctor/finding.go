@@ -5,19 +5,22 @@ import (
 	"slices"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+
 	"github.com/volplane/volplane/internal/explain"
 )
 
-// Kind is what kind of problem a finding is. The set is closed; scripts
+// Kind is what kind of finding one is. The set is closed; scripts
 // match on these strings (-o json "kind").
 type Kind string
 
 const (
 	// KindClaimPending: a claim Pending longer than Thresholds.PendingFor.
 	KindClaimPending Kind = "claim-pending"
-	// KindStaleClaimRef: a Released Retain volume whose claim is gone; it
-	// can never be bound again until its claimRef is cleared.
-	KindStaleClaimRef Kind = "stale-claim-ref"
+	// KindRetainedVolume (information): a Released Retain volume whose
+	// claim is gone, at rest as its policy says; no claim binds it until
+	// someone gives its data to one (`volplane release pv --to`).
+	KindRetainedVolume Kind = "retained-volume"
 	// KindOrphanedBackendVolume: a driver holds a volume no PV refers to.
 	KindOrphanedBackendVolume Kind = "orphaned-backend-volume"
 	// KindMissingBackendVolume: a PV whose volume its driver no longer has.
@@ -36,8 +39,8 @@ const (
 
 // Kinds is every Kind, in the order a report lists them.
 func Kinds() []Kind {
-	return []Kind{KindBindingInvariant, KindClaimPending, KindStaleClaimRef, KindStuckDeleting,
-		KindMissingBackendVolume, KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused}
+	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
+		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume}
 }
 
 // Object names what a finding is about. Kind is the API kind
@@ -60,16 +63,31 @@ const (
 	ObjectBackendVolume = "BackendVolume"
 )
 
-// Fix is one command to paste and what it does (data loss, if any, said).
+// Fix is one command to paste and what it does. A fix is either safe to
+// paste at any later time (its write carries a precondition that fails
+// once what it rests on changed) or its Risk names what it may lose.
 type Fix struct {
-	Says    string `json:"says"`
+	Says string `json:"says"`
+	// Risk, when not empty, names what the command may lose or break, and
+	// when: read it before pasting.
+	Risk    string `json:"risk,omitempty"`
 	Command string `json:"command"`
 }
 
+// Severity says whether a finding is a problem (it counts in the exit
+// code) or information about a state at rest (it does not).
+type Severity string
+
+const (
+	SeverityProblem Severity = "problem"
+	SeverityInfo    Severity = "info"
+)
+
 // Finding is one problem.
 type Finding struct {
-	Kind   Kind   `json:"kind"`
-	Object Object `json:"object"`
+	Kind     Kind     `json:"kind"`
+	Severity Severity `json:"severity"`
+	Object   Object   `json:"object"`
 	// Problem is one sentence for people.
 	Problem string `json:"problem"`
 	// Fixes are alternatives or steps, in the order to try them.
@@ -84,10 +102,26 @@ type Report struct {
 	Notes []string `json:"notes"`
 }
 
+// Problems counts the findings of SeverityProblem: what the exit code
+// counts.
+func (r Report) Problems() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == SeverityProblem {
+			n++
+		}
+	}
+	return n
+}
+
 // Thresholds say how long a state may last before it is a problem.
 type Thresholds struct {
 	PendingFor  time.Duration
 	DeletingFor time.Duration
+	// AttachmentGrace is how long a VolumeAttachment must exist before
+	// doctor advises deleting it, on top of its node no longer reporting
+	// the volume in use (the attach/detach loop's unmount wait).
+	AttachmentGrace time.Duration
 }
 
 // Snapshot is what Check looks at: the cluster as explain reads it (its
@@ -99,6 +133,9 @@ type Snapshot struct {
 	// checks are skipped (BackendsSkipped says why).
 	Backends        []Backend
 	BackendsSkipped string
+	// CSINodes say which nodes run which driver: the endpoints a complete
+	// listing of a node-local driver must include.
+	CSINodes []*storagev1.CSINode
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.
@@ -108,8 +145,11 @@ type Backend struct {
 	// empty when its volumes are reachable from every node.
 	Topology map[string]string
 	// Node names the endpoint's node for people ("" when none).
-	Node    string
-	Volumes []BackendVolume
+	Node string
+	// Volumes are listed before the cluster is read; Relisted are the IDs
+	// listed again after it (nil: not listed again).
+	Volumes  []BackendVolume
+	Relisted map[string]bool
 }
 
 // BackendVolume is one volume of ListVolumes.
@@ -127,18 +167,17 @@ func Check(s *Snapshot, t Thresholds) Report {
 	var fs []Finding
 	fs = append(fs, bindingInvariants(s)...)
 	fs = append(fs, pendingClaims(s, t.PendingFor)...)
-	fs = append(fs, staleClaimRefs(s)...)
-	fs = append(fs, stuckDeleting(s, t.DeletingFor)...)
+	fs = append(fs, retainedVolumes(s)...)
+	fs = append(fs, stuckDeleting(s, t)...)
 	if s.Backends == nil {
 		r.Notes = append(r.Notes, "backend volumes not checked: "+s.BackendsSkipped)
 	} else {
-		fs = append(fs, missingBackendVolumes(s)...)
+		missing, notes := missingBackendVolumes(s)
+		fs = append(fs, missing...)
+		r.Notes = append(r.Notes, notes...)
 		fs = append(fs, orphanedBackendVolumes(s)...)
-		if note := provisioningNote(s); note != "" {
-			r.Notes = append(r.Notes, note)
-		}
 	}
-	fs = append(fs, staleAttachments(s)...)
+	fs = append(fs, staleAttachments(s, t.AttachmentGrace)...)
 	sortFindings(fs)
 	r.Findings = fs
 	if r.Findings == nil {

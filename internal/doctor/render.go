@@ -21,8 +21,10 @@ func (r Report) JSON(w io.Writer) error {
 }
 
 // Table writes the report for people: a count by kind, the notes, then each
-// finding with its fixes; no line is wider than Width, except a word that
-// is wider by itself.
+// finding with its fixes, the risk of a fix before its command; no line is
+// wider than Width, except a word that is wider by itself and the lines of
+// a here-document, which are written as they are, from the first column,
+// so that they paste as they are.
 func (r Report) Table(w io.Writer) error {
 	var b strings.Builder
 	writeWords(&b, "", "  ", r.headline())
@@ -31,10 +33,17 @@ func (r Report) Table(w io.Writer) error {
 	}
 	for _, f := range r.Findings {
 		b.WriteString("\n")
-		writeWrapped(&b, "", "  ", fmt.Sprintf("%s: %s", f.Kind, f.Object))
+		label := string(f.Kind)
+		if f.Severity == SeverityInfo {
+			label += " (info)"
+		}
+		writeWrapped(&b, "", "  ", fmt.Sprintf("%s: %s", label, f.Object))
 		writeWrapped(&b, "  ", "  ", f.Problem)
 		for _, fix := range f.Fixes {
 			writeWrapped(&b, "  Fix: ", "       ", fix.Says+":")
+			if fix.Risk != "" {
+				writeWrapped(&b, "  Risk: ", "        ", explain.Sentence(fix.Risk))
+			}
 			writeCommand(&b, "    ", fix.Command)
 		}
 	}
@@ -42,21 +51,35 @@ func (r Report) Table(w io.Writer) error {
 	return err
 }
 
-// headline counts the findings by kind, each count and kind one word
-// that wrapping keeps together.
+// headline counts the problems by kind, then the information by kind,
+// each count and kind one word that wrapping keeps together.
 func (r Report) headline() []string {
-	if len(r.Findings) == 0 {
-		return []string{"No", "problems", "found."}
+	problems := r.Problems()
+	words := []string{"No", "problems", "found."}
+	if problems > 0 {
+		noun := "problems:"
+		if problems == 1 {
+			noun = "problem:"
+		}
+		words = append([]string{fmt.Sprint(problems), noun}, countKinds(r.Findings, SeverityProblem)...)
 	}
+	if problems < len(r.Findings) {
+		words = append(words, "For", "information:")
+		words = append(words, countKinds(r.Findings, SeverityInfo)...)
+	}
+	return words
+}
+
+// countKinds is "N kind," for each kind of the findings of severity, the
+// last ending in a full stop.
+func countKinds(fs []Finding, severity Severity) []string {
 	counts := map[Kind]int{}
-	for _, f := range r.Findings {
-		counts[f.Kind]++
+	for _, f := range fs {
+		if f.Severity == severity {
+			counts[f.Kind]++
+		}
 	}
-	noun := "problems:"
-	if len(r.Findings) == 1 {
-		noun = "problem:"
-	}
-	words := []string{fmt.Sprint(len(r.Findings)), noun}
+	var words []string
 	for _, k := range Kinds() {
 		if counts[k] > 0 {
 			words = append(words, fmt.Sprintf("%d %s,", counts[k], k))
@@ -97,15 +120,14 @@ func writeWords(b *strings.Builder, first, rest string, words []string) {
 	}
 }
 
-// writeCommand writes a command indented, so it can be pasted as is: a
-// multi-line command (a manifest) line by line, a long one-line command
-// broken at spaces: outside quotes with a trailing backslash, inside single
-// quotes (JSON, where a newline is a space) as is.
+// writeCommand writes a command so it can be pasted as is: a multi-line
+// command (a manifest in a here-document, whose end must start its line)
+// as it is, from the first column; a one-line command indented, broken at
+// spaces when long: outside quotes with a trailing backslash, inside
+// single quotes (JSON, where a newline is a space) as is.
 func writeCommand(b *strings.Builder, indent, cmd string) {
 	if strings.Contains(cmd, "\n") {
-		for _, l := range strings.Split(cmd, "\n") {
-			b.WriteString(indent + l + "\n")
-		}
+		b.WriteString(cmd + "\n")
 		return
 	}
 	line := indent

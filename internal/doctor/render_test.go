@@ -83,7 +83,7 @@ func TestJSONFieldNamesAreStable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range doc.Findings {
-		for _, key := range []string{"kind", "object", "problem", "fixes"} {
+		for _, key := range []string{"kind", "severity", "object", "problem", "fixes"} {
 			if _, ok := f[key]; !ok {
 				t.Errorf("finding without %q: %v", key, f)
 			}
@@ -99,5 +99,47 @@ func TestAgeReadsLikeKubectl(t *testing.T) {
 		if got := Age(d); got != want {
 			t.Errorf("Age(%s) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+func TestTableCountsInformationApartAndShowsEachRiskBeforeItsCommand(t *testing.T) {
+	w := newWorld().volumes(pv("old", claimRef("gone"), phase(v1.VolumeReleased))).
+		claims(claim("db", boundTo("pv-db"))).volumes(pv("pv-db", claimRef("db"))).attachments(va("csi-1", "pv-db", "gone"))
+	var b bytes.Buffer
+	r := Check(&w.s, graceful)
+	if err := r.Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "1 problem: 1 attachment-node-gone. For information: 1 retained-volume.\n") {
+		t.Errorf("headline:\n%s", out)
+	}
+	for _, want := range []string{"retained-volume (info): pv old\n", "  Risk: The Node object is gone, not necessarily the machine",
+		"  Risk: The claim named gets the data of claim ns/gone as it is"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "Risk: The Node") > strings.Index(out, "kubectl delete volumeattachment csi-1") {
+		t.Errorf("the risk comes after its command:\n%s", out)
+	}
+	r = Check(&newWorld().volumes(pv("old", claimRef("gone"), phase(v1.VolumeReleased))).s, graceful)
+	b.Reset()
+	_ = r.Table(&b)
+	if !strings.HasPrefix(b.String(), "No problems found. For information: 1 retained-volume.\n") || r.Problems() != 0 {
+		t.Errorf("only information: %d problems,\n%s", r.Problems(), b.String())
+	}
+}
+
+// A here-document ends only at a line that is its delimiter alone: the
+// table writes a multi-line command from the first column.
+func TestTableWritesAManifestAsItPastes(t *testing.T) {
+	w := newWorld().backends(Backend{Driver: hostpathDriver, Volumes: []BackendVolume{{ID: "vol-1"}}})
+	var b bytes.Buffer
+	if err := Check(&w.s, graceful).Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nkubectl create -f - <<'EOF'\napiVersion: v1\n") || !strings.HasSuffix(b.String(), "\nEOF\n") {
+		t.Errorf("got\n%s", b.String())
 	}
 }

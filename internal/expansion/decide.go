@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // Facts are what a sync of one claim read.
@@ -40,7 +42,7 @@ const (
 	Expand
 	// RetryLater: not now; try again after a backoff.
 	RetryLater
-	// Infeasible: Size cannot be asked for at all (SizeError); mark the
+	// Infeasible: Size cannot be asked for at all (quantity.TooLarge); mark the
 	// claim ControllerResizeInfeasible and never call the driver. Only a
 	// new request ends it.
 	Infeasible
@@ -121,7 +123,7 @@ func Decide(f Facts) Decision {
 	if size.Cmp(pvSize) < 0 {
 		size, reason = pvSize.DeepCopy(), ReasonVolumeCapacity
 	}
-	if _, ok := Bytes(size); !ok {
+	if _, ok := quantity.Bytes(size); !ok {
 		return Decision{Action: Infeasible, Reason: ReasonSizeBeyondInt64, Size: size}
 	}
 	if f.InfeasibleBackoff && sameQuantity(f.Claim.Status.AllocatedResources, size) {

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // FuzzDecide feeds Decide any sizes a claim's user can write (the request)
@@ -53,11 +55,11 @@ func FuzzDecide(f *testing.F) {
 		case d.Action == Expand && d.Size.Cmp(have) < 0:
 			t.Fatalf("asked for %s, below the volume's %s", d.Size.String(), have.String())
 		case d.Action == Expand:
-			if _, ok := Bytes(d.Size); !ok {
+			if _, ok := quantity.Bytes(d.Size); !ok {
 				t.Fatalf("asked for %s, which no CSI request carries", d.Size.String())
 			}
 		case d.Action == Infeasible:
-			if _, ok := Bytes(d.Size); ok {
+			if _, ok := quantity.Bytes(d.Size); ok {
 				t.Fatalf("refused %s, which a CSI request carries", d.Size.String())
 			}
 		}

@@ -151,8 +151,9 @@ func reclaimSummary(pv *v1.PersistentVolume, d binding.VolumeDecision, r *Volume
 	}
 	switch d.Reclaim {
 	case binding.ReclaimRetain:
-		return gone + "; policy Retain keeps the volume and its data until you act: save or wipe the data, then " +
-			"`volplane release pv " + pv.Name + "` makes it Available again (or delete the PV)."
+		return gone + "; policy Retain keeps the volume and its data until you act: give it to one claim with " +
+			"`volplane release pv " + pv.Name + " --to NAMESPACE/NAME`, or save or wipe the data and `volplane release pv " + pv.Name +
+			"` gives it to any claim that fits (or delete the PV)."
 	case binding.ReclaimExternal:
 		s := gone + "; policy Delete: " + VolumeProvisioner(pv) + " deletes the backend volume, then the PV."
 		if r.Provisioner != nil && !r.Provisioner.Serving {

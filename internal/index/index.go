@@ -1,6 +1,8 @@
 package index
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/google/btree"
@@ -213,6 +215,13 @@ func (x *Index) Candidates(claim *v1.PersistentVolumeClaim) []*v1.PersistentVolu
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// ClaimedBy returns the names of the PVs whose claimRef names the claim
+// key (namespace/name), sorted: what a deleted claim leaves released,
+// whether or not the claim had recorded its volumeName yet.
+func (x *Index) ClaimedBy(key string) []string {
+	return slices.Sorted(maps.Keys(x.byClaim[key]))
 }
 
 // All returns every PV held, sorted by name.

@@ -5,7 +5,8 @@
 // volume deleted, every claim deleted under a Delete policy fully
 // reclaimed, nothing stuck Terminating. It is meant for the end of soak and
 // e2e tests, once everything is quiescent: Read takes the state, Check
-// decides purely on it.
+// decides purely on it. Outside and Unchanged add the promise to a tenant:
+// what lies outside their namespace is the same after they acted.
 //
 // Nouns: State (claims, PVs and what each backend holds), Backend (one
 // driver instance's volumes: a node-local driver's on its node, or a

@@ -14,6 +14,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // The kubelet's event reasons for node expansion.
@@ -98,12 +99,16 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 	if err != nil {
 		return err
 	}
+	bytes, ok := quantity.Bytes(size)
+	if !ok {
+		return quantity.TooLarge(size)
+	}
 	secrets, err := a.nodeExpandSecrets(ctx, v.PV)
 	if err != nil {
 		return err
 	}
 	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: n.layout.TargetPath(pod.UID, v.PV.Name),
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: capability(v.PV), Secrets: secrets}
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: capability(v.PV), Secrets: secrets}
 	if e.Info.Stage {
 		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
 	}

@@ -119,12 +119,18 @@ func (c *Controller) onClaimDeleted(obj any) {
 	c.newClaim.Forget(key)
 	c.waiting.remove(key)
 	c.tallies.forget(key)
+	// Its volumes are released now: the one it names, and any whose
+	// claimRef names it although the claim was deleted before it recorded
+	// that volume (the resync leaves Bound volumes alone).
+	released := c.index.ClaimedBy(key)
 	c.mu.Unlock()
 	c.events.forget(claim.UID)
 	c.ops.forget(key)
 	if claim.Spec.VolumeName != "" {
-		// Its volume is released now.
-		c.volumeQ.Add(claim.Spec.VolumeName)
+		released = append(released, claim.Spec.VolumeName)
+	}
+	for _, name := range released {
+		c.volumeQ.Add(name)
 	}
 }
 

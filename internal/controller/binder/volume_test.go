@@ -53,3 +53,26 @@ func TestAPreBoundVolumeOfAWaitForFirstConsumerClassWakesItsClaim(t *testing.T) 
 		t.Error("the claim the PV names was not woken")
 	}
 }
+
+// A claim deleted after its PV's claimRef named it but before it recorded
+// spec.volumeName still releases that PV: the delete queues every PV whose
+// claimRef names the claim, since the resync leaves Bound PVs alone.
+func TestADeletedClaimQueuesTheVolumesThatNameIt(t *testing.T) {
+	pv := localVolume("fast")
+	claim := localClaim("fast")
+	claim.UID = "claim-uid"
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+	pv.Status.Phase = v1.VolumeBound
+	b := newFakeBinder(t, classBinding("fast", storagev1.VolumeBindingImmediate), claim, pv)
+	for b.volumeQ.Len() > 0 {
+		name, _ := b.volumeQ.Get()
+		b.volumeQ.Done(name)
+	}
+	b.informerDeletes(t, claim)
+	if b.volumeQ.Len() != 1 {
+		t.Fatalf("%d volumes queued after the claim's delete, want pv", b.volumeQ.Len())
+	}
+	if name, _ := b.volumeQ.Get(); name != pv.Name {
+		t.Errorf("queued %q, want %q", name, pv.Name)
+	}
+}

@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -80,6 +81,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	case claimRace:
 		return c.race(ctx, key, claim)
 	case claimFinish:
+		c.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case claimCleanup:
@@ -116,6 +118,10 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
 	}
 	p, err := c.plan(ctx, claim, class, driver, forCreate)
+	var misfit *pinMisfit
+	if errors.As(err, &misfit) {
+		return c.ignorePin(ctx, claim, driver, misfit)
+	}
 	if err != nil {
 		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
 	}
@@ -125,11 +131,34 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
 		return err
 	}
-	vol, err := create(ctx, p)
+	vol, err := c.create(ctx, claim, p)
 	if movable && csi.IsOutOfRoom(err) {
 		claim, p, vol, err = c.fallBack(ctx, claim, driver, p, err)
 	}
 	return c.provisioned(ctx, claim, class, driver, p, vol, err)
+}
+
+// ignorePin drops an endpoint pin that no attempt can have written (see
+// pinnedPlan) from the claim, says so, and has the claim planned again
+// without it: the new plan pins the endpoint it chooses. The write changes
+// only the marks, which wakes nobody (onClaimUpdated), hence the requeue.
+func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, misfit *pinMisfit) error {
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonRecordRejected, "ignored %v; choosing the endpoint again", misfit)
+	upd := claim.DeepCopy()
+	delete(upd.Annotations, AnnEndpointNode)
+	if _, err := c.updateClaim(ctx, upd); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Ignored an endpoint pin outside the claim's topology", "pin", misfit.node)
+	c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+	return nil
+}
+
+// create is create, remembered (createMemory) until its outcome settles.
+func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim, p plan) (*csipb.Volume, error) {
+	c.creates.sending(claim, p)
+	defer c.creates.answered(claim.UID)
+	return create(ctx, p)
 }
 
 // create asks the plan's endpoint for the volume. ResourceExhausted counts
@@ -157,7 +186,7 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 			return claim, p, nil, rerr
 		}
 		claim, p = upd, next
-		if vol, err = create(ctx, p); !csi.IsOutOfRoom(err) {
+		if vol, err = c.create(ctx, claim, p); !csi.IsOutOfRoom(err) {
 			break
 		}
 	}
@@ -182,6 +211,8 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed, "%v", err)
 		return err
 	}
+	// The PV owns the volume from now on.
+	c.creates.settled(claim.UID)
 	// Reported once the PV exists: the finalizer's removal below may
 	// conflict with the binder's bind and be finished by a later sync.
 	klog.FromContext(ctx).V(2).Info("Provisioned", "pv", pv.Name, "driver", driver, "handle", vol.GetVolumeId())
@@ -200,6 +231,9 @@ func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim
 	if _, ok := upd.Annotations[annSelectedNode]; ok && out.reschedule {
 		delete(upd.Annotations, annSelectedNode)
 		changed = true
+	}
+	if out.unpin {
+		c.creates.settled(claim.UID) // nothing was made
 	}
 	if out.unpin && markedInProgress(upd) {
 		unpin(upd)

@@ -8,12 +8,11 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -29,20 +28,66 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, volumeName(claim), metav1.GetOptions{})
 	switch {
 	case err == nil:
+		c.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("get PV %s: %w", volumeName(claim), err)
 	}
 	driver := claimDriver(claim)
-	if err := c.deleteBackend(ctx, claim, class, driver); err != nil {
+	p, exact, err := c.cleanupPlan(ctx, claim, class, driver)
+	if err == nil {
+		err = deleteBackend(ctx, p, exact)
+	}
+	if err != nil {
 		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonCleanupFailed,
 			"failed to delete the volume that may have been provisioned for the claim: %v", err)
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Cleaned up the backend volume of a claim that went away", "driver", driver)
+	c.creates.settled(claim.UID)
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
+}
+
+// syncOrphan cleans up after a claim that went away (its delete event,
+// keyed by UID) while a create of ours for it was unsettled
+// (createMemory): nothing on the claim holds the volume any more, so the
+// remembered plan is replayed and the volume deleted, with backoff until
+// that succeeds or the driver says none exists. A PV made meanwhile owns
+// the volume (the binder releases it, its reclaim policy decides).
+func (c *Controller) syncOrphan(ctx context.Context, key string) error {
+	uid := types.UID(key)
+	r, ok := c.creates.get(uid)
+	if !ok {
+		return nil
+	}
+	name := volumeName(r.claim)
+	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(r.claim), "uid", uid)
+	if cur, err := c.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
+		return nil // not gone after all (a relist's tombstone): its own syncs settle it
+	}
+	if r.inFlight {
+		return fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
+	}
+	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		logger.V(2).Info("The PV of a deleted claim owns its volume", "pv", name)
+		c.creates.settled(uid)
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get PV %s: %w", name, err)
+	}
+	driver := r.plan.endpoint.Info.Driver
+	if err := deleteBackend(klog.NewContext(ctx, logger), r.plan, true); err != nil {
+		c.event(r.claim, uid, driver, v1.EventTypeWarning, reasonCleanupFailed,
+			"failed to delete the volume that may have been provisioned for the claim, which was deleted meanwhile: %v", err)
+		return err
+	}
+	logger.V(2).Info("Cleaned up the backend volume of a deleted claim whose create was unsettled", "driver", driver)
+	c.creates.settled(uid)
+	return nil
 }
 
 // deleteBackend replays the request that may have made the claim's volume:
@@ -52,11 +97,7 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 // that name exists that the replayed request does not match: its ID cannot
 // be learned, so the finalizer stays and the user is told. To a request
 // rebuilt without what made the volume, no final answer proves anything.
-func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) error {
-	p, exact, err := c.cleanupPlan(ctx, claim, class, driver)
-	if err != nil {
-		return err
-	}
+func deleteBackend(ctx context.Context, p plan, exact bool) error {
 	// Asked as provisioning asks (create): a ResourceExhausted answer from
 	// a driver that made the volume anyway is confirmed before it counts.
 	vol, err := create(ctx, p)
@@ -81,19 +122,26 @@ func (c *Controller) deleteBackend(ctx context.Context, claim *v1.PersistentVolu
 
 // cleanupPlan is the request that may have made the claim's volume and the
 // endpoint it went to; exact says the request is the one sent:
-//   - the request recorded with the finalizer (AnnCreateRequest), which
-//     needs neither the class nor the clone source any more: exact;
-//   - for a claim from before requests were recorded: the class's plan, as
-//     when provisioning (exact), or without the clone source if that is gone;
+//   - the plan this process remembers sending (createMemory): exact;
+//   - the request recorded with the finalizer (AnnCreateRequest), if it
+//     passes its check (trustedRecord), which needs neither the class nor
+//     the clone source any more: exact;
+//   - without a record that passes: the class's plan, as when provisioning
+//     (exact), or without the clone source if that is gone;
 //   - with its class gone too: a request built from the claim alone.
 //
-// All go to the pinned endpoint, so each finds the volume if the driver
-// matches existing volumes by name, size and access type.
+// All go to the pinned endpoint, once it passes its check (checkPin), so
+// each finds the volume if the driver matches existing volumes by name,
+// size and access type. Every request is named pvc-<the claim's UID>:
+// nothing written on the claim makes the cleanup reach another volume.
 func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
-	req, recorded, err := recordedRequest(claim)
-	if err != nil {
-		return plan{}, false, err
+	if r, ok := c.creates.get(claim.UID); ok {
+		return r.plan, true, nil
 	}
+	if class != nil && !provisionsFor(class, driver) {
+		class = nil // not the class of the driver the claim names: it gives nothing
+	}
+	req, recorded := c.trustedRecord(claim, class, driver)
 	if !recorded && class != nil {
 		if p, err := c.plan(ctx, claim, class, driver, forCleanup); err == nil {
 			return p, true, nil
@@ -120,10 +168,64 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 	if err != nil {
 		return plan{}, false, err
 	}
+	if err := c.checkCleanupPin(claim, class, driver, info, ep); err != nil {
+		return plan{}, false, err
+	}
 	if info.Accessibility && len(ep.Info.Topology) > 0 {
 		req.AccessibilityRequirements = narrowedTo(ep)
 	}
 	return plan{request: req, endpoint: ep}, recorded, nil
+}
+
+// trustedRecord is the request recorded on the claim if it passes its
+// check (whyNotOurs); ok is false without one. A record that fails, or
+// cannot be read, is never replayed: it is reported, and the volume is
+// looked for as if none were recorded, by requests named for this claim.
+func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (*csipb.CreateVolumeRequest, bool) {
+	req, ok, err := recordedRequest(claim)
+	var why string
+	switch {
+	case err != nil:
+		why = err.Error()
+	case !ok:
+		return nil, false
+	default:
+		why = whyNotOurs(req, c.recordFacts(claim, class, driver))
+	}
+	if why == "" {
+		return req, true
+	}
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonRecordRejected,
+		"ignored the CreateVolume request recorded in annotation %s: %s; the claim's volume is looked for without it", AnnCreateRequest, why)
+	return nil, false
+}
+
+// checkCleanupPin is checkPin for the endpoint a cleanup would ask: within
+// the selected node, and the class's allowed topologies while the class
+// exists. A pin that fails is never asked: the finalizer stays, and the
+// error says so.
+func (c *Controller) checkCleanupPin(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info, ep *csi.Endpoint) error {
+	if class == nil {
+		class = &storagev1.StorageClass{}
+	}
+	in := requestInput{claim: claim, class: class, driver: info}
+	if info.Accessibility {
+		in.topologyKeys = c.pool.TopologyKeys(driver)
+	}
+	var err error
+	if len(in.topologyKeys) > 0 {
+		if in.selected, err = c.selectedNode(claim, driver); err != nil {
+			return err
+		}
+	}
+	segs, err := pinSegments(in)
+	if err != nil {
+		return err
+	}
+	if err := checkPin(ep, segs); err != nil {
+		return fmt.Errorf("%w; it is not asked: if no volume %s exists on the backend, remove the finalizer %s from the claim", err, volumeName(claim), ClaimFinalizer)
+	}
+	return nil
 }
 
 // cleanupEndpoint is the endpoint an earlier attempt asked: the pinned
@@ -153,32 +255,6 @@ func cleanupEndpoint(eps []*csi.Endpoint, pin string) (*csi.Endpoint, error) {
 // source or topology.
 func claimOnlyRequest(claim *v1.PersistentVolumeClaim, info csi.Info) (*csipb.CreateVolumeRequest, error) {
 	return buildRequest(requestInput{claim: claim, class: &storagev1.StorageClass{}, driver: info})
-}
-
-// recordRequest is the AnnCreateRequest value for req: without secrets,
-// which must not be written to the claim, and without topology, which the
-// endpoint pin decides again (and which can list every node).
-func recordRequest(req *csipb.CreateVolumeRequest) (string, error) {
-	r := proto.Clone(req).(*csipb.CreateVolumeRequest)
-	r.Secrets, r.AccessibilityRequirements = nil, nil
-	b, err := protojson.Marshal(r)
-	if err != nil {
-		return "", fmt.Errorf("record the CreateVolume request: %w", err)
-	}
-	return string(b), nil
-}
-
-// recordedRequest reads AnnCreateRequest; ok is false without one.
-func recordedRequest(claim *v1.PersistentVolumeClaim) (req *csipb.CreateVolumeRequest, ok bool, err error) {
-	rec := claim.Annotations[AnnCreateRequest]
-	if rec == "" {
-		return nil, false, nil
-	}
-	req = &csipb.CreateVolumeRequest{}
-	if err := protojson.Unmarshal([]byte(rec), req); err != nil {
-		return nil, false, fmt.Errorf("annotation %s: %w", AnnCreateRequest, err)
-	}
-	return req, true, nil
 }
 
 // cleanupSecrets is the provisioner secret's data for the cleanup of a

@@ -73,8 +73,12 @@ type Controller struct {
 	attachments cache.Indexer
 	synced      []cache.InformerSynced
 
-	claimQ   workqueue.TypedRateLimitingInterface[string]
-	volumeQ  workqueue.TypedRateLimitingInterface[string]
+	claimQ  workqueue.TypedRateLimitingInterface[string]
+	volumeQ workqueue.TypedRateLimitingInterface[string]
+	// orphanQ holds the UIDs of claims that went away while a create of
+	// ours for them was unsettled (creates); syncOrphan cleans up.
+	orphanQ  workqueue.TypedRateLimitingInterface[string]
+	creates  *createMemory
 	newClaim *loop.Newest[*v1.PersistentVolumeClaim]
 	madePVs  *loop.Newest[*v1.PersistentVolume]
 	events   *eventMemory
@@ -93,6 +97,8 @@ func New(cfg Config) (*Controller, error) {
 		recorders:         map[string]record.EventRecorder{},
 		claimQ:            loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
 		volumeQ:           loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
+		orphanQ:           loop.NewQueue("provisioner-orphans", 500*time.Millisecond, 5*time.Minute),
+		creates:           newCreateMemory(),
 		newClaim:          loop.NewNewest[*v1.PersistentVolumeClaim](),
 		madePVs:           loop.NewNewest[*v1.PersistentVolume](),
 		events:            newEventMemory(),
@@ -115,7 +121,7 @@ func New(cfg Config) (*Controller, error) {
 	// Failures here are calls to storage backends, which must not be hammered:
 	// back off per key from half a second to five minutes.
 	c.runner = &loop.Runner{Name: "Provisioner", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim}, {Q: c.volumeQ, Sync: c.syncVolume}},
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim}, {Q: c.volumeQ, Sync: c.syncVolume}, {Q: c.orphanQ, Sync: c.syncOrphan}},
 		Resync: c.resyncPending, ResyncPeriod: c.resync}
 	return c, nil
 }

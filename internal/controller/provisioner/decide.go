@@ -169,26 +169,37 @@ const (
 	volumeDelete
 	// volumeUnfinalize: a Retain PV needs no finalizer of ours.
 	volumeUnfinalize
+	// volumeFinalize: a Bound PV of ours under Delete lacks our finalizer
+	// (its policy was Retain, then Delete again): put it back, or a
+	// delete of the PV would leave the backend volume behind.
+	volumeFinalize
 )
 
 func (a volumeAction) String() string {
-	return [...]string{"none", "delete", "unfinalize"}[a]
+	return [...]string{"none", "delete", "unfinalize", "finalize"}[a]
 }
 
 // decideVolume decides a PV sync for the PVs we provisioned (volumeDriver).
+// As the external-provisioner's handleProtectionFinalizer, our finalizer
+// is on such a PV exactly while its policy is Delete: it goes under Retain
+// (and Recycle), and comes back on a Bound PV under Delete that is not
+// being deleted (a Released one is deleted anyway, finalizer or not).
 func decideVolume(pv *v1.PersistentVolume, serves func(string) bool) volumeAction {
 	if volumeDriver(pv, serves) == "" {
 		return volumeNone
 	}
 	ours := hasFinalizer(pv.Finalizers, VolumeFinalizer)
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
-	case v1.PersistentVolumeReclaimRetain:
+	case v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimRecycle:
 		if ours {
 			return volumeUnfinalize
 		}
 	case v1.PersistentVolumeReclaimDelete:
-		if pv.Status.Phase == v1.VolumeReleased && (pv.DeletionTimestamp == nil || ours) {
+		switch {
+		case pv.Status.Phase == v1.VolumeReleased && (pv.DeletionTimestamp == nil || ours):
 			return volumeDelete
+		case pv.Status.Phase == v1.VolumeBound && pv.DeletionTimestamp == nil && !ours:
+			return volumeFinalize
 		}
 	}
 	return volumeNone

@@ -85,6 +85,13 @@ func TestDecideVolume(t *testing.T) {
 		{"bound", pv(phase(v1.VolumeBound)), volumeNone},
 		{"retain with our finalizer", pv(retain), volumeUnfinalize},
 		{"retain released", pv(retain, noFinalizer), volumeNone},
+		{"recycle with our finalizer", pv(func(p *v1.PersistentVolume) { p.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRecycle }), volumeUnfinalize},
+		{"bound, delete again, no finalizer: back", pv(phase(v1.VolumeBound), noFinalizer), volumeFinalize},
+		{"bound, delete, no finalizer, being deleted", pv(phase(v1.VolumeBound), noFinalizer, gone), volumeNone},
+		{"available, delete, no finalizer", pv(phase(v1.VolumeAvailable), noFinalizer), volumeNone},
+		{"bound, no finalizer, another driver's", pv(phase(v1.VolumeBound), noFinalizer, func(p *v1.PersistentVolume) {
+			p.Annotations[volumehelpers.AnnDynamicallyProvisioned] = "other"
+		}), volumeNone},
 		{"not provisioned by us", pv(func(p *v1.PersistentVolume) { p.Annotations = nil }), volumeNone},
 		{"another driver's", pv(func(p *v1.PersistentVolume) {
 			p.Annotations[volumehelpers.AnnDynamicallyProvisioned] = "other"

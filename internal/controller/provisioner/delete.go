@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,6 +38,8 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	switch action {
 	case volumeUnfinalize:
 		return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
+	case volumeFinalize:
+		return c.addVolumeFinalizer(ctx, pv)
 	case volumeDelete:
 		return c.deleteReleasedVolume(ctx, pv)
 	}
@@ -114,11 +117,36 @@ func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*cs
 		return nil, err
 	}
 	ep, err := c.pool.ForVolume(driver, pv)
+	if errors.Is(err, csi.ErrAffinityNotOnDriverKeys) {
+		return nil, fmt.Errorf("cannot delete volume %s: %w; its node affinity (%s) cannot tell which instance holds it, and another would answer for an ID it never made; delete the volume on the backend, then remove the finalizer %s from the PV",
+			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv), VolumeFinalizer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot delete volume %s yet: %w; the volume is accessible from %s; waiting until the driver there is served",
 			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv))
 	}
 	return ep, nil
+}
+
+// addVolumeFinalizer puts our finalizer back on a PV decided from the
+// informer's copy; the write carries that copy's resourceVersion, so a PV
+// changed since (switched to Retain again, say) conflicts and is decided
+// again.
+func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
+	upd := pv.DeepCopy()
+	upd.Finalizers = append(upd.Finalizers, VolumeFinalizer)
+	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Finalizer back on a PV under Delete")
+	if _, ok := c.madePVs.Get(out.Name); ok {
+		c.madePVs.Observe(out.Name, out)
+	}
+	return nil
 }
 
 // dropVolumeFinalizer removes our finalizer from the live PV (the delete

@@ -140,6 +140,9 @@ func (c *Controller) onClaimDeleted(obj any) {
 			c.races.settled(claim.UID)
 		}
 		c.events.forget(claim.UID)
+		if _, ok := c.creates.get(claim.UID); ok {
+			c.orphanQ.Add(string(claim.UID))
+		}
 	}
 }
 

@@ -54,20 +54,12 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	if !ok {
 		return plan{}, final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
 	}
-	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
-	if info.Accessibility && len(in.topologyKeys) > 0 {
-		var err error
-		if in.selected, err = c.selectedNode(claim, driver); err != nil {
-			return plan{}, err
-		}
-		if in.selected == nil && len(class.AllowedTopologies) == 0 {
-			if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
-				return plan{}, err
-			}
-		}
+	in, err := c.topologyInput(claim, class, driver, info)
+	if err != nil {
+		return plan{}, err
 	}
 	if purpose != forCleanupWithoutSource {
-		src, err := c.sourceVolume(claim, class, driver, info)
+		src, err := c.sourceVolume(claim, driver, info)
 		if err != nil {
 			return plan{}, err
 		}
@@ -94,7 +86,7 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	}
 	p := plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements()), secrets: refs}
 	if node := claim.Annotations[AnnEndpointNode]; node != "" {
-		return c.pinnedPlan(p, driver, node)
+		return c.pinnedPlan(p, in, driver, node)
 	}
 	if purpose == forCreate {
 		if err := outsideTopology(p.endpoint, req.GetAccessibilityRequirements()); err != nil {
@@ -104,15 +96,44 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	return p, nil
 }
 
+// topologyInput is the request input with what the request's topology is
+// built from: the selected node, or, without one and without allowed
+// topologies in the class, every node.
+func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (requestInput, error) {
+	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
+	if !info.Accessibility || len(in.topologyKeys) == 0 {
+		return in, nil
+	}
+	var err error
+	if in.selected, err = c.selectedNode(claim, driver); err != nil {
+		return in, err
+	}
+	if in.selected == nil && len(class.AllowedTopologies) == 0 {
+		if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
 // pinnedPlan sends the request to the endpoint an earlier attempt asked
 // (AnnEndpointNode), narrowed to that endpoint's topology, since that is
 // where a volume of this name may already exist. If that endpoint is not
 // served now the claim waits (a retryable error): asking another could
-// make a second volume.
-func (c *Controller) pinnedPlan(p plan, driver, node string) (plan, error) {
+// make a second volume. A pin outside the selected node or the class's
+// allowed topologies is one no attempt wrote (checkPin): it is an error of
+// type *pinMisfit, never used.
+func (c *Controller) pinnedPlan(p plan, in requestInput, driver, node string) (plan, error) {
+	segs, err := pinSegments(in)
+	if err != nil {
+		return plan{}, err
+	}
 	for _, e := range c.pool.Endpoints(driver) {
 		if e.Info.NodeID != node {
 			continue
+		}
+		if err := checkPin(e, segs); err != nil {
+			return plan{}, err
 		}
 		if p.request.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
 			p.request.AccessibilityRequirements = narrowedTo(e)
@@ -175,20 +196,45 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 }
 
 // sourceVolume resolves a clone source to its PV (nil without a source):
-// only another claim of the same namespace and class, Bound to a PV of the
-// same driver, and only for a driver that can clone.
-func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (*v1.PersistentVolume, error) {
-	kind, name, group, ns := dataSource(claim)
-	switch {
-	case kind == "":
+// only another claim of the same namespace and class (the claim's class is
+// the one looked up by its name), Bound to a PV of the same driver that is
+// bound back to it, and only for a driver that can clone.
+func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, driver string, info csi.Info) (*v1.PersistentVolume, error) {
+	kind, name, _, _ := dataSource(claim)
+	if kind == "" {
 		return nil, nil
-	case kind != persistentVolumeClaimKind || group != "":
-		return nil, final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
-	case ns != "" && ns != claim.Namespace:
-		return nil, final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
-	case !info.Clone:
+	}
+	if err := clonable(claim); err != nil {
+		return nil, err
+	}
+	if !info.Clone {
 		return nil, final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver))
 	}
+	return c.boundSource(claim, name, driver)
+}
+
+// clonable says why the claim's data source is not a claim this provisioner
+// clones from, nil if it is: only a PersistentVolumeClaim of the claim's
+// own namespace.
+func clonable(claim *v1.PersistentVolumeClaim) error {
+	kind, name, group, ns := dataSource(claim)
+	switch {
+	case kind != persistentVolumeClaimKind || group != "":
+		return final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
+	case ns != "" && ns != claim.Namespace:
+		return final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
+	}
+	return nil
+}
+
+// boundSource is the PV of the source claim name, checked both ways: the
+// source claim is of the claim's class and Bound to it, and the PV, of
+// driver, is bound back to that claim (its claimRef names the claim's
+// namespace, name and UID). Only then is its volume the source claim's
+// own: a claim's spec.volumeName alone is what its user wrote (a pre-bind
+// to another tenant's volume, a bind not completed), and the PV says whose
+// volume it is.
+func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver string) (*v1.PersistentVolume, error) {
 	src, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("data source claim %q does not exist", name)
@@ -197,14 +243,17 @@ func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, class *storag
 		return nil, err
 	}
 	switch {
-	case binding.ClaimClass(src) != class.Name:
-		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), class.Name))
+	case binding.ClaimClass(src) != binding.ClaimClass(claim):
+		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), binding.ClaimClass(claim)))
 	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
 		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
 	}
 	pv, err := c.pvs.Get(src.Spec.VolumeName)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != src.UID || ref.Namespace != src.Namespace || ref.Name != src.Name {
+		return nil, fmt.Errorf("volume %q of data source claim %q is not bound to it", pv.Name, name)
 	}
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver {
 		return nil, final(errors.New("data source claim " + name + " is not a volume of driver " + driver))

@@ -11,6 +11,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // requestInput is everything a CreateVolumeRequest is built from; the sync
@@ -64,9 +65,13 @@ func buildRequest(in requestInput) (*csipb.CreateVolumeRequest, error) {
 		return nil, err
 	}
 	size := in.claim.Spec.Resources.Requests[v1.ResourceStorage]
+	bytes, ok := quantity.Bytes(size)
+	if !ok {
+		return nil, final(quantity.TooLarge(size))
+	}
 	req := &csipb.CreateVolumeRequest{
 		Name:               volumeName(in.claim),
-		CapacityRange:      &csipb.CapacityRange{RequiredBytes: size.Value()},
+		CapacityRange:      &csipb.CapacityRange{RequiredBytes: bytes},
 		Parameters:         params,
 		VolumeCapabilities: caps,
 	}

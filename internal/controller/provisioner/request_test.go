@@ -7,6 +7,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -62,12 +63,32 @@ func TestBuildRequest(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a size beyond int64 is refused, not wrapped to a small one",
+		in: requestInput{claim: claim(func(c *v1.PersistentVolumeClaim) {
+			c.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: resource.MustParse("18446744074783293440")}
+		}), class: class(), driver: csi.Info{Driver: testDriver}},
+		wantErr: "more than a volume can be asked for",
+	}, {
 		name:    "unknown reserved parameter is named",
 		in:      requestInput{claim: claim(), class: class(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{reservedPrefix + "nope": "x"} })},
 		wantErr: "csi.storage.k8s.io/nope",
 	}, {
 		name:      "selected node: requisite = preferred = its segment",
 		in:        requestInput{claim: claim(selectedNode("a")), class: class(), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes},
+		requisite: []string{seg("a")}, preferred: []string{seg("a")},
+	}, {
+		name: "selected node outside the class's allowed topologies is refused",
+		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
+			class: class(func(c *storagev1.StorageClass) {
+				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b"}}}}}
+			})},
+		wantErr: "not in the class's allowed topologies",
+	}, {
+		name: "selected node inside the class's allowed topologies",
+		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
+			class: class(func(c *storagev1.StorageClass) {
+				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b", "a"}}}}}
+			})},
 		requisite: []string{seg("a")}, preferred: []string{seg("a")},
 	}, {
 		name:    "selected node without the topology label",

@@ -31,11 +31,15 @@ const (
 
 // Event reasons, as the reference's.
 const (
-	reasonProvisioning        = "Provisioning"
-	reasonSucceeded           = "ProvisioningSucceeded"
-	reasonFailed              = "ProvisioningFailed"
-	reasonCleanupFailed       = "ProvisioningCleanupFailed"
-	reasonVolumeFailedDelete  = "VolumeFailedDelete"
+	reasonProvisioning       = "Provisioning"
+	reasonSucceeded          = "ProvisioningSucceeded"
+	reasonFailed             = "ProvisioningFailed"
+	reasonCleanupFailed      = "ProvisioningCleanupFailed"
+	reasonVolumeFailedDelete = "VolumeFailedDelete"
+	// reasonRecordRejected: a record the provisioner keeps on a claim (the
+	// recorded request, the endpoint pin) is not what it must be, so it is
+	// not acted on (doc.go, "Records on claims").
+	reasonRecordRejected      = "ProvisioningRecordRejected"
 	eventComponentSuffix      = "_volplane"
 	volumeNamePrefix          = "pvc-"
 	persistentVolumeClaimKind = "PersistentVolumeClaim"

@@ -26,6 +26,9 @@ func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
 		if !ok {
 			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
 		}
+		if err := selectedOutsideClass(in.selected.Name, seg, in.class.AllowedTopologies); err != nil {
+			return nil, err
+		}
 		t := []*csipb.Topology{{Segments: seg}}
 		return &csipb.TopologyRequirement{Requisite: t, Preferred: []*csipb.Topology{{Segments: maps.Clone(seg)}}}, nil
 	}
@@ -53,6 +56,25 @@ func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
 		req.Preferred = append(req.Preferred, &csipb.Topology{Segments: maps.Clone(segs[(start+i)%len(segs)])})
 	}
 	return req, nil
+}
+
+// selectedOutsideClass refuses a selected node whose segment no allowed
+// topology of the class covers, as the external-provisioner does: the
+// claim's user can write volume.kubernetes.io/selected-node too, and the
+// class's allowedTopologies are the administrator's word on where its
+// volumes may live.
+func selectedOutsideClass(node string, seg map[string]string, allowed []v1.TopologySelectorTerm) error {
+	if len(allowed) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, a := range allowedSegments(allowed) {
+		if within(seg, a) {
+			return nil
+		}
+		ids = append(ids, strings.TrimSuffix(segmentID(a), ","))
+	}
+	return final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
 }
 
 func hashUID(uid string) uint32 {
@@ -158,4 +180,55 @@ func within(topology, segment map[string]string) bool {
 		}
 	}
 	return len(segment) > 0
+}
+
+// pinMisfit is why an endpoint pin is not used: its endpoint is outside
+// the topology the claim's request may use.
+type pinMisfit struct {
+	node    string
+	at      map[string]string
+	allowed []string
+}
+
+func (e *pinMisfit) Error() string {
+	return fmt.Sprintf("the endpoint pin %s=%q names a node at %s, outside where the claim's volume may live (%s)",
+		AnnEndpointNode, e.node, strings.TrimSuffix(segmentID(e.at), ","), strings.Join(e.allowed, "; "))
+}
+
+// pinSegments are the segments an endpoint pin may lie in: the selected
+// node's, else the class's allowed topologies; nil allows any served
+// endpoint. Not the node list, which changes: a pin outlives its Node
+// object, and still names where the volume may be.
+func pinSegments(in requestInput) ([]map[string]string, error) {
+	switch {
+	case len(in.topologyKeys) == 0:
+		return nil, nil
+	case in.selected != nil:
+		seg, ok := nodeSegment(in.selected, in.topologyKeys)
+		if !ok {
+			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
+		}
+		return []map[string]string{seg}, nil
+	}
+	return allowedSegments(in.class.AllowedTopologies), nil
+}
+
+// checkPin says why the pinned endpoint e is not one a provisioning
+// attempt may have asked, nil if it may have: an attempt asks only within
+// pinSegments (its request's requisite topology is within them), and
+// moves the pin only within them. An endpoint without topology, or no
+// segments (a driver without topology, a class that allows anywhere), say
+// nothing against the pin.
+func checkPin(e *csi.Endpoint, segs []map[string]string) error {
+	if len(e.Info.Topology) == 0 || len(segs) == 0 {
+		return nil
+	}
+	var allowed []string
+	for _, seg := range segs {
+		if within(e.Info.Topology, seg) {
+			return nil
+		}
+		allowed = append(allowed, strings.TrimSuffix(segmentID(seg), ","))
+	}
+	return &pinMisfit{node: e.Info.NodeID, at: e.Info.Topology, allowed: allowed}
 }

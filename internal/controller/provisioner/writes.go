@@ -31,7 +31,7 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 // ID is not one of several), and the request that may make it.
 func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string, req *csipb.CreateVolumeRequest) (*v1.PersistentVolumeClaim, error) {
 	needsPin := node != "" && claim.Annotations[AnnEndpointNode] == ""
-	needsRecord := claim.Annotations[AnnCreateRequest] == ""
+	needsRecord := !recordPasses(claim, req)
 	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin && !needsRecord {
 		return claim, nil
 	}
@@ -53,6 +53,15 @@ func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolum
 		upd.Annotations[AnnCreateRequest] = rec
 	}
 	return c.updateClaim(ctx, upd)
+}
+
+// recordPasses says whether the claim records a request that passes the
+// check against req, the request about to be sent: an earlier attempt's is
+// kept (it may have made the volume); one written by anyone else, or none,
+// is replaced by req's.
+func recordPasses(claim *v1.PersistentVolumeClaim, req *csipb.CreateVolumeRequest) bool {
+	rec, ok, err := recordedRequest(claim)
+	return err == nil && ok && whyNotOurs(rec, factsOf(req)) == ""
 }
 
 // repin moves the endpoint pin to node: only after the pinned endpoint

@@ -15,6 +15,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/publication"
+	"github.com/volplane/volplane/internal/quantity"
 )
 
 // expand walks one expansion: mark the claim in progress, ask the driver,
@@ -79,9 +80,9 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 	if err != nil {
 		return size, false, err
 	}
-	bytes, ok := expansion.Bytes(size)
+	bytes, ok := quantity.Bytes(size)
 	if !ok {
-		return size, false, expansion.SizeError(size) // Decide never asks for one; no driver is called with a wrapped size
+		return size, false, quantity.TooLarge(size) // Decide never asks for one; no driver is called with a wrapped size
 	}
 	got, nodeRequired, err := ep.ControllerExpandVolume(ctx, &csipb.ControllerExpandVolumeRequest{
 		VolumeId: pv.Spec.CSI.VolumeHandle, CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes},
@@ -106,7 +107,7 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 // Only a change of the claim (a new request) looks at it again, so a
 // refused size loops neither in writes nor in events.
 func (c *Controller) refuse(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
-	sizeErr := expansion.SizeError(d.Size)
+	sizeErr := quantity.TooLarge(d.Size)
 	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, metav1.NewTime(c.now()))
 	if want == nil {
 		return nil // refused and told already

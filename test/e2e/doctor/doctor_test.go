@@ -1,16 +1,22 @@
 package doctor
 
 import (
+	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -145,4 +151,102 @@ func (e *env) backendVolume(endpoint, name string) backend {
 		e.t.Fatal(err)
 	}
 	return backend{e: e, endpoint: ep, id: vol.GetVolumeId()}
+}
+
+// A finalizer fix, pasted once the object changed, fails on the API
+// server instead of acting on what doctor did not see; pasted on the
+// object doctor read, it removes that finalizer.
+func TestDoctorFinalizerFixAppliesOnlyToTheObjectItRead(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("held-once") })
+	e.pv("held-once", manual, hostPath("held-once"), holdFinalizer)
+	e.must(e.client.CoreV1().PersistentVolumes().Delete(e.ctx, "held-once", metav1.DeleteOptions{}))
+	// The loops write the volume until it is at rest: only then does a fix
+	// read once stay good.
+	e.eventually("volume held-once at rest, held by "+holdFinalizer, func() string {
+		pv := e.getVolume("held-once")
+		if !slices.Equal(pv.Finalizers, []string{holdFinalizer}) || pv.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Sprintf("finalizers %v, phase %s", pv.Finalizers, pv.Status.Phase)
+		}
+		return ""
+	})
+
+	patch := e.finalizerFix("held-once", holdFinalizer)
+	pv := e.getVolume("held-once")
+	pv.Labels = map[string]string{"touched": "yes"}
+	_, err := e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
+	e.must(err)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, "held-once", types.JSONPatchType, patch, metav1.PatchOptions{}); err == nil {
+		t.Fatalf("the fix applied to the object changed since doctor read it: %s", patch)
+	}
+	if !slices.Contains(e.getVolume("held-once").Finalizers, holdFinalizer) {
+		t.Fatal("the failed fix removed the finalizer")
+	}
+
+	patch = e.finalizerFix("held-once", holdFinalizer)
+	if _, err := e.client.CoreV1().PersistentVolumes().Patch(e.ctx, "held-once", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the fix on the object doctor read: %v", err)
+	}
+	e.eventually("volume held-once gone", func() string {
+		if _, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, "held-once", metav1.GetOptions{}); err == nil {
+			return "still there"
+		}
+		return ""
+	})
+}
+
+// finalizerFix is the JSON patch doctor's fix pastes to remove fin from
+// the PV name.
+func (e *env) finalizerFix(name, fin string) []byte {
+	e.t.Helper()
+	r, _, _ := e.doctor()
+	prefix := "kubectl patch pv " + name + " --type=json -p '"
+	for _, f := range r.Findings {
+		for _, fix := range f.Fixes {
+			if strings.HasPrefix(fix.Command, prefix) && strings.Contains(fix.Says, fin) {
+				return []byte(strings.TrimSuffix(strings.TrimPrefix(fix.Command, prefix), "'"))
+			}
+		}
+	}
+	e.t.Fatalf("no fix removes %s from %s: %+v", fin, name, r.Findings)
+	return nil
+}
+
+// A PV of the node-local driver whose node affinity names its node by
+// hostname only is reported missing only from a listing of every node that
+// runs the driver and that the affinity allows.
+func TestDoctorReportsAMissingNodeLocalVolumeOnlyFromACompleteListing(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("far-away") })
+	far := stack.CP.Nodes[1]
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "far-away"},
+		Spec: corev1.PersistentVolumeSpec{StorageClassName: manual,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: hostpath.DriverName, VolumeHandle: "vol-00000000000000000000000000000000"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{far}}}}}}}}}
+	_, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	e.must(err)
+
+	partial := e.report(stack.Drivers.Endpoints[:1]) // the first node's driver only
+	if len(partial.Findings) != 0 || !slices.ContainsFunc(partial.Notes, func(n string) bool {
+		return strings.Contains(n, "the endpoints of node(s) "+far+" were not read")
+	}) {
+		t.Errorf("with %s's endpoint not read: findings %+v, notes %q", far, partial.Findings, partial.Notes)
+	}
+	full := e.report(stack.Drivers.Endpoints)
+	if len(full.Findings) != 1 || full.Findings[0].Kind != doctor.KindMissingBackendVolume || full.Findings[0].Object.Name != "far-away" {
+		t.Errorf("with every endpoint read: %+v", full.Findings)
+	}
+}
+
+// report is doctor's report with these CSI endpoints.
+func (e *env) report(endpoints []string) doctor.Report {
+	e.t.Helper()
+	r, err := checkup.Doctor(e.ctx, e.client, checkup.DoctorConfig{Endpoints: endpoints, Output: "json"}, io.Discard)
+	e.must(err)
+	return r
 }

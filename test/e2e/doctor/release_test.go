@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/checkup"
@@ -30,8 +31,18 @@ func (e *env) released(pv, claim string) {
 }
 
 func (e *env) release(name string, wait time.Duration) (string, error) {
+	return e.releaseTo(name, "", wait)
+}
+
+// releaseTo releases the volume to the claim of this test's namespace
+// named to ("" for any claim).
+func (e *env) releaseTo(name, to string, wait time.Duration) (string, error) {
 	var out bytes.Buffer
-	err := checkup.Release(e.ctx, e.client, name, wait, &out)
+	cfg := checkup.ReleaseConfig{Name: name, Wait: wait}
+	if to != "" {
+		cfg.To = types.NamespacedName{Namespace: e.ns, Name: to}
+	}
+	err := checkup.Release(e.ctx, e.client, cfg, &out)
 	return out.String(), err
 }
 
@@ -44,7 +55,8 @@ func TestReleaseMakesARetainedVolumeAvailableForANewClaim(t *testing.T) {
 	e.released("reuse", "data")
 	e.claim("data", "1Gi", manual) // a new claim, another UID
 	r, _, _ := e.doctor()
-	if len(r.Findings) != 2 || r.Findings[0].Kind != doctor.KindClaimPending || r.Findings[1].Kind != doctor.KindStaleClaimRef {
+	if len(r.Findings) != 2 || r.Findings[0].Kind != doctor.KindClaimPending || r.Findings[1].Kind != doctor.KindRetainedVolume ||
+		r.Problems() != 1 {
 		t.Fatalf("doctor before release: %+v", r.Findings)
 	}
 
@@ -119,5 +131,58 @@ func TestReleaseSaysWhenNothingMarksTheVolumeAvailable(t *testing.T) {
 	}
 	if pv := e.getVolume("orphan"); pv.Spec.ClaimRef != nil {
 		t.Errorf("claimRef not cleared: %+v", pv.Spec.ClaimRef)
+	}
+}
+
+// Released to one named claim, the volume binds that claim, and not another
+// that fits it as well and asked first.
+func TestReleaseToOneClaimBindsItAndNoOther(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("heirloom") })
+	e.released("heirloom", "old")
+	e.claim("first", "1Gi", manual)
+	e.claim("heir", "1Gi", manual)
+	r, _, _ := e.doctor()
+	fix := r.Findings[len(r.Findings)-1].Fixes[0]
+	if fix.Command != "volplane release pv heirloom --to NAMESPACE/NAME" || fix.Risk == "" {
+		t.Errorf("doctor advises %+v", fix)
+	}
+
+	out, err := e.releaseTo("heirloom", "heir", releaseWait)
+	if err != nil {
+		t.Fatalf("release: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "pre-bound to claim "+e.ns+"/heir (uid ") || !strings.Contains(out, "is Bound to claim "+e.ns+"/heir") {
+		t.Errorf("release said:\n%s", out)
+	}
+	if got := e.getClaim("heir").Spec.VolumeName; got != "heirloom" {
+		t.Fatalf("claim heir bound to %q, want heirloom", got)
+	}
+	if c := e.getClaim("first"); c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
+		t.Errorf("claim first: %s, volume %q", c.Status.Phase, c.Spec.VolumeName)
+	}
+}
+
+// A VolumeAttachment still naming the volume keeps it from release.
+func TestReleaseRefusesWhileTheVolumeIsAttached(t *testing.T) {
+	e := newEnv(t)
+	t.Cleanup(func() { e.cleanUp("attached") })
+	e.released("attached", "old")
+	e.must(stack.StopLoops()) // nothing detaches the hand-made attachment meanwhile
+	t.Cleanup(func() { stack.StartLoops() })
+	e.attachment("doctor-still-attached", "attached", stack.CP.Nodes[0])
+	t.Cleanup(func() {
+		_ = e.client.StorageV1().VolumeAttachments().Delete(e.ctx, "doctor-still-attached", metav1.DeleteOptions{})
+	})
+	before := e.getVolume("attached").ResourceVersion
+
+	out, err := e.releaseTo("attached", "heir", time.Second)
+	var refused *checkup.RefusedError
+	if !errors.As(err, &refused) || refused.Decision.Refusal != doctor.RefuseAttached ||
+		!strings.Contains(err.Error(), "VolumeAttachment doctor-still-attached attaches it to node "+stack.CP.Nodes[0]) {
+		t.Fatalf("got %v (%q), want an attached refusal", err, out)
+	}
+	if after := e.getVolume("attached").ResourceVersion; after != before {
+		t.Errorf("a refused release wrote the volume (resourceVersion %s → %s)", before, after)
 	}
 }

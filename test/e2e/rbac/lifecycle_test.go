@@ -25,7 +25,7 @@ var unreachable = map[string]string{
 	// The binder reads its recycler pod from the API server only when
 	// its cache does not hold the pod yet right after creating it: a race
 	// the lifecycle does not reach on purpose.
-	"volplane-controller: get pods": "recycler pod read live while the cache lags",
+	"volplane-controller: get pods in default": "recycler pod read live while the cache lags",
 	// The event recorder patches an event that repeats (its count)
 	// instead of creating another; no event of the lifecycle repeats
 	// within the recorder's window.
@@ -78,8 +78,14 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 	}
 	// As on a fresh install, no Lease exists yet: creating it is part of
 	// what the roles must be allowed (the test may run again, -count).
-	if err := bed.stack.CP.Client.CoordinationV1().Leases(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
+	for _, r := range rs {
+		ns, _, err := r.lease(bed.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.stack.CP.Client.CoordinationV1().Leases(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	runs := start(t, ctx, rs)
 	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: clustertest.Namespace(t), alive: func() error {
@@ -118,7 +124,7 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 	var runs []*running
 	for _, r := range rs {
 		log := newRequestLog()
-		rc, err := restConfig(ctx, bed.stack, r.serviceAccount, log)
+		rc, err := restConfig(ctx, bed.stack, r.serviceAccount, "", log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +134,11 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 		}
 		run := &running{role: r, log: log}
 		for _, cfg := range cfgs {
+			if cfg.NodeDeployment != nil { // the DaemonSet's pod on that node
+				if cfg.REST, err = restConfig(ctx, bed.stack, r.serviceAccount, cfg.NodeDeployment.NodeName, log); err != nil {
+					t.Fatal(err)
+				}
+			}
 			run.loops = append(run.loops, clustertest.StartLoops(cfg))
 		}
 		// Also when the lifecycle failed: a forbidden call is the likely

@@ -36,9 +36,9 @@ type role struct {
 
 // sidecarArgs are those of the CSI sidecar container of a central driver's
 // controller (README.md, "Deploying to a cluster"); deploy/ ships its
-// ServiceAccount and roles, not the driver.
+// ServiceAccount, roles and the namespace of its Leases, not the driver.
 var sidecarArgs = []string{"controller", "--controllers=provisioner,attacher,resizer",
-	"--csi-endpoint=unix:///csi/csi.sock", "--leader-elect-namespace=volplane", "--leader-elect-name=volplane-csi-sidecar"}
+	"--csi-endpoint=unix:///csi/csi.sock", "--leader-elect-namespace=volplane-csi-sidecar", "--leader-elect-name=volplane-csi-sidecar"}
 
 // roles are the roles deploy/ runs: the central loops (the Deployment),
 // the node-local provisioner (the DaemonSet's container beside the
@@ -133,10 +133,20 @@ func endpointsOf(stack *clustertest.Stack, driver string) []string {
 
 // restConfig authenticates as the role's ServiceAccount alone: a bearer
 // token from the TokenRequest API and the cluster's CA, no client
-// certificate; every request goes through log.
-func restConfig(ctx context.Context, stack *clustertest.Stack, serviceAccount string, log *requestLog) (*rest.Config, error) {
+// certificate; every request goes through log. A token for a node is
+// bound to that Node, so the API server knows the node it comes from, as
+// it knows the node of a pod's projected token (the DaemonSet's).
+func restConfig(ctx context.Context, stack *clustertest.Stack, serviceAccount, node string, log *requestLog) (*rest.Config, error) {
+	spec := authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}
+	if node != "" {
+		n, err := stack.CP.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		spec.BoundObjectRef = &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: n.Name, UID: n.UID}
+	}
 	tr, err := stack.CP.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		&authv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("token for %s: %w", serviceAccount, err)
 	}

@@ -1,4 +1,4 @@
-package expansion
+package quantity
 
 import (
 	"fmt"
@@ -23,9 +23,9 @@ func Bytes(q resource.Quantity) (int64, bool) {
 	return q.Value(), true
 }
 
-// SizeError is why a size no CSI request can carry is infeasible; its text
-// is the ControllerResizeError condition's and the VolumeResizeFailed
-// event's.
-func SizeError(size resource.Quantity) error {
+// TooLarge is why a size no CSI request can carry is refused: the
+// resizer's ControllerResizeError condition and VolumeResizeFailed event,
+// the provisioner's ProvisioningFailed event.
+func TooLarge(size resource.Quantity) error {
 	return fmt.Errorf("the size %s is more than a volume can be asked for (at most %d bytes); lower the request", size.String(), int64(math.MaxInt64))
 }
