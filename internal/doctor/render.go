@@ -105,8 +105,10 @@ func (o Object) String() string {
 
 // writeWrapped writes text in words, the first line after first, the
 // others after rest, each at most Width wide.
+// Prose may quote what users and drivers wrote (names, messages): only
+// its printable text reaches the terminal.
 func writeWrapped(b *strings.Builder, first, rest, text string) {
-	writeWords(b, first, rest, strings.Fields(text))
+	writeWords(b, first, rest, strings.Fields(explain.Printable(text)))
 }
 
 // writeWords writes words wrapped as writeWrapped does.

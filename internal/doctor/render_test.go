@@ -143,3 +143,21 @@ func TestTableWritesAManifestAsItPastes(t *testing.T) {
 		t.Errorf("got\n%s", b.String())
 	}
 }
+
+// What drivers and users wrote reaches the table as printable text only:
+// an escape sequence in a driver's message cannot clear or rewrite the
+// reader's terminal, nor a bidi override reorder what they read.
+func TestTableWritesOnlyPrintableProse(t *testing.T) {
+	r := Report{
+		Notes: []string{"driver says \x1b[2J\u202ehello"},
+		Findings: []Finding{{Kind: KindClaimPending, Severity: SeverityProblem,
+			Problem: "the driver answered \x1b]0;owned\x07 and \u2066left\u2069", Fixes: []Fix{{Says: "look \x1b[31mhere", Risk: "none\x1b[0m"}}}},
+	}
+	var b bytes.Buffer
+	if err := r.Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.IndexAny(b.String(), "\x1b\x07\u202e\u2066\u2069"); i >= 0 {
+		t.Errorf("control or bidi character at %d:\n%q", i, b.String())
+	}
+}
