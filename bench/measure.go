@@ -133,6 +133,32 @@ func readAPIWrites(ctx context.Context, client kubernetes.Interface) (apiWrites,
 	return parseAPIWrites(raw)
 }
 
+// settledAPIWrites reads the counts once the volume writes stop changing:
+// the API server counts a request only after it has answered it, so the
+// last writes of a run a client has already seen may not be counted yet.
+// It gives up waiting after a second and returns the last read.
+func settledAPIWrites(ctx context.Context, client kubernetes.Interface) (apiWrites, error) {
+	last, err := readAPIWrites(ctx, client)
+	if err != nil {
+		return last, err
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for range 10 {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-tick.C:
+		}
+		now, err := readAPIWrites(ctx, client)
+		if err != nil || now.Volumes == last.Volumes {
+			return now, err
+		}
+		last = now
+	}
+	return last, nil
+}
+
 func parseAPIWrites(raw []byte) (apiWrites, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))

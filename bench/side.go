@@ -57,7 +57,7 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if e.o.Profile != "" && e.name == Volplane {
 		e.saveHeap(ctx, procs[0])
 	}
-	after, err := readAPIWrites(ctx, e.admin)
+	after, err := settledAPIWrites(ctx, e.admin)
 	if err != nil {
 		return Side{}, err
 	}
