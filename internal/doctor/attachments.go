@@ -44,7 +44,7 @@ func staleAttachment(s *Snapshot, va *storagev1.VolumeAttachment, grace time.Dur
 	if src == nil || age < grace {
 		return "", ""
 	}
-	n := findNode(s, va.Spec.NodeName)
+	n := s.FindNode(va.Spec.NodeName)
 	switch {
 	case n == nil:
 		return KindAttachmentNodeGone, fmt.Sprintf("Attaches PV %s to node %s, which no longer exists (attached %s ago).",
@@ -84,14 +84,6 @@ func reportedInUse(s *Snapshot, va *storagev1.VolumeAttachment, n *v1.Node) bool
 		handle, ok := strings.CutPrefix(string(u), prefix)
 		return ok && attachment.Name(handle, va.Spec.Attacher, n.Name) == va.Name
 	})
-}
-
-func findNode(s *Snapshot, name string) *v1.Node {
-	i := slices.IndexFunc(s.Nodes, func(n *v1.Node) bool { return n.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return s.Nodes[i]
 }
 
 // usedOnNode says whether a pod on node, not terminated, uses the claim

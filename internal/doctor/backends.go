@@ -75,7 +75,7 @@ func listingOf(s *Snapshot, pv *v1.PersistentVolume) ([]Backend, string) {
 			continue
 		}
 		runs = true
-		if n := findNode(s, cn.Name); n != nil && volumehelpers.CheckNodeAffinity(pv, n.Labels) != nil {
+		if n := s.FindNode(cn.Name); n != nil && volumehelpers.CheckNodeAffinity(pv, n.Labels) != nil {
 			continue
 		}
 		j := slices.IndexFunc(local, func(b Backend) bool { return b.Node == cn.Spec.Drivers[i].NodeID })

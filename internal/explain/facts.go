@@ -57,7 +57,7 @@ func ClaimProvisioners(claim *v1.PersistentVolumeClaim, classes []*storagev1.Sto
 	return slices.Compact(names)
 }
 
-// FindClaim, FindVolume and FindClass look an object up by name; nil when
+// FindClaim, FindVolume, FindClass and FindNode look an object up by name; nil when
 // the snapshot has none.
 func (f *Facts) FindClaim(namespace, name string) *v1.PersistentVolumeClaim {
 	for _, c := range f.Claims {
@@ -72,7 +72,7 @@ func (f *Facts) FindVolume(name string) *v1.PersistentVolume { return named(f.Vo
 
 func (f *Facts) FindClass(name string) *storagev1.StorageClass { return named(f.Classes, name) }
 
-func (f *Facts) node(name string) *v1.Node { return named(f.Nodes, name) }
+func (f *Facts) FindNode(name string) *v1.Node { return named(f.Nodes, name) }
 
 func (f *Facts) driver(name string) *storagev1.CSIDriver { return named(f.Drivers, name) }
 

@@ -22,7 +22,7 @@ func nodeUses(pv *v1.PersistentVolume, pods []*v1.Pod, f *Facts) []NodeUse {
 	byNode := map[string]*NodeUse{}
 	use := func(node string) *NodeUse {
 		if byNode[node] == nil {
-			byNode[node] = &NodeUse{Node: node, NodeExists: f.node(node) != nil}
+			byNode[node] = &NodeUse{Node: node, NodeExists: f.FindNode(node) != nil}
 		}
 		return byNode[node]
 	}
@@ -62,7 +62,7 @@ func fillNodeState(u *NodeUse, pv *v1.PersistentVolume, f *Facts) {
 	if pv.Spec.CSI != nil {
 		d := f.driver(pv.Spec.CSI.Driver)
 		u.AttachRequired = d == nil || d.Spec.AttachRequired == nil || *d.Spec.AttachRequired
-		if n := f.node(u.Node); n != nil {
+		if n := f.FindNode(u.Node); n != nil {
 			unique := attachment.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
 			u.InUse = slices.Contains(n.Status.VolumesInUse, unique)
 		}
