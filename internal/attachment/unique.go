@@ -22,7 +22,7 @@ func (r *reconcile) uniqueName(va *storagev1.VolumeAttachment) (v1.UniqueVolumeN
 		candidates = append(candidates, a.Name)
 	}
 	for _, u := range candidates {
-		driver, handle, ok := splitUnique(u)
+		driver, handle, ok := SplitUnique(u)
 		if ok && Name(handle, driver, r.f.Node.Name) == va.Name {
 			return u, true
 		}
@@ -30,8 +30,8 @@ func (r *reconcile) uniqueName(va *storagev1.VolumeAttachment) (v1.UniqueVolumeN
 	return "", false
 }
 
-// splitUnique reads kubernetes.io/csi/<driver>^<handle>.
-func splitUnique(u v1.UniqueVolumeName) (driver, handle string, ok bool) {
+// SplitUnique reads kubernetes.io/csi/<driver>^<handle>.
+func SplitUnique(u v1.UniqueVolumeName) (driver, handle string, ok bool) {
 	rest, ok := strings.CutPrefix(string(u), csiPluginName+"/")
 	if !ok {
 		return "", "", false

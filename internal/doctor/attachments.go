@@ -3,7 +3,6 @@ package doctor
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -76,13 +75,12 @@ func deleteAttachment(va *storagev1.VolumeAttachment, nodeGone bool) Fix {
 // gone, any in-use volume of the attacher's driver whose handle gives the
 // attachment's name.
 func reportedInUse(s *Snapshot, va *storagev1.VolumeAttachment, n *v1.Node) bool {
-	if pv := s.FindVolume(*va.Spec.Source.PersistentVolumeName); pv != nil && pv.Spec.CSI != nil {
-		return slices.Contains(n.Status.VolumesInUse, attachment.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))
+	if u, ok := attachment.VolumeOf(s.FindVolume(*va.Spec.Source.PersistentVolumeName)); ok {
+		return slices.Contains(n.Status.VolumesInUse, u)
 	}
-	prefix := string(attachment.UniqueVolumeName(va.Spec.Attacher, ""))
 	return slices.ContainsFunc(n.Status.VolumesInUse, func(u v1.UniqueVolumeName) bool {
-		handle, ok := strings.CutPrefix(string(u), prefix)
-		return ok && attachment.Name(handle, va.Spec.Attacher, n.Name) == va.Name
+		driver, handle, ok := attachment.SplitUnique(u)
+		return ok && driver == va.Spec.Attacher && attachment.Name(handle, driver, n.Name) == va.Name
 	})
 }
 
