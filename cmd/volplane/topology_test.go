@@ -389,12 +389,24 @@ func (tp *topology) networkClaimWorksInSidecarMode() string {
 // volume, by the one process serving it; the others do not complain.
 func (tp *topology) deletedClaimsAreReclaimedThroughTheirNode(claims []string) {
 	tp.t.Helper()
-	for _, pod := range []string{"wait-user", "shared-user"} {
-		err := tp.client.CoreV1().Pods(ns).Delete(tp.ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	// Gracefully, as a user would: the node agent unpublishes and unstages
+	// before it lets a pod go, so no volume is still staged when its claim
+	// is deleted below (a forced delete would race the DeleteVolume).
+	pods := []string{"wait-user", "shared-user"}
+	for _, pod := range pods {
+		err := tp.client.CoreV1().Pods(ns).Delete(tp.ctx, pod, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			tp.t.Fatal(err)
 		}
 	}
+	tp.eventually("the pods using the claims gone", func() string {
+		for _, pod := range pods {
+			if _, err := tp.client.CoreV1().Pods(ns).Get(tp.ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return "pod " + pod + " still there"
+			}
+		}
+		return ""
+	})
 	var pvs, local []string
 	for _, name := range claims {
 		_, pv := tp.bound(name)
