@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
@@ -56,15 +58,15 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	if err := e.DeleteVolume(ctx, v1.GetVolumeId(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteVolume(ctx, v1.GetVolumeId(), nil); err != nil && !IsNotFound(err) {
+	if err := e.DeleteVolume(ctx, v1.GetVolumeId(), nil); err != nil && !csierror.NotFound(err) {
 		t.Fatalf("second DeleteVolume: %v", err)
 	}
 
 	other := &csi.CreateVolumeRequest{Name: "pvc-2", CapacityRange: req.CapacityRange, VolumeCapabilities: req.VolumeCapabilities,
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{{Segments: map[string]string{hostpath.TopologyKey: "node-b"}}}}}
 	_, err = e.CreateVolume(ctx, other)
-	if status.Code(err) != codes.ResourceExhausted || Classify(err) != Final {
-		t.Errorf("CreateVolume for another node: %v (%s), want final ResourceExhausted", err, Classify(err))
+	if status.Code(err) != codes.ResourceExhausted || csierror.Classify(err) != csierror.ClassFinal {
+		t.Errorf("CreateVolume for another node: %v (%s), want final ResourceExhausted", err, csierror.Classify(err))
 	}
 	if got, _ := reg.Gather(); len(got) != 1 || got[0].GetName() != "csi_sidecar_operations_seconds" {
 		t.Errorf("metrics gathered: %v", got)
@@ -127,29 +129,6 @@ func TestDialNamesAMissingSocket(t *testing.T) {
 		_, err := Dial(context.Background(), addr, nil)
 		if err == nil || !strings.Contains(err.Error(), addr) {
 			t.Errorf("Dial(%s) = %v, want an error naming it", addr, err)
-		}
-	}
-}
-
-func TestClassify(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want Class
-	}{
-		{status.Error(codes.Canceled, ""), Transient},
-		{status.Error(codes.DeadlineExceeded, ""), Transient},
-		{status.Error(codes.Unavailable, ""), Transient},
-		{status.Error(codes.Aborted, ""), Transient},
-		{fmt.Errorf("wrapped: %w", status.Error(codes.Aborted, "")), Transient},
-		{errors.New("connection reset"), Transient},
-		{status.Error(codes.ResourceExhausted, ""), Final},
-		{status.Error(codes.InvalidArgument, ""), Final},
-		{status.Error(codes.NotFound, ""), Final},
-		{status.Error(codes.Internal, ""), Final},
-		{fmt.Errorf("wrapped: %w", status.Error(codes.OutOfRange, "")), Final},
-	} {
-		if got := Classify(tc.err); got != tc.want {
-			t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
 		}
 	}
 }

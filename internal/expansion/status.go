@@ -69,7 +69,7 @@ func MarkResizeFinished(claim *v1.PersistentVolumeClaim, capacity resource.Quant
 
 // MarkControllerResizeFailed records a final ControllerExpandVolume error:
 // condition ControllerResizeError "failed to expand pvc with <err>" (other
-// resize conditions kept), and when infeasible (csi.IsInfeasible) status
+// resize conditions kept), and when infeasible (csierror.ExpandInfeasible) status
 // ControllerResizeInfeasible; otherwise the status stays in progress.
 func MarkControllerResizeFailed(claim *v1.PersistentVolumeClaim, err error, infeasible bool, now metav1.Time) *v1.PersistentVolumeClaim {
 	return failed(claim, v1.PersistentVolumeClaimControllerResizeError, v1.PersistentVolumeClaimControllerResizeInfeasible, err, infeasible, now)

@@ -1,6 +1,10 @@
 package modification
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/volplane/volplane/internal/csierror"
+)
 
 // The event reasons, as the external-resizer's (pkg/util/events.go).
 const (
@@ -36,7 +40,7 @@ func MessageClassMissing(class string) string {
 // error, and for one the driver may still be working on, which target it
 // keeps.
 func MessageFailed(err error, class string) string {
-	if !IsFinal(err) {
+	if !csierror.OperationFinal(err) {
 		return err.Error() + ". Still modifying to VAC " + class
 	}
 	return err.Error()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -47,7 +49,7 @@ func MarkModifyFailed(claim *v1.PersistentVolumeClaim, err error, infeasible boo
 		st.Status = v1.PersistentVolumeClaimModifyVolumeInfeasible
 	}
 	msg := fmt.Sprintf("Modifying volume to %q is still in progress.", st.TargetVolumeAttributesClassName)
-	if IsFinal(err) {
+	if csierror.OperationFinal(err) {
 		msg = fmt.Sprintf("Modifying volume to %q failed. Waiting for retry.", st.TargetVolumeAttributesClassName)
 	}
 	grpc, _ := status.FromError(err)

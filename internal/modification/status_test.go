@@ -1,7 +1,6 @@
 package modification
 
 import (
-	"errors"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -154,22 +153,7 @@ func TestVolumeWithClass(t *testing.T) {
 	}
 }
 
-func TestErrorsAsTheReference(t *testing.T) {
-	for code, final := range map[codes.Code]bool{
-		codes.Canceled: false, codes.DeadlineExceeded: false, codes.Unavailable: false,
-		codes.ResourceExhausted: false, codes.Aborted: false,
-		codes.InvalidArgument: true, codes.NotFound: true, codes.Internal: true, codes.Unimplemented: true,
-	} {
-		if got := IsFinal(status.Error(code, "x")); got != final {
-			t.Errorf("IsFinal(%s) = %v", code, got)
-		}
-	}
-	if IsFinal(errors.New("not a status")) {
-		t.Error("a non-gRPC error is final")
-	}
-	if !IsInfeasible(status.Error(codes.InvalidArgument, "x")) || IsInfeasible(status.Error(codes.OutOfRange, "x")) {
-		t.Error("only InvalidArgument is infeasible")
-	}
+func TestMessagesAsTheReference(t *testing.T) {
 	if got := MessageFailed(status.Error(codes.Unavailable, "down"), "fast"); got != "rpc error: code = Unavailable desc = down. Still modifying to VAC fast" {
 		t.Errorf("MessageFailed = %q", got)
 	}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/claimstatus"
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
 	"github.com/volplane/volplane/internal/quantity"
@@ -50,7 +53,7 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 	if e.Mode != mounting.FinishWithoutCall {
 		if err := a.nodeExpandVolume(ctx, n, pod, v, e.Size); err != nil {
 			a.expandFailed(ctx, n, pod, claim, v, e, err)
-			if csi.IsInUse(err) {
+			if csierror.InUse(err) {
 				// As the kubelet: a volume that cannot grow in use keeps
 				// no pod from running and is not tried online again at
 				// this size while it stays staged.
@@ -83,10 +86,10 @@ func (a *Agent) expandFailed(ctx context.Context, n *nodeState, pod *corev1.Pod,
 	} else {
 		n.recorder.Eventf(pod, corev1.EventTypeWarning, volumeResizeFailed, "NodeExpandVolume.NodeExpandVolume failed for volume %q : %v", v.PV.Name, err)
 	}
-	if e.Mode != mounting.ExpandAndFinish || !csi.IsFinal(err) {
+	if e.Mode != mounting.ExpandAndFinish || !csierror.Final(err) {
 		return
 	}
-	failed := expansion.MarkNodeResizeFailed(claim, err, csi.IsInfeasible(err), metav1.Now())
+	failed := expansion.MarkNodeResizeFailed(claim, err, csierror.ExpandInfeasible(err), metav1.Now())
 	if _, perr := a.patchClaimStatus(ctx, claim, failed, false); perr != nil {
 		klog.FromContext(ctx).Error(perr, "Cannot record the failed node expansion", "pvc", klog.KObj(claim), "node", n.name)
 	}
@@ -122,7 +125,7 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 // nodeExpandSecrets reads the PV's nodeExpandSecretRef, if any.
 func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolume) (map[string]string, error) {
 	ref := pv.Spec.CSI.NodeExpandSecretRef
-	out, err := csi.Secrets(ctx, a.cfg.Client, ref)
+	out, err := secrets.Read(ctx, a.cfg.Client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %w", ref.Namespace, ref.Name, err)
 	}

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 
@@ -72,7 +76,7 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 // which), as the kubelet does right before the call: a secret that cannot
 // be read fails the mount, with the kubelet's text.
 func (a *Agent) nodeSecrets(ctx context.Context, field string, ref *corev1.SecretReference) (map[string]string, error) {
-	out, err := csi.Secrets(ctx, a.cfg.Client, ref)
+	out, err := secrets.Read(ctx, a.cfg.Client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s %s/%s failed: kubernetes.io/csi: failed to find the secret %s in the namespace %s with error: %w",
 			field, ref.Namespace, ref.Name, ref.Name, ref.Namespace, err)
@@ -88,7 +92,7 @@ func (a *Agent) unpublish(ctx context.Context, n *nodeState, p mounting.Publishe
 		return err
 	}
 	target := n.layout.TargetPath(p.PodUID, p.PV)
-	if err := e.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.Handle, TargetPath: target}); err != nil && !csi.IsNotFound(err) {
+	if err := e.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.Handle, TargetPath: target}); err != nil && !csierror.NotFound(err) {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: rpc NodeUnpublishVolume: %w", p.PV, err)
 	}
 	return removeRecord(n.layout.TargetDir(p.PodUID, p.PV), filepath.Base(target))
@@ -103,7 +107,7 @@ func (a *Agent) unstage(ctx context.Context, n *nodeState, s mounting.Staged) er
 	path := n.layout.StagingPath(s.Driver, s.Handle)
 	if e.Info.Stage {
 		err := e.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: s.Handle, StagingTargetPath: path})
-		if err != nil && !csi.IsNotFound(err) {
+		if err != nil && !csierror.NotFound(err) {
 			return fmt.Errorf("UnmountDevice failed for volume %q: rpc NodeUnstageVolume: %w", s.PV, err)
 		}
 	}

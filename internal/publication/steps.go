@@ -6,13 +6,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // The steps below never modify their arguments (they may come from an
@@ -144,7 +145,7 @@ func WithError(va *storagev1.VolumeAttachment, err error, detach bool, now time.
 		out.Status.DetachError = ve
 		return out
 	}
-	if c, ok := csi.StatusCode(err); ok {
+	if c, ok := csierror.Code(err); ok {
 		code := int32(c)
 		ve.ErrorCode = &code
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -40,7 +42,7 @@ func (c *Controller) endpoint(driver string, pv *v1.PersistentVolume) (*csi.Endp
 // secrets reads the controllerPublishSecretRef live, as the reference does
 // (no Secret informer: the attacher should not cache every Secret).
 func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	out, err := csi.Secrets(ctx, c.client, ref)
+	out, err := secrets.Read(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load secret \"%s/%s\": %w", ref.Namespace, ref.Name, err)
 	}

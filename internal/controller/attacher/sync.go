@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/publication"
 )
 
@@ -104,7 +105,7 @@ func (c *Controller) publish(ctx context.Context, va *storagev1.VolumeAttachment
 	defer cancel()
 	publishContext, err := ep.ControllerPublishVolume(callCtx, req)
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("ControllerPublishVolume failed", "class", csi.Classify(err).String(), "err", err)
+		klog.FromContext(ctx).V(2).Info("ControllerPublishVolume failed", "class", csierror.Classify(err).String(), "err", err)
 		return c.fail(ctx, va, err, false)
 	}
 	klog.FromContext(ctx).V(2).Info("Attached")
@@ -134,7 +135,7 @@ func (c *Controller) unpublish(ctx context.Context, va *storagev1.VolumeAttachme
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if err := ep.ControllerUnpublishVolume(callCtx, req); err != nil {
-		klog.FromContext(ctx).V(2).Info("ControllerUnpublishVolume failed", "class", csi.Classify(err).String(), "err", err)
+		klog.FromContext(ctx).V(2).Info("ControllerUnpublishVolume failed", "class", csierror.Classify(err).String(), "err", err)
 		return c.fail(ctx, va, err, true)
 	}
 	klog.FromContext(ctx).V(2).Info("Detached")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -143,7 +145,7 @@ func (c *Controller) failed(ctx context.Context, key string, claim *v1.Persisten
 		c.event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, callErr.Error())
 		return callErr
 	}
-	final, infeasible := modification.IsFinal(callErr), modification.IsInfeasible(callErr)
+	final, infeasible := csierror.OperationFinal(callErr), csierror.ModifyInfeasible(callErr)
 	c.memory.answered(key, final, infeasible, c.now())
 	if _, err := c.writeClaim(ctx, key, claim, modification.MarkModifyFailed(claim, callErr, infeasible, c.timeNow()), true); err != nil {
 		return fmt.Errorf("mark PVC %q as modify volume failed, errored with: %w", claim.Name, err)

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/claimstatus"
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/modification"
 )
 
@@ -65,7 +66,7 @@ func (c *Controller) secrets(ctx context.Context, pv *v1.PersistentVolume) (map[
 		}
 		name, ns = ref.Name, ref.Namespace
 	}
-	out, err := csi.Secrets(ctx, c.client, &v1.SecretReference{Name: name, Namespace: ns})
+	out, err := secrets.Read(ctx, c.client, &v1.SecretReference{Name: name, Namespace: ns})
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", name, ns, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
 )
 
@@ -132,7 +133,7 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 		return err
 	}
 	vol, err := c.create(ctx, claim, p)
-	if movable && csi.IsOutOfRoom(err) {
+	if movable && csierror.OutOfRoom(err) {
 		claim, p, vol, err = c.fallBack(ctx, claim, driver, p, err)
 	}
 	return c.provisioned(ctx, claim, class, driver, p, vol, err)
@@ -162,12 +163,12 @@ func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim
 }
 
 // create asks the plan's endpoint for the volume. ResourceExhausted counts
-// only when the same request gets it twice (see csi.IsOutOfRoom): a driver
+// only when the same request gets it twice (see csierror.OutOfRoom): a driver
 // that made the volume and still answered it returns the volume the second
 // time, and the volume is not lost by moving on or unpinning.
 func create(ctx context.Context, p plan) (*csipb.Volume, error) {
 	vol, err := p.endpoint.CreateVolume(ctx, p.request)
-	if !csi.IsOutOfRoom(err) {
+	if !csierror.OutOfRoom(err) {
 		return vol, err
 	}
 	klog.FromContext(ctx).V(4).Info("ResourceExhausted; asking once more to confirm", "node", p.endpoint.Info.NodeID, "err", err)
@@ -186,7 +187,7 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 			return claim, p, nil, rerr
 		}
 		claim, p = upd, next
-		if vol, err = c.create(ctx, claim, p); !csi.IsOutOfRoom(err) {
+		if vol, err = c.create(ctx, claim, p); !csierror.OutOfRoom(err) {
 			break
 		}
 	}

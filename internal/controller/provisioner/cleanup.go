@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -105,16 +107,16 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 	case status.Code(err) == codes.AlreadyExists:
 		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
 			p.request.GetName(), err, ClaimFinalizer)
-	case csi.IsFinal(err) && !exact:
+	case csierror.Final(err) && !exact:
 		return fmt.Errorf("the request rebuilt without the claim's class or clone source was refused (%w), which does not prove that no volume %s exists; if none does, remove the finalizer %s from the claim",
 			err, p.request.GetName(), ClaimFinalizer)
-	case csi.IsFinal(err):
+	case csierror.Final(err):
 		klog.FromContext(ctx).V(2).Info("No backend volume to clean up", "err", err)
 		return nil
 	case err != nil:
 		return err
 	}
-	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId(), p.request.Secrets); err != nil && !csi.IsNotFound(err) {
+	if err := p.endpoint.DeleteVolume(ctx, vol.GetVolumeId(), p.request.Secrets); err != nil && !csierror.NotFound(err) {
 		return err
 	}
 	return nil

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // credentials reads the data of a referenced secret (nil for no
@@ -16,7 +16,7 @@ import (
 // cached: the provisioner has no business holding every secret of the
 // cluster in memory.
 func (c *Controller) credentials(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	out, err := csi.Secrets(ctx, c.client, ref)
+	out, err := secrets.Read(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
 	}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // claimAction is what a claim sync decided.
@@ -128,9 +128,9 @@ func beforeCreate(err error, c *v1.PersistentVolumeClaim) failureOutcome {
 func afterCreate(err error, c *v1.PersistentVolumeClaim, topology bool) failureOutcome {
 	selected := c.Annotations[volumehelpers.AnnSelectedNode] != ""
 	switch {
-	case csi.IsOutOfRoom(err):
+	case csierror.OutOfRoom(err):
 		return failureOutcome{unpin: true, reschedule: topology && selected}
-	case csi.IsFinal(err):
+	case csierror.Final(err):
 		return failureOutcome{unpin: true, reschedule: selected}
 	}
 	return failureOutcome{}

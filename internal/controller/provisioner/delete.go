@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/csierror"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +73,7 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return err
 	}
-	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil && !csi.IsNotFound(err) {
+	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil && !csierror.NotFound(err) {
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}

@@ -101,7 +101,7 @@
 // ResourceExhausted from CreateVolume is believed ("nothing was made here")
 // only when the same request gets it twice: only then does the finalizer
 // go, the pin move to the next node, or the selected node go back to the
-// scheduler (csi.IsOutOfRoom says why).
+// scheduler (csierror.OutOfRoom says why).
 //
 // In node deployment (NodeDeployment, node.go) the provisioner runs beside
 // one node's driver and acts only on what internal/provisioning says is

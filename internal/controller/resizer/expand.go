@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
+
+	"github.com/volplane/volplane/internal/csierror"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -129,13 +133,13 @@ func (c *Controller) failed(ctx context.Context, key string, claim *v1.Persisten
 	driver := pv.Spec.CSI.Driver
 	resizeErr := expansion.ResizeError(pv.Name, driver, callErr)
 	logger := klog.FromContext(ctx)
-	if !isFinal(callErr) {
+	if !csierror.OperationFinal(callErr) { // the external-resizer's IsFinalError
 		c.memory.forget(key)
 		logger.V(2).Info("ControllerExpandVolume failed, the volume may still be expanding", "err", callErr)
 		c.event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
 		return resizeErr
 	}
-	infeasible := csi.IsInfeasible(callErr)
+	infeasible := csierror.ExpandInfeasible(callErr)
 	c.memory.failedFinal(key, infeasible, c.now())
 	logger.V(2).Info("ControllerExpandVolume failed", "infeasible", infeasible, "err", callErr)
 	if _, err := c.writeClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, metav1.NewTime(c.now())), false); err != nil {
@@ -149,17 +153,9 @@ func (c *Controller) failed(ctx context.Context, key string, claim *v1.Persisten
 	return resizeErr
 }
 
-// isFinal is the external-resizer's IsFinalError: the driver answered, and
-// not with a code that means the expansion may still be running or room
-// may come (ResourceExhausted, which csi.Classify counts as final for
-// creates); an error that is no gRPC status never is.
-func isFinal(err error) bool {
-	return csi.IsFinal(err) && !csi.IsOutOfRoom(err)
-}
-
 // secrets reads the controllerExpandSecretRef live, as the reference does.
 func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	out, err := csi.Secrets(ctx, c.client, ref)
+	out, err := secrets.Read(ctx, c.client, ref)
 	if err != nil {
 		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
 	}
