@@ -83,7 +83,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}},
+		Queues: []loop.Queue{{Q: a.podQ, Sync: loop.ErrorOnly(a.syncPod)}, {Q: a.nodeQ, Sync: loop.ErrorOnly(a.syncNode)}},
 		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod}
 	return a, nil
 }

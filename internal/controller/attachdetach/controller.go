@@ -93,7 +93,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("attachdetach: register metrics: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Attach/detach", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNode}},
+		Queues: []loop.Queue{{Q: c.q, Sync: loop.ErrorOnly(c.syncNode)}},
 		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
 	return c, nil
 }

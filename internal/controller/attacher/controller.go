@@ -73,7 +73,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("attacher: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Attacher", Synced: synced, Workers: cfg.Workers,
-		Queues:       []loop.Queue{{Q: c.vaQ, Sync: c.syncAttachment}, {Q: c.pvQ, Sync: c.syncVolume}},
+		Queues:       []loop.Queue{{Q: c.vaQ, Sync: loop.ErrorOnly(c.syncAttachment)}, {Q: c.pvQ, Sync: loop.ErrorOnly(c.syncVolume)}},
 		Resync:       c.resync,
 		ResyncPeriod: cfg.ResyncPeriod}
 	return c, nil

@@ -131,8 +131,8 @@ func New(cfg Config) (*Controller, error) {
 	// Conflicts are harmless and frequent across thousands of binds: retry them
 	// fast, per key, with no global cap.
 	c.runner = &loop.Runner{Name: "Binder", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim, Recent: c.claimsSynced},
-			{Q: c.volumeQ, Sync: c.syncVolume, Recent: c.volumesSynced}},
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: loop.ErrorOnly(c.syncClaim), Recent: c.claimsSynced},
+			{Q: c.volumeQ, Sync: loop.ErrorOnly(c.syncVolume), Recent: c.volumesSynced}},
 		Resync: c.resyncUnsettled, ResyncPeriod: c.resync}
 	m, err := newMetrics(cfg.Metrics, c.pvs, c.claims)
 	if err != nil {

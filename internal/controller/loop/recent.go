@@ -3,6 +3,8 @@ package loop
 import (
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Recent remembers when each key of a queue was last synced, so that a
@@ -16,15 +18,15 @@ import (
 type Recent struct {
 	mu   sync.Mutex
 	last map[string]time.Time
-	now  func() time.Time
+	clock clock.PassiveClock
 }
 
 // NewRecent returns an empty Recent on the wall clock.
-func NewRecent() *Recent { return &Recent{last: map[string]time.Time{}, now: time.Now} }
+func NewRecent() *Recent { return &Recent{last: map[string]time.Time{}, clock: clock.RealClock{}} }
 
 // Synced records that key's sync just ended.
 func (r *Recent) Synced(key string) {
-	now := r.now()
+	now := r.clock.Now()
 	r.mu.Lock()
 	r.last[key] = now
 	r.mu.Unlock()
@@ -37,13 +39,13 @@ func (r *Recent) Stale(key string, period time.Duration) bool {
 	r.mu.Lock()
 	t, ok := r.last[key]
 	r.mu.Unlock()
-	return !ok || r.now().Sub(t) >= period
+	return !ok || r.clock.Now().Sub(t) >= period
 }
 
 // ForgetOlder drops the keys last synced longer than age ago: they answer
 // Stale for any period up to age either way.
 func (r *Recent) ForgetOlder(age time.Duration) {
-	cutoff := r.now().Add(-age)
+	cutoff := r.clock.Now().Add(-age)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, t := range r.last {

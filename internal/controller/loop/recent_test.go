@@ -4,32 +4,34 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestAKeySyncedWithinThePeriodIsNotStale(t *testing.T) {
-	now := time.Unix(1000, 0)
+	now := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	r := NewRecent()
-	r.now = func() time.Time { return now }
+	r.clock = now
 	if !r.Stale("never", time.Minute) {
 		t.Error("a key never synced is not stale")
 	}
 	r.Synced("k")
-	now = now.Add(59 * time.Second)
+	now.SetTime(now.Now().Add(59 * time.Second))
 	if r.Stale("k", time.Minute) {
 		t.Error("a key synced 59 s ago is stale for a 1 min period")
 	}
-	now = now.Add(time.Second)
+	now.SetTime(now.Now().Add(time.Second))
 	if !r.Stale("k", time.Minute) {
 		t.Error("a key synced a whole period ago is not stale")
 	}
 }
 
 func TestForgetOlderKeepsOnlyWhatAnswersDifferently(t *testing.T) {
-	now := time.Unix(1000, 0)
+	now := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	r := NewRecent()
-	r.now = func() time.Time { return now }
+	r.clock = now
 	r.Synced("old")
-	now = now.Add(2 * time.Minute)
+	now.SetTime(now.Now().Add(2 * time.Minute))
 	r.Synced("new")
 	r.ForgetOlder(time.Minute)
 	if len(r.last) != 1 {
@@ -46,7 +48,7 @@ func TestTheRunnerRecordsEachSync(t *testing.T) {
 	recent := NewRecent()
 	r := &Runner{Name: "Test", Workers: 1}
 	q.Add("a")
-	r.processNext(t.Context(), Queue{Q: q, Recent: recent, Sync: func(context.Context, string) error { return nil }})
+	r.processNext(t.Context(), Queue{Q: q, Recent: recent, Sync: ErrorOnly(func(context.Context, string) error { return nil })}, newStuckKeys("Test", nil, 0, nil))
 	if recent.Stale("a", time.Hour) {
 		t.Error("a synced key is stale")
 	}

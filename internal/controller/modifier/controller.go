@@ -68,7 +68,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("modifier: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Modifier", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.queue, Sync: c.syncClaim}}, Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: c.queue, Sync: loop.ErrorOnly(c.syncClaim)}}, Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
 	return c, nil
 }
 

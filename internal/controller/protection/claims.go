@@ -67,7 +67,7 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 		return nil, fmt.Errorf("pvc-protection: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "PVC protection", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNamespace}},
+		Queues: []loop.Queue{{Q: c.q, Sync: loop.ErrorOnly(c.syncNamespace)}},
 		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
 	return c, nil
 }

@@ -44,7 +44,7 @@ func NewVolumeLoop(cfg Config) (*VolumeLoop, error) {
 		return nil, fmt.Errorf("pv-protection: %w", err)
 	}
 	l.runner = &loop.Runner{Name: "PV protection", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: l.q, Sync: l.sync}}, Resync: l.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: l.q, Sync: loop.ErrorOnly(l.sync)}}, Resync: l.resync, ResyncPeriod: cfg.ResyncPeriod}
 	return l, nil
 }
 

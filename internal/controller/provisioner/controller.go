@@ -121,7 +121,7 @@ func New(cfg Config) (*Controller, error) {
 	// Failures here are calls to storage backends, which must not be hammered:
 	// back off per key from half a second to five minutes.
 	c.runner = &loop.Runner{Name: "Provisioner", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim}, {Q: c.volumeQ, Sync: c.syncVolume}, {Q: c.orphanQ, Sync: c.syncOrphan}},
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: loop.ErrorOnly(c.syncClaim)}, {Q: c.volumeQ, Sync: loop.ErrorOnly(c.syncVolume)}, {Q: c.orphanQ, Sync: loop.ErrorOnly(c.syncOrphan)}},
 		Resync: c.resyncPending, ResyncPeriod: c.resync}
 	return c, nil
 }

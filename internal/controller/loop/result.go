@@ -1,0 +1,68 @@
+package loop
+
+import (
+	"context"
+	"time"
+)
+
+// Result is what a sync asks of its runner for the key it handled, beside
+// its error. The runner owns every retry: no sync queues its own key again.
+//
+//   - Done: nothing more until an event or the resync brings the key back.
+//   - After(d): sync the key again after d, unless an event does sooner.
+//   - Terminal(reason): the key failed in a way retrying will not fix (the
+//     driver refused for good, the user must change the object): it is not
+//     retried until an event brings it back, and the reason is logged at
+//     error level once and counted.
+//
+// A non-nil error, whatever the Result, retries the key with per-key
+// exponential backoff; a key that keeps failing beyond the runner's
+// StuckAfter is logged at error level once and counted too.
+type Result struct {
+	after    time.Duration
+	terminal error
+}
+
+// Done is the Result of a sync that finished its key.
+func Done() Result { return Result{} }
+
+// After is the Result of a sync that wants its key again after d; d <= 0 is
+// Done.
+func After(d time.Duration) Result {
+	if d <= 0 {
+		return Done()
+	}
+	return Result{after: d}
+}
+
+// Terminal is the Result of a sync that gave its key up for reason, until
+// an event brings it back. A nil reason is Done.
+func Terminal(reason error) Result { return Result{terminal: reason} }
+
+// Sooner is whichever of r and o wants the key again first: a Terminal
+// gives way to any retry, Done to any After.
+func (r Result) Sooner(o Result) Result {
+	switch {
+	case r.after > 0 && o.after > 0:
+		return After(min(r.after, o.after))
+	case r.after > 0:
+		return r
+	case o.after > 0:
+		return o
+	case r.terminal != nil:
+		return r
+	}
+	return o
+}
+
+// RequeueAfter is how long until the key is synced again; 0 for Done and
+// Terminal.
+func (r Result) RequeueAfter() time.Duration { return r.after }
+
+// Reason is why a Terminal result gave up; nil otherwise.
+func (r Result) Reason() error { return r.terminal }
+
+// ErrorOnly adapts a sync that only ever returns an error (nil is Done).
+func ErrorOnly(sync func(ctx context.Context, key string) error) func(context.Context, string) (Result, error) {
+	return func(ctx context.Context, key string) (Result, error) { return Done(), sync(ctx, key) }
+}
