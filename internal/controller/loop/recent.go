@@ -16,8 +16,8 @@ import (
 // Safe for concurrent use. Entries older than what any caller asks about
 // are dropped by Forget, so memory is bounded by what was synced lately.
 type Recent struct {
-	mu   sync.Mutex
-	last map[string]time.Time
+	mu    sync.Mutex
+	last  map[string]time.Time
 	clock clock.PassiveClock
 }
 
