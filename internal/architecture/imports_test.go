@@ -69,8 +69,11 @@ var testImportRules = []rule{
 // The groups.
 var (
 	everyPackage = group{"every package", func(string) bool { return true }}
-	decisions    = onFloors(leaf, pure)
-	loops        = onFloors(loop)
+	decisions    = group{"leaves and pure cores", func(path string) bool {
+		f := floorOf(path)
+		return (f == leaf || f == pure) && notDecisions[path] == ""
+	}}
+	loops = onFloors(loop)
 )
 
 func onFloors(fs ...floor) group {

@@ -28,6 +28,23 @@ var pending = []known{
 	{"pure waits for nothing", "internal/heartbeat", "imports context", "lead: no helper has it; Run and List leave the pure Find"},
 	{"pure waits for nothing", "internal/heartbeat", "imports k8s.io/klog/v2", "lead: no helper has it; Run and List leave the pure Find"},
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
+
+	{ruleClock, "internal/heartbeat", "uses time.Now", "lead: Run leaves the pure Find"},
+	{ruleClock, "internal/heartbeat", "uses time.NewTicker", "lead: Run leaves the pure Find"},
+
+	{"the runner owns retry", "internal/controller/attachdetach", "calls AddAfter", "manager"},
+	{"the runner owns retry", "internal/controller/binder", "calls AddAfter", "binder"},
+	{"the runner owns retry", "internal/controller/modifier", "calls AddAfter", "resize"},
+	{"the runner owns retry", "internal/controller/provisioner", "calls AddAfter", "prov"},
+	{"the runner owns retry", "internal/controller/resizer", "calls AddAfter", "resize"},
+
+	{"one registry of informer indexes", "internal/controller/attachdetach", "calls AddIndexers", "manager"},
+	{"one registry of informer indexes", "internal/controller/attacher", "calls AddIndexers", "manager"},
+	{"one registry of informer indexes", "internal/controller/binder", "calls AddIndexers", "binder"},
+	{"one registry of informer indexes", "internal/controller/protection", "calls AddIndexers", "manager"},
+	{"one registry of informer indexes", "internal/controller/provisioner", "calls AddIndexers", "prov"},
+	{"one registry of informer indexes", "internal/controller/resizer", "calls AddIndexers", "resize"},
+	{"one registry of informer indexes", "internal/nodeagent", "calls AddIndexers", "node"},
 }
 
 // report fails on every finding not pending, and on every pending entry of
