@@ -29,6 +29,6 @@
 //     cleanly is at once reported as gone and leaves nothing behind; one
 //     that crashed leaves a Lease that expires after Config.Duration.
 //
-// Find is pure: the caller lists the Leases (List does it with a client)
+// Find is pure: the caller lists the Leases (internal/inspect does it)
 // and passes its clock.
 package heartbeat
