@@ -24,13 +24,8 @@ var pending = []known{
 	{"pure dials nothing", "internal/invariants", "imports google.golang.org/grpc", "harness: pure Check plus a separate reader"},
 	{"pure dials nothing", "internal/invariants", "imports google.golang.org/grpc/credentials/insecure", "harness: pure Check plus a separate reader"},
 	{"pure waits for nothing", "internal/invariants", "imports context", "harness: pure Check plus a separate reader"},
-	{"pure reads no API", "internal/heartbeat", "imports k8s.io/client-go/kubernetes/typed/coordination/v1", "lead: no helper has it; Run and List (the writer, the reader) leave the pure Find"},
-	{"pure waits for nothing", "internal/heartbeat", "imports context", "lead: no helper has it; Run and List leave the pure Find"},
-	{"pure waits for nothing", "internal/heartbeat", "imports k8s.io/klog/v2", "lead: no helper has it; Run and List leave the pure Find"},
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
 
-	{ruleClock, "internal/heartbeat", "uses time.Now", "lead: Run leaves the pure Find"},
-	{ruleClock, "internal/heartbeat", "uses time.NewTicker", "lead: Run leaves the pure Find"},
 
 	{"the runner owns retry", "internal/controller/attachdetach", "calls AddAfter", "manager"},
 	{"the runner owns retry", "internal/controller/binder", "calls AddAfter", "binder"},
