@@ -17,7 +17,7 @@ type known struct {
 // listed fails; an entry that no longer happens fails too, so the table
 // only shrinks. The lead empties it once the helpers' branches are merged.
 var pending = []known{
-	// rule                          package                  what                                                         owner
+	// {rule, package, what, owner}
 	{"pure reads no API", "internal/claimstatus", "imports k8s.io/client-go/kubernetes", "resize: split the pure patch from the write"},
 	{"pure waits for nothing", "internal/claimstatus", "imports context", "resize: split the pure patch from the write"},
 	{"pure reads no API", "internal/invariants", "imports k8s.io/client-go/kubernetes", "harness: pure Check plus a separate reader"},
@@ -25,7 +25,6 @@ var pending = []known{
 	{"pure dials nothing", "internal/invariants", "imports google.golang.org/grpc/credentials/insecure", "harness: pure Check plus a separate reader"},
 	{"pure waits for nothing", "internal/invariants", "imports context", "harness: pure Check plus a separate reader"},
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
-
 
 	{"the runner owns retry", "internal/controller/attachdetach", "calls AddAfter", "manager"},
 	{"the runner owns retry", "internal/controller/binder", "calls AddAfter", "binder"},
