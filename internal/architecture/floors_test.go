@@ -40,7 +40,8 @@ var floors = map[string]floor{
 	"internal/quantity":        leaf,
 	"internal/resourceversion": leaf,
 	"internal/metriclabel":     leaf,
-	"internal/keyedmutex":      leaf, // a lock, not a decision: see impure
+	"internal/keyedmutex":      leaf, // a lock, not a decision: see notDecisions
+	"internal/endpoint":        leaf,
 
 	"internal/binding":      pure,
 	"internal/index":        pure,
@@ -139,4 +140,5 @@ var planned = map[string]bool{
 	"internal/cluster/clustertest": true, // gone once harness lands
 	"test/e2e/support":             true, // helper harness
 	"internal/keyedmutex":          true, // helper binder
+	"internal/endpoint":            true, // helper manager
 }
