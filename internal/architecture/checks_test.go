@@ -20,6 +20,8 @@ import (
 	"regexp"
 	"sync"
 	clk "time"
+
+	"k8s.io/klog/v2"
 )
 
 var ErrGone = errors.New("gone")           // a sentinel: a table
@@ -34,6 +36,8 @@ var _ = filepath.Join                      // blank: ignored
 
 func init() {}
 
+func translate(any) {}
+
 func decide(name string) (string, int) {
 	cache[name]++
 	p := &addressed
@@ -42,6 +46,8 @@ func decide(name string) (string, int) {
 	_ = clk.Now()
 	_, _ = os.Getwd()
 	_, _ = filepath.Abs(name)
+	translate(klog.TODO())
+	klog.InfoS("deciding")
 	shadowed := 1 // a local that shadows the var: not a write to it
 	shadowed = 2
 	return names[1] + safe.String(), shadowed
@@ -63,6 +69,7 @@ func decide(name string) (string, int) {
 		ruleClock + ": uses time.Now",
 		ruleHost + ": uses os.Getwd",
 		ruleHost + ": uses filepath.Abs",
+		ruleLog + ": uses klog.InfoS",
 		ruleState + ": var counter is declared without a value",
 		ruleState + ": var mu is built from package sync",
 		ruleState + ": var cache is written after its declaration",

@@ -42,8 +42,8 @@ var importRules = []rule{
 		"a decision neither reads nor writes the machine it runs on; the loop or agent does"},
 	{"pure reads no clock", decisions, clockAndChance,
 		"now and chance are inputs: the caller reads its clock.PassiveClock and passes a time.Time"},
-	{"pure waits for nothing", decisions, waitingAndLogging,
-		"a decision does no I/O, so it has nothing to cancel, and logs nothing: its reasons are in the plan"},
+	{"pure waits for nothing", decisions, waiting,
+		"a decision does no I/O, so it has nothing to cancel"},
 	{"csierror is a leaf", packagesNamed("internal/csierror"), anythingButStdAndGRPCValues,
 		"every pure core may use it, so it imports only grpc/codes and grpc/status"},
 	{"csi speaks gRPC only", packagesNamed("internal/csi"), clientGo,
@@ -107,8 +107,8 @@ var (
 		return under("os", "syscall", "golang.org/x/sys", "k8s.io/mount-utils", "io/ioutil", "plugin")(imp) ||
 			(under("net")(imp) && imp != "net/url" && imp != "net/netip")
 	})
-	clockAndChance    = external("k8s.io/utils/clock, math/rand, crypto/rand", under("k8s.io/utils/clock", "math/rand", "crypto/rand"))
-	waitingAndLogging = external("context, k8s.io/klog", under("context", "k8s.io/klog"))
+	clockAndChance = external("k8s.io/utils/clock, math/rand, crypto/rand", under("k8s.io/utils/clock", "math/rand", "crypto/rand"))
+	waiting        = external("context", under("context"))
 
 	anythingButStdAndGRPCValues = external("anything but the standard library, grpc/codes and grpc/status", func(imp string) bool {
 		return !standard(imp) && !grpcValues(imp)
