@@ -177,8 +177,11 @@ func importFindings(pkgs []pkg, rules []rule, imports func(pkg) []string, verb s
 				if imp == p.ImportPath || !r.never.has(from, imp) {
 					continue
 				}
-				out = append(out, finding{rule: r.name, pkg: from, what: verb + " " + rel(imp),
-					why: fmt.Sprintf("%s never import %s: %s", r.who.name, r.never.name, r.why)})
+				why := fmt.Sprintf("%s never import %s: %s", r.who.name, r.never.name, r.why)
+				if ours(imp) {
+					why += fmt.Sprintf(" (%s is a %s, %s a %s)", from, floorOf(from), rel(imp), floorOf(rel(imp)))
+				}
+				out = append(out, finding{rule: r.name, pkg: from, what: verb + " " + rel(imp), why: why})
 			}
 		}
 	}
