@@ -85,3 +85,21 @@ func documentedFloors(doc string) map[floor][]string {
 // documentedName is how the document names a package: its path in the
 // module, internal/ left out.
 func documentedName(path string) string { return strings.TrimPrefix(path, "internal/") }
+
+// Every rule the tests hold has a row, under its name, in the document.
+func TestDocumentNamesTheRules(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(names(importRules), names(testImportRules)...)
+	all = append(all, ruleClock, ruleHost, ruleGoroutine, ruleLog, ruleState, "every package says what it is")
+	for _, h := range oneHome {
+		all = append(all, h.rule)
+	}
+	for _, name := range all {
+		if !strings.Contains(string(doc), "\n| "+name+" |") {
+			t.Errorf("docs/architecture.md has no row for the rule %q", name)
+		}
+	}
+}
