@@ -4,7 +4,7 @@
 // writes every annotation, label and finalizer volplane reads or writes on
 // its own claims and pods, with values that name another tenant's volumes,
 // nodes and driver endpoints, and deletes at every step. Everything `volplane
-// up` runs is running (clustertest.Stack, two nodes).
+// up` runs is running (stacktest.Stack, two nodes).
 //
 // Each test starts from an empty cluster, makes a victim (namespace
 // victim: a node-local claim and a network claim, both Bound, a file
@@ -27,23 +27,23 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // stack is the package's running stack, tenant the client of the tenant
 // of namespace evil.
 var (
-	stack  *clustertest.Stack
+	stack  *stacktest.Stack
 	tenant kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
+	stacktest.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
 	ctx := context.Background()
-	s, stop, err := clustertest.StartTempStack(ctx, cp, "vp-adv-", clustertest.StackConfig{Capacity: 50 << 30})
+	s, stop, err := stacktest.StartTempStack(ctx, cp, "vp-adv-", stacktest.StackConfig{Capacity: 50 << 30})
 	if err != nil {
 		return nil, err
 	}

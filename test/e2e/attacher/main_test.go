@@ -27,9 +27,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // The two drivers: one that attaches, one that does not.
@@ -47,7 +47,7 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	stacktest.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {

@@ -8,15 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // checkInvariants waits until no invariant of expansion is broken across
 // the cluster; newEnv runs it when each test ends.
 func (e *env) checkInvariants() {
 	e.t.Helper()
-	clustertest.Eventually(e.t, "no expansion invariant violated", func() string {
+	stacktest.Eventually(e.t, "no expansion invariant violated", func() string {
 		return strings.Join(e.violations(), "; ")
 	}, nil)
 }

@@ -25,10 +25,10 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // driverCapacity is all the driver may give out: it answers OutOfRange
@@ -47,11 +47,11 @@ const (
 var bed struct {
 	pool   *csi.Pool
 	calls  *driverCalls
-	shared *clustertest.Loops
+	shared *stacktest.Loops
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	stacktest.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
@@ -89,7 +89,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
-	bed.shared = clustertest.StartLoops(loopsConfig(cp.RESTConfig, endpoint, manager.Binder, manager.Provisioner))
+	bed.shared = stacktest.StartLoops(loopsConfig(cp.RESTConfig, endpoint, manager.Binder, manager.Provisioner))
 	return teardown, nil
 }
 

@@ -14,9 +14,9 @@ package handoff
 import (
 	"testing"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 0)
+	stacktest.Main(m, 0)
 }

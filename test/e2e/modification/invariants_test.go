@@ -8,16 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // checkInvariants waits until no invariant of attributes classes is broken
 // across the cluster; every test ends with it.
 func (e *env) checkInvariants() {
 	e.t.Helper()
-	clustertest.Eventually(e.t, "no attributes class invariant violated", func() string {
+	stacktest.Eventually(e.t, "no attributes class invariant violated", func() string {
 		return strings.Join(e.violations(), "; ")
 	}, nil)
 }

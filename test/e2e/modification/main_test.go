@@ -34,12 +34,12 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/modifier"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 const (
@@ -53,7 +53,7 @@ const (
 var bed struct {
 	driver   *hostpath.Driver
 	endpoint string
-	loops    *clustertest.Loops
+	loops    *stacktest.Loops
 	modifier *loopRun
 }
 
@@ -64,7 +64,7 @@ type loopRun struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	stacktest.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
@@ -102,7 +102,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
-	bed.loops = clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+	bed.loops = stacktest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
 		Controllers: []string{manager.Binder, manager.Provisioner}, Workers: 4, ResyncPeriod: 2 * time.Second})
 	if bed.modifier, err = startModifier(cp.Client); err != nil {
 		teardown()

@@ -19,10 +19,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client and a fresh namespace.
@@ -34,12 +34,12 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	return &env{t: t, ctx: context.Background(), client: clustertest.ControlPlane(t).Client, ns: clustertest.Namespace(t)}
+	return &env{t: t, ctx: context.Background(), client: stacktest.ControlPlane(t).Client, ns: stacktest.Namespace(t)}
 }
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		if bed.modifier != nil {
 			select {
 			case err := <-bed.modifier.done:
@@ -376,8 +376,8 @@ func TestTheResizerLoopModifies(t *testing.T) {
 		t.Fatalf("stopping the modifier: %v", err)
 	}
 	bed.modifier = nil
-	cp := clustertest.ControlPlane(t)
-	resizer := clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+	cp := stacktest.ControlPlane(t)
+	resizer := stacktest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
 		Controllers: []string{manager.Resizer}, Workers: 2, ResyncPeriod: 2 * time.Second})
 	t.Cleanup(func() {
 		if err := resizer.Stop(); err != nil {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/volplane/volplane/deploy"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // unmountWait is attachdetach's wait for an unwanted volume to be
@@ -34,11 +34,11 @@ const heartbeatPeriod = 200 * time.Millisecond
 // stack with its loops stopped (each role runs its own).
 var bed struct {
 	deploy []runtime.Object
-	stack  *clustertest.Stack
+	stack  *stacktest.Stack
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	stacktest.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
@@ -52,7 +52,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	if err := apply(context.Background(), cp.RESTConfig, objs); err != nil {
 		return nil, err
 	}
-	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-rbac-", clustertest.StackConfig{
+	s, stop, err := stacktest.StartTempStack(context.Background(), cp, "vp-rbac-", stacktest.StackConfig{
 		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
 	})
 	if err != nil {
