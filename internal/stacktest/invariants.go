@@ -1,21 +1,18 @@
 package stacktest
 
 import (
+	"context"
 	"path/filepath"
 
-	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/invariants"
 )
 
-// InvariantEndpoints are the stack's drivers as invariants.Read reads
-// them: the node-local driver of every node and the network driver.
-func (s *Stack) InvariantEndpoints() []invariants.Endpoint {
-	sock := func(name string) string { return "unix://" + filepath.Join(s.cfg.DataDir, "csi", name) }
-	var out []invariants.Endpoint
-	for _, node := range s.CP.Nodes {
-		out = append(out, invariants.Endpoint{Driver: hostpath.DriverName, Node: node, TopologyKey: hostpath.TopologyKey, CSI: sock(node + ".sock")})
-	}
-	return append(out, invariants.Endpoint{Driver: hostpath.NetworkDriverName, CSI: sock("network.sock"), Attaches: true})
+// ReadInvariants reads what invariants.Check looks at: the cluster's
+// claims, PVs and VolumeAttachments, and the volumes of every driver of
+// the stack (the node-local driver of every node and the network driver).
+func (s *Stack) ReadInvariants(ctx context.Context) (invariants.State, error) {
+	return checkup.ReadInvariants(ctx, s.CP.Client, s.Drivers.Endpoints)
 }
 
 // VolumeDir is the directory of a mount volume of the stack's drivers on

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
@@ -260,28 +261,29 @@ func (w *world) force() {
 // deleteStrayVolumes deletes, on the drivers, every backend volume left
 // once no PV is left.
 func (w *world) deleteStrayVolumes() {
-	for _, e := range stack.InvariantEndpoints() {
-		s, err := invariants.Read(w.ctx, w.admin, []invariants.Endpoint{e})
+	for _, endpoint := range stack.Drivers.Endpoints {
+		s, err := checkup.ReadInvariants(w.ctx, w.admin, []string{endpoint})
 		if err != nil {
-			w.t.Errorf("read %s: %v", e.CSI, err)
+			w.t.Errorf("read %s: %v", endpoint, err)
 			continue
 		}
-		for _, id := range s.Backends[0].VolumeIDs {
-			conn, err := grpc.NewClient(e.CSI, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		b := s.Backends[0]
+		for _, id := range b.VolumeIDs {
+			conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
-				w.t.Errorf("dial %s: %v", e.CSI, err)
+				w.t.Errorf("dial %s: %v", endpoint, err)
 				continue
 			}
 			_, err = csipb.NewControllerClient(conn).DeleteVolume(w.ctx, &csipb.DeleteVolumeRequest{VolumeId: id})
 			conn.Close()
-			w.t.Logf("deleted stray volume %s of %s%s: %v", id, e.Driver, " "+e.Node, err)
+			w.t.Logf("deleted stray volume %s of %s%s: %v", id, b.Driver, " "+b.Node, err)
 		}
 	}
 }
 
 func (w *world) read() invariants.State {
 	w.t.Helper()
-	s, err := invariants.Read(w.ctx, w.admin, stack.InvariantEndpoints())
+	s, err := stack.ReadInvariants(w.ctx)
 	w.must(err)
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/checkup"
@@ -177,7 +178,7 @@ func (e *env) doctor() (doctor.Report, string, string) {
 	e.t.Helper()
 	var t, j bytes.Buffer
 	later := time.Now().Add(time.Hour)
-	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table", Now: func() time.Time { return later }}
+	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table", Clock: clocktesting.NewFakePassiveClock(later)}
 	r, err := checkup.Doctor(e.ctx, e.client, cfg, &t)
 	e.must(err)
 	manifest := false // the lines of a here-document are written as they paste
