@@ -28,6 +28,7 @@ import (
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // stack is the package's running stack, tenant the client of the tenant
@@ -38,36 +39,27 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
+	support.StackMain(m, 2, "vp-adv-", stacktest.StackConfig{Capacity: 50 << 30}, setUp)
 }
 
-func setUp(cp *cluster.ControlPlane) (func(), error) {
+func setUp(cp *cluster.ControlPlane, s *stacktest.Stack) error {
 	ctx := context.Background()
-	s, stop, err := stacktest.StartTempStack(ctx, cp, "vp-adv-", stacktest.StackConfig{Capacity: 50 << 30})
-	if err != nil {
-		return nil, err
-	}
 	stack = s
 	if len(cp.Nodes) < 2 {
-		stop()
-		return nil, fmt.Errorf("want 2 nodes, have %v", cp.Nodes)
+		return fmt.Errorf("want 2 nodes, have %v", cp.Nodes)
 	}
 	for _, class := range []*storagev1.StorageClass{onlyOn(firstNodeClass, cp.Nodes[0], storagev1.VolumeBindingImmediate),
 		onlyOn(firstNodeWaitClass, cp.Nodes[0], storagev1.VolumeBindingWaitForFirstConsumer)} {
 		if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 	}
 	for _, ns := range []string{victimNS, evilNS} {
 		if err := namespace(ctx, cp.Client, ns); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 	}
-	if tenant, err = editor(ctx, cp, evilNS); err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
+	var err error
+	tenant, err = editor(ctx, cp, evilNS)
+	return err
 }

@@ -12,12 +12,12 @@
 package badinput
 
 import (
-	"context"
 	"testing"
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // driverCapacity is what each bundled driver may hand out: room for every
@@ -33,14 +33,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := stacktest.StartTempStack(context.Background(), cp, "vp-bad-", stacktest.StackConfig{
+	support.StackMain(m, 2, "vp-bad-", stacktest.StackConfig{
 		Capacity: driverCapacity,
 		Loops:    func(c *manager.Config) { c.REST.Wrap(writes.Wrap) },
-	})
-	stack = s
-	return stop, err
+	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }

@@ -9,12 +9,12 @@
 package explain
 
 import (
-	"context"
 	"flag"
 	"testing"
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -23,11 +23,6 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var stack *stacktest.Stack
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := stacktest.StartTempStack(context.Background(), cp, "vp-explain-", stacktest.StackConfig{Capacity: 50 << 30})
-	stack = s
-	return stop, err
+	support.StackMain(m, 2, "vp-explain-", stacktest.StackConfig{Capacity: 50 << 30},
+		func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }

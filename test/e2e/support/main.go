@@ -25,7 +25,13 @@ func Main(m *testing.M, nodes int, setups ...Setup) {
 // are limited), handed to started before the tests run (to keep it, and to
 // set up what the suite needs on top). An error of started stops the run.
 func StackMain(m *testing.M, nodes int, prefix string, cfg stacktest.StackConfig, started func(*cluster.ControlPlane, *stacktest.Stack) error) {
-	Main(m, nodes, func(cp *cluster.ControlPlane) (func(), error) {
+	Main(m, nodes, StackSetup(prefix, cfg, started))
+}
+
+// StackSetup is StackMain's Setup, for a suite that sets up something
+// before the stack starts.
+func StackSetup(prefix string, cfg stacktest.StackConfig, started func(*cluster.ControlPlane, *stacktest.Stack) error) Setup {
+	return func(cp *cluster.ControlPlane) (func(), error) {
 		s, stop, err := stacktest.StartTempStack(context.Background(), cp, prefix, cfg)
 		if err != nil {
 			return nil, err
@@ -35,5 +41,5 @@ func StackMain(m *testing.M, nodes int, prefix string, cfg stacktest.StackConfig
 			return nil, err
 		}
 		return stop, nil
-	})
+	}
 }

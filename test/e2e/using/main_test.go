@@ -11,13 +11,13 @@
 package using
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // unmountWait is attachdetach's wait for an unwanted volume to be
@@ -28,13 +28,7 @@ const unmountWait = 3 * time.Second
 var stack *stacktest.Stack
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 3, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := stacktest.StartTempStack(context.Background(), cp, "vp-use-", stacktest.StackConfig{
+	support.StackMain(m, 3, "vp-use-", stacktest.StackConfig{
 		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
-	})
-	stack = s
-	return stop, err
+	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }
