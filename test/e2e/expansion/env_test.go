@@ -17,7 +17,9 @@ import (
 	"github.com/volplane/volplane/internal/controller/resizer"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client to arrange and inspect, and the
@@ -36,6 +38,15 @@ func newEnv(t *testing.T) *env {
 	// Registered first, so it runs last: after the test's resizers stopped.
 	t.Cleanup(e.checkInvariants)
 	return e
+}
+
+// checkInvariants waits until no promise of expansion (invariants.Resized)
+// is broken across the cluster; newEnv runs it when each test ends.
+func (e *env) checkInvariants() {
+	e.t.Helper()
+	support.Holds(e.t, stacktest.WaitTimeout, func() []string {
+		return invariants.Resized(support.ReadState(e.t, e.client, bed.endpoint))
+	})
 }
 
 // start runs a resizer until the test ends; crashAt > 0 stops it right
