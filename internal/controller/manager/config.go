@@ -30,17 +30,6 @@ const (
 	Expander = "expander"
 )
 
-// Known lists the loops this build can run.
-func Known() []string {
-	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander, Resizer}
-}
-
-// needsDrivers says whether a selected loop calls CSI drivers.
-func needsDrivers(controllers []string) bool {
-	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher) ||
-		slices.Contains(controllers, Resizer)
-}
-
 // Config says which loops to run against which cluster.
 type Config struct {
 	// REST is the client configuration, with QPS and Burst already set.
@@ -122,9 +111,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
-	for _, loop := range []string{Provisioner, Attacher, Resizer} {
-		if slices.Contains(c.Controllers, loop) && len(c.CSIEndpoints) == 0 {
-			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", loop)
+	for _, r := range selectedRows(c) {
+		if r.needs == NeedsDrivers && len(c.CSIEndpoints) == 0 {
+			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", r.name)
 		}
 	}
 	for _, e := range c.CSIEndpoints {
