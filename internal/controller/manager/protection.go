@@ -4,7 +4,7 @@ import "github.com/volplane/volplane/internal/controller/protection"
 
 // protectionConfig is what both protection loops take.
 func protectionConfig(w wiring) protection.Config {
-	return protection.Config{Client: w.Client, Informers: w.Informers,
+	return protection.Config{Client: w.Client, Informers: w.Informers, Metrics: w.Metrics,
 		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod}
 }
 
