@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volplane/volplane/internal/endpoint"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/controller/binder"
@@ -117,8 +119,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, e := range c.CSIEndpoints {
-		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
-			return fmt.Errorf("CSI endpoint %q: want unix:///absolute/path", e)
+		if _, err := endpoint.Parse(e); err != nil {
+			return err
 		}
 	}
 	if err := c.validateNodeDeployment(); err != nil {
