@@ -1,4 +1,4 @@
-package binder
+package index
 
 import (
 	"strings"
@@ -8,47 +8,63 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/index"
 )
 
-// tallies remembers, per waiting claim, the tally of its candidates (the PVs
+// Tallies remembers, per waiting claim, the tally of its candidates (the PVs
 // of its class and those pre-bound to it), so that a resync costs O(1), not
 // a Match over the claim's whole class, unless something it counts changed.
 //
 // Counting waits for the situation to settle: a claim is counted once it
 // and its candidates have stayed the same for a resync period, or when the
-// last count (or the first look) is older than maxStaleResyncs periods. A
+// last count (or the first look) is older than MaxStaleResyncs periods. A
 // claim bound or provisioned within a period never pays for a count, and
 // while PVs keep arriving in a class (a bulk import, the benchmarks) its
 // waiting claims are neither recounted nor reported at each resync: that
 // would be O(class size) per claim and resync, quadratic overall, and one
 // event per claim and resync, for news outdated when read.
 //
-// Entries go when the claim is deleted or stops wanting a tally. Guarded by
-// Controller.mu, like the index whose Version it keeps.
-type tallies struct {
+// Entries go when the claim is deleted or stops wanting a tally. Not safe
+// for concurrent use: the controller guards it with the Index whose Version
+// it keeps.
+type Tallies struct {
 	byKey map[string]countedTally
 }
 
-// tallySource is what a tally is counted from: the index's Version of the
+// TallySource is what a tally is counted from: the index's Version of the
 // claim's candidates and what of the claim itself decides its verdicts.
-type tallySource struct {
-	candidates index.Version
+type TallySource struct {
+	candidates Version
 	request    string
+}
+
+// TallySource is the claim's source as the index holds it now.
+func (x *Index) TallySource(claim *v1.PersistentVolumeClaim) TallySource {
+	return TallySource{candidates: x.Version(claim), request: requestOf(claim)}
+}
+
+// Count is one count of a claim's candidates.
+type Count struct {
+	// From is the source counted.
+	From TallySource
+	// Candidates is how many PVs were handed to Match: every other PV the
+	// index holds is of another class.
+	Candidates int
+	// Tally is binding.Count over the candidates' verdicts.
+	Tally binding.Tally
+	// Total is how many PVs the index held.
+	Total int
 }
 
 // countedTally is a claim's tally of its candidates, without the PVs of
 // other classes, and what it was counted from.
 type countedTally struct {
 	counted bool
-	from    tallySource
+	from    TallySource
 	// since is when it was counted, or first looked at before that.
 	since time.Time
 	// seen is the newest source looked at, unchanged since seenSince.
-	seen      tallySource
-	seenSince time.Time
-	// candidates is how many PVs were handed to Match: every other PV the
-	// index holds is of another class.
+	seen       TallySource
+	seenSince  time.Time
 	candidates int
 	tally      binding.Tally
 	// total is the number of PVs held when the tally was last reported.
@@ -58,21 +74,56 @@ type countedTally struct {
 	total int
 }
 
-// maxStaleResyncs bounds, in resync periods, how long a tally may lag
+// MaxStaleResyncs bounds, in resync periods, how long a tally may lag
 // behind PVs that keep changing (5 minutes at the default 15 s).
-const maxStaleResyncs = 20
+const MaxStaleResyncs = 20
 
-func newTallies() *tallies { return &tallies{byKey: map[string]countedTally{}} }
+// NewTallies returns an empty Tallies.
+func NewTallies() *Tallies { return &Tallies{byKey: map[string]countedTally{}} }
+
+// Look is a sync's look at a claim's tally, at now, with the claim's
+// current source and the index's total: it returns the tally to report
+// (nil before the first count) and whether a count is due, settle being
+// the resync period. When one is due, the caller matches the candidates
+// and hands the result to Counted.
+func (t *Tallies) Look(key string, now time.Time, current TallySource, total int, settle time.Duration) (report *binding.Tally, due bool) {
+	ct, ok := t.byKey[key]
+	if !ok {
+		ct = countedTally{since: now, seen: current, seenSince: now}
+	}
+	if ct.due(now, current, settle) {
+		return nil, true
+	}
+	if ct.counted && current == ct.from {
+		ct.total = total
+	}
+	t.byKey[key] = ct
+	return ct.report(), false
+}
+
+// Counted remembers a count made at now and returns it as reported.
+func (t *Tallies) Counted(key string, now time.Time, c Count) *binding.Tally {
+	ct := countedTally{counted: true, from: c.From, since: now, seen: c.From, seenSince: now,
+		candidates: c.Candidates, tally: c.Tally, total: c.Total}
+	t.byKey[key] = ct
+	return ct.report()
+}
+
+// Forget drops a claim's tally.
+func (t *Tallies) Forget(key string) { delete(t.byKey, key) }
+
+// Len is how many claims have a tally remembered.
+func (t *Tallies) Len() int { return len(t.byKey) }
 
 // due says whether to count now, having looked at the current source.
-func (t *countedTally) due(now time.Time, current tallySource, settle time.Duration) bool {
+func (t *countedTally) due(now time.Time, current TallySource, settle time.Duration) bool {
 	if t.counted && current == t.from {
 		return false
 	}
 	if current != t.seen {
 		t.seen, t.seenSince = current, now
 	}
-	return now.Sub(t.seenSince) >= settle || now.Sub(t.since) >= maxStaleResyncs*settle
+	return now.Sub(t.seenSince) >= settle || now.Sub(t.since) >= MaxStaleResyncs*settle
 }
 
 // report is the tally of every PV, nil before the first count.
@@ -82,38 +133,6 @@ func (t *countedTally) report() *binding.Tally {
 	}
 	all := t.tally.WithOtherClass(t.total - t.candidates)
 	return &all
-}
-
-// tally returns the claim's tally over every PV held: nil until counted,
-// then the remembered one unless a count is due. Match runs outside c.mu:
-// the candidates are informer objects, never modified, and one claim is
-// synced by one worker at a time.
-func (c *Controller) tally(claim *v1.PersistentVolumeClaim) *binding.Tally {
-	key, now := binding.ClaimKey(claim), c.clock.Now()
-	c.mu.Lock()
-	current := tallySource{candidates: c.index.Version(claim), request: requestOf(claim)}
-	total := c.index.Len()
-	t, ok := c.tallies.byKey[key]
-	if !ok {
-		t = countedTally{since: now, seen: current, seenSince: now}
-	}
-	if !t.due(now, current, c.resync) {
-		if t.counted && current == t.from {
-			t.total = total
-		}
-		c.tallies.byKey[key] = t
-		c.mu.Unlock()
-		return t.report()
-	}
-	candidates := c.index.Candidates(claim)
-	c.mu.Unlock()
-	chosen, verdicts := binding.Match(claim, candidates, false)
-	t = countedTally{counted: true, from: current, since: now, seen: current, seenSince: now,
-		candidates: len(candidates), tally: binding.Count(verdicts, chosen != nil, 0), total: total}
-	c.mu.Lock()
-	c.tallies.byKey[key] = t
-	c.mu.Unlock()
-	return t.report()
 }
 
 // requestOf renders what of a claim decides its verdicts, besides its class
@@ -143,6 +162,3 @@ func requestOf(claim *v1.PersistentVolumeClaim) string {
 	}
 	return b.String()
 }
-
-// forget drops a claim's tally; the caller holds c.mu.
-func (t *tallies) forget(key string) { delete(t.byKey, key) }
