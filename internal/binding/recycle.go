@@ -2,9 +2,11 @@ package binding
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A recycle scrubs a Released volume with a pod named recycler-for-<pv>, as
@@ -160,4 +162,60 @@ func FinishScrubSpec(pv *v1.PersistentVolume) *v1.PersistentVolume {
 		out.Annotations = nil
 	}
 	return out
+}
+
+// A recycler pod is named recycler-for-<pv> (as in Kubernetes) in the
+// recycler namespace, mounts the volume at /scrub and empties it.
+const (
+	// recyclerPrefix starts the name of every recycler pod.
+	recyclerPrefix = "recycler-for-"
+	// LabelRecycledVolume marks recycler pods with the PV they scrub (for
+	// people; the binder finds them by name).
+	LabelRecycledVolume = "recycler.volplane.io/volume"
+	scrubScript         = `test -e /scrub && find /scrub -mindepth 1 -delete && test -z "$(ls -A /scrub)" || exit 1`
+)
+
+// RecyclerPodName is the name of the pod that scrubs the PV.
+func RecyclerPodName(pvName string) string { return recyclerPrefix + pvName }
+
+// RecycledVolume is the PV a pod of that name would scrub, if it is named
+// as a recycler pod. Whoever made it: a pod we did not create must be
+// removed before our scrub can start.
+func RecycledVolume(podName string) (string, bool) {
+	return strings.CutPrefix(podName, recyclerPrefix)
+}
+
+// ScrubSource is the volume source a recycler pod can mount: only hostPath
+// and NFS volumes can be recycled, as in Kubernetes.
+func ScrubSource(pv *v1.PersistentVolume) (v1.VolumeSource, bool) {
+	s := pv.Spec.PersistentVolumeSource
+	switch {
+	case s.HostPath != nil:
+		return v1.VolumeSource{HostPath: s.HostPath}, true
+	case s.NFS != nil:
+		return v1.VolumeSource{NFS: s.NFS}, true
+	}
+	return v1.VolumeSource{}, false
+}
+
+// RecyclerPod is the pod that scrubs pv through source (ScrubSource), in
+// namespace, with image (which needs a POSIX shell and find). It names the
+// claim whose release it scrubs (AnnRecycledClaim).
+func RecyclerPod(pv *v1.PersistentVolume, source v1.VolumeSource, namespace, image string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: RecyclerPodName(pv.Name), Namespace: namespace,
+			Labels:      map[string]string{LabelRecycledVolume: pv.Name},
+			Annotations: map[string]string{AnnRecycledClaim: string(pv.Spec.ClaimRef.UID)},
+		},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{
+				Name: "recycler", Image: image,
+				Command:      []string{"/bin/sh", "-c", scrubScript},
+				VolumeMounts: []v1.VolumeMount{{Name: "vol", MountPath: "/scrub"}},
+			}},
+			Volumes: []v1.Volume{{Name: "vol", VolumeSource: source}},
+		},
+	}
 }
