@@ -64,15 +64,24 @@ const (
 	// ScrubFailed: phase Failed with Message, delete the pod, Warning
 	// VolumeFailedRecycle Message.
 	ScrubFailed
+	// ScrubOver: the volume's scrub failed before (phase Failed) and no pod
+	// is left: nothing to do. Unlike the reference, a failed scrub is not
+	// started again on every resync: the volume stays Failed until someone
+	// looks at it.
+	ScrubOver
+	// ScrubRemoveLeftover: the volume's scrub failed before and a recycler
+	// pod whose delete failed is left: delete it.
+	ScrubRemoveLeftover
 )
 
 func (a ScrubAction) String() string {
-	return [...]string{"Start", "CheckLive", "Wait", "RemoveOther", "WaitOtherGone", "Succeeded", "Failed"}[a]
+	return [...]string{"Start", "CheckLive", "Wait", "RemoveOther", "WaitOtherGone", "Succeeded", "Failed", "Over", "RemoveLeftover"}[a]
 }
 
 // ScrubInput is what a recycle step needs to decide.
 type ScrubInput struct {
-	// Volume is Released, with reclaim policy Recycle and a claimRef.
+	// Volume is Released (or Failed by an earlier scrub), with reclaim
+	// policy Recycle and a claimRef.
 	Volume *v1.PersistentVolume
 	// Pod is the pod named recycler-for-<pv> in the recycler namespace, nil
 	// when there is none. With LiveChecked it comes from a live API read.
@@ -103,6 +112,10 @@ func (d ScrubDecision) String() string {
 func DecideScrub(in ScrubInput) ScrubDecision {
 	pv, pod := in.Volume, in.Pod
 	switch {
+	case pv.Status.Phase == v1.VolumeFailed && (pod == nil || pod.DeletionTimestamp != nil):
+		return ScrubDecision{Action: ScrubOver, Note: "the scrub failed; not scrubbed again"}
+	case pv.Status.Phase == v1.VolumeFailed:
+		return ScrubDecision{Action: ScrubRemoveLeftover, Note: "the scrub failed; its recycler pod is left"}
 	case pod == nil && pv.Annotations[AnnRecyclerPod] != "" && !in.LiveChecked:
 		return ScrubDecision{Action: ScrubCheckLive, Note: "the recorded recycler pod is not in the cache"}
 	case pod == nil:

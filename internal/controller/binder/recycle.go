@@ -32,25 +32,23 @@ const (
 
 // recycle moves a Released volume through its scrub.
 // A volume whose scrub failed stays Failed until someone looks at it: unlike
-// the reference, we do not start a new scrub on every resync.
+// the reference, we do not start a new scrub on every resync
+// (binding.ScrubOver, ScrubRemoveLeftover).
 func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d binding.VolumeDecision) (loop.Result, error) {
-	if pv.Status.Phase == v1.VolumeFailed {
-		// Not scrubbed again; only a recycler pod whose delete failed
-		// is left to remove.
-		if pod, err := c.recyclerPod(pv.Name); err != nil || pod == nil || pod.DeletionTimestamp != nil {
+	var source v1.VolumeSource
+	if pv.Status.Phase != v1.VolumeFailed {
+		// Released: the phase first, then a scrub, which needs a source.
+		var err error
+		if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message)); err != nil {
 			return loop.Done(), err
 		}
-		return loop.Done(), c.deleteRecycler(ctx, pv.Name)
-	}
-	pv, err := c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message))
-	if err != nil {
-		return loop.Done(), err
-	}
-	source, ok := binding.ScrubSource(pv)
-	if !ok {
-		return loop.Done(), c.recycleFailed(ctx, pv, "No recycler plugin found for the volume!")
+		var ok bool
+		if source, ok = binding.ScrubSource(pv); !ok {
+			return loop.Done(), c.recycleFailed(ctx, pv, "No recycler plugin found for the volume!")
+		}
 	}
 	in := binding.ScrubInput{Volume: pv, Now: c.clock.Now(), Timeout: c.recycleTimeout}
+	var err error
 	if in.Pod, err = c.recyclerPod(pv.Name); err != nil {
 		return loop.Done(), err
 	}
@@ -80,9 +78,12 @@ func (c *Controller) applyScrub(ctx context.Context, pv *v1.PersistentVolume, po
 		return loop.Done(), c.recycleFailed(ctx, pv, sd.Message)
 	case binding.ScrubWait:
 		return loop.After(sd.RetryAfter), nil
+	case binding.ScrubRemoveLeftover:
+		return loop.Done(), c.deleteRecycler(ctx, pv.Name)
 	}
 	// ScrubWaitOtherGone: the pod's delete event brings the volume back
 	// (onPod), and the resync revisits a Released Recycle volume anyway.
+	// ScrubOver: nothing is left to do.
 	return loop.Done(), nil
 }
 
