@@ -20,22 +20,13 @@ var pending = []known{
 	// {rule, package, what, owner}
 	{"pure reads no API", "internal/claimstatus", "imports k8s.io/client-go/kubernetes", "resize: split the pure patch from the write"},
 	{"pure waits for nothing", "internal/claimstatus", "imports context", "resize: split the pure patch from the write"},
-	{"pure reads no API", "internal/invariants", "imports k8s.io/client-go/kubernetes", "harness: pure Check plus a separate reader"},
-	{"pure dials nothing", "internal/invariants", "imports google.golang.org/grpc", "harness: pure Check plus a separate reader"},
-	{"pure dials nothing", "internal/invariants", "imports google.golang.org/grpc/credentials/insecure", "harness: pure Check plus a separate reader"},
-	{"pure waits for nothing", "internal/invariants", "imports context", "harness: pure Check plus a separate reader"},
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
 
-	{"the runner owns retry", "internal/controller/attachdetach", "calls AddAfter", "manager"},
-	{"the runner owns retry", "internal/controller/binder", "calls AddAfter", "binder"},
 	{"the runner owns retry", "internal/controller/modifier", "calls AddAfter", "resize"},
 	{"the runner owns retry", "internal/controller/provisioner", "calls AddAfter", "prov"},
 	{"the runner owns retry", "internal/controller/resizer", "calls AddAfter", "resize"},
 
-	{"one registry of informer indexes", "internal/controller/attachdetach", "calls AddIndexers", "manager"},
 	{"one registry of informer indexes", "internal/controller/attacher", "calls AddIndexers", "manager"},
-	{"one registry of informer indexes", "internal/controller/binder", "calls AddIndexers", "binder"},
-	{"one registry of informer indexes", "internal/controller/protection", "calls AddIndexers", "manager"},
 	{"one registry of informer indexes", "internal/controller/provisioner", "calls AddIndexers", "prov"},
 	{"one registry of informer indexes", "internal/controller/resizer", "calls AddIndexers", "resize"},
 	{"one registry of informer indexes", "internal/nodeagent", "calls AddIndexers", "node"},
