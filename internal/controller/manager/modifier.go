@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/modifier"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/modification"
 )
 
 // newModifier builds the modifier loop (the external-resizer's modify
@@ -19,10 +19,8 @@ func newModifier(cfg Config, client kubernetes.Interface, factory informers.Shar
 	pool *csi.Pool, events record.EventBroadcaster, l *loops) (func(context.Context) error, error) {
 	m, err := modifier.New(modifier.Config{
 		Client: client, Informers: factory, Pool: pool,
-		Recorder: func(driver string) record.EventRecorder {
-			return recorder(events, modification.EventComponent(driver))
-		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
+		Recorder: resizing.RecorderFrom(events),
+		Workers:  cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
 	})
 	if err != nil {
 		return nil, err

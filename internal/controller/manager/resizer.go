@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/resizer"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/expansion"
 )
 
 // newResizer builds the resizer loop (the external-resizer's role) over
@@ -18,10 +18,8 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 	events record.EventBroadcaster, l *loops, pool *csi.Pool) (func(context.Context) error, error) {
 	r, err := resizer.New(resizer.Config{
 		Client: client, Informers: factory, Pool: pool,
-		Recorder: func(driver string) record.EventRecorder {
-			return recorder(events, expansion.EventComponent(driver))
-		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
+		Recorder: resizing.RecorderFrom(events),
+		Workers:  cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
 	})
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/volplane/volplane/internal/csierror"
-
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -17,6 +15,7 @@ import (
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/modification"
 )
 
@@ -131,7 +130,7 @@ func (c *Controller) callDriver(ctx context.Context, claim *v1.PersistentVolumeC
 // reported and retried with backoff, the driver's answers after which it
 // may still be working resuming the same target.
 func (c *Controller) failed(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, driver, target string, callErr error) error {
-	if _, isStatus := csierror.Code(callErr); !isStatus {
+	if _, isStatus := csierror.Code(callErr); !isStatus { // an answer of the driver's carries a gRPC status
 		// Not the driver's answer (no endpoint, no secret): nothing is
 		// marked, as the reference marks only gRPC errors.
 		c.Recorders.Event(driver, claim, v1.EventTypeWarning, modification.EventModifyFailed, callErr.Error())

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/volplane/volplane/internal/controller/secrets"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/claimstatus"
+	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/modification"
 )
 

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/volplane/volplane/internal/controller/secrets"
-
-	"github.com/volplane/volplane/internal/csierror"
-
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,7 +13,9 @@ import (
 	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/resizing"
+	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/publication"
 	"github.com/volplane/volplane/internal/quantity"

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -27,7 +28,7 @@ type Config struct {
 	// whose PV's spec.csi.driver is one of them.
 	Pool *csi.Pool
 	// Recorder returns the event recorder of a driver; its source should be
-	// "external-resizer <driver>" (expansion.EventComponent). Nil records
+	// "external-resizer <driver>" (EventComponent, as RecorderFrom). Nil records
 	// no events.
 	Recorder func(driver string) record.EventRecorder
 	// Workers (the external-resizer's --workers: 10).
@@ -113,6 +114,18 @@ func (c Config) Recorders() Recorders {
 		out[d] = c.Recorder(d)
 	}
 	return out
+}
+
+// EventComponent is the source of either loop's events for a driver, named
+// as the external-resizer names it.
+func EventComponent(driver string) string { return "external-resizer " + driver }
+
+// RecorderFrom is a Config.Recorder over b: each driver's events come from
+// EventComponent(driver).
+func RecorderFrom(b record.EventBroadcaster) func(driver string) record.EventRecorder {
+	return func(driver string) record.EventRecorder {
+		return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent(driver)})
+	}
 }
 
 // Recorders holds an event recorder per driver: the reference's events

@@ -16,7 +16,7 @@ import (
 
 	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/resizer"
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/hostpath"
 )
 
@@ -45,7 +45,7 @@ func (e *env) start(crashAt int) *clustertest.LoopRun {
 	e.t.Helper()
 	e.loop = clustertest.StartLoop(e.t, crashAt, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return resizer.New(resizer.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
-			Recorder: func(driver string) record.EventRecorder { return d.Recorder(expansion.EventComponent(driver)) }})
+			Recorder: func(driver string) record.EventRecorder { return d.Recorder(resizing.EventComponent(driver)) }})
 	})
 	return e.loop
 }
@@ -111,7 +111,7 @@ func (e *env) events(name string) []string {
 	}
 	var out []string
 	for _, ev := range list.Items {
-		if ev.Source.Component == expansion.EventComponent(hostpath.DriverName) {
+		if ev.Source.Component == resizing.EventComponent(hostpath.DriverName) {
 			out = append(out, ev.Type+" "+ev.Reason+" "+ev.Message)
 		}
 	}
