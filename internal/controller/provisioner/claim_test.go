@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // tap sits in front of every node's driver: it records the calls and the
@@ -353,7 +354,7 @@ func TestDeletionSecretsFromAnnotationsOrClass(t *testing.T) {
 	}
 	c := &Controller{client: fake.NewClientset(secret), classes: storagelisters.NewStorageClassLister(indexer)}
 	pv := func(className string, ann map[string]string) *v1.PersistentVolume {
-		out := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+		out := provisioning.BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 		out.Spec.StorageClassName = className
 		maps.Copy(out.Annotations, ann)
 		return out

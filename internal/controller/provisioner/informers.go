@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
@@ -110,7 +112,7 @@ func (c *Controller) onClaim(obj any) {
 	}
 	key := claimKey(claim.Namespace, claim.Name)
 	claim = c.newClaim.Observe(key, claim)
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
+	if slices.Contains(claim.Finalizers, provisioning.ClaimFinalizer) || c.pool.Serves(provisioning.ClaimDriver(claim)) {
 		c.claimQ.Add(key)
 	}
 }
@@ -126,7 +128,7 @@ func (c *Controller) onClaim(obj any) {
 func (c *Controller) onClaimUpdated(old, cur any) {
 	o, okO := old.(*v1.PersistentVolumeClaim)
 	n, okN := cur.(*v1.PersistentVolumeClaim)
-	if okO && okN && onlyMarksChanged(o, n) {
+	if okO && okN && provisioning.OnlyMarksChanged(o, n) {
 		c.newClaim.Observe(claimKey(n.Namespace, n.Name), n)
 		return
 	}
@@ -150,11 +152,11 @@ func (c *Controller) onClaimDeleted(obj any) {
 // appearing finishes that claim's provisioning).
 func (c *Controller) onVolume(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
-	if !ok || !ownProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
+	if !ok || !provisioning.OwnProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
 		return
 	}
 	c.volumeQ.Add(pv.Name)
-	if ref := pv.Spec.ClaimRef; ref != nil && pv.Name == volumeNamePrefix+string(ref.UID) {
+	if ref := pv.Spec.ClaimRef; ref != nil && pv.Name == provisioning.VolumeNamePrefix+string(ref.UID) {
 		c.claimQ.Add(claimKey(ref.Namespace, ref.Name))
 	}
 }
@@ -172,13 +174,13 @@ func (c *Controller) onVolumeDeleted(obj any) {
 func (c *Controller) resyncPending(context.Context) {
 	claims, _ := c.claims.List(labels.Everything())
 	for _, claim := range claims {
-		if c.decide(claim).action != claimNone {
+		if c.decide(claim).action != provisioning.ClaimNone {
 			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
 		}
 	}
 	pvs, _ := c.pvs.List(labels.Everything())
 	for _, pv := range pvs {
-		if a, _ := c.volumeAction(pv); a != volumeNone {
+		if a, _ := c.volumeActionOf(pv); a != provisioning.VolumeNone {
 			c.volumeQ.Add(pv.Name)
 		}
 	}

@@ -92,33 +92,21 @@ func (c *Controller) local(driver string) provisioning.Local {
 
 // claimTurn is whose claim it is, in node deployment.
 func (c *Controller) claimTurn(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) provisioning.ClaimVerdict {
-	return provisioning.ForClaim(c.local(claimDriver(claim)), provisioning.ClaimFacts{
-		Claim: claim, Class: class, Pin: claim.Annotations[AnnEndpointNode]})
-}
-
-// gated is what a node does of what decideClaim decided: all of it on its
-// own claims, a race for one nobody owns yet, nothing on another node's.
-func gated(a claimAction, t provisioning.Turn) claimAction {
-	switch {
-	case t == provisioning.Handle:
-		return a
-	case t == provisioning.Race && (a == claimProvision || a == claimPopulator):
-		return claimRace
-	}
-	return claimNone
+	return provisioning.ForClaim(c.local(provisioning.ClaimDriver(claim)), provisioning.ClaimFacts{
+		Claim: claim, Class: class, Pin: claim.Annotations[provisioning.AnnEndpointNode]})
 }
 
 // volumeAction is decideVolume, and in node deployment only for a PV this
 // node's driver holds: another node's driver would answer NotFound for a
 // volume it never made.
-func (c *Controller) volumeAction(pv *v1.PersistentVolume) (volumeAction, provisioning.Reason) {
-	a := decideVolume(pv, c.pool.Serves)
-	if a == volumeNone || c.node == nil {
+func (c *Controller) volumeActionOf(pv *v1.PersistentVolume) (provisioning.VolumeAction, provisioning.Reason) {
+	a := provisioning.DecideVolume(pv, c.pool.Serves)
+	if a == provisioning.VolumeNone || c.node == nil {
 		return a, ""
 	}
-	v := provisioning.ForVolume(c.local(volumeDriver(pv, c.pool.Serves)), pv)
+	v := provisioning.ForVolume(c.local(provisioning.VolumeDriver(pv, c.pool.Serves)), pv)
 	if !v.Ours {
-		return volumeNone, v.Reason
+		return provisioning.VolumeNone, v.Reason
 	}
 	return a, ""
 }

@@ -3,8 +3,6 @@ package provisioner
 import (
 	"testing"
 	"time"
-
-	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // A node's wait for a claim counts from when it first saw the claim,
@@ -38,27 +36,4 @@ func TestRaceMemoryWaitsLongerOnABusyNode(t *testing.T) {
 	step("a new claim once the win is older than the max delay", r.wait("c"), 500*time.Millisecond)
 	r.settled("b")
 	step("a settled claim starts afresh", r.wait("b"), 500*time.Millisecond)
-}
-
-func TestGatedDoesOnlyWhatTheNodesTurnAllows(t *testing.T) {
-	cases := []struct {
-		action claimAction
-		turn   provisioning.Turn
-		want   claimAction
-	}{
-		{claimProvision, provisioning.Handle, claimProvision},
-		{claimCleanup, provisioning.Handle, claimCleanup},
-		{claimFinish, provisioning.Handle, claimFinish},
-		{claimProvision, provisioning.Race, claimRace},
-		{claimPopulator, provisioning.Race, claimRace},
-		{claimCleanup, provisioning.Race, claimNone},
-		{claimFinish, provisioning.Race, claimNone},
-		{claimProvision, provisioning.Leave, claimNone},
-		{claimCleanup, provisioning.Leave, claimNone},
-	}
-	for _, c := range cases {
-		if got := gated(c.action, c.turn); got != c.want {
-			t.Errorf("gated(%s, %s) = %s, want %s", c.action, c.turn, got, c.want)
-		}
-	}
 }

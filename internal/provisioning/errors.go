@@ -1,20 +1,20 @@
-package provisioner
+package provisioning
 
 import (
 	"errors"
 )
 
 // finalError is an error retrying the same request cannot fix by itself: a
-// class or claim the driver cannot serve, or a final answer from the driver.
+// class or claim the driver cannot serve, or a Final answer from the driver.
 // With a selected node it asks the scheduler to choose again.
 type finalError struct{ err error }
 
 func (e *finalError) Error() string { return e.err.Error() }
 func (e *finalError) Unwrap() error { return e.err }
 
-func final(err error) error { return &finalError{err} }
+func Final(err error) error { return &finalError{err} }
 
-func isFinal(err error) bool {
+func IsFinal(err error) bool {
 	var f *finalError
 	return errors.As(err, &f)
 }
