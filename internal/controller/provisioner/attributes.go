@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/modification"
 	"github.com/volplane/volplane/internal/provisioning"
@@ -30,7 +31,7 @@ func (c *Controller) mutableParameters(claim *v1.PersistentVolumeClaim, info csi
 	if !info.Modify {
 		return nil, provisioning.Final(provisioning.ErrNoModify)
 	}
-	vac, err := c.vacs.Get(name)
+	vac, err := c.read.vacs.Get(name)
 	if apierrors.IsNotFound(err) {
 		// The reference GETs the class; say it as the API server would.
 		return nil, apierrors.NewNotFound(storagev1.Resource("volumeattributesclasses"), name)
@@ -47,10 +48,10 @@ func (c *Controller) onAttributesClass(obj any) {
 	if !ok {
 		return
 	}
-	claims, _ := c.claims.List(labels.Everything())
+	claims, _ := c.read.claims.List(labels.Everything())
 	for _, claim := range claims {
 		if modification.SpecClass(claim) == vac.Name && c.decide(claim).action == provisioning.ClaimProvision {
-			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+			c.queues.claims.Add(binding.ClaimKey(claim))
 		}
 	}
 }

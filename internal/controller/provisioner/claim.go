@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
@@ -41,34 +43,40 @@ func (c *Controller) decide(claim *v1.PersistentVolumeClaim) claimDecision {
 func (c *Controller) claimFacts(claim *v1.PersistentVolumeClaim) provisioning.ClaimFacts {
 	f := provisioning.ClaimFacts{Claim: claim, Serves: c.pool.Serves, Pin: claim.Annotations[provisioning.AnnEndpointNode]}
 	if name := binding.ClaimClass(claim); name != "" {
-		f.Class, _ = c.classes.Get(name)
+		f.Class, _ = c.read.classes.Get(name)
 	}
 	pvName := provisioning.VolumeName(claim)
-	if _, err := c.pvs.Get(pvName); err == nil {
+	if _, err := c.read.pvs.Get(pvName); err == nil {
 		f.PVExists = true
-	} else if _, ok := c.madePVs.Get(pvName); ok {
+	} else if _, ok := c.memory.madePVs.Get(pvName); ok {
 		f.PVExists = true
 	}
 	return f
 }
 
-func (c *Controller) syncClaim(ctx context.Context, key string) error {
-	ns, name := splitKey(key)
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+// syncClaim reads a claim, asks provisioning what to do and does it, in the
+// order doc.go states. Failures are errors the runner retries with
+// backoff; a node waiting its turn in a race asks for the key again later.
+func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return loop.Done(), nil // not a key this loop queues
+	}
+	claim, err := c.read.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
-	claim = c.newClaim.Observe(key, claim)
+	claim = c.memory.newClaim.Observe(key, claim)
 	d := c.decide(claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
 	if d.action != provisioning.ClaimNone {
 		logger.V(4).Info("Claim sync", "action", d.action)
 	}
 	if c.node != nil && d.action != provisioning.ClaimRace {
-		c.races.settled(claim.UID)
+		c.memory.races.settled(claim.UID)
 		if d.turn.Turn == provisioning.Leave {
 			logger.V(5).Info("Not this node's claim", "node", c.node.NodeName, "reason", d.turn.String())
 		}
@@ -77,24 +85,24 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	class := d.facts.Class
 	if d.action == provisioning.ClaimProvision || d.action == provisioning.ClaimCleanup {
 		if class, err = c.driverClass(claim, class); err != nil {
-			return err
+			return loop.Done(), err
 		}
 	}
 	switch d.action {
 	case provisioning.ClaimProvision:
-		return c.provision(ctx, claim, class)
+		return loop.Done(), c.provision(ctx, claim, class)
 	case provisioning.ClaimPopulator:
 		c.leaveToPopulator(ctx, claim)
 	case provisioning.ClaimRace:
 		return c.race(ctx, key, claim)
 	case provisioning.ClaimFinish:
-		c.creates.settled(claim.UID)
+		c.memory.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
-		return err
+		return loop.Done(), err
 	case provisioning.ClaimCleanup:
-		return c.cleanup(ctx, claim, class)
+		return loop.Done(), c.cleanup(ctx, claim, class)
 	}
-	return nil
+	return loop.Done(), nil
 }
 
 // announce is the lib's event before every Provision call.
@@ -157,14 +165,14 @@ func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeCl
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Ignored an endpoint pin outside the claim's topology", "pin", misfit.Node)
-	c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+	c.queues.claims.Add(binding.ClaimKey(claim))
 	return nil
 }
 
 // create is create, remembered (createMemory) until its outcome settles.
 func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim, p plan) (*csipb.Volume, error) {
-	c.creates.sending(claim, p)
-	defer c.creates.answered(claim.UID)
+	c.memory.creates.sending(claim, p)
+	defer c.memory.creates.answered(claim.UID)
 	return create(ctx, p)
 }
 
@@ -219,7 +227,7 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 		return err
 	}
 	// The PV owns the volume from now on.
-	c.creates.settled(claim.UID)
+	c.memory.creates.settled(claim.UID)
 	// Reported once the PV exists: the finalizer's removal below may
 	// conflict with the binder's bind and be finished by a later sync.
 	klog.FromContext(ctx).V(2).Info("Provisioned", "pv", pv.Name, "driver", driver, "handle", vol.GetVolumeId())
@@ -240,7 +248,7 @@ func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim
 		changed = true
 	}
 	if out.Unpin {
-		c.creates.settled(claim.UID) // nothing was made
+		c.memory.creates.settled(claim.UID) // nothing was made
 	}
 	if out.Unpin && provisioning.MarkedInProgress(upd) {
 		provisioning.Unpin(upd)

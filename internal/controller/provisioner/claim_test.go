@@ -352,7 +352,7 @@ func TestDeletionSecretsFromAnnotationsOrClass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{client: fake.NewClientset(secret), classes: storagelisters.NewStorageClassLister(indexer)}
+	c := &Controller{client: fake.NewClientset(secret), read: reads{classes: storagelisters.NewStorageClassLister(indexer)}}
 	pv := func(className string, ann map[string]string) *v1.PersistentVolume {
 		out := provisioning.BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 		out.Spec.StorageClassName = className

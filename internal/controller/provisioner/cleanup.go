@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/provisioning"
 
@@ -30,7 +31,7 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, provisioning.VolumeName(claim), metav1.GetOptions{})
 	switch {
 	case err == nil:
-		c.creates.settled(claim.UID)
+		c.memory.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case !apierrors.IsNotFound(err):
@@ -47,7 +48,7 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Cleaned up the backend volume of a claim that went away", "driver", driver)
-	c.creates.settled(claim.UID)
+	c.memory.creates.settled(claim.UID)
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
 }
@@ -58,38 +59,38 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 // remembered plan is replayed and the volume deleted, with backoff until
 // that succeeds or the driver says none exists. A PV made meanwhile owns
 // the volume (the binder releases it, its reclaim policy decides).
-func (c *Controller) syncOrphan(ctx context.Context, key string) error {
+func (c *Controller) syncOrphan(ctx context.Context, key string) (loop.Result, error) {
 	uid := types.UID(key)
-	r, ok := c.creates.get(uid)
+	r, ok := c.memory.creates.get(uid)
 	if !ok {
-		return nil
+		return loop.Done(), nil
 	}
 	name := provisioning.VolumeName(r.claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(r.claim), "uid", uid)
-	if cur, err := c.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
-		return nil // not gone after all (a relist's tombstone): its own syncs settle it
+	if cur, err := c.read.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
+		return loop.Done(), nil // not gone after all (a relist's tombstone): its own syncs settle it
 	}
 	if r.inFlight {
-		return fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
+		return loop.Done(), fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
 	}
 	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		logger.V(2).Info("The PV of a deleted claim owns its volume", "pv", name)
-		c.creates.settled(uid)
-		return nil
+		c.memory.creates.settled(uid)
+		return loop.Done(), nil
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("get PV %s: %w", name, err)
+		return loop.Done(), fmt.Errorf("get PV %s: %w", name, err)
 	}
 	driver := r.plan.endpoint.Info.Driver
 	if err := deleteBackend(klog.NewContext(ctx, logger), r.plan, true); err != nil {
 		c.event(r.claim, uid, driver, v1.EventTypeWarning, provisioning.EventCleanupFailed,
 			"failed to delete the volume that may have been provisioned for the claim, which was deleted meanwhile: %v", err)
-		return err
+		return loop.Done(), err
 	}
 	logger.V(2).Info("Cleaned up the backend volume of a deleted claim whose create was unsettled", "driver", driver)
-	c.creates.settled(uid)
-	return nil
+	c.memory.creates.settled(uid)
+	return loop.Done(), nil
 }
 
 // deleteBackend replays the request that may have made the claim's volume:
@@ -137,7 +138,7 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 // size and access type. Every request is named pvc-<the claim's UID>:
 // nothing written on the claim makes the cleanup reach another volume.
 func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
-	if r, ok := c.creates.get(claim.UID); ok {
+	if r, ok := c.memory.creates.get(claim.UID); ok {
 		return r.plan, true, nil
 	}
 	if class != nil && !provisioning.ProvisionsFor(class, driver) {

@@ -39,7 +39,7 @@ func (c *Controller) deletionSecrets(ctx context.Context, pv *v1.PersistentVolum
 	case !recorded && (pv.Spec.StorageClassName == "" || pv.Spec.ClaimRef == nil):
 		return nil, nil
 	case !recorded:
-		class, err := c.classes.Get(pv.Spec.StorageClassName)
+		class, err := c.read.classes.Get(pv.Spec.StorageClassName)
 		if err != nil {
 			logger.Info("No StorageClass to find deletion secrets in; deleting without", "class", pv.Spec.StorageClassName, "err", err)
 			return nil, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/provisioning"
 
@@ -19,16 +20,16 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-func (c *Controller) syncVolume(ctx context.Context, name string) error {
-	pv, err := c.pvs.Get(name)
+func (c *Controller) syncVolume(ctx context.Context, name string) (loop.Result, error) {
+	pv, err := c.read.pvs.Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
-	if _, ok := c.madePVs.Get(name); ok {
-		pv = c.madePVs.Observe(name, pv)
+	if _, ok := c.memory.madePVs.Get(name); ok {
+		pv = c.memory.madePVs.Observe(name, pv)
 	}
 	action, why := c.volumeActionOf(pv)
 	logger := klog.FromContext(ctx).WithValues("pv", klog.KObj(pv))
@@ -41,13 +42,13 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 	switch action {
 	case provisioning.VolumeUnfinalize:
-		return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
+		return loop.Done(), c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
 	case provisioning.VolumeFinalize:
-		return c.addVolumeFinalizer(ctx, pv)
+		return loop.Done(), c.addVolumeFinalizer(ctx, pv)
 	case provisioning.VolumeDelete:
-		return c.deleteReleasedVolume(ctx, pv)
+		return loop.Done(), c.deleteReleasedVolume(ctx, pv)
 	}
-	return nil
+	return loop.Done(), nil
 }
 
 // deleteReleased reclaims a Released CSI PV under Delete: the backend volume
@@ -117,7 +118,11 @@ func (c *Controller) stillToDelete(ctx context.Context, cached *v1.PersistentVol
 // there is none yet: still attached, or its node's driver is not served.
 func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*csi.Endpoint, error) {
 	info, _ := c.pool.Info(driver)
-	if err := provisioning.AttachmentBlocks(pv.Name, info.Publish, c.attachmentsOf(pv.Name)); err != nil {
+	vas, err := c.attachmentsOf(pv.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.AttachmentBlocks(pv.Name, info.Publish, vas); err != nil {
 		return nil, err
 	}
 	ep, err := c.pool.ForVolume(driver, pv)
@@ -147,8 +152,8 @@ func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVo
 		return fmt.Errorf("add finalizer: %w", err)
 	}
 	klog.FromContext(ctx).V(2).Info("Finalizer back on a PV under Delete")
-	if _, ok := c.madePVs.Get(out.Name); ok {
-		c.madePVs.Observe(out.Name, out)
+	if _, ok := c.memory.madePVs.Get(out.Name); ok {
+		c.memory.madePVs.Observe(out.Name, out)
 	}
 	return nil
 }
@@ -174,6 +179,6 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	c.madePVs.Observe(out.Name, out)
+	c.memory.madePVs.Observe(out.Name, out)
 	return nil
 }

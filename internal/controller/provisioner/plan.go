@@ -109,7 +109,7 @@ func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *stora
 		return in, err
 	}
 	if in.Selected == nil && len(class.AllowedTopologies) == 0 {
-		if in.Nodes, err = c.nodes.List(labels.Everything()); err != nil {
+		if in.Nodes, err = c.read.nodes.List(labels.Everything()); err != nil {
 			return in, err
 		}
 	}
@@ -172,7 +172,7 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 	if name == "" {
 		return nil, nil
 	}
-	node, err := c.nodes.Get(name)
+	node, err := c.read.nodes.Get(name)
 	if err == nil {
 		return node, nil
 	}
@@ -213,7 +213,7 @@ func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, driver string
 // to another tenant's volume, a bind not completed), and the PV says whose
 // volume it is.
 func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver string) (*v1.PersistentVolume, error) {
-	src, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	src, err := c.read.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("data source claim %q does not exist", name)
 	}
@@ -226,7 +226,7 @@ func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver s
 	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
 		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
 	}
-	pv, err := c.pvs.Get(src.Spec.VolumeName)
+	pv, err := c.read.pvs.Get(src.Spec.VolumeName)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
 	}

@@ -40,7 +40,7 @@ func (c *Controller) recordFacts(claim *v1.PersistentVolumeClaim, class *storage
 // handlesBoundTo are the volume handles of driver's PVs whose claimRef
 // names the claim ns/name (whatever its UID: that claim may be gone).
 func (c *Controller) handlesBoundTo(ns, name, driver string) []string {
-	pvs, _ := c.pvs.List(labels.Everything())
+	pvs, _ := c.read.pvs.List(labels.Everything())
 	var out []string
 	for _, pv := range pvs {
 		ref := pv.Spec.ClaimRef
