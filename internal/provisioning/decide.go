@@ -205,3 +205,24 @@ func Gated(a ClaimAction, t Turn) ClaimAction {
 	}
 	return ClaimNone
 }
+
+// AfterFailure is the claim as a failed attempt's outcome leaves it: the
+// selected node gone if the outcome reschedules, the in-progress marks
+// gone if it unpins. nil if that changes nothing; claim itself is not
+// modified.
+func AfterFailure(claim *v1.PersistentVolumeClaim, out FailureOutcome) *v1.PersistentVolumeClaim {
+	_, selected := claim.Annotations[volumehelpers.AnnSelectedNode]
+	reschedule := selected && out.Reschedule
+	unpin := out.Unpin && MarkedInProgress(claim)
+	if !reschedule && !unpin {
+		return nil
+	}
+	upd := claim.DeepCopy()
+	if reschedule {
+		delete(upd.Annotations, volumehelpers.AnnSelectedNode)
+	}
+	if unpin {
+		Unpin(upd)
+	}
+	return upd
+}

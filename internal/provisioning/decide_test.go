@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -172,4 +173,44 @@ func TestFailureOutcome(t *testing.T) {
 
 func withSelector(c *v1.PersistentVolumeClaim) {
 	c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+}
+
+// A failure's outcome changes the claim only where it has something to
+// change: the selected node, the in-progress marks.
+func TestAfterFailure(t *testing.T) {
+	pinned := func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnEndpointNode] = "a" }
+	for _, tc := range []struct {
+		name      string
+		claim     *v1.PersistentVolumeClaim
+		out       FailureOutcome
+		unchanged bool
+		selected  bool
+		marked    bool
+	}{
+		{"nothing to do", claim(selectedNode("a"), withFinalizer), FailureOutcome{}, true, true, true},
+		{"reschedule without a selected node", claim(), FailureOutcome{Reschedule: true}, true, false, false},
+		{"unpin without marks", claim(selectedNode("a")), FailureOutcome{Unpin: true}, true, true, false},
+		{"reschedule", claim(selectedNode("a"), withFinalizer), FailureOutcome{Reschedule: true}, false, false, true},
+		{"unpin", claim(selectedNode("a"), withFinalizer, pinned), FailureOutcome{Unpin: true}, false, true, false},
+		{"both", claim(selectedNode("a"), pinned), FailureOutcome{Unpin: true, Reschedule: true}, false, false, false},
+	} {
+		before := tc.claim.DeepCopy()
+		upd := AfterFailure(tc.claim, tc.out)
+		if !apiequality.Semantic.DeepEqual(before, tc.claim) {
+			t.Errorf("%s: the claim itself was modified", tc.name)
+		}
+		if (upd == nil) != tc.unchanged {
+			t.Errorf("%s: update %v, want unchanged %v", tc.name, upd, tc.unchanged)
+			continue
+		}
+		if upd == nil {
+			upd = tc.claim
+		}
+		if _, ok := upd.Annotations[volumehelpers.AnnSelectedNode]; ok != tc.selected {
+			t.Errorf("%s: selected node kept %v, want %v", tc.name, ok, tc.selected)
+		}
+		if MarkedInProgress(upd) != tc.marked {
+			t.Errorf("%s: marked %v, want %v", tc.name, MarkedInProgress(upd), tc.marked)
+		}
+	}
 }

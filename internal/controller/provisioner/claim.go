@@ -241,20 +241,10 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 // returns err so the claim is retried with backoff.
 func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, err error, out provisioning.FailureOutcome) error {
 	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventFailed, "%v", err)
-	upd := claim.DeepCopy()
-	changed := false
-	if _, ok := upd.Annotations[annSelectedNode]; ok && out.Reschedule {
-		delete(upd.Annotations, annSelectedNode)
-		changed = true
-	}
 	if out.Unpin {
 		c.memory.creates.settled(claim.UID) // nothing was made
 	}
-	if out.Unpin && provisioning.MarkedInProgress(upd) {
-		provisioning.Unpin(upd)
-		changed = true
-	}
-	if changed {
+	if upd := provisioning.AfterFailure(claim, out); upd != nil {
 		if _, werr := c.updateClaim(ctx, upd); werr != nil {
 			return fmt.Errorf("%w (and the claim update failed: %v)", err, werr)
 		}

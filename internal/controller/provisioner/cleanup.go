@@ -133,7 +133,7 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 //     (exact), or without the clone source if that is gone;
 //   - with its class gone too: a request built from the claim alone.
 //
-// All go to the pinned endpoint, once it passes its check (checkPin), so
+// All go to the pinned endpoint, once it passes its check (provisioning.CheckPin), so
 // each finds the volume if the driver matches existing volumes by name,
 // size and access type. Every request is named pvc-<the claim's UID>:
 // nothing written on the claim makes the cleanup reach another volume.
@@ -183,7 +183,7 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 }
 
 // trustedRecord is the request recorded on the claim if it passes its
-// check (whyNotOurs); ok is false without one. A record that fails, or
+// check (provisioning.WhyNotOurs); ok is false without one. A record that fails, or
 // cannot be read, is never replayed: it is reported, and the volume is
 // looked for as if none were recorded, by requests named for this claim.
 func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (*csipb.CreateVolumeRequest, bool) {
@@ -205,7 +205,7 @@ func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *stora
 	return nil, false
 }
 
-// checkCleanupPin is checkPin for the endpoint a cleanup would ask: within
+// checkCleanupPin is provisioning.CheckPin for the endpoint a cleanup would ask: within
 // the selected node, and the class's allowed topologies while the class
 // exists. A pin that fails is never asked: the finalizer stays, and the
 // error says so.

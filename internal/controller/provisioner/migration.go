@@ -11,9 +11,9 @@ import (
 	"github.com/volplane/volplane/internal/provisioning"
 )
 
-// driverClass is csiClass for a claim being provisioned or cleaned up; a
-// class that cannot be translated fails the provisioning (the
-// external-provisioner's prepareProvision), and is retried.
+// driverClass is provisioning.CSIClass for a claim being provisioned or
+// cleaned up; a class that cannot be translated fails the provisioning
+// (the external-provisioner's prepareProvision), and is retried.
 func (c *Controller) driverClass(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (*storagev1.StorageClass, error) {
 	out, err := provisioning.CSIClass(class, provisioning.ClaimDriver(claim))
 	if err != nil {

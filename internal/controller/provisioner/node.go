@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -92,15 +91,9 @@ func (c *Controller) local(driver string) provisioning.Local {
 	return l
 }
 
-// claimTurn is whose claim it is, in node deployment.
-func (c *Controller) claimTurn(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) provisioning.ClaimVerdict {
-	return provisioning.ForClaim(c.local(provisioning.ClaimDriver(claim)), provisioning.ClaimFacts{
-		Claim: claim, Class: class, Pin: claim.Annotations[provisioning.AnnEndpointNode]})
-}
-
-// volumeAction is decideVolume, and in node deployment only for a PV this
-// node's driver holds: another node's driver would answer NotFound for a
-// volume it never made.
+// volumeActionOf is provisioning.DecideVolume, and in node deployment
+// only for a PV this node's driver holds: another node's driver would
+// answer NotFound for a volume it never made.
 func (c *Controller) volumeActionOf(pv *v1.PersistentVolume) (provisioning.VolumeAction, provisioning.Reason) {
 	a := provisioning.DecideVolume(pv, c.pool.Serves)
 	if a == provisioning.VolumeNone || c.node == nil {

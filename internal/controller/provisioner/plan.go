@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -15,7 +14,6 @@ import (
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
 )
@@ -59,7 +57,7 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 		return plan{}, err
 	}
 	if purpose != forCleanupWithoutSource {
-		src, err := c.sourceVolume(claim, driver, info)
+		src, err := c.sourceVolume(claim, info)
 		if err != nil {
 			return plan{}, err
 		}
@@ -121,8 +119,8 @@ func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *stora
 // where a volume of this name may already exist. If that endpoint is not
 // served now the claim waits (a retryable error): asking another could
 // make a second volume. A pin outside the selected node or the class's
-// allowed topologies is one no attempt wrote (checkPin): it is an error of
-// type *pinMisfit, never used.
+// allowed topologies is one no attempt wrote (provisioning.CheckPin): it is an error of
+// type *provisioning.PinMisfit, never used.
 func (c *Controller) pinnedPlan(p plan, in provisioning.RequestFacts, driver, node string) (plan, error) {
 	segs, err := provisioning.PinSegments(in)
 	if err != nil {
@@ -191,27 +189,20 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 // only another claim of the same namespace and class (the claim's class is
 // the one looked up by its name), Bound to a PV of the same driver that is
 // bound back to it, and only for a driver that can clone.
-func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, driver string, info csi.Info) (*v1.PersistentVolume, error) {
+func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, info csi.Info) (*v1.PersistentVolume, error) {
 	kind, name, _, _ := provisioning.DataSource(claim)
 	if kind == "" {
 		return nil, nil
 	}
-	if err := provisioning.Clonable(claim); err != nil {
+	if err := provisioning.CloneRefusal(claim, driverOf(info)); err != nil {
 		return nil, err
 	}
-	if !info.Clone {
-		return nil, provisioning.Final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver))
-	}
-	return c.boundSource(claim, name, driver)
+	return c.boundSource(claim, name, info.Driver)
 }
 
-// boundSource is the PV of the source claim name, checked both ways: the
-// source claim is of the claim's class and Bound to it, and the PV, of
-// driver, is bound back to that claim (its claimRef names the claim's
-// namespace, name and UID). Only then is its volume the source claim's
-// own: a claim's spec.volumeName alone is what its user wrote (a pre-bind
-// to another tenant's volume, a bind not completed), and the PV says whose
-// volume it is.
+// boundSource is the PV of the source claim name, read and checked both
+// ways (provisioning.SourceClaimProblem, SourceVolumeProblem): only then
+// is its volume the source claim's own.
 func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver string) (*v1.PersistentVolume, error) {
 	src, err := c.read.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -220,21 +211,15 @@ func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver s
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case binding.ClaimClass(src) != binding.ClaimClass(claim):
-		return nil, provisioning.Final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), binding.ClaimClass(claim)))
-	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
-		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
+	if err := provisioning.SourceClaimProblem(claim, src); err != nil {
+		return nil, err
 	}
 	pv, err := c.read.pvs.Get(src.Spec.VolumeName)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
 	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != src.UID || ref.Namespace != src.Namespace || ref.Name != src.Name {
-		return nil, fmt.Errorf("volume %q of data source claim %q is not bound to it", pv.Name, name)
-	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver {
-		return nil, provisioning.Final(errors.New("data source claim " + name + " is not a volume of driver " + driver))
+	if err := provisioning.SourceVolumeProblem(src, pv, driver); err != nil {
+		return nil, err
 	}
 	return pv, nil
 }
