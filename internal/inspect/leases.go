@@ -1,0 +1,34 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/volplane/volplane/internal/heartbeat"
+)
+
+// HeartbeatLeases reads, across namespaces, the Leases Find needs for provisioner:
+// its heartbeats (by heartbeat.Selector) and any Lease named
+// heartbeat.SidecarLeaseName.
+// RBAC: list leases in all namespaces.
+func HeartbeatLeases(ctx context.Context, leases coordinationv1client.LeasesGetter, provisioner string) ([]coordinationv1.Lease, error) {
+	all := leases.Leases(metav1.NamespaceAll)
+	ours, err := all.List(ctx, metav1.ListOptions{LabelSelector: heartbeat.Selector(provisioner)})
+	if err != nil {
+		return nil, fmt.Errorf("list heartbeat leases of %s: %w", provisioner, err)
+	}
+	out := ours.Items
+	if name := heartbeat.SidecarLeaseName(provisioner); name != "" {
+		sidecar, err := all.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		if err != nil {
+			return nil, fmt.Errorf("list leader election leases of %s: %w", provisioner, err)
+		}
+		out = append(out, sidecar.Items...)
+	}
+	return out, nil
+}

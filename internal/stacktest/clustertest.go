@@ -1,0 +1,134 @@
+// Package stacktest gives a test package one embedded control plane, started
+// in TestMain and shared by its tests, plus small helpers (a fresh namespace
+// per test) so that tests stay independent while paying the start-up once.
+package stacktest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/volplane/volplane/internal/cluster"
+)
+
+// shared is the control plane of the running test binary. TestMain is
+// process-wide by nature, so is this.
+var shared *cluster.ControlPlane
+
+// Main is the body of TestMain for a package whose tests need an API server:
+// it starts a control plane with the given number of simulated nodes in a
+// temporary dir, runs the tests and tears everything down. Each setup runs
+// once the control plane is ready (to start controllers under test); the
+// function it returns runs after the tests.
+func Main(m *testing.M, nodes int, setup ...func(*cluster.ControlPlane) (teardown func(), err error)) {
+	os.Exit(run(m, nodes, setup))
+}
+
+func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), error)) int {
+	dir, err := os.MkdirTemp("", "volplane-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	defer keepLogs(dir) // runs after Stop: the whole log
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	began := time.Now()
+	cp, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err)
+		dumpLogs(dir)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "stacktest: control plane ready in %.1fs at %s\n", time.Since(began).Seconds(), cp.RESTConfig.Host)
+	shared = cp
+	defer cp.Stop()
+	for _, setup := range setups {
+		teardown, err := setup(cp)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktest: setup:", err)
+			return 1
+		}
+		defer teardown()
+	}
+	code := m.Run()
+	if code != 0 {
+		// Before Stop, so the tail shows the failure, not the shutdown.
+		dumpLogs(dir)
+	}
+	return code
+}
+
+// keepLogs copies the whole control plane log to $VOLPLANE_TEST_LOG_DIR when
+// that is set, for failures the tail does not explain.
+func keepLogs(dir string) {
+	dest := os.Getenv("VOLPLANE_TEST_LOG_DIR")
+	if dest == "" {
+		return
+	}
+	data, err := os.ReadFile(dir + "/logs/control-plane.log")
+	if err == nil {
+		err = os.WriteFile(fmt.Sprintf("%s/control-plane-%d.log", dest, os.Getpid()), data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest: keep logs:", err)
+	}
+}
+
+// dumpLogs prints the tail of the control plane log so a CI failure can be
+// understood from its output alone.
+func dumpLogs(dir string) {
+	data, err := os.ReadFile(dir + "/logs/control-plane.log")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	fmt.Fprintf(os.Stderr, "stacktest: last lines of the control plane log:\n%s\n", strings.Join(lines, "\n"))
+}
+
+// ControlPlane returns the package's control plane; the package's TestMain
+// must call Main.
+func ControlPlane(t testing.TB) *cluster.ControlPlane {
+	t.Helper()
+	if shared == nil {
+		t.Fatal("stacktest: no control plane; call stacktest.Main from TestMain")
+	}
+	return shared
+}
+
+// Namespace creates a namespace for the calling test and deletes it when the
+// test ends, so tests sharing a control plane do not see each other's objects.
+func Namespace(t testing.TB) string {
+	t.Helper()
+	cp := ControlPlane(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	ns, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	// Pods are rejected until the controller manager gave the namespace its
+	// default ServiceAccount.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			_, err := cp.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+	if err != nil {
+		t.Fatalf("namespace %s got no default service account: %v", ns.Name, err)
+	}
+	return ns.Name
+}

@@ -1,0 +1,83 @@
+package stacktest
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+)
+
+// LoopDeps are what a test builds one loop from.
+type LoopDeps struct {
+	// Client is unthrottled, and its writes go to the run's WriteLog.
+	Client kubernetes.Interface
+	// Informers are started once the loop is built.
+	Informers informers.SharedInformerFactory
+	// Recorder records events from component through a client of its
+	// own, whose writes are not logged (as the manager's events).
+	Recorder func(component string) record.EventRecorder
+}
+
+// LoopRun is one loop a test runs on the package's control plane.
+type LoopRun struct {
+	// Writes logs the loop's API writes.
+	Writes *WriteLog
+	cancel context.CancelFunc
+	ended  chan struct{}
+	err    error
+}
+
+// StartLoop builds a loop with build and runs it until the test ends;
+// crashAt > 0 stops it right after that many writes.
+func StartLoop(t testing.TB, crashAt int, build func(LoopDeps) (interface{ Run(context.Context) error }, error)) *LoopRun {
+	t.Helper()
+	cp := ControlPlane(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &LoopRun{Writes: NewWriteLog(crashAt, cancel), cancel: cancel, ended: make(chan struct{})}
+	cfg := rest.CopyConfig(cp.RESTConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Wrap(r.Writes.Wrap)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	loop, err := build(LoopDeps{Client: client, Informers: factory, Recorder: func(component string) record.EventRecorder {
+		return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	}})
+	if err != nil {
+		cancel()
+		events.Shutdown()
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	go func() {
+		r.err = loop.Run(ctx)
+		factory.Shutdown()
+		events.Shutdown()
+		close(r.ended)
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Stop stops the loop and waits until it has returned.
+func (r *LoopRun) Stop() {
+	r.cancel()
+	<-r.ended
+}
+
+// Ended is closed once the loop has returned; Err is then its error.
+func (r *LoopRun) Ended() <-chan struct{} { return r.ended }
+
+// Err is the loop's error, once Ended is closed.
+func (r *LoopRun) Err() error { return r.err }
