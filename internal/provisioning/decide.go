@@ -67,7 +67,7 @@ func DecideClaim(f ClaimFacts) ClaimAction {
 
 // PopulatorKind is the kind of the claim's data source if a populator is
 // to fill the volume, "" otherwise. As the external-provisioner's
-// DataSource() and prepareProvision: DataSource wins over dataSourceRef, and
+// dataSource() and prepareProvision: dataSource wins over dataSourceRef, and
 // only the kind counts; every kind but VolumeSnapshot and
 // PersistentVolumeClaim is a populator's.
 func PopulatorKind(c *v1.PersistentVolumeClaim) string {
@@ -101,7 +101,7 @@ func Refusal(c *v1.PersistentVolumeClaim) error {
 type FailureOutcome struct{ Unpin, Reschedule bool }
 
 // BeforeCreate is the outcome of an error before CreateVolume: an earlier
-// attempt may have made a volume, so nothing is unpinned. A Final error
+// attempt may have made a volume, so nothing is unpinned. A final error
 // (the class, the request or the node cannot work) on a selected node asks
 // the scheduler to choose again.
 func BeforeCreate(err error, c *v1.PersistentVolumeClaim) FailureOutcome {
@@ -113,7 +113,7 @@ func BeforeCreate(err error, c *v1.PersistentVolumeClaim) FailureOutcome {
 // external-provisioner's checkError: an answer that may still be running
 // changes nothing; ResourceExhausted reschedules only if the driver has
 // topology and a node was selected (otherwise the same request is retried);
-// any other Final answer means nothing was made.
+// any other final answer means nothing was made.
 func AfterCreate(err error, c *v1.PersistentVolumeClaim, topology bool) FailureOutcome {
 	selected := c.Annotations[volumehelpers.AnnSelectedNode] != ""
 	switch {

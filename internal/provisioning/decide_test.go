@@ -108,7 +108,7 @@ func TestDecideVolume(t *testing.T) {
 }
 
 // Which data sources are a populator's, as the external-provisioner's
-// prepareProvision tells: only the kind counts, and DataSource wins over
+// prepareProvision tells: only the kind counts, and dataSource wins over
 // dataSourceRef.
 func TestPopulatorKind(t *testing.T) {
 	ref := func(kind, group string) *v1.TypedObjectReference {
@@ -128,8 +128,8 @@ func TestPopulatorKind(t *testing.T) {
 		{"snapshot", nil, ref("VolumeSnapshot", "snapshot.storage.k8s.io"), ""},
 		{"snapshot of another group is still no populator's", nil, ref("VolumeSnapshot", "example.io"), ""},
 		{"populator in dataSourceRef", nil, ref("Backup", "example.io"), "Backup"},
-		{"populator in DataSource", local("Backup"), nil, "Backup"},
-		{"DataSource wins", local("PersistentVolumeClaim"), ref("Backup", "example.io"), ""},
+		{"populator in dataSource", local("Backup"), nil, "Backup"},
+		{"dataSource wins", local("PersistentVolumeClaim"), ref("Backup", "example.io"), ""},
 	}
 	for _, tc := range cases {
 		c := claim(func(c *v1.PersistentVolumeClaim) { c.Spec.DataSource, c.Spec.DataSourceRef = tc.src, tc.ref })
@@ -159,7 +159,7 @@ func TestFailureOutcome(t *testing.T) {
 		{"not a gRPC error: may be running", AfterCreate(errors.New("broken pipe"), claim(selectedNode("a")), true), FailureOutcome{}},
 		{"refused for good on a selected node", AfterCreate(status.Error(codes.InvalidArgument, ""), claim(selectedNode("a")), true), FailureOutcome{Unpin: true, Reschedule: true}},
 		{"selector: nothing to reschedule", BeforeCreate(Refusal(claim(withSelector)), claim(selectedNode("a"), withSelector)), FailureOutcome{}},
-		{"Final before create: reschedule, keep any pin", BeforeCreate(Final(errors.New("x")), claim(selectedNode("a"))), FailureOutcome{Reschedule: true}},
+		{"final before create: reschedule, keep any pin", BeforeCreate(Final(errors.New("x")), claim(selectedNode("a"))), FailureOutcome{Reschedule: true}},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {
@@ -167,7 +167,7 @@ func TestFailureOutcome(t *testing.T) {
 		}
 	}
 	if err := Refusal(claim(withSelector)); err == nil || err.Error() != "claim Selector is not supported" {
-		t.Errorf("selector Refusal %v", err)
+		t.Errorf("selector refusal %v", err)
 	}
 }
 

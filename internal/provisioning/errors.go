@@ -5,7 +5,7 @@ import (
 )
 
 // finalError is an error retrying the same request cannot fix by itself: a
-// class or claim the driver cannot serve, or a Final answer from the driver.
+// class or claim the driver cannot serve, or a final answer from the driver.
 // With a selected node it asks the scheduler to choose again.
 type finalError struct{ err error }
 

@@ -53,7 +53,7 @@ func VolumeName(claim *v1.PersistentVolumeClaim) string {
 	return VolumeNamePrefix + string(claim.UID)
 }
 
-// BuildRequest builds the CreateVolumeRequest; every error is Final.
+// BuildRequest builds the CreateVolumeRequest; every error is final (Final).
 func BuildRequest(in RequestFacts) (*csipb.CreateVolumeRequest, error) {
 	params, err := DriverParameters(in.Class.Parameters)
 	if err != nil {

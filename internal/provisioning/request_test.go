@@ -129,7 +129,7 @@ func TestBuildRequest(t *testing.T) {
 			req, err := BuildRequest(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !IsFinal(err) {
-					t.Fatalf("error %v, want a Final one saying %q", err, tc.wantErr)
+					t.Fatalf("error %v, want a final one saying %q", err, tc.wantErr)
 				}
 				return
 			}

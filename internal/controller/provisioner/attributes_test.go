@@ -127,7 +127,7 @@ func TestAttributesClassNeedsModifyVolume(t *testing.T) {
 	c := &Controller{}
 	_, err := c.mutableParameters(claim(withAttributes("gold")), csi.Info{Driver: testDriver})
 	if !errors.Is(err, provisioning.ErrNoModify) || !provisioning.IsFinal(err) {
-		t.Errorf("got %v, want the provisioning.Final %v", err, provisioning.ErrNoModify)
+		t.Errorf("got %v, want the final %v", err, provisioning.ErrNoModify)
 	}
 	params, err := c.mutableParameters(claim(), csi.Info{Driver: testDriver})
 	if params != nil || err != nil {

@@ -178,6 +178,6 @@ func TestRefusedRebuiltRequestKeepsTheFinalizer(t *testing.T) {
 		return ""
 	})
 	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
-		t.Error("finalizer removed on a provisioning.Refusal that proves nothing")
+		t.Error("finalizer removed on a refusal that proves nothing")
 	}
 }
