@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestOnlyMarksChanged(t *testing.T) {
 		{"marks and the deletion", claim(at("2"), pinned), claim(at("3"), deleting), false},
 	}
 	for _, tc := range cases {
-		if got := onlyMarksChanged(tc.old, tc.cur); got != tc.want {
+		if got := OnlyMarksChanged(tc.old, tc.cur); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -11,11 +11,11 @@ import (
 	"github.com/volplane/volplane/internal/attachment"
 )
 
-// buildVolume is the PV for a backend volume made for claim: pre-bound to
+// BuildVolume is the PV for a backend volume made for claim: pre-bound to
 // the claim's UID, so the binder completes the bind and nobody else can.
 // provisioned-by names the class's provisioner, as the external-provisioner
 // does: the driver itself, or the in-tree plugin of a migrated class.
-func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume) *v1.PersistentVolume {
+func BuildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, vol *csipb.Volume) *v1.PersistentVolume {
 	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
 	if vol.GetCapacityBytes() > 0 {
 		size = *resource.NewQuantity(vol.GetCapacityBytes(), resource.BinarySI)
@@ -26,7 +26,7 @@ func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass,
 	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        volumeName(claim),
+			Name:        VolumeName(claim),
 			Annotations: map[string]string{volumehelpers.AnnDynamicallyProvisioned: class.Provisioner},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -51,11 +51,11 @@ func buildVolume(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass,
 	return pv
 }
 
-// withAttacherFinalizer is pv with the attacher's finalizer when its
+// WithAttacherFinalizer is pv with the attacher's finalizer when its
 // driver attaches volumes (publish): the finalizer the attacher puts on
 // the PV before the first attach, put there at creation instead.
 // Translated in-tree PVs are left as they are.
-func withAttacherFinalizer(pv *v1.PersistentVolume, publish bool) *v1.PersistentVolume {
+func WithAttacherFinalizer(pv *v1.PersistentVolume, publish bool) *v1.PersistentVolume {
 	if !publish || pv.Spec.CSI == nil {
 		return pv
 	}
@@ -83,10 +83,10 @@ func nodeAffinity(tops []*csipb.Topology) *v1.VolumeNodeAffinity {
 	return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: terms}}
 }
 
-// accessibleFrom says whether a segment (an endpoint's topology, taken as
+// AccessibleFrom says whether a segment (an endpoint's topology, taken as
 // node labels) satisfies the PV's node affinity; a PV without one is
 // accessible from everywhere.
-func accessibleFrom(pv *v1.PersistentVolume) func(map[string]string) bool {
+func AccessibleFrom(pv *v1.PersistentVolume) func(map[string]string) bool {
 	return func(seg map[string]string) bool {
 		return volumehelpers.CheckNodeAffinity(pv, seg) == nil
 	}

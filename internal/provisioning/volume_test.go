@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"slices"
@@ -16,7 +16,7 @@ func TestBuildVolume(t *testing.T) {
 	vol := &csipb.Volume{VolumeId: "h1", CapacityBytes: 2 << 20, VolumeContext: map[string]string{"k": "v"},
 		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{topoKey: "a"}}, {Segments: map[string]string{topoKey: "b"}}}}
 	c := claim()
-	pv := buildVolume(c, class(func(s *storagev1.StorageClass) {
+	pv := BuildVolume(c, class(func(s *storagev1.StorageClass) {
 		s.MountOptions = []string{"noatime"}
 		s.Parameters = map[string]string{paramFSType: "xfs"}
 	}), testDriver, vol)
@@ -36,14 +36,14 @@ func TestBuildVolume(t *testing.T) {
 	case len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) != 2:
 		t.Errorf("node affinity %v, want one term per topology", pv.Spec.NodeAffinity)
 	}
-	if !accessibleFrom(pv)(map[string]string{topoKey: "b"}) || accessibleFrom(pv)(map[string]string{topoKey: "c"}) {
-		t.Error("accessibleFrom does not follow the node affinity")
+	if !AccessibleFrom(pv)(map[string]string{topoKey: "b"}) || AccessibleFrom(pv)(map[string]string{topoKey: "c"}) {
+		t.Error("AccessibleFrom does not follow the node affinity")
 	}
 
-	retained := buildVolume(c, class(func(s *storagev1.StorageClass) {
+	retained := BuildVolume(c, class(func(s *storagev1.StorageClass) {
 		s.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	}), testDriver, &csipb.Volume{VolumeId: "h2"})
-	block := buildVolume(claim(func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock) }),
+	block := BuildVolume(claim(func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock) }),
 		class(func(s *storagev1.StorageClass) { s.Parameters = map[string]string{paramFSType: "xfs"} }), testDriver, vol)
 	if block.Spec.CSI.FSType != "" || *block.Spec.VolumeMode != v1.PersistentVolumeBlock {
 		t.Errorf("block PV: fsType %q volumeMode %v, want no filesystem", block.Spec.CSI.FSType, block.Spec.VolumeMode)
@@ -65,15 +65,15 @@ func TestAttacherFinalizerIsPutOnPVsOfDriversThatAttach(t *testing.T) {
 				CSI: &v1.CSIPersistentVolumeSource{Driver: "network.csi.volplane.io", VolumeHandle: "h"}}},
 		}
 	}
-	if got := withAttacherFinalizer(csiPV(), true).Finalizers; !slices.Equal(got, []string{VolumeFinalizer, "external-attacher/network-csi-volplane-io"}) {
+	if got := WithAttacherFinalizer(csiPV(), true).Finalizers; !slices.Equal(got, []string{VolumeFinalizer, "external-attacher/network-csi-volplane-io"}) {
 		t.Errorf("finalizers of a PV whose driver attaches: %v", got)
 	}
-	if got := withAttacherFinalizer(csiPV(), false).Finalizers; !slices.Equal(got, []string{VolumeFinalizer}) {
+	if got := WithAttacherFinalizer(csiPV(), false).Finalizers; !slices.Equal(got, []string{VolumeFinalizer}) {
 		t.Errorf("finalizers of a PV whose driver does not attach: %v", got)
 	}
 	inTree := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
 		AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
-	if got := withAttacherFinalizer(inTree, true).Finalizers; len(got) != 0 {
+	if got := WithAttacherFinalizer(inTree, true).Finalizers; len(got) != 0 {
 		t.Errorf("finalizers of a translated in-tree PV: %v", got)
 	}
 }

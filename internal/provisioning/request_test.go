@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"strings"
@@ -9,25 +9,23 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 func TestBuildRequest(t *testing.T) {
-	topo := csi.Info{Driver: testDriver, Accessibility: true, Clone: true}
+	topo := Driver{Name: testDriver, Accessibility: true, Clone: true}
 	keys := []string{topoKey}
 	nodes := []*v1.Node{node("b"), node("a"), {}} // the unlabelled node is no segment
 	seg := func(n string) string { return topoKey + "=" + n }
 	cases := []struct {
 		name      string
-		in        requestInput
+		in        RequestFacts
 		wantErr   string
 		requisite []string
 		preferred []string
 		check     func(*testing.T, *csipb.CreateVolumeRequest)
 	}{{
 		name: "name, size, parameters minus the reserved ones, mount capability",
-		in: requestInput{claim: claim(), driver: csi.Info{Driver: testDriver}, class: class(func(c *storagev1.StorageClass) {
+		in: RequestFacts{Claim: claim(), Driver: Driver{Name: testDriver}, Class: class(func(c *storagev1.StorageClass) {
 			c.Parameters = map[string]string{"kind": "ssd", paramFSType: "ext4", reservedPrefix + "provisioner-secret-name": "s"}
 			c.MountOptions = []string{"noatime"}
 		})},
@@ -49,7 +47,7 @@ func TestBuildRequest(t *testing.T) {
 		},
 	}, {
 		name: "block, one capability per access mode",
-		in: requestInput{driver: csi.Info{}, class: class(), claim: claim(func(c *v1.PersistentVolumeClaim) {
+		in: RequestFacts{Driver: Driver{}, Class: class(), Claim: claim(func(c *v1.PersistentVolumeClaim) {
 			c.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock)
 			c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadOnlyMany, v1.ReadWriteMany, v1.ReadWriteOncePod}
 		})},
@@ -64,62 +62,62 @@ func TestBuildRequest(t *testing.T) {
 		},
 	}, {
 		name: "a size beyond int64 is refused, not wrapped to a small one",
-		in: requestInput{claim: claim(func(c *v1.PersistentVolumeClaim) {
+		in: RequestFacts{Claim: claim(func(c *v1.PersistentVolumeClaim) {
 			c.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: resource.MustParse("18446744074783293440")}
-		}), class: class(), driver: csi.Info{Driver: testDriver}},
+		}), Class: class(), Driver: Driver{Name: testDriver}},
 		wantErr: "more than a volume can be asked for",
 	}, {
 		name:    "unknown reserved parameter is named",
-		in:      requestInput{claim: claim(), class: class(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{reservedPrefix + "nope": "x"} })},
+		in:      RequestFacts{Claim: claim(), Class: class(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{reservedPrefix + "nope": "x"} })},
 		wantErr: "csi.storage.k8s.io/nope",
 	}, {
 		name:      "selected node: requisite = preferred = its segment",
-		in:        requestInput{claim: claim(selectedNode("a")), class: class(), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes},
+		in:        RequestFacts{Claim: claim(selectedNode("a")), Class: class(), Driver: topo, TopologyKeys: keys, Selected: node("a"), Nodes: nodes},
 		requisite: []string{seg("a")}, preferred: []string{seg("a")},
 	}, {
 		name: "selected node outside the class's allowed topologies is refused",
-		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
-			class: class(func(c *storagev1.StorageClass) {
+		in: RequestFacts{Claim: claim(selectedNode("a")), Driver: topo, TopologyKeys: keys, Selected: node("a"), Nodes: nodes,
+			Class: class(func(c *storagev1.StorageClass) {
 				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b"}}}}}
 			})},
 		wantErr: "not in the class's allowed topologies",
 	}, {
 		name: "selected node inside the class's allowed topologies",
-		in: requestInput{claim: claim(selectedNode("a")), driver: topo, topologyKeys: keys, selected: node("a"), nodes: nodes,
-			class: class(func(c *storagev1.StorageClass) {
+		in: RequestFacts{Claim: claim(selectedNode("a")), Driver: topo, TopologyKeys: keys, Selected: node("a"), Nodes: nodes,
+			Class: class(func(c *storagev1.StorageClass) {
 				c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"b", "a"}}}}}
 			})},
 		requisite: []string{seg("a")}, preferred: []string{seg("a")},
 	}, {
 		name:    "selected node without the topology label",
-		in:      requestInput{claim: claim(selectedNode("x")), class: class(), driver: topo, topologyKeys: keys, selected: &v1.Node{}},
+		in:      RequestFacts{Claim: claim(selectedNode("x")), Class: class(), Driver: topo, TopologyKeys: keys, Selected: &v1.Node{}},
 		wantErr: "no label",
 	}, {
 		name: "allowed topologies, flattened, preferred rotated",
-		in: requestInput{claim: claim(), driver: topo, topologyKeys: keys, nodes: nodes, class: class(func(c *storagev1.StorageClass) {
+		in: RequestFacts{Claim: claim(), Driver: topo, TopologyKeys: keys, Nodes: nodes, Class: class(func(c *storagev1.StorageClass) {
 			c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: topoKey, Values: []string{"x", "y"}}}}}
 		})},
 		requisite: []string{seg("x"), seg("y")}, preferred: rotated([]string{seg("x"), seg("y")}, "uid-1"),
 	}, {
 		name:      "every labelled node, sorted",
-		in:        requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes},
+		in:        RequestFacts{Claim: claim(), Class: class(), Driver: topo, TopologyKeys: keys, Nodes: nodes},
 		requisite: []string{seg("a"), seg("b")}, preferred: rotated([]string{seg("a"), seg("b")}, "uid-1"),
 	}, {
 		name: "clone: only where the source lives",
-		in: requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes, sourceHandle: "vol-src",
-			sourceAt: func(s map[string]string) bool { return s[topoKey] == "b" }},
+		in: RequestFacts{Claim: claim(), Class: class(), Driver: topo, TopologyKeys: keys, Nodes: nodes, SourceHandle: "vol-src",
+			SourceAt: func(s map[string]string) bool { return s[topoKey] == "b" }},
 		requisite: []string{seg("b")}, preferred: []string{seg("b")},
 	}, {
 		name:    "clone source reachable from no allowed topology",
-		in:      requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys, nodes: nodes, sourceAt: func(map[string]string) bool { return false }},
+		in:      RequestFacts{Claim: claim(), Class: class(), Driver: topo, TopologyKeys: keys, Nodes: nodes, SourceAt: func(map[string]string) bool { return false }},
 		wantErr: "not accessible",
 	}, {
 		name:    "no labelled node",
-		in:      requestInput{claim: claim(), class: class(), driver: topo, topologyKeys: keys},
+		in:      RequestFacts{Claim: claim(), Class: class(), Driver: topo, TopologyKeys: keys},
 		wantErr: "no node carries",
 	}, {
 		name: "clone source",
-		in:   requestInput{claim: claim(), class: class(), sourceHandle: "vol-src"},
+		in:   RequestFacts{Claim: claim(), Class: class(), SourceHandle: "vol-src"},
 		check: func(t *testing.T, r *csipb.CreateVolumeRequest) {
 			if r.GetVolumeContentSource().GetVolume().GetVolumeId() != "vol-src" {
 				t.Errorf("content source %v", r.VolumeContentSource)
@@ -128,9 +126,9 @@ func TestBuildRequest(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := buildRequest(tc.in)
+			req, err := BuildRequest(tc.in)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isFinal(err) {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !IsFinal(err) {
 					t.Fatalf("error %v, want a final one saying %q", err, tc.wantErr)
 				}
 				return

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 
 // The checks made right before a backend volume is deleted, pure.
 
-// whyNotDelete says why the live PV must not be deleted although its
+// WhyNotDelete says why the live PV must not be deleted although its
 // informer copy was decided for deletion, "" if it must still be: the same
 // object (UID; its volume source is immutable, so the same backend volume),
 // still Released under Delete, still bound to the claim that went away,
 // and, once the PV is being deleted, still holding our finalizer (without
 // it the backend volume is not ours to delete any more).
-func whyNotDelete(cached, live *v1.PersistentVolume) string {
+func WhyNotDelete(cached, live *v1.PersistentVolume) string {
 	switch {
 	case live.UID != cached.UID:
 		return fmt.Sprintf("the PV was replaced by another of the same name (UID %s, decided for %s)", live.UID, cached.UID)
@@ -38,11 +38,11 @@ func sameClaim(a, b *v1.ObjectReference) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.UID == b.UID
 }
 
-// attachmentBlocks refuses the deletion of a PV that a VolumeAttachment
+// AttachmentBlocks refuses the deletion of a PV that a VolumeAttachment
 // still references, for a driver that attaches volumes (publish); vas are
 // the VolumeAttachments that may name it. The message is the
 // external-provisioner's (controller.go: canDeleteVolume).
-func attachmentBlocks(pv string, publish bool, vas []*storagev1.VolumeAttachment) error {
+func AttachmentBlocks(pv string, publish bool, vas []*storagev1.VolumeAttachment) error {
 	if !publish {
 		return nil
 	}
@@ -60,9 +60,9 @@ func hasNodeAffinity(pv *v1.PersistentVolume) bool {
 	return a != nil && a.Required != nil && len(a.Required.NodeSelectorTerms) > 0
 }
 
-// describeAffinity renders the PV's node affinity for messages, e.g.
+// DescribeAffinity renders the PV's node affinity for messages, e.g.
 // "topology.volplane.io/node in [node-2]"; terms are joined with "or".
-func describeAffinity(pv *v1.PersistentVolume) string {
+func DescribeAffinity(pv *v1.PersistentVolume) string {
 	if !hasNodeAffinity(pv) {
 		return "every node (no node affinity)"
 	}

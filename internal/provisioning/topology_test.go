@@ -1,21 +1,19 @@
-package provisioner
+package provisioning
 
 import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // A new volume is asked only of a node-local endpoint inside the topology
 // the claim may use; one outside it (the pool's fallback when no served
 // node is allowed) is refused with the topology named.
 func TestOutsideTopology(t *testing.T) {
-	nodeLocal := func(node string) *csi.Endpoint {
-		return &csi.Endpoint{Info: csi.Info{Driver: testDriver, NodeID: node, Topology: map[string]string{topoKey: node}}}
+	nodeLocal := func(node string) Endpoint {
+		return Endpoint{Driver: testDriver, NodeID: node, Topology: map[string]string{topoKey: node}}
 	}
-	central := &csi.Endpoint{Info: csi.Info{Driver: testDriver, Topology: map[string]string{"zone": "a"}}}
+	central := Endpoint{Driver: testDriver, Topology: map[string]string{"zone": "a"}}
 	requisite := func(segs ...map[string]string) *csipb.TopologyRequirement {
 		r := &csipb.TopologyRequirement{}
 		for _, s := range segs {
@@ -25,7 +23,7 @@ func TestOutsideTopology(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		endpoint *csi.Endpoint
+		endpoint Endpoint
 		req      *csipb.TopologyRequirement
 		want     string
 	}{
@@ -40,7 +38,7 @@ func TestOutsideTopology(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if err := outsideTopology(tc.endpoint, tc.req); err != nil {
+			if err := OutsideTopology(tc.endpoint, tc.req); err != nil {
 				got = err.Error()
 			}
 			if got != tc.want {

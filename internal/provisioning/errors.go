@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"errors"
@@ -12,9 +12,9 @@ type finalError struct{ err error }
 func (e *finalError) Error() string { return e.err.Error() }
 func (e *finalError) Unwrap() error { return e.err }
 
-func final(err error) error { return &finalError{err} }
+func Final(err error) error { return &finalError{err} }
 
-func isFinal(err error) bool {
+func IsFinal(err error) bool {
 	var f *finalError
 	return errors.As(err, &f)
 }

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ import (
 
 // releasedPV is a Released Delete PV of ours, once bound to claim ns/data.
 func releasedPV(mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	pv := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	pv := BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 	pv.UID = "pv-uid"
 	pv.Status.Phase = v1.VolumeReleased
 	for _, m := range mods {
@@ -50,9 +50,9 @@ func TestLivePVIsCheckedAgainBeforeDeletion(t *testing.T) {
 			pv.Finalizers = nil
 		}), "without our finalizer"},
 	} {
-		got := whyNotDelete(cached, tc.live)
+		got := WhyNotDelete(cached, tc.live)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: whyNotDelete = %q, want %q", tc.name, got, tc.want)
+			t.Errorf("%s: WhyNotDelete = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func TestAttachedVolumeIsNotDeleted(t *testing.T) {
 		{"not attached", true, []*storagev1.VolumeAttachment{inline, va("other", "a")}, ""},
 		{"a driver without an attach step", false, []*storagev1.VolumeAttachment{va("pvc-1", "b")}, ""},
 	} {
-		err := attachmentBlocks("pvc-1", tc.publish, tc.vas)
+		err := AttachmentBlocks("pvc-1", tc.publish, tc.vas)
 		if got := errString(err); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
@@ -93,10 +93,10 @@ func TestAffinityIsDescribedForPeople(t *testing.T) {
 		}}}
 	})
 	want := topoKey + " in [a] or zone in [z1,z2] and rack in [r]"
-	if got := describeAffinity(pv); got != want {
-		t.Errorf("describeAffinity = %q, want %q", got, want)
+	if got := DescribeAffinity(pv); got != want {
+		t.Errorf("DescribeAffinity = %q, want %q", got, want)
 	}
-	if got := describeAffinity(releasedPV()); got != "every node (no node affinity)" {
+	if got := DescribeAffinity(releasedPV()); got != "every node (no node affinity)" {
 		t.Errorf("without affinity: %q", got)
 	}
 }

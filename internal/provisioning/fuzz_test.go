@@ -1,14 +1,13 @@
-package provisioner
+package provisioning
 
 import (
 	"maps"
+	"os"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // Fuzz targets for what a namespace user writes and the provisioner reads.
@@ -23,7 +22,7 @@ func FuzzRecordedRequest(f *testing.F) {
 	f.Add(`{"name":"pvc-victim","capacityRange":{"requiredBytes":"1"}}`)
 	f.Fuzz(func(t *testing.T, rec string) {
 		c := claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec })
-		req, ok, err := recordedRequest(c)
+		req, ok, err := RecordedRequest(c)
 		if err != nil || !ok {
 			return
 		}
@@ -33,7 +32,7 @@ func FuzzRecordedRequest(f *testing.F) {
 		case len(req.GetSecrets()) > 0 || req.GetAccessibilityRequirements() != nil:
 			t.Fatalf("secrets or topology accepted: %v", req)
 		}
-		again, err := recordRequest(req)
+		again, err := RecordRequest(req)
 		if err != nil {
 			t.Fatalf("an accepted record cannot be written again: %v", err)
 		}
@@ -41,9 +40,9 @@ func FuzzRecordedRequest(f *testing.F) {
 		if err != nil || !proto.Equal(back, req) {
 			t.Fatalf("round trip: %v, %v; want %v", back, err, req)
 		}
-		f := recordFacts{name: volumeName(c), classKnown: true, params: req.GetParameters(), mutableKnown: true,
-			mutable: req.GetMutableParameters(), source: req.GetVolumeContentSource().GetVolume().GetVolumeId()}
-		if whyNotOurs(req, f) == "" && req.GetName() != "pvc-uid-1" {
+		f := RecordFacts{Name: VolumeName(c), ClassKnown: true, Params: req.GetParameters(), MutableKnown: true,
+			Mutable: req.GetMutableParameters(), Source: req.GetVolumeContentSource().GetVolume().GetVolumeId()}
+		if WhyNotOurs(req, f) == "" && req.GetName() != "pvc-uid-1" {
 			t.Fatalf("a record naming %q passes for claim uid-1", req.GetName())
 		}
 	})
@@ -62,7 +61,7 @@ func FuzzSecretTemplate(f *testing.F) {
 		params := map[string]string{reservedPrefix + "provisioner-secret-name": nameT, reservedPrefix + "provisioner-secret-namespace": nsT}
 		resolve := func(claimName, annotation string) (*v1.SecretReference, error) {
 			c := claim(func(c *v1.PersistentVolumeClaim) { c.Name, c.Annotations["team"] = claimName, annotation })
-			return secretRef(provisionerSecret, params, "pvc-uid-1", c)
+			return SecretRef(ProvisionerSecret, params, "pvc-uid-1", c)
 		}
 		ref, err := resolve(claimName, annotation)
 		if err != nil || ref == nil {
@@ -79,7 +78,7 @@ func FuzzSecretTemplate(f *testing.F) {
 }
 
 // FuzzEndpointPin: whatever a pin names, the cleanup asks only the
-// endpoint of that node ID (or none), and checkPin passes only an endpoint
+// endpoint of that node ID (or none), and CheckPin passes only an endpoint
 // within one of the allowed segments.
 func FuzzEndpointPin(f *testing.F) {
 	f.Add("a", "a", "a")
@@ -87,16 +86,30 @@ func FuzzEndpointPin(f *testing.F) {
 	f.Add("", "", "a")
 	f.Add("node-1", "node-1", "")
 	f.Fuzz(func(t *testing.T, pin, at, allowed string) {
-		eps := []*csi.Endpoint{
-			{Info: csi.Info{NodeID: "a", Topology: map[string]string{topoKey: "a"}}},
-			{Info: csi.Info{NodeID: pin, Topology: map[string]string{topoKey: at}}},
+		eps := []Endpoint{
+			{NodeID: "a", Topology: map[string]string{topoKey: "a"}},
+			{NodeID: pin, Topology: map[string]string{topoKey: at}},
 		}
-		if e, err := cleanupEndpoint(eps, pin); err == nil && pin != "" && e.Info.NodeID != pin {
-			t.Fatalf("pin %q asked the endpoint of %q", pin, e.Info.NodeID)
+		if i, err := CleanupEndpoint(eps, pin); err == nil && pin != "" && eps[i].NodeID != pin {
+			t.Fatalf("pin %q asked the endpoint of %q", pin, eps[i].NodeID)
 		}
 		segs := []map[string]string{{topoKey: allowed}}
-		if err := checkPin(eps[1], segs); err == nil && !maps.Equal(eps[1].Info.Topology, segs[0]) {
-			t.Fatalf("pin at %v passed for allowed %v", eps[1].Info.Topology, segs)
+		if err := CheckPin(eps[1], segs); err == nil && !maps.Equal(eps[1].Topology, segs[0]) {
+			t.Fatalf("pin at %v passed for allowed %v", eps[1].Topology, segs)
+		}
+	})
+}
+
+// FuzzExpandIsOSExpand: the package's own template expansion is exactly
+// os.Expand, which the external-provisioner reads its templates with.
+func FuzzExpandIsOSExpand(f *testing.F) {
+	for _, s := range []string{"${pvc.name}-x", "$pvc.name", "$$", "${", "${}", "$", "a$1b", "${a}${b", "$-x$_y", "x${pv.name}y$"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, template string) {
+		lookup := func(token string) string { return "<" + token + ">" }
+		if got, want := expand(template, lookup), os.Expand(template, lookup); got != want {
+			t.Fatalf("expand(%q) = %q, os.Expand gives %q", template, got, want)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"reflect"
@@ -58,8 +58,8 @@ func TestMigratedFrom(t *testing.T) {
 		if got := migratedFrom(c, tc.driver); got != tc.want {
 			t.Errorf("%s: migratedFrom = %q, want %q", tc.name, got, tc.want)
 		}
-		if got := provisionsFor(c, tc.driver); got != tc.provisions {
-			t.Errorf("%s: provisionsFor = %v, want %v", tc.name, got, tc.provisions)
+		if got := ProvisionsFor(c, tc.driver); got != tc.provisions {
+			t.Errorf("%s: ProvisionsFor = %v, want %v", tc.name, got, tc.provisions)
 		}
 	}
 }
@@ -72,15 +72,15 @@ func TestClaimOfMigratedClassIsProvisionedByItsDriver(t *testing.T) {
 		claim  *v1.PersistentVolumeClaim
 		class  *storagev1.StorageClass
 		serves func(string) bool
-		want   claimAction
+		want   ClaimAction
 	}{
-		{"handed to the driver we serve", claim(handedTo(ebsDriver)), ebsClass(), servesOnly(ebsDriver), claimProvision},
-		{"the driver is not ours", claim(handedTo(ebsDriver)), ebsClass(), servesOnly(testDriver), claimNone},
+		{"handed to the driver we serve", claim(handedTo(ebsDriver)), ebsClass(), servesOnly(ebsDriver), ClaimProvision},
+		{"the driver is not ours", claim(handedTo(ebsDriver)), ebsClass(), servesOnly(testDriver), ClaimNone},
 		{"the class's plugin migrated elsewhere", claim(handedTo(ebsDriver)),
-			class(func(c *storagev1.StorageClass) { c.Provisioner = "kubernetes.io/gce-pd" }), servesOnly(ebsDriver), claimNone},
+			class(func(c *storagev1.StorageClass) { c.Provisioner = "kubernetes.io/gce-pd" }), servesOnly(ebsDriver), ClaimNone},
 	}
 	for _, tc := range cases {
-		if got := decideClaim(claimFacts{claim: tc.claim, class: tc.class, serves: tc.serves}); got != tc.want {
+		if got := DecideClaim(ClaimFacts{Claim: tc.claim, Class: tc.class, Serves: tc.serves}); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -108,21 +108,21 @@ func TestInTreeVolumeOfMigratedPluginIsItsDriversToDelete(t *testing.T) {
 		name   string
 		pv     *v1.PersistentVolume
 		serves func(string) bool
-		want   volumeAction
+		want   VolumeAction
 	}{
-		{"released under Delete", inTreeEBS(), servesOnly(ebsDriver), volumeDelete},
-		{"released under Delete, driver not ours", inTreeEBS(), servesOnly(testDriver), volumeNone},
+		{"released under Delete", inTreeEBS(), servesOnly(ebsDriver), VolumeDelete},
+		{"released under Delete, driver not ours", inTreeEBS(), servesOnly(testDriver), VolumeNone},
 		{"Retain with our finalizer", inTreeEBS(func(pv *v1.PersistentVolume) {
 			pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-		}), servesOnly(ebsDriver), volumeUnfinalize},
+		}), servesOnly(ebsDriver), VolumeUnfinalize},
 		{"provisioned-by disagrees with the source", inTreeEBS(func(pv *v1.PersistentVolume) {
 			pv.Spec.AWSElasticBlockStore = nil
 			pv.Spec.GCEPersistentDisk = &v1.GCEPersistentDiskVolumeSource{PDName: "d"}
-		}), servesOnly(ebsDriver, "pd.csi.storage.gke.io"), volumeNone},
-		{"statically provisioned", inTreeEBS(func(pv *v1.PersistentVolume) { pv.Annotations = nil }), servesOnly(ebsDriver), volumeNone},
+		}), servesOnly(ebsDriver, "pd.csi.storage.gke.io"), VolumeNone},
+		{"statically provisioned", inTreeEBS(func(pv *v1.PersistentVolume) { pv.Annotations = nil }), servesOnly(ebsDriver), VolumeNone},
 	}
 	for _, tc := range cases {
-		if got := decideVolume(tc.pv, tc.serves); got != tc.want {
+		if got := DecideVolume(tc.pv, tc.serves); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -136,7 +136,7 @@ func TestMigratedClassIsTranslatedForItsDriver(t *testing.T) {
 		c.Parameters = map[string]string{"fsType": "xfs", "zone": "us-east-1a", "type": "gp3"}
 	})
 	before := in.DeepCopy()
-	out, err := csiClass(in, ebsDriver)
+	out, err := CSIClass(in, ebsDriver)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,10 @@ func TestMigratedClassIsTranslatedForItsDriver(t *testing.T) {
 	if !reflect.DeepEqual(in, before) {
 		t.Error("the class passed in was modified")
 	}
-	if same, _ := csiClass(class(), testDriver); same.Provisioner != testDriver || same.Parameters != nil {
+	if same, _ := CSIClass(class(), testDriver); same.Provisioner != testDriver || same.Parameters != nil {
 		t.Errorf("a CSI class was changed: %+v", same)
 	}
-	if _, err := csiClass(ebsClass(func(c *storagev1.StorageClass) {
+	if _, err := CSIClass(ebsClass(func(c *storagev1.StorageClass) {
 		c.Parameters = map[string]string{"zone": "us-east-1a"}
 		c.AllowedTopologies = want
 	}), ebsDriver); err == nil {
@@ -165,13 +165,13 @@ func TestMigratedClassIsTranslatedForItsDriver(t *testing.T) {
 // by the in-tree plugin, with the external provisioner's finalizer; read
 // back as CSI it names the driver's volume again.
 func TestVolumeOfMigratedClassIsWrittenInTree(t *testing.T) {
-	cls, err := csiClass(ebsClass(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{"fsType": "xfs"} }), ebsDriver)
+	cls, err := CSIClass(ebsClass(func(c *storagev1.StorageClass) { c.Parameters = map[string]string{"fsType": "xfs"} }), ebsDriver)
 	if err != nil {
 		t.Fatal(err)
 	}
 	vol := &csipb.Volume{VolumeId: "vol-1", CapacityBytes: 1 << 20,
 		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{ebsZone: "us-east-1a"}}}}
-	pv, err := provisionedVolume(claim(handedTo(ebsDriver)), cls, ebsDriver, vol, nil)
+	pv, err := ProvisionedVolume(claim(handedTo(ebsDriver)), cls, ebsDriver, vol, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +191,14 @@ func TestVolumeOfMigratedClassIsWrittenInTree(t *testing.T) {
 	if got := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions; !reflect.DeepEqual(got, wantTerm) {
 		t.Errorf("node affinity %v, want %v", got, wantTerm)
 	}
-	back, err := asCSI(pv)
+	back, err := AsCSI(pv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Spec.CSI.Driver != ebsDriver || back.Spec.CSI.VolumeHandle != "vol-1" || back.Name != pv.Name {
 		t.Errorf("read back as CSI: %s %+v, want %s with handle vol-1", back.Name, back.Spec.CSI, ebsDriver)
 	}
-	if volumeDriver(pv, servesOnly(ebsDriver)) != ebsDriver {
+	if VolumeDriver(pv, servesOnly(ebsDriver)) != ebsDriver {
 		t.Error("the PV written is not recognised as the driver's")
 	}
 }

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 // Strings users and other tools depend on.
 const (
@@ -29,22 +29,24 @@ const (
 	paramFSType    = reservedPrefix + "fstype"
 )
 
-// Event reasons, as the reference's.
+// Event reasons, as the reference's: the closed set the provisioner
+// reports with.
 const (
-	reasonProvisioning       = "Provisioning"
-	reasonSucceeded          = "ProvisioningSucceeded"
-	reasonFailed             = "ProvisioningFailed"
-	reasonCleanupFailed      = "ProvisioningCleanupFailed"
-	reasonVolumeFailedDelete = "VolumeFailedDelete"
-	// reasonRecordRejected: a record the provisioner keeps on a claim (the
+	EventProvisioning       = "Provisioning"
+	EventSucceeded          = "ProvisioningSucceeded"
+	EventFailed             = "ProvisioningFailed"
+	EventCleanupFailed      = "ProvisioningCleanupFailed"
+	EventVolumeFailedDelete = "VolumeFailedDelete"
+	// EventRecordRejected: a record the provisioner keeps on a claim (the
 	// recorded request, the endpoint pin) is not what it must be, so it is
 	// not acted on (doc.go, "Records on claims").
-	reasonRecordRejected      = "ProvisioningRecordRejected"
-	eventComponentSuffix      = "_volplane"
-	volumeNamePrefix          = "pvc-"
+	EventRecordRejected = "ProvisioningRecordRejected"
+)
+
+const (
+	// VolumeNamePrefix, followed by the claim's UID, names the backend
+	// volume and the PV made for a claim (VolumeName).
+	VolumeNamePrefix          = "pvc-"
 	persistentVolumeClaimKind = "PersistentVolumeClaim"
 	volumeSnapshotKind        = "VolumeSnapshot"
 )
-
-// EventComponent is the event source of the claim events for driver.
-func EventComponent(driver string) string { return driver + eventComponentSuffix }

@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"fmt"
@@ -10,29 +10,28 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/quantity"
 )
 
-// requestInput is everything a CreateVolumeRequest is built from; the sync
-// reads it from listers, buildRequest decides.
-type requestInput struct {
-	claim  *v1.PersistentVolumeClaim
-	class  *storagev1.StorageClass
-	driver csi.Info
-	// topologyKeys are the keys the driver's endpoints report.
-	topologyKeys []string
-	// selected is the claim's selected node, nil without one.
-	selected *v1.Node
-	// nodes are all known nodes (used without selected node and allowed
+// RequestFacts is everything a CreateVolumeRequest is built from; the sync
+// reads it from listers, BuildRequest decides.
+type RequestFacts struct {
+	Claim  *v1.PersistentVolumeClaim
+	Class  *storagev1.StorageClass
+	Driver Driver
+	// TopologyKeys are the keys the driver's endpoints report.
+	TopologyKeys []string
+	// Selected is the claim's selected node, nil without one.
+	Selected *v1.Node
+	// Nodes are all known nodes (used without selected node and allowed
 	// topologies).
-	nodes []*v1.Node
-	// sourceHandle is the volume handle of the claim to clone, "" if none.
-	sourceHandle string
-	// sourceAt, with a clone source, says whether a segment can reach the
+	Nodes []*v1.Node
+	// SourceHandle is the volume handle of the claim to clone, "" if none.
+	SourceHandle string
+	// SourceAt, with a clone source, says whether a segment can reach the
 	// source volume (its PV's node affinity): a clone is made where its
 	// source lives, which node-local drivers need. nil: anywhere.
-	sourceAt func(segment map[string]string) bool
+	SourceAt func(segment map[string]string) bool
 }
 
 // knownReserved are the class parameters under reservedPrefix the
@@ -49,37 +48,37 @@ var knownReserved = []string{
 	"controller-modify-secret-name", "controller-modify-secret-namespace",
 }
 
-// volumeName is the backend volume's and the PV's name for a claim.
-func volumeName(claim *v1.PersistentVolumeClaim) string {
-	return volumeNamePrefix + string(claim.UID)
+// VolumeName is the backend volume's and the PV's name for a claim.
+func VolumeName(claim *v1.PersistentVolumeClaim) string {
+	return VolumeNamePrefix + string(claim.UID)
 }
 
-// buildRequest builds the CreateVolumeRequest; every error is final.
-func buildRequest(in requestInput) (*csipb.CreateVolumeRequest, error) {
-	params, err := driverParameters(in.class.Parameters)
+// BuildRequest builds the CreateVolumeRequest; every error is final (Final).
+func BuildRequest(in RequestFacts) (*csipb.CreateVolumeRequest, error) {
+	params, err := DriverParameters(in.Class.Parameters)
 	if err != nil {
 		return nil, err
 	}
-	caps, err := volumeCapabilities(in.claim, in.class)
+	caps, err := volumeCapabilities(in.Claim, in.Class)
 	if err != nil {
 		return nil, err
 	}
-	size := in.claim.Spec.Resources.Requests[v1.ResourceStorage]
+	size := in.Claim.Spec.Resources.Requests[v1.ResourceStorage]
 	bytes, ok := quantity.Bytes(size)
 	if !ok {
-		return nil, final(quantity.TooLarge(size))
+		return nil, Final(quantity.TooLarge(size))
 	}
 	req := &csipb.CreateVolumeRequest{
-		Name:               volumeName(in.claim),
+		Name:               VolumeName(in.Claim),
 		CapacityRange:      &csipb.CapacityRange{RequiredBytes: bytes},
 		Parameters:         params,
 		VolumeCapabilities: caps,
 	}
-	if in.sourceHandle != "" {
+	if in.SourceHandle != "" {
 		req.VolumeContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
-			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: in.sourceHandle}}}
+			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: in.SourceHandle}}}
 	}
-	if in.driver.Accessibility {
+	if in.Driver.Accessibility {
 		if req.AccessibilityRequirements, err = accessibility(in); err != nil {
 			return nil, err
 		}
@@ -87,11 +86,11 @@ func buildRequest(in requestInput) (*csipb.CreateVolumeRequest, error) {
 	return req, nil
 }
 
-// driverParameters are the class parameters minus the provisioner's own; an
+// DriverParameters are the class parameters minus the provisioner's own; an
 // unknown key in the provisioner's namespace is a mistake in the class. The
 // deprecated secret keys (csiProvisionerSecretName...) are not in that
 // namespace and reach the driver, as with the reference.
-func driverParameters(class map[string]string) (map[string]string, error) {
+func DriverParameters(class map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(class)) {
 		name, reserved := strings.CutPrefix(k, reservedPrefix)
@@ -99,7 +98,7 @@ func driverParameters(class map[string]string) (map[string]string, error) {
 		case !reserved:
 			out[k] = class[k]
 		case !slices.Contains(knownReserved, name):
-			return nil, final(fmt.Errorf("failed to strip CSI Parameters of prefixed keys: found unknown parameter key \"%s\" with reserved namespace %s", k, reservedPrefix))
+			return nil, Final(fmt.Errorf("failed to strip CSI Parameters of prefixed keys: found unknown parameter key \"%s\" with reserved namespace %s", k, reservedPrefix))
 		}
 	}
 	return out, nil
@@ -108,13 +107,13 @@ func driverParameters(class map[string]string) (map[string]string, error) {
 // volumeCapabilities: one per access mode, all of the claim's volume mode.
 func volumeCapabilities(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) ([]*csipb.VolumeCapability, error) {
 	if len(claim.Spec.AccessModes) == 0 {
-		return nil, final(fmt.Errorf("the claim has no access modes"))
+		return nil, Final(fmt.Errorf("the claim has no access modes"))
 	}
 	var caps []*csipb.VolumeCapability
 	for _, m := range claim.Spec.AccessModes {
 		mode, ok := accessModes[m]
 		if !ok {
-			return nil, final(fmt.Errorf("access mode %q is not supported", m))
+			return nil, Final(fmt.Errorf("access mode %q is not supported", m))
 		}
 		c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode}}
 		if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == v1.PersistentVolumeBlock {

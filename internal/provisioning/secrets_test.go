@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"fmt"
@@ -25,18 +25,18 @@ func TestSecretRefResolvesTheReferenceTemplates(t *testing.T) {
 	annotated := claim(func(c *v1.PersistentVolumeClaim) { c.Annotations["example.com/key"] = "from-annotation" })
 	cases := []struct {
 		name    string
-		kind    secretKind
+		kind    SecretKind
 		params  map[string]string
 		claim   *v1.PersistentVolumeClaim
 		want    string // "namespace/name", "" for no reference
 		wantErr string
 	}{
-		{"none named", provisionerSecret, p("kind", "ssd"), claim(), "", ""},
-		{"literal", provisionerSecret, p(provName, "creds", provNS, "storage"), claim(), "storage/creds", ""},
+		{"none named", ProvisionerSecret, p("kind", "ssd"), claim(), "", ""},
+		{"literal", ProvisionerSecret, p(provName, "creds", provNS, "storage"), claim(), "storage/creds", ""},
 		{"claim name and namespace, PV name", nodePublishSecret,
 			p(reservedPrefix+"node-publish-secret-name", "${pvc.name}-${pv.name}", reservedPrefix+"node-publish-secret-namespace", "${pvc.namespace}"),
 			claim(), "ns/data-pvc-uid-1", ""},
-		{"claim annotation in the name", provisionerSecret, p(provName, "${pvc.annotations['example.com/key']}", provNS, "ns"),
+		{"claim annotation in the name", ProvisionerSecret, p(provName, "${pvc.annotations['example.com/key']}", provNS, "ns"),
 			annotated, "ns/from-annotation", ""},
 		{"deprecated keys", controllerPublishSecret, p("csiControllerPublishSecretName", "old", "csiControllerPublishSecretNamespace", "ns"),
 			claim(), "ns/old", ""},
@@ -44,31 +44,31 @@ func TestSecretRefResolvesTheReferenceTemplates(t *testing.T) {
 		{"a secret of its own beats the default", nodeStageSecret,
 			p(defName, "all", defNS, "ns", reservedPrefix+"node-stage-secret-name", "stage", reservedPrefix+"node-stage-secret-namespace", "ns"),
 			claim(), "ns/stage", ""},
-		{"both key styles", provisionerSecret, p(provName, "a", provNS, "ns", "csiProvisionerSecretName", "b", "csiProvisionerSecretNamespace", "ns"), claim(), "",
+		{"both key styles", ProvisionerSecret, p(provName, "a", provNS, "ns", "csiProvisionerSecretName", "b", "csiProvisionerSecretNamespace", "ns"), claim(), "",
 			`failed to get name and namespace template from params: Provisioner secrets specified in parameters with both "csi" and "csi.storage.k8s.io/" keys`},
-		{"name without namespace", provisionerSecret, p(provName, "a"), claim(), "",
+		{"name without namespace", ProvisionerSecret, p(provName, "a"), claim(), "",
 			"failed to get name and namespace template from params: either name and namespace for Provisioner secrets specified, Both must be specified"},
 		{"empty value", nodeExpandSecret, p(reservedPrefix+"node-expand-secret-name", "", reservedPrefix+"node-expand-secret-namespace", "ns"), claim(), "",
 			"failed to get name and namespace template from params: NodeExpand secrets specified in parameters but value of either namespace or name is empty"},
-		{"broken default", provisionerSecret, p(defName, "a"), claim(), "",
+		{"broken default", ProvisionerSecret, p(defName, "a"), claim(), "",
 			"failed to get default name and namespace template from params: either name and namespace for Default secrets specified, Both must be specified"},
-		{"the claim's name is not for the namespace", provisionerSecret, p(provName, "a", provNS, "${pvc.name}"), claim(), "",
+		{"the claim's name is not for the namespace", ProvisionerSecret, p(provName, "a", provNS, "${pvc.name}"), claim(), "",
 			`error resolving value "${pvc.name}": invalid tokens: ["pvc.name"]`},
-		{"unknown tokens, all named", provisionerSecret, p(provName, "${a}${pvc.uid}", provNS, "ns"), claim(), "",
+		{"unknown tokens, all named", ProvisionerSecret, p(provName, "${a}${pvc.uid}", provNS, "ns"), claim(), "",
 			`error resolving value "${a}${pvc.uid}": invalid tokens: ["a" "pvc.uid"]`},
-		{"a ${ never closed", provisionerSecret, p(provName, "${pvc.name", provNS, "ns"), claim(), "",
+		{"a ${ never closed", ProvisionerSecret, p(provName, "${pvc.name", provNS, "ns"), claim(), "",
 			`error resolving value "${pvc.name": every "${" needs a token and a closing "}"`},
-		{"an empty ${}", provisionerSecret, p(provName, "a", provNS, "ns-${}"), claim(), "",
+		{"an empty ${}", ProvisionerSecret, p(provName, "a", provNS, "ns-${}"), claim(), "",
 			`error resolving value "ns-${}": every "${" needs a token and a closing "}"`},
-		{"annotation the claim lacks", provisionerSecret, p(provName, "${pvc.annotations['missing']}", provNS, "ns"), claim(), "",
+		{"annotation the claim lacks", ProvisionerSecret, p(provName, "${pvc.annotations['missing']}", provNS, "ns"), claim(), "",
 			`error resolving value "${pvc.annotations['missing']}": invalid tokens: ["pvc.annotations['missing']"]`},
-		{"invalid namespace", provisionerSecret, p(provName, "a", provNS, "Not_Valid"), claim(), "",
+		{"invalid namespace", ProvisionerSecret, p(provName, "a", provNS, "Not_Valid"), claim(), "",
 			`"Not_Valid" is not a valid namespace name`},
-		{"resolves to an invalid name", provisionerSecret, p(provName, "${pvc.annotations['example.com/key']}_x", provNS, "ns"), annotated, "",
+		{"resolves to an invalid name", ProvisionerSecret, p(provName, "${pvc.annotations['example.com/key']}_x", provNS, "ns"), annotated, "",
 			`"${pvc.annotations['example.com/key']}_x" resolved to "from-annotation_x" which is not a valid secret name`},
 	}
 	for _, tc := range cases {
-		ref, err := secretRef(tc.kind, tc.params, "pvc-uid-1", tc.claim)
+		ref, err := SecretRef(tc.kind, tc.params, "pvc-uid-1", tc.claim)
 		got, gotErr := "", ""
 		if ref != nil {
 			got = ref.Namespace + "/" + ref.Name
@@ -91,12 +91,12 @@ func TestRecordSecretsOnThePV(t *testing.T) {
 		reservedPrefix + "node-publish-secret-name": "pub", reservedPrefix + "node-publish-secret-namespace": "ns",
 		reservedPrefix + "controller-modify-secret-name": "mod", reservedPrefix + "controller-modify-secret-namespace": "ns",
 	}
-	refs, err := resolveSecretRefs(params, "pvc-uid-1", claim())
+	refs, err := ResolveSecretRefs(params, "pvc-uid-1", claim())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := buildVolume(claim(), class(), testDriver, &v1csiVolume)
-	recordSecrets(pv, refs)
+	pv := BuildVolume(claim(), class(), testDriver, &v1csiVolume)
+	RecordSecrets(pv, refs)
 	src := pv.Spec.CSI
 	got := fmt.Sprint(src.NodePublishSecretRef, src.ControllerPublishSecretRef, src.NodeStageSecretRef, src.ControllerExpandSecretRef, src.NodeExpandSecretRef,
 		pv.Annotations[annDeletionSecretName], pv.Annotations[annDeletionSecretNamespace],
@@ -107,8 +107,8 @@ func TestRecordSecretsOnThePV(t *testing.T) {
 		t.Errorf("recorded %s, want %s", got, want)
 	}
 
-	none := buildVolume(claim(), class(), testDriver, &v1csiVolume)
-	recordSecrets(none, secretRefs{})
+	none := BuildVolume(claim(), class(), testDriver, &v1csiVolume)
+	RecordSecrets(none, SecretRefs{})
 	name, hasName := none.Annotations[annDeletionSecretName]
 	ns, hasNS := none.Annotations[annDeletionSecretNamespace]
 	if !hasName || !hasNS || name != "" || ns != "" {
@@ -124,11 +124,11 @@ func TestRecordSecretsOnThePV(t *testing.T) {
 func TestSecretRefForDeletionHasOnlyTheClaimsName(t *testing.T) {
 	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns"}}
 	params := map[string]string{reservedPrefix + "provisioner-secret-name": "${pvc.name}", reservedPrefix + "provisioner-secret-namespace": "${pvc.namespace}"}
-	if ref, err := secretRef(provisionerSecret, params, "pvc-1", c); err != nil || ref.Name != "data" || ref.Namespace != "ns" {
+	if ref, err := SecretRef(ProvisionerSecret, params, "pvc-1", c); err != nil || ref.Name != "data" || ref.Namespace != "ns" {
 		t.Errorf("ref %v, err %v", ref, err)
 	}
 	params[reservedPrefix+"provisioner-secret-name"] = "${pvc.annotations['k']}"
-	if _, err := secretRef(provisionerSecret, params, "pvc-1", c); err == nil {
+	if _, err := SecretRef(ProvisionerSecret, params, "pvc-1", c); err == nil {
 		t.Error("an annotation template resolved without annotations")
 	}
 }

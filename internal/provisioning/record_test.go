@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"errors"
@@ -7,8 +7,6 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // A recorded request is used only if it could be the provisioner's own for
@@ -25,18 +23,18 @@ func TestWhyNotOurs(t *testing.T) {
 		}
 		return r
 	}
-	known := recordFacts{name: "pvc-uid-1", classKnown: true, params: map[string]string{"tier": "gold"}, mutableKnown: true}
-	classGone := recordFacts{name: "pvc-uid-1", mutableKnown: true}
+	known := RecordFacts{Name: "pvc-uid-1", ClassKnown: true, Params: map[string]string{"tier": "gold"}, MutableKnown: true}
+	classGone := RecordFacts{Name: "pvc-uid-1", MutableKnown: true}
 	clone := known
-	clone.source = "src-vol"
+	clone.Source = "src-vol"
 	sourceGone := known
-	sourceGone.sourceErr = errors.New(`data source claim "src" does not exist`)
+	sourceGone.SourceErr = errors.New(`data source claim "src" does not exist`)
 	sourceGoneItsPVLeft := sourceGone
-	sourceGoneItsPVLeft.formerSources = []string{"src-vol"}
+	sourceGoneItsPVLeft.FormerSources = []string{"src-vol"}
 	for _, tc := range []struct {
 		name string
 		rec  *csipb.CreateVolumeRequest
-		f    recordFacts
+		f    RecordFacts
 		want string // "" passes; else a part of the reason
 	}{
 		{"the claim's own", req(), known, ""},
@@ -57,7 +55,7 @@ func TestWhyNotOurs(t *testing.T) {
 			r.VolumeContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Snapshot{Snapshot: &csipb.VolumeContentSource_SnapshotSource{SnapshotId: "s"}}}
 		}), known, "snapshot"},
 	} {
-		got := whyNotOurs(tc.rec, tc.f)
+		got := WhyNotOurs(tc.rec, tc.f)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
@@ -71,15 +69,15 @@ func TestOwnRecordPasses(t *testing.T) {
 	r.Name, r.Parameters, r.MutableParameters = "pvc-uid-1", map[string]string{"tier": "gold"}, map[string]string{"iops": "3"}
 	r.Secrets = map[string]string{"password": "x"}
 	r.VolumeContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: "src"}}}
-	rec, err := recordRequest(r)
+	rec, err := RecordRequest(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec })
-	if !recordPasses(c, r) {
+	if !RecordPasses(c, r) {
 		t.Errorf("the record %s of the request does not pass against it", rec)
 	}
-	if recordPasses(claim(), r) {
+	if RecordPasses(claim(), r) {
 		t.Error("no record passes")
 	}
 }
@@ -98,7 +96,7 @@ func TestRecordedRequestRefusesWhatWasNeverRecorded(t *testing.T) {
 		`[]`,
 		`null`,
 	} {
-		if _, ok, err := recordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec })); err == nil || ok {
+		if _, ok, err := RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec })); err == nil || ok {
 			t.Errorf("%s: accepted", rec)
 		}
 	}
@@ -107,13 +105,13 @@ func TestRecordedRequestRefusesWhatWasNeverRecorded(t *testing.T) {
 // A pin is used only within the selected node's segment, else the class's
 // allowed topologies; not against the node list, which a pin outlives.
 func TestCheckPin(t *testing.T) {
-	ep := func(node string) *csi.Endpoint {
-		return &csi.Endpoint{Info: csi.Info{NodeID: node, Topology: map[string]string{topoKey: node}}}
+	ep := func(node string) Endpoint {
+		return Endpoint{NodeID: node, Topology: map[string]string{topoKey: node}}
 	}
 	seg := func(node string) map[string]string { return map[string]string{topoKey: node} }
 	for _, tc := range []struct {
 		name string
-		e    *csi.Endpoint
+		e    Endpoint
 		segs []map[string]string
 		ok   bool
 	}{
@@ -121,11 +119,11 @@ func TestCheckPin(t *testing.T) {
 		{"off the selected node", ep("b"), []map[string]string{seg("a")}, false},
 		{"among the allowed", ep("b"), []map[string]string{seg("a"), seg("b")}, true},
 		{"nothing constrains", ep("b"), nil, true},
-		{"an endpoint without topology", &csi.Endpoint{Info: csi.Info{NodeID: "x"}}, []map[string]string{seg("a")}, true},
+		{"an endpoint without topology", Endpoint{NodeID: "x"}, []map[string]string{seg("a")}, true},
 		{"an allowed segment on a key the endpoint lacks", ep("a"), []map[string]string{{"zone": "z"}}, false},
 	} {
-		err := checkPin(tc.e, tc.segs)
-		var misfit *pinMisfit
+		err := CheckPin(tc.e, tc.segs)
+		var misfit *PinMisfit
 		if tc.ok != (err == nil) || (err != nil && !errors.As(err, &misfit)) {
 			t.Errorf("%s: %v", tc.name, err)
 		}

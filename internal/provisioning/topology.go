@@ -1,4 +1,4 @@
-package provisioner
+package provisioning
 
 import (
 	"fmt"
@@ -9,61 +9,59 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/volplane/volplane/internal/csi"
 )
 
 // accessibility says where the volume may live: exactly the selected node's
 // segment; else the class's allowed topologies; else every segment some
 // node carries. Preferred is requisite rotated by a hash of the claim UID,
 // so claims spread over segments and a retry prefers the same one.
-func accessibility(in requestInput) (*csipb.TopologyRequirement, error) {
-	if len(in.topologyKeys) == 0 {
+func accessibility(in RequestFacts) (*csipb.TopologyRequirement, error) {
+	if len(in.TopologyKeys) == 0 {
 		return nil, nil
 	}
-	if in.selected != nil {
-		seg, ok := nodeSegment(in.selected, in.topologyKeys)
+	if in.Selected != nil {
+		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
 		if !ok {
-			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
+			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
 		}
-		if err := selectedOutsideClass(in.selected.Name, seg, in.class.AllowedTopologies); err != nil {
+		if err := SelectedOutsideClass(in.Selected.Name, seg, in.Class.AllowedTopologies); err != nil {
 			return nil, err
 		}
 		t := []*csipb.Topology{{Segments: seg}}
 		return &csipb.TopologyRequirement{Requisite: t, Preferred: []*csipb.Topology{{Segments: maps.Clone(seg)}}}, nil
 	}
 	var segs []map[string]string
-	if len(in.class.AllowedTopologies) > 0 {
-		segs = allowedSegments(in.class.AllowedTopologies)
+	if len(in.Class.AllowedTopologies) > 0 {
+		segs = allowedSegments(in.Class.AllowedTopologies)
 	} else {
-		segs = nodeSegments(in.nodes, in.topologyKeys)
+		segs = nodeSegments(in.Nodes, in.TopologyKeys)
 	}
 	if len(segs) == 0 {
-		return nil, final(fmt.Errorf("no node carries the topology keys %v of the driver", in.topologyKeys))
+		return nil, Final(fmt.Errorf("no node carries the topology keys %v of the driver", in.TopologyKeys))
 	}
-	if in.sourceAt != nil {
-		segs = slices.DeleteFunc(segs, func(s map[string]string) bool { return !in.sourceAt(s) })
+	if in.SourceAt != nil {
+		segs = slices.DeleteFunc(segs, func(s map[string]string) bool { return !in.SourceAt(s) })
 		if len(segs) == 0 {
-			return nil, final(fmt.Errorf("the data source's volume is not accessible from any topology the claim may use"))
+			return nil, Final(fmt.Errorf("the data source's volume is not accessible from any topology the claim may use"))
 		}
 	}
 	req := &csipb.TopologyRequirement{}
 	for _, s := range segs {
 		req.Requisite = append(req.Requisite, &csipb.Topology{Segments: s})
 	}
-	start := int(hashUID(string(in.claim.UID)) % uint32(len(segs)))
+	start := int(hashUID(string(in.Claim.UID)) % uint32(len(segs)))
 	for i := range segs {
 		req.Preferred = append(req.Preferred, &csipb.Topology{Segments: maps.Clone(segs[(start+i)%len(segs)])})
 	}
 	return req, nil
 }
 
-// selectedOutsideClass refuses a selected node whose segment no allowed
+// SelectedOutsideClass refuses a selected node whose segment no allowed
 // topology of the class covers, as the external-provisioner does: the
 // claim's user can write volume.kubernetes.io/selected-node too, and the
 // class's allowedTopologies are the administrator's word on where its
 // volumes may live.
-func selectedOutsideClass(node string, seg map[string]string, allowed []v1.TopologySelectorTerm) error {
+func SelectedOutsideClass(node string, seg map[string]string, allowed []v1.TopologySelectorTerm) error {
 	if len(allowed) == 0 {
 		return nil
 	}
@@ -74,7 +72,7 @@ func selectedOutsideClass(node string, seg map[string]string, allowed []v1.Topol
 		}
 		ids = append(ids, strings.TrimSuffix(segmentID(a), ","))
 	}
-	return final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
+	return Final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
 }
 
 func hashUID(uid string) uint32 {
@@ -150,7 +148,7 @@ func segmentID(seg map[string]string) string {
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-// outsideTopology says why a new volume cannot be asked of e, or nil. The
+// OutsideTopology says why a new volume cannot be asked of e, or nil. The
 // pool falls back to the driver's first endpoint when none is in the
 // requisite topology (a class's allowedTopologies naming no served node,
 // or a key the driver does not report); a node-local endpoint there would
@@ -158,18 +156,18 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 // it, and the pin to it would later narrow the request to its node. Only a
 // node-local endpoint (a node ID and a topology) is judged: a central one's
 // topology says where it runs, not where its volumes may live.
-func outsideTopology(e *csi.Endpoint, req *csipb.TopologyRequirement) error {
-	if e == nil || e.Info.NodeID == "" || len(e.Info.Topology) == 0 || len(req.GetRequisite()) == 0 {
+func OutsideTopology(e Endpoint, req *csipb.TopologyRequirement) error {
+	if e.NodeID == "" || len(e.Topology) == 0 || len(req.GetRequisite()) == 0 {
 		return nil
 	}
 	var asked []string
 	for _, t := range req.GetRequisite() {
-		if within(e.Info.Topology, t.GetSegments()) {
+		if within(e.Topology, t.GetSegments()) {
 			return nil
 		}
 		asked = append(asked, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
 	}
-	return fmt.Errorf("no node served by driver %s is in the topology the claim may use: %s", e.Info.Driver, strings.Join(asked, "; "))
+	return fmt.Errorf("no node served by driver %s is in the topology the claim may use: %s", e.Driver, strings.Join(asked, "; "))
 }
 
 // within says whether every key of segment has the same value in topology.
@@ -182,53 +180,55 @@ func within(topology, segment map[string]string) bool {
 	return len(segment) > 0
 }
 
-// pinMisfit is why an endpoint pin is not used: its endpoint is outside
+// PinMisfit is why an endpoint pin is not used: its endpoint is outside
 // the topology the claim's request may use.
-type pinMisfit struct {
-	node    string
-	at      map[string]string
-	allowed []string
+type PinMisfit struct {
+	// Node is the pinned node ID, At its endpoint's segment, Allowed the
+	// segments the claim's volume may live in.
+	Node    string
+	At      map[string]string
+	Allowed []string
 }
 
-func (e *pinMisfit) Error() string {
+func (e *PinMisfit) Error() string {
 	return fmt.Sprintf("the endpoint pin %s=%q names a node at %s, outside where the claim's volume may live (%s)",
-		AnnEndpointNode, e.node, strings.TrimSuffix(segmentID(e.at), ","), strings.Join(e.allowed, "; "))
+		AnnEndpointNode, e.Node, strings.TrimSuffix(segmentID(e.At), ","), strings.Join(e.Allowed, "; "))
 }
 
-// pinSegments are the segments an endpoint pin may lie in: the selected
+// PinSegments are the segments an endpoint pin may lie in: the selected
 // node's, else the class's allowed topologies; nil allows any served
 // endpoint. Not the node list, which changes: a pin outlives its Node
 // object, and still names where the volume may be.
-func pinSegments(in requestInput) ([]map[string]string, error) {
+func PinSegments(in RequestFacts) ([]map[string]string, error) {
 	switch {
-	case len(in.topologyKeys) == 0:
+	case len(in.TopologyKeys) == 0:
 		return nil, nil
-	case in.selected != nil:
-		seg, ok := nodeSegment(in.selected, in.topologyKeys)
+	case in.Selected != nil:
+		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
 		if !ok {
-			return nil, final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.selected.Name, in.topologyKeys))
+			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
 		}
 		return []map[string]string{seg}, nil
 	}
-	return allowedSegments(in.class.AllowedTopologies), nil
+	return allowedSegments(in.Class.AllowedTopologies), nil
 }
 
-// checkPin says why the pinned endpoint e is not one a provisioning
+// CheckPin says why the pinned endpoint e is not one a provisioning
 // attempt may have asked, nil if it may have: an attempt asks only within
-// pinSegments (its request's requisite topology is within them), and
+// PinSegments (its request's requisite topology is within them), and
 // moves the pin only within them. An endpoint without topology, or no
 // segments (a driver without topology, a class that allows anywhere), say
 // nothing against the pin.
-func checkPin(e *csi.Endpoint, segs []map[string]string) error {
-	if len(e.Info.Topology) == 0 || len(segs) == 0 {
+func CheckPin(e Endpoint, segs []map[string]string) error {
+	if len(e.Topology) == 0 || len(segs) == 0 {
 		return nil
 	}
 	var allowed []string
 	for _, seg := range segs {
-		if within(e.Info.Topology, seg) {
+		if within(e.Topology, seg) {
 			return nil
 		}
 		allowed = append(allowed, strings.TrimSuffix(segmentID(seg), ","))
 	}
-	return &pinMisfit{node: e.Info.NodeID, at: e.Info.Topology, allowed: allowed}
+	return &PinMisfit{Node: e.NodeID, At: e.Topology, Allowed: allowed}
 }
