@@ -18,17 +18,9 @@ type known struct {
 // only shrinks. The lead empties it once the helpers' branches are merged.
 var pending = []known{
 	// {rule, package, what, owner}
-	{"pure reads no API", "internal/claimstatus", "imports k8s.io/client-go/kubernetes", "resize: split the pure patch from the write"},
-	{"pure waits for nothing", "internal/claimstatus", "imports context", "resize: split the pure patch from the write"},
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
 
-	{"the runner owns retry", "internal/controller/modifier", "calls AddAfter", "resize"},
-	{"the runner owns retry", "internal/controller/provisioner", "calls AddAfter", "prov"},
-	{"the runner owns retry", "internal/controller/resizer", "calls AddAfter", "resize"},
-
 	{"one registry of informer indexes", "internal/controller/attacher", "calls AddIndexers", "manager"},
-	{"one registry of informer indexes", "internal/controller/provisioner", "calls AddIndexers", "prov"},
-	{"one registry of informer indexes", "internal/controller/resizer", "calls AddIndexers", "resize"},
 	{"one registry of informer indexes", "internal/nodeagent", "calls AddIndexers", "node"},
 }
 
