@@ -23,8 +23,8 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 const attachNodes = 10
@@ -48,7 +48,7 @@ func runAttachCase(b *testing.B, referenceLimits bool, n int) (attachResult, err
 	for _, c := range []string{clientAttachDetach, clientAttacher, clientAgent, clientOthers} {
 		counters[c] = &writeCounter{}
 	}
-	stack, err := clustertest.StartStack(ctx, cp, clustertest.StackConfig{DataDir: dir + "/stack",
+	stack, err := stacktest.StartStack(ctx, cp, stacktest.StackConfig{DataDir: dir + "/stack",
 		Loops: func(c *manager.Config) {
 			c.Controllers = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
 			// The attacher runs in a manager of its own, as in `up` it runs
@@ -74,7 +74,7 @@ func runAttachCase(b *testing.B, referenceLimits bool, n int) (attachResult, err
 
 // startAttachLoops runs attachdetach and the attacher as managers of their
 // own, each with a counting client at the case's limits.
-func startAttachLoops(stack *clustertest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
+func startAttachLoops(stack *stacktest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
 	var limits map[string][2]float32
 	if referenceLimits {
 		limits = map[string][2]float32{
@@ -89,9 +89,9 @@ func startAttachLoops(stack *clustertest.Stack, referenceLimits bool, counters m
 // manager of its own, with a client that counts its writes in counters and
 // is limited to limits (QPS, burst) by client name; a client without
 // limits is unthrottled.
-func startCountedLoops(stack *clustertest.Stack, loops map[string]string, limits map[string][2]float32,
+func startCountedLoops(stack *stacktest.Stack, loops map[string]string, limits map[string][2]float32,
 	counters map[string]*writeCounter) func() {
-	var running []*clustertest.Loops
+	var running []*stacktest.Loops
 	for c, loop := range loops {
 		cfg := stack.LoopsConfig()
 		cfg.Controllers, cfg.Workers = []string{loop}, benchWorkers()
@@ -101,7 +101,7 @@ func startCountedLoops(stack *clustertest.Stack, loops map[string]string, limits
 			cfg.REST.QPS, cfg.REST.Burst = l[0], int(l[1])
 		}
 		cfg.REST.Wrap(counters[c].wrap)
-		running = append(running, clustertest.StartLoops(cfg))
+		running = append(running, stacktest.StartLoops(cfg))
 	}
 	return func() {
 		for _, l := range running {
@@ -112,7 +112,7 @@ func startCountedLoops(stack *clustertest.Stack, loops map[string]string, limits
 
 // bindClaims creates the bench namespace and n claims of class in it (16
 // writers), and waits until all are Bound and the stack still runs.
-func bindClaims(ctx context.Context, client kubernetes.Interface, stack *clustertest.Stack, n int, class string) error {
+func bindClaims(ctx context.Context, client kubernetes.Interface, stack *stacktest.Stack, n int, class string) error {
 	if err := createNamespace(ctx, client); err != nil {
 		return err
 	}

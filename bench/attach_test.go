@@ -25,7 +25,7 @@ import (
 // i%10+1 by spec.nodeName) and the clock runs from each pod's create call
 // to the moment a pod watch sees it Running and Ready.
 //
-// Everything `up` runs is running (clustertest.StartStack: drivers with a
+// Everything `up` runs is running (stacktest.StartStack: drivers with a
 // fake mounter, node agent, all loops), but the loops run as three
 // managers, each with a client of its own that counts its API writes:
 // attachdetach, attacher, and the others (binder, provisioner,

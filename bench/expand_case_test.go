@@ -18,8 +18,8 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // expandTo is the size every claim grows to, from createClaim's 1Mi.
@@ -44,7 +44,7 @@ func runExpandCase(referenceLimits bool, n int) (expandResult, error) {
 	for _, c := range []string{clientExpander, clientResizer, clientOthers} {
 		counters[c] = &writeCounter{}
 	}
-	stack, err := clustertest.StartStack(ctx, cp, clustertest.StackConfig{DataDir: dir + "/stack",
+	stack, err := stacktest.StartStack(ctx, cp, stacktest.StackConfig{DataDir: dir + "/stack",
 		Loops: func(c *manager.Config) {
 			c.Controllers = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
 			c.REST.Wrap(counters[clientOthers].wrap)
@@ -66,7 +66,7 @@ func runExpandCase(referenceLimits bool, n int) (expandResult, error) {
 
 // startExpandLoops runs the expander and the resizer as managers of their
 // own, each with a counting client at the case's limits.
-func startExpandLoops(stack *clustertest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
+func startExpandLoops(stack *stacktest.Stack, referenceLimits bool, counters map[string]*writeCounter) func() {
 	var limits map[string][2]float32
 	if referenceLimits {
 		limits = map[string][2]float32{

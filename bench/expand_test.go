@@ -16,7 +16,7 @@ import (
 // list (default "100,1000"). The clock runs from each claim's PATCH of its
 // request to the moment a claim watch sees status.capacity at 2Mi.
 //
-// The stack of `up` runs (clustertest.StartStack), but the expander and the
+// The stack of `up` runs (stacktest.StartStack), but the expander and the
 // resizer each run in a manager of their own, with a client that counts its
 // API writes. Cases:
 //   - reference-limits: the expander at kube-controller-manager's client

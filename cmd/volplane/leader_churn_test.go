@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/invariants"
 )
 
@@ -89,7 +90,7 @@ func TestLeaderElectionUnderChurn(t *testing.T) {
 	killLeader(bind)
 	requireQuiescent(t, h, "after growing 6 claims, deleting 4 and creating 3")
 
-	state, err := invariants.Read(ctx, h.client, h.endpoints())
+	state, err := checkup.ReadInvariants(ctx, h.client, h.endpoints())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,6 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/controller/manager"
-	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/invariants"
 )
 
 // The harness of the soak and leader election tests: the embedded control
@@ -227,20 +225,18 @@ func (h *soakHarness) controllerArgs(role soakRole) []string {
 		"--leader-elect-lease-duration", testLease.String(), "--leader-elect-renew-deadline", testRenew.String(),
 		"--leader-elect-retry-period", testRetry.String()}
 	for _, e := range h.endpoints() {
-		args = append(args, "--csi-endpoint", e.CSI)
+		args = append(args, "--csi-endpoint", e)
 	}
 	return args
 }
 
 // endpoints are the controller sockets of the bundled drivers.
-func (h *soakHarness) endpoints() []invariants.Endpoint {
-	var out []invariants.Endpoint
+func (h *soakHarness) endpoints() []string {
+	var out []string
 	for i := 1; i <= soakNodes; i++ {
-		node := fmt.Sprintf("node-%d", i)
-		out = append(out, invariants.Endpoint{Driver: hostpath.DriverName, Node: node, TopologyKey: hostpath.TopologyKey,
-			CSI: "unix://" + filepath.Join(h.dir, "csi", node+".sock")})
+		out = append(out, "unix://"+filepath.Join(h.dir, "csi", fmt.Sprintf("node-%d.sock", i)))
 	}
-	return append(out, invariants.Endpoint{Driver: hostpath.NetworkDriverName, CSI: "unix://" + filepath.Join(h.dir, "csi", "network.sock"), Attaches: true})
+	return append(out, "unix://"+filepath.Join(h.dir, "csi", "network.sock"))
 }
 
 // supervise keeps r running until r.stop: a child that exits, killed or

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/grpclog"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/invariants"
 )
 
@@ -102,7 +103,7 @@ func TestSoak(t *testing.T) {
 	for _, u := range left {
 		t.Errorf("not quiescent: %s", u)
 	}
-	state, err := invariants.Read(bg, h.client, h.endpoints())
+	state, err := checkup.ReadInvariants(bg, h.client, h.endpoints())
 	if err != nil {
 		t.Fatalf("reading the final state: %v", err)
 	}

@@ -19,10 +19,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // The two topology modes of a real cluster, each process a `volplane
@@ -37,7 +37,7 @@ func TestControllerTopologyModesOnSeveralProcesses(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	cp := controlPlane(t)
-	stack, err := clustertest.StartStack(ctx, cp, clustertest.StackConfig{DataDir: filepath.Join(dir, "drivers"),
+	stack, err := stacktest.StartStack(ctx, cp, stacktest.StackConfig{DataDir: filepath.Join(dir, "drivers"),
 		Loops: func(c *manager.Config) {
 			c.Controllers = []string{manager.Binder, manager.PVCProtection, manager.PVProtection, manager.AttachDetach, manager.Expander}
 			c.CSIEndpoints = nil
@@ -69,7 +69,7 @@ type topology struct {
 	ctx        context.Context
 	client     kubernetes.Interface
 	kubeconfig string
-	stack      *clustertest.Stack
+	stack      *stacktest.Stack
 	nodes      []string
 	sockets    map[string]string // node → its node-local driver's socket
 	network    string            // the network driver's controller socket
@@ -119,7 +119,7 @@ func (tp *topology) alive() error {
 
 func (tp *topology) eventually(what string, cond func() string) {
 	tp.t.Helper()
-	clustertest.Eventually(tp.t, what, cond, tp.alive)
+	stacktest.Eventually(tp.t, what, cond, tp.alive)
 }
 
 const ns = metav1.NamespaceDefault

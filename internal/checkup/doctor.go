@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/explain"
@@ -27,8 +28,10 @@ type DoctorConfig struct {
 	Thresholds  doctor.Thresholds
 	// Output is "table" or "json".
 	Output string
-	// Now is the time ages are measured to (default time.Now).
-	Now func() time.Time
+	// Clock is what ages are measured to (default the real clock). Whether
+	// a provisioner is present is read at the real time whatever it says:
+	// its heartbeat is fresh or not now, in the live cluster.
+	Clock clock.PassiveClock
 }
 
 // Doctor checks the cluster, writes the report and returns it (the caller
@@ -59,10 +62,11 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	if s.Provisioners, err = inspect.Presence(ctx, client, time.Now(), pendingProvisioners(s)...); err != nil {
 		return doctor.Report{}, err
 	}
-	s.Now = time.Now()
-	if cfg.Now != nil {
-		s.Now = cfg.Now()
+	ages := cfg.Clock
+	if ages == nil {
+		ages = clock.RealClock{}
 	}
+	s.Now = ages.Now()
 	r := doctor.Check(s, cfg.Thresholds)
 	if cfg.Output == "json" {
 		return r, r.JSON(w)

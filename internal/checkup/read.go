@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -32,40 +33,69 @@ func ReadCluster(ctx context.Context, client kubernetes.Interface) (*doctor.Snap
 	return s, nil
 }
 
-// ReadBackends dials each CSI controller endpoint ("unix:///path") and
-// lists its volumes.
-func ReadBackends(ctx context.Context, endpoints []string) ([]doctor.Backend, error) {
-	out := []doctor.Backend{}
+// Listing is what one CSI controller endpoint said: what it serves (its
+// driver, its node and topology segment when it serves a node too) and
+// every volume ListVolumes lists there, with each volume's status.
+type Listing struct {
+	Endpoint string
+	Info     csi.Info
+	Entries  []*csipb.ListVolumesResponse_Entry
+}
+
+// ListVolumes dials each CSI controller endpoint ("unix:///path") and
+// lists its volumes, every page: the one reader of the drivers' volumes,
+// for doctor (ReadBackends) and for the invariants (ReadInvariants).
+func ListVolumes(ctx context.Context, endpoints []string) ([]Listing, error) {
+	out := []Listing{}
 	for _, addr := range endpoints {
-		b, err := readBackend(ctx, addr)
+		l, err := listVolumes(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, b)
+		out = append(out, l)
 	}
 	return out, nil
 }
 
-func readBackend(ctx context.Context, addr string) (doctor.Backend, error) {
+func listVolumes(ctx context.Context, addr string) (Listing, error) {
 	ep, err := csi.Dial(ctx, addr, nil)
 	if err != nil {
-		return doctor.Backend{}, err
+		return Listing{}, err
 	}
 	defer ep.Close()
 	info := ep.Info
 	if !info.Controller || !info.List {
-		return doctor.Backend{}, errors.New("csi endpoint " + addr + ": driver " + info.Driver +
+		return Listing{}, errors.New("csi endpoint " + addr + ": driver " + info.Driver +
 			" serves no controller ListVolumes there (give controller endpoints only)")
 	}
+	entries, err := ep.ListVolumes(ctx)
+	if err != nil {
+		return Listing{}, fmt.Errorf("csi endpoint %s: ListVolumes: %w", addr, err)
+	}
+	return Listing{Endpoint: addr, Info: info, Entries: entries}, nil
+}
+
+// ReadBackends lists each CSI controller endpoint's volumes as doctor
+// compares them with the PVs.
+func ReadBackends(ctx context.Context, endpoints []string) ([]doctor.Backend, error) {
+	listings, err := ListVolumes(ctx, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	out := []doctor.Backend{}
+	for _, l := range listings {
+		out = append(out, doctorBackend(l))
+	}
+	return out, nil
+}
+
+func doctorBackend(l Listing) doctor.Backend {
+	info := l.Info
 	b := doctor.Backend{Driver: info.Driver}
 	if info.Node && info.Accessibility && len(info.Topology) > 0 {
 		b.Topology, b.Node = info.Topology, info.NodeID
 	}
-	entries, err := ep.ListVolumes(ctx)
-	if err != nil {
-		return doctor.Backend{}, fmt.Errorf("csi endpoint %s: ListVolumes: %w", addr, err)
-	}
-	for _, e := range entries {
+	for _, e := range l.Entries {
 		v := e.GetVolume()
 		bv := doctor.BackendVolume{ID: v.GetVolumeId(), CapacityBytes: v.GetCapacityBytes(), Context: v.GetVolumeContext()}
 		for _, t := range v.GetAccessibleTopology() {
@@ -73,5 +103,5 @@ func readBackend(ctx context.Context, addr string) (doctor.Backend, error) {
 		}
 		b.Volumes = append(b.Volumes, bv)
 	}
-	return b, nil
+	return b
 }

@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
-func TestMain(m *testing.M) { clustertest.Main(m, 2) }
+func TestMain(m *testing.M) { stacktest.Main(m, 2) }
 
 func TestAPIServerRejectsInvalidClaim(t *testing.T) {
-	client, ns := clustertest.ControlPlane(t).Client, clustertest.Namespace(t)
+	client, ns := stacktest.ControlPlane(t).Client, stacktest.Namespace(t)
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "no-size"},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -36,7 +36,7 @@ func TestAPIServerRejectsInvalidClaim(t *testing.T) {
 }
 
 func TestAdmissionAddsProtectionFinalizers(t *testing.T) {
-	client, ns := clustertest.ControlPlane(t).Client, clustertest.Namespace(t)
+	client, ns := stacktest.ControlPlane(t).Client, stacktest.Namespace(t)
 	ctx := context.Background()
 	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, newClaim("data", ""), metav1.CreateOptions{})
 	if err != nil {
@@ -59,7 +59,7 @@ func TestAdmissionAddsProtectionFinalizers(t *testing.T) {
 }
 
 func TestSimulatedNodesAreReadyAndSchedulable(t *testing.T) {
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	for _, name := range []string{"node-1", "node-2"} {
 		node, err := cp.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -89,7 +89,7 @@ func TestSimulatedNodesAreReadyAndSchedulable(t *testing.T) {
 // A Pod using a claim that is bound to a volume without node affinity is
 // placed on a simulated node by the real scheduler.
 func TestSchedulerPlacesPodWithBoundClaim(t *testing.T) {
-	client, ns := clustertest.ControlPlane(t).Client, clustertest.Namespace(t)
+	client, ns := stacktest.ControlPlane(t).Client, stacktest.Namespace(t)
 	ctx := context.Background()
 	pv, claim := bindByHand(t, client, ns)
 	pod := &corev1.Pod{
@@ -124,7 +124,7 @@ func TestSchedulerPlacesPodWithBoundClaim(t *testing.T) {
 // Namespace deletion needs the namespace controller of the embedded
 // kube-controller-manager: it proves that manager runs.
 func TestNamespaceDeletionCompletes(t *testing.T) {
-	client := clustertest.ControlPlane(t).Client
+	client := stacktest.ControlPlane(t).Client
 	ctx := context.Background()
 	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gone-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -147,7 +147,7 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 
 func TestSecondStartOnSameDataDirFails(t *testing.T) {
 	// The shared control plane holds its data dir; find it from the kubeconfig path.
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	dir := filepath.Dir(cp.Kubeconfig)
 	_, err := cluster.Start(context.Background(), cluster.Config{DataDir: dir, Nodes: 1})
 	if err == nil {

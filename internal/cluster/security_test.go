@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // etcd holds every Secret of the cluster and listens on 127.0.0.1, where
@@ -25,7 +25,7 @@ import (
 // (signed by etcd's own CA) opens it. Plain HTTP, TLS without a client
 // certificate, and a certificate of the cluster CA (the admin's) are refused.
 func TestEtcdServesOnlyTheAPIServer(t *testing.T) {
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	dir := filepath.Dir(cp.Kubeconfig)
 	addr := cluster.EtcdClientAddr(cp)
 	caFile, certFile, keyFile := cluster.EtcdClientFiles(dir)
@@ -84,7 +84,7 @@ func etcdGet(endpoint string, tlsCfg *tls.Config) error {
 // With anonymous auth off, a request without credentials gets 401, even for
 // /readyz; the admin kubeconfig still gets in.
 func TestAPIServerRefusesAnonymousRequests(t *testing.T) {
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	anonymous, err := kubernetes.NewForConfig(rest.AnonymousClientConfig(cp.RESTConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestAPIServerRefusesAnonymousRequests(t *testing.T) {
 // Keys and the admin kubeconfig are readable by their owner only, inside
 // directories only the owner can enter.
 func TestKeysAndKubeconfigAreOwnerOnly(t *testing.T) {
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	dir := filepath.Dir(cp.Kubeconfig)
 	want := map[string]fs.FileMode{dir: 0o700, filepath.Join(dir, "pki"): 0o700, cp.Kubeconfig: 0o600}
 	keys := 0

@@ -1,17 +1,3 @@
-// Package invariants checks a cluster's volumes against the promises
-// volplane never breaks, whatever crashed, timed out or raced on the way:
-// no PV bound to two claims, no Bound claim without its PV, no backend
-// volume without a PV and no PV without its backend volume, no Retain
-// volume deleted, every claim deleted under a Delete policy fully
-// reclaimed, nothing stuck Terminating. It is meant for the end of soak and
-// e2e tests, once everything is quiescent: Read takes the state, Check
-// decides purely on it. Outside and Unchanged add the promise to a tenant:
-// what lies outside their namespace is the same after they acted.
-//
-// Nouns: State (claims, PVs and what each backend holds), Backend (one
-// driver instance's volumes: a node-local driver's on its node, or a
-// network driver's, with what it has attached where), Expect (what the test itself knows happened: volumes
-// it created with Retain, claims it deleted).
 package invariants
 
 import (
@@ -47,6 +33,12 @@ type Backend struct {
 	// Published are the nodes each volume is attached to, by volume ID.
 	Attaches  bool
 	Published map[string][]string
+	// Capacity is each volume's size in bytes, by volume ID, as the driver
+	// lists it (0: not reported).
+	Capacity map[string]int64
+	// Parameters are the mutable parameters the driver holds for each
+	// volume, by volume ID, where the test knows them (CSI lists none).
+	Parameters map[string]map[string]string
 }
 
 // Expect is what the test knows beyond the cluster's state.
@@ -57,6 +49,16 @@ type Expect struct {
 	// Deleted are claims the test deleted, with the volume each was bound
 	// to when deleted (if any).
 	Deleted []DeletedClaim
+	// Left is what the cluster already broke before the test began (an
+	// earlier test's, which reported it): not reported again.
+	Left Leftovers
+}
+
+// Leftovers are the backend volumes there before a test, which it need not
+// account for, and the PVs (by UID) whose backend volume was already gone.
+type Leftovers struct {
+	Volumes []Volume
+	Broken  []types.UID
 }
 
 // Volume is a backend volume: its driver and handle.
@@ -80,7 +82,7 @@ func Check(s State, e Expect) []string {
 	var out []string
 	out = append(out, bindings(s)...)
 	out = append(out, terminating(s)...)
-	out = append(out, backends(s)...)
+	out = append(out, backends(s, e.Left)...)
 	out = append(out, retained(s, e)...)
 	out = append(out, reclaimed(s, e)...)
 	out = append(out, attachments(s)...)
@@ -134,41 +136,106 @@ func terminating(s State) []string {
 	return out
 }
 
-// backends compares PVs with what the backends hold, both ways.
-func backends(s State) []string {
+// Backends are the backends' invariants alone: every PV's backend volume
+// is there (on the node its affinity names), and every backend volume
+// belongs to a PV, but for what left names.
+func Backends(s State, left Leftovers) []string {
+	return backends(s, left)
+}
+
+// Before is what s already breaks, for a test beginning on it: every
+// backend volume and every PV whose volume is gone.
+func Before(s State) Leftovers {
+	var out Leftovers
+	for v := range s.held() {
+		out.Volumes = append(out.Volumes, v)
+	}
+	for _, pv := range goneVolumes(s) {
+		out.Broken = append(out.Broken, pv.UID)
+	}
+	return out
+}
+
+// backends compares PVs with what the backends hold, both ways. A PV being
+// deleted may have lost its volume already (the provisioner deletes the
+// volume first): one that stays is terminating's to report.
+func backends(s State, left Leftovers) []string {
+	broken := map[types.UID]bool{}
+	for _, uid := range left.Broken {
+		broken[uid] = true
+	}
 	var out []string
-	checked := map[string]bool{}
-	held := map[Volume][]string{} // where each volume is, by backend node
-	for _, b := range s.Backends {
-		checked[b.Driver] = true
-		for _, id := range b.VolumeIDs {
-			v := Volume{b.Driver, id}
-			held[v] = append(held[v], b.Node)
-		}
-	}
-	want := map[Volume]string{} // the node each PV's volume must be on
-	for _, pv := range s.PVs {
-		csi := pv.Spec.CSI
-		if csi == nil || !checked[csi.Driver] {
-			continue
-		}
-		v := Volume{csi.Driver, csi.VolumeHandle}
-		node := pvNode(&pv, s.Backends, csi.Driver)
-		want[v] = node
-		if !slices.Contains(held[v], node) {
+	for _, g := range goneVolumes(s) {
+		if !broken[g.UID] {
 			out = append(out, fmt.Sprintf("PV %s (phase %s, claim %s): its backend volume %s of %s is gone%s",
-				pv.Name, pv.Status.Phase, refString(pv.Spec.ClaimRef), v.Handle, v.Driver, onNode(node)))
+				g.Name, g.Status.Phase, refString(g.Spec.ClaimRef), g.Spec.CSI.VolumeHandle, g.Spec.CSI.Driver, onNode(g.node)))
 		}
 	}
+	earlier := map[Volume]bool{}
+	for _, v := range left.Volumes {
+		earlier[v] = true
+	}
+	want := wantedVolumes(s)
 	for _, b := range s.Backends {
 		for _, id := range b.VolumeIDs {
 			v := Volume{b.Driver, id}
-			if node, ok := want[v]; !ok || node != b.Node {
+			if node, ok := want[v]; (!ok || node != b.Node) && !earlier[v] {
 				out = append(out, fmt.Sprintf("backend volume %s of %s%s has no PV", id, b.Driver, onNode(b.Node)))
 			}
 		}
 	}
 	return out
+}
+
+// gone is a PV whose backend volume is not where it must be: on node (""
+// for a driver whose volumes every node reaches).
+type gone struct {
+	*v1.PersistentVolume
+	node string
+}
+
+// goneVolumes are the PVs, not being deleted, of a driver some Backend
+// lists, whose volume that driver does not hold where the PV says.
+func goneVolumes(s State) []gone {
+	held := map[Volume][]string{} // where each volume is, by backend node
+	for _, b := range s.Backends {
+		for _, id := range b.VolumeIDs {
+			v := Volume{b.Driver, id}
+			held[v] = append(held[v], b.Node)
+		}
+	}
+	var out []gone
+	for i := range s.PVs {
+		pv := &s.PVs[i]
+		csi := pv.Spec.CSI
+		if csi == nil || !s.lists(csi.Driver) || pv.DeletionTimestamp != nil {
+			continue
+		}
+		node := pvNode(pv, s.Backends, csi.Driver)
+		if !slices.Contains(held[Volume{csi.Driver, csi.VolumeHandle}], node) {
+			out = append(out, gone{pv, node})
+		}
+	}
+	return out
+}
+
+// wantedVolumes are the volumes the PVs of listed drivers name, each with
+// the node it must be on.
+func wantedVolumes(s State) map[Volume]string {
+	want := map[Volume]string{}
+	for i := range s.PVs {
+		pv := &s.PVs[i]
+		if csi := pv.Spec.CSI; csi != nil && s.lists(csi.Driver) {
+			want[Volume{csi.Driver, csi.VolumeHandle}] = pvNode(pv, s.Backends, csi.Driver)
+		}
+	}
+	return want
+}
+
+// lists says whether some Backend of s is driver's: only then are its PVs
+// compared with backends.
+func (s State) lists(driver string) bool {
+	return slices.ContainsFunc(s.Backends, func(b Backend) bool { return b.Driver == driver })
 }
 
 // attachments compares the backends' attachments with the

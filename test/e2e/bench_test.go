@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // Speed of the whole binder against the embedded API server. These are
@@ -32,7 +32,7 @@ import (
 func BenchmarkBinderStaticPairs(b *testing.B) {
 	const pairs, writers = 1000, 16
 	withoutSharedBinder(b)
-	unthrottled := unthrottled(clustertest.ControlPlane(b).RESTConfig)
+	unthrottled := unthrottled(stacktest.ControlPlane(b).RESTConfig)
 	for range b.N {
 		ceiling := apiCeiling(b, unthrottled, pairs, writers)
 		e := benchEnv(b)
@@ -60,7 +60,7 @@ func BenchmarkBinderStaticPairs(b *testing.B) {
 func BenchmarkBinderThrottled(b *testing.B) {
 	const pairs, skip = 100, 20
 	withoutSharedBinder(b)
-	rc := rest.CopyConfig(clustertest.ControlPlane(b).RESTConfig)
+	rc := rest.CopyConfig(stacktest.ControlPlane(b).RESTConfig)
 	rc.QPS, rc.Burst = 20, 30
 	for range b.N {
 		e := benchEnv(b)
@@ -80,7 +80,7 @@ func BenchmarkBinderThrottled(b *testing.B) {
 func BenchmarkBinderArrivalLatency(b *testing.B) {
 	const n, every = 200, 50 * time.Millisecond
 	withoutSharedBinder(b)
-	rc := clustertest.ControlPlane(b).RESTConfig
+	rc := stacktest.ControlPlane(b).RESTConfig
 	for range b.N {
 		e := benchEnv(b)
 		for i := range n {
@@ -122,8 +122,8 @@ func unthrottled(base *rest.Config) *rest.Config {
 
 func benchEnv(b *testing.B) *env {
 	b.Helper()
-	cp := clustertest.ControlPlane(b)
-	e := &env{t: b, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(b)}
+	cp := stacktest.ControlPlane(b)
+	e := &env{t: b, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(b)}
 	e.class = e.ns + "-class"
 	b.Cleanup(func() {
 		// Claims go before their PVs, or the next benchmark's binder would

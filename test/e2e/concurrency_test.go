@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // Many claims race for fewer PVs with many workers: every PV ends with at
@@ -22,7 +22,7 @@ func TestClaimsRacingForFewerVolumesNeverShareOne(t *testing.T) {
 	parallel(claims, func(i int) { e.createClaim(e.claim(fmt.Sprintf("c-%02d", i), "1Gi")) })
 	parallel(tooBig, func(i int) { e.createClaim(e.claim(fmt.Sprintf("big-%02d", i), "5Gi")) })
 
-	racing := startBinder(clustertest.ControlPlane(t).RESTConfig, 16)
+	racing := startBinder(stacktest.ControlPlane(t).RESTConfig, 16)
 	defer racing.stop()
 
 	e.eventually("every PV bound", func() string {
@@ -79,7 +79,7 @@ func TestNamedAndMatchedClaimsRacingNeverShareAVolume(t *testing.T) {
 	})
 	parallel(2*pvs, func(i int) { e.createClaim(e.claim(fmt.Sprintf("auto-%02d", i), "1Gi")) })
 
-	racing := startBinder(clustertest.ControlPlane(t).RESTConfig, 16)
+	racing := startBinder(stacktest.ControlPlane(t).RESTConfig, 16)
 	defer racing.stop()
 
 	e.eventually("every PV bound to one claim that points back", func() string {

@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A binder that dies after any of the four bind writes leaves a state the
@@ -29,7 +29,7 @@ func TestBindInterruptedAfterEachWriteIsCompletedByTheNextBinder(t *testing.T) {
 				"/persistentvolumes/" + chosen.Name,
 				"/namespaces/" + e.ns + "/persistentvolumeclaims/data",
 			}}
-			first := startBinder(crashing.config(clustertest.ControlPlane(t).RESTConfig), 4)
+			first := startBinder(crashing.config(stacktest.ControlPlane(t).RESTConfig), 4)
 			e.eventually("the crashing binder used its write budget", func() string {
 				if n := crashing.refused.Load(); n == 0 {
 					return fmt.Sprintf("%d writes done, none refused yet", crashing.done.Load())
@@ -41,7 +41,7 @@ func TestBindInterruptedAfterEachWriteIsCompletedByTheNextBinder(t *testing.T) {
 			}
 			assertPartialBind(e, writes, chosen.Name)
 
-			second := startBinder(clustertest.ControlPlane(t).RESTConfig, 4)
+			second := startBinder(stacktest.ControlPlane(t).RESTConfig, 4)
 			defer second.stop()
 			e.waitBound("data", chosen.Name)
 			other := e.waitPVPhase(e.ns+"-other", v1.VolumeAvailable)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client, a namespace, and a storage class name
@@ -30,8 +30,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cp := clustertest.ControlPlane(t)
-	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	cp := stacktest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 	e.class = e.ns + "-class"
 	t.Cleanup(func() {
 		// The invariants hold at the end of every test, before cleanup.

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // sharedBinder is the binder most tests run against. Tests that need a
@@ -22,7 +22,7 @@ import (
 var sharedBinder *binderRun
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
+	stacktest.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
 		sharedBinder = startBinder(cp.RESTConfig, 4)
 		return func() { sharedBinder.stop() }, nil
 	})
@@ -60,7 +60,7 @@ func (r *binderRun) stop() error {
 
 // withoutSharedBinder stops the shared binder for the rest of the test.
 func withoutSharedBinder(t testing.TB) {
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	if err := sharedBinder.stop(); err != nil {
 		t.Fatalf("stop shared binder: %v", err)
 	}
@@ -73,7 +73,7 @@ func withoutSharedBinder(t testing.TB) {
 func runManager(t testing.TB, cfg manager.Config) string {
 	t.Helper()
 	if cfg.REST == nil {
-		cfg.REST = clustertest.ControlPlane(t).RESTConfig
+		cfg.REST = stacktest.ControlPlane(t).RESTConfig
 	}
 	if cfg.Controllers == nil {
 		cfg.Controllers = []string{manager.Binder}

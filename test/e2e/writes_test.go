@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // The API server creates every PV in phase Pending. Binding it must not
@@ -20,7 +20,7 @@ func TestBindingAFreshVolumeTakesFourWrites(t *testing.T) {
 				"/persistentvolumes/" + e.ns + "-fresh",
 				"/namespaces/" + e.ns + "/persistentvolumeclaims/data",
 			}}
-			rc := counter.config(clustertest.ControlPlane(t).RESTConfig)
+			rc := counter.config(stacktest.ControlPlane(t).RESTConfig)
 			if !before {
 				b := startBinder(rc, 4)
 				defer b.stop()

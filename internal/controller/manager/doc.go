@@ -23,5 +23,5 @@
 // for 40 s, labelled heartbeat.volplane.io/provisioner=<driver>; it is
 // deleted when the loops stop (unless another process renewed it since),
 // and expires on its own after a crash. `volplane explain` reads it
-// (heartbeat.List, heartbeat.Find) to say whether a claim's provisioner runs.
+// (inspect reads them, heartbeat.Find judges them) to say whether a claim's provisioner runs.
 package manager

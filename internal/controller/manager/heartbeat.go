@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/heartbeat"
+	"github.com/volplane/volplane/internal/controller/heartbeats"
 )
 
 // heartbeatNamespace holds the provisioner's heartbeat Leases: the leader
@@ -34,12 +34,12 @@ func newHeartbeat(cfg Config, pool *csi.Pool) (Runnable, error) {
 	if err != nil || host == "" {
 		host = "volplane"
 	}
-	hb := heartbeat.Config{
+	hb := heartbeats.Config{
 		Namespace: cfg.heartbeatNamespace(), Provisioners: pool.Drivers(), Node: cfg.nodeName(),
 		Identity: host, Period: cfg.HeartbeatPeriod,
 	}
 	if err := hb.Validate(); err != nil {
 		return nil, err
 	}
-	return runFunc(func(ctx context.Context) error { return heartbeat.Run(ctx, client, hb) }), nil
+	return runFunc(func(ctx context.Context) error { return heartbeats.Run(ctx, client, hb) }), nil
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 func phase(c *corev1.PersistentVolumeClaim) string {
@@ -215,7 +215,7 @@ func TestResizingOrModifyingAClaimThatNamesAnotherVolume(t *testing.T) {
 		w.must(err)
 		break
 	}
-	clustertest.Holds(t, "the victim's PV unchanged", 2*time.Second, func() string {
+	stacktest.Holds(t, "the victim's PV unchanged", 2*time.Second, func() string {
 		pv, err := w.admin.CoreV1().PersistentVolumes().Get(w.ctx, w.data.pv.Name, metav1.GetOptions{})
 		if err != nil {
 			return err.Error()

@@ -4,7 +4,7 @@
 // writes every annotation, label and finalizer volplane reads or writes on
 // its own claims and pods, with values that name another tenant's volumes,
 // nodes and driver endpoints, and deletes at every step. Everything `volplane
-// up` runs is running (clustertest.Stack, two nodes).
+// up` runs is running (stacktest.Stack, two nodes).
 //
 // Each test starts from an empty cluster, makes a victim (namespace
 // victim: a node-local claim and a network claim, both Bound, a file
@@ -27,47 +27,39 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // stack is the package's running stack, tenant the client of the tenant
 // of namespace evil.
 var (
-	stack  *clustertest.Stack
+	stack  *stacktest.Stack
 	tenant kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
+	support.StackMain(m, 2, "vp-adv-", stacktest.StackConfig{Capacity: 50 << 30}, setUp)
 }
 
-func setUp(cp *cluster.ControlPlane) (func(), error) {
+func setUp(cp *cluster.ControlPlane, s *stacktest.Stack) error {
 	ctx := context.Background()
-	s, stop, err := clustertest.StartTempStack(ctx, cp, "vp-adv-", clustertest.StackConfig{Capacity: 50 << 30})
-	if err != nil {
-		return nil, err
-	}
 	stack = s
 	if len(cp.Nodes) < 2 {
-		stop()
-		return nil, fmt.Errorf("want 2 nodes, have %v", cp.Nodes)
+		return fmt.Errorf("want 2 nodes, have %v", cp.Nodes)
 	}
 	for _, class := range []*storagev1.StorageClass{onlyOn(firstNodeClass, cp.Nodes[0], storagev1.VolumeBindingImmediate),
 		onlyOn(firstNodeWaitClass, cp.Nodes[0], storagev1.VolumeBindingWaitForFirstConsumer)} {
 		if _, err := cp.Client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 	}
 	for _, ns := range []string{victimNS, evilNS} {
 		if err := namespace(ctx, cp.Client, ns); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 	}
-	if tenant, err = editor(ctx, cp, evilNS); err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
+	var err error
+	tenant, err = editor(ctx, cp, evilNS)
+	return err
 }

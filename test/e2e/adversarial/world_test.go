@@ -23,10 +23,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // canary is the file written into each victim volume, and what it holds.
@@ -75,7 +76,7 @@ func (w *world) victim(name, class string) victimVolume {
 	w.must(err)
 	// At rest: Bound, and the provisioner's marks gone (it drops them
 	// after the binder bound the claim).
-	bound := clustertest.ClaimPhase(w.ctx, w.admin, victimNS, name, corev1.ClaimBound)
+	bound := stacktest.ClaimPhase(w.ctx, w.admin, victimNS, name, corev1.ClaimBound)
 	w.eventually("victim claim "+name+" Bound and at rest", func() string {
 		if wrong := bound(); wrong != "" {
 			return wrong
@@ -185,7 +186,7 @@ func (w *world) cleanUp() {
 		}
 		_ = w.admin.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(w.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	}
-	limit := clustertest.WaitTimeout
+	limit := stacktest.WaitTimeout
 	if w.t.Failed() {
 		limit = 5 * time.Second // what verify waited for in vain is not waited for twice
 	}
@@ -194,7 +195,7 @@ func (w *world) cleanUp() {
 		// the next test starts from an empty cluster.
 		w.t.Errorf("left after the test, removed by force: %s", left)
 		w.force()
-		if left := w.leftOver(clustertest.WaitTimeout); left != "" {
+		if left := w.leftOver(stacktest.WaitTimeout); left != "" {
 			w.t.Fatalf("still left: %s", left)
 		}
 	}
@@ -232,7 +233,7 @@ func (w *world) leftOver(d time.Duration) string {
 		}
 		return nil
 	}
-	err := wait.PollUntilContextTimeout(w.ctx, clustertest.PollEvery, d, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(w.ctx, stacktest.PollEvery, d, true, func(context.Context) (bool, error) {
 		err := list()
 		return err == nil && len(left) == 0, nil
 	})
@@ -260,35 +261,36 @@ func (w *world) force() {
 // deleteStrayVolumes deletes, on the drivers, every backend volume left
 // once no PV is left.
 func (w *world) deleteStrayVolumes() {
-	for _, e := range stack.InvariantEndpoints() {
-		s, err := invariants.Read(w.ctx, w.admin, []invariants.Endpoint{e})
+	for _, endpoint := range stack.Drivers.Endpoints {
+		s, err := checkup.ReadInvariants(w.ctx, w.admin, []string{endpoint})
 		if err != nil {
-			w.t.Errorf("read %s: %v", e.CSI, err)
+			w.t.Errorf("read %s: %v", endpoint, err)
 			continue
 		}
-		for _, id := range s.Backends[0].VolumeIDs {
-			conn, err := grpc.NewClient(e.CSI, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		b := s.Backends[0]
+		for _, id := range b.VolumeIDs {
+			conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
-				w.t.Errorf("dial %s: %v", e.CSI, err)
+				w.t.Errorf("dial %s: %v", endpoint, err)
 				continue
 			}
 			_, err = csipb.NewControllerClient(conn).DeleteVolume(w.ctx, &csipb.DeleteVolumeRequest{VolumeId: id})
 			conn.Close()
-			w.t.Logf("deleted stray volume %s of %s%s: %v", id, e.Driver, " "+e.Node, err)
+			w.t.Logf("deleted stray volume %s of %s%s: %v", id, b.Driver, " "+b.Node, err)
 		}
 	}
 }
 
 func (w *world) read() invariants.State {
 	w.t.Helper()
-	s, err := invariants.Read(w.ctx, w.admin, stack.InvariantEndpoints())
+	s, err := stack.ReadInvariants(w.ctx)
 	w.must(err)
 	return s
 }
 
 func (w *world) eventually(what string, cond func() string) {
 	w.t.Helper()
-	clustertest.Eventually(w.t, what, cond, stack.EndedEarly)
+	stacktest.Eventually(w.t, what, cond, stack.EndedEarly)
 }
 
 func (w *world) must(err error) {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A pod using a bound CSI claim gets the reference's VolumeAttachment; an
@@ -51,7 +51,7 @@ func TestVolumeStaysAttachedWhileInUseAndIsDetachedOnceUnused(t *testing.T) {
 	v, va := e.podUsingAttachedVolume("app", node)
 
 	e.forceDelete("app")
-	clustertest.Holds(t, "attachment kept while in use", settle, func() string {
+	stacktest.Holds(t, "attachment kept while in use", settle, func() string {
 		if e.attachment(va.Name) == nil {
 			return "detached while the node still uses it"
 		}
@@ -76,7 +76,7 @@ func TestDriverWithoutAttachRequiredGetsNoVolumeAttachment(t *testing.T) {
 
 	// The control volume's attachment proves the pod was looked at.
 	otherDriver.waitAttachment(otherDriver.vaName(control, node))
-	clustertest.Holds(t, "no attachment for attachRequired: false", settle, func() string {
+	stacktest.Holds(t, "no attachment for attachRequired: false", settle, func() string {
 		if got := e.attachmentsOf(local.pv); len(got) != 0 {
 			return fmt.Sprintf("attached to %v", got)
 		}
@@ -100,7 +100,7 @@ func TestNodeWithoutManagedAnnotationIsIgnored(t *testing.T) {
 	node := e.node("unmanaged", false, corev1.ConditionTrue)
 	v := e.boundClaim("data")
 	e.pod("app", node, "data")
-	clustertest.Holds(t, "nothing attached to an unmanaged node", settle, func() string {
+	stacktest.Holds(t, "nothing attached to an unmanaged node", settle, func() string {
 		if got := e.attachmentsOf(v.pv); len(got) != 0 {
 			return fmt.Sprintf("attached to %v", got)
 		}
@@ -121,7 +121,7 @@ func TestPodOnAnotherNodeGetsMultiAttachEventAndNoSecondAttachment(t *testing.T)
 	e.pod("reader", second, "data")
 	e.waitEvent("reader", corev1.EventTypeWarning, "FailedAttachVolume",
 		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) writer`, v.pv))
-	clustertest.Holds(t, "one attachment only", settle, func() string {
+	stacktest.Holds(t, "one attachment only", settle, func() string {
 		if got := e.attachmentsOf(v.pv); len(got) != 1 || got[0] != first {
 			return fmt.Sprintf("attached to %v", got)
 		}
@@ -151,7 +151,7 @@ func TestSecondPVOfAnAttachedVolumeIsNotAttachedElsewhere(t *testing.T) {
 	e.pod("reader", second, "again")
 	e.waitEvent("reader", corev1.EventTypeWarning, "FailedAttachVolume",
 		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) writer`, again.pv))
-	clustertest.Holds(t, "no attachment through the second PV", settle, func() string {
+	stacktest.Holds(t, "no attachment through the second PV", settle, func() string {
 		if got := e.attachmentsOf(again.pv); len(got) != 0 {
 			return fmt.Sprintf("attached through %s to %v", again.pv, got)
 		}
@@ -196,7 +196,7 @@ func TestNotReadyNodeLosesAnUnwantedVolumeAfterTheUnmountWait(t *testing.T) {
 	before := counter("attach_detach_controller_attachdetach_controller_forced_detaches", "reason", "timeout")
 
 	e.forceDelete("app")
-	clustertest.Holds(t, "kept during the unmount wait", unmountWait/2, func() string {
+	stacktest.Holds(t, "kept during the unmount wait", unmountWait/2, func() string {
 		if e.attachment(va.Name) == nil {
 			return "detached before the unmount wait ran out"
 		}
@@ -224,7 +224,7 @@ func TestDeletedNodeLosesItsVolumesAfterTheUnmountWait(t *testing.T) {
 
 	e.forceDelete("app")
 	e.must(e.client.CoreV1().Nodes().Delete(e.ctx, node, metav1.DeleteOptions{}), "delete node")
-	clustertest.Holds(t, "kept during the unmount wait", unmountWait/2, func() string {
+	stacktest.Holds(t, "kept during the unmount wait", unmountWait/2, func() string {
 		if e.attachment(va.Name) == nil {
 			return "detached before the unmount wait ran out"
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world.
@@ -35,8 +35,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cp := clustertest.ControlPlane(t)
-	ns := clustertest.Namespace(t)
+	cp := stacktest.ControlPlane(t)
+	ns := stacktest.Namespace(t)
 	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: ns, driver: ns + ".csi.test", nodes: cp.Nodes}
 	for _, n := range cp.Nodes {
 		t.Cleanup(func() { e.setInUse(n) })
@@ -56,7 +56,7 @@ func (e *env) alive() error {
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, e.alive)
+	stacktest.Eventually(e.t, what, cond, e.alive)
 }
 
 func (e *env) must(err error, what string) {

@@ -13,18 +13,19 @@ import (
 	"context"
 	"time"
 
+	"testing"
+
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"testing"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/attachdetach"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // unmountWait replaces the reference's 6 minutes.
@@ -38,7 +39,7 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
+	stacktest.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {

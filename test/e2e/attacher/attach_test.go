@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 var finalizer = attachment.Finalizer(attaching)
@@ -49,7 +49,7 @@ func TestFirstAttachProtectsThePVAnnotatesPublishesInThreeWrites(t *testing.T) {
 // writesSettle waits until at least n writes about the PV and the
 // attachment are logged: a write is logged when its answer reaches the
 // attacher, which may be after the test has seen its effect.
-func (e *env) writesSettle(r *clustertest.LoopRun, pv, va string, n int) {
+func (e *env) writesSettle(r *stacktest.LoopRun, pv, va string, n int) {
 	e.t.Helper()
 	e.eventually(fmt.Sprintf("%d writes logged", n), func() string {
 		if got := r.Writes.About(pv, va); len(got) < n {
@@ -134,7 +134,7 @@ func TestPVBeingDeletedKeepsItsFinalizerUntilNoAttachmentNamesIt(t *testing.T) {
 	if err := e.client.CoreV1().PersistentVolumes().Delete(e.ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Holds(t, "PV keeps the attacher's finalizer while attached", time.Second, func() string {
+	stacktest.Holds(t, "PV keeps the attacher's finalizer while attached", time.Second, func() string {
 		if got := e.getPV(pv.Name); got == nil || !slices.Contains(got.Finalizers, finalizer) {
 			return "the finalizer went while a VolumeAttachment names the PV"
 		}
@@ -246,7 +246,7 @@ func TestRestartAfterAFinalizerWriteFinishesWithOneFinalizer(t *testing.T) {
 			name := e.attachment(pv, bed.node).Name
 			select {
 			case <-first.Ended():
-			case <-time.After(clustertest.WaitTimeout):
+			case <-time.After(stacktest.WaitTimeout):
 				t.Fatal("the first attacher did not stop at its crash point")
 			}
 			if w := first.Writes.About(pv.Name, name); len(w) < crashAt {

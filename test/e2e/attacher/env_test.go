@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/attacher"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client to arrange and inspect, and the
@@ -27,20 +27,20 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace: its name prefixes the test's objects
-	loop   *clustertest.LoopRun
+	loop   *stacktest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
-	cp := clustertest.ControlPlane(t)
-	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	cp := stacktest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 	return e
 }
 
 // start runs an attacher until the test ends; crashAt > 0 stops it right
 // after that many writes.
-func (e *env) start(crashAt int) *clustertest.LoopRun {
+func (e *env) start(crashAt int) *stacktest.LoopRun {
 	e.t.Helper()
-	e.loop = clustertest.StartLoop(e.t, crashAt, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+	e.loop = stacktest.StartLoop(e.t, crashAt, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return attacher.New(attacher.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2})
 	})
 	return e.loop
@@ -134,7 +134,7 @@ func (e *env) getPV(name string) *corev1.PersistentVolume {
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		select {
 		case <-e.loop.Ended():
 			return fmt.Errorf("the attacher ended: %v", e.loop.Err())

@@ -13,11 +13,9 @@ package attacher
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -27,9 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // The two drivers: one that attaches, one that does not.
@@ -47,23 +45,20 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	support.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-att-") // short: unix socket paths are limited
+	drivers, err := support.NewDrivers("vp-att-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	ctx := context.Background()
 	teardown := func() {
 		if bed.pool != nil {
 			_ = bed.pool.Close()
 		}
-		stop()
-		wg.Wait()
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
 	bed.node = cp.Nodes[0]
 	bed.calls = &driverCalls{n: map[string]int{}}
@@ -72,16 +67,10 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		name   string
 		attach bool
 	}{{attaching, true}, {nonAttaching, false}} {
-		endpoint := "unix://" + filepath.Join(dir, d.name+".sock")
-		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: bed.node, Name: d.name,
-			DataDir: filepath.Join(dir, d.name), Capacity: 1 << 30, AttachRequired: d.attach,
-			Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept})
-		if err != nil {
-			teardown()
-			return nil, err
-		}
-		wg.Go(func() { _ = drv.Run(ctx) })
-		if err := waitSocket(endpoint); err != nil {
+		endpoint := drivers.Endpoint(d.name)
+		if _, err := drivers.Serve(hostpath.Config{Endpoint: endpoint, NodeID: bed.node, Name: d.name,
+			DataDir: filepath.Join(drivers.Dir, d.name), Capacity: 1 << 30, AttachRequired: d.attach,
+			Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept}); err != nil {
 			teardown()
 			return nil, err
 		}
@@ -99,16 +88,6 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		return nil, fmt.Errorf("CSINode: %w", err)
 	}
 	return teardown, nil
-}
-
-func waitSocket(endpoint string) error {
-	path := endpoint[len("unix://"):]
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("no socket at %s", path)
 }
 
 // driverCalls counts the controller calls each volume got and can make

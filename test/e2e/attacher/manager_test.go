@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // `volplane controller --controllers attacher` runs the loop over the
 // drivers it dials.
 func TestControllerManagerRunsTheAttacher(t *testing.T) {
 	e := newEnv(t)
-	loops := clustertest.StartLoops(manager.Config{REST: clustertest.ControlPlane(t).RESTConfig,
+	loops := stacktest.StartLoops(manager.Config{REST: stacktest.ControlPlane(t).RESTConfig,
 		Controllers: []string{manager.Attacher}, CSIEndpoints: bed.endpoints, Workers: 2, ResyncPeriod: 2 * time.Second})
 	t.Cleanup(func() {
 		if err := loops.Stop(); err != nil {
@@ -22,7 +22,7 @@ func TestControllerManagerRunsTheAttacher(t *testing.T) {
 	})
 	pv, handle := e.volume(attaching)
 	name := e.attachment(pv, bed.node).Name
-	clustertest.Eventually(t, "attached by the manager's attacher", func() string {
+	stacktest.Eventually(t, "attached by the manager's attacher", func() string {
 		if va := e.getVA(name); va == nil || !va.Status.Attached {
 			return fmt.Sprintf("not attached: %v", va)
 		}

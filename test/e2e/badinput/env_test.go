@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client and a namespace.
@@ -34,14 +34,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: clustertest.Namespace(t), began: time.Now()}
+	return &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: stacktest.Namespace(t), began: time.Now()}
 }
 
 // eventually waits for cond, failing at once if a loop, the agent or a
 // driver ended on its own.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, stack.EndedEarly)
+	stacktest.Eventually(e.t, what, cond, stack.EndedEarly)
 }
 
 // claimOpt changes a claim before it is created.

@@ -1,7 +1,7 @@
 // Package badinput feeds volplane bad input end to end: StorageClasses with
 // malformed parameters, absurd sizes, claims and PVs with every optional
 // field at its edge. Everything `volplane up` runs is running
-// (clustertest.Stack: the bundled drivers, the node agent, every loop)
+// (stacktest.Stack: the bundled drivers, the node agent, every loop)
 // against the embedded, real kube-apiserver, so each case shows what a user
 // sees: the API server's rejection (which validation said no), or the
 // event on the claim or PV that names the problem. After every table the
@@ -12,12 +12,12 @@
 package badinput
 
 import (
-	"context"
 	"testing"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // driverCapacity is what each bundled driver may hand out: room for every
@@ -28,19 +28,13 @@ const driverCapacity = 100 << 30
 // stack is the package's running stack; writes logs the loops' API writes
 // (across restarts), to tell a retry with backoff from a hot loop.
 var (
-	stack  *clustertest.Stack
-	writes = clustertest.NewWriteLog(0, nil)
+	stack  *stacktest.Stack
+	writes = stacktest.NewWriteLog(0, nil)
 )
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-bad-", clustertest.StackConfig{
+	support.StackMain(m, 2, "vp-bad-", stacktest.StackConfig{
 		Capacity: driverCapacity,
 		Loops:    func(c *manager.Config) { c.REST.Wrap(writes.Wrap) },
-	})
-	stack = s
-	return stop, err
+	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }

@@ -8,8 +8,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A claim refused for good is retried with backoff, and each retry writes
@@ -39,7 +39,7 @@ func TestRefusedClaimsAreRetriedWithBackoff(t *testing.T) {
 			want: pending(`Warning ProvisioningFailed: failed to strip CSI Parameters of prefixed keys: found unknown parameter key "csi.storage.k8s.io/foo" with reserved namespace csi.storage.k8s.io/`)},
 	}
 	e.run(cases)
-	clustertest.Holds(t, "writes within the backoff", 2*time.Second, func() string {
+	stacktest.Holds(t, "writes within the backoff", 2*time.Second, func() string {
 		allowed := writesAllowed(time.Since(e.began))
 		for _, c := range cases {
 			if n := len(e.writesTo(c.name)); n > allowed {

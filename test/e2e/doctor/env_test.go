@@ -14,11 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/checkup"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client and a namespace.
@@ -32,13 +33,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), client: stack.CP.Client}
-	e.ns = clustertest.Namespace(t)
+	e.ns = stacktest.Namespace(t)
 	return e
 }
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, stack.EndedEarly)
+	stacktest.Eventually(e.t, what, cond, stack.EndedEarly)
 }
 
 func (e *env) must(err error) {
@@ -135,21 +136,21 @@ func (e *env) pod(name, node, claim string) {
 }
 
 func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
-	return clustertest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
+	return stacktest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
 }
 
 func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
-	return clustertest.VolumePhase(e.ctx, e.client, name, phase)
+	return stacktest.VolumePhase(e.ctx, e.client, name, phase)
 }
 
 func (e *env) podRunning(name string) func() string {
-	return clustertest.PodRunning(e.ctx, e.client, e.ns, name)
+	return stacktest.PodRunning(e.ctx, e.client, e.ns, name)
 }
 
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	clustertest.Golden(t, name, got, *update)
+	stacktest.Golden(t, name, got, *update)
 }
 
 func (e *env) getClaim(name string) *corev1.PersistentVolumeClaim {
@@ -177,7 +178,7 @@ func (e *env) doctor() (doctor.Report, string, string) {
 	e.t.Helper()
 	var t, j bytes.Buffer
 	later := time.Now().Add(time.Hour)
-	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table", Now: func() time.Time { return later }}
+	cfg := checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "table", Clock: clocktesting.NewFakePassiveClock(later)}
 	r, err := checkup.Doctor(e.ctx, e.client, cfg, &t)
 	e.must(err)
 	manifest := false // the lines of a here-document are written as they paste
@@ -211,5 +212,5 @@ var age = regexp.MustCompile(`for \d+[smhd]\b`)
 func (e *env) normalize(s string) string {
 	s = strings.ReplaceAll(s, stack.DataDir(), "DATADIR")
 	s = strings.ReplaceAll(s, e.ns, "NS")
-	return age.ReplaceAllString(clustertest.StableNames(s), "for AGE")
+	return age.ReplaceAllString(stacktest.StableNames(s), "for AGE")
 }

@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/resizer"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/invariants"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client to arrange and inspect, and the
@@ -27,23 +29,32 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace
-	loop   *clustertest.LoopRun
+	loop   *stacktest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
-	cp := clustertest.ControlPlane(t)
-	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	cp := stacktest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 	// Registered first, so it runs last: after the test's resizers stopped.
 	t.Cleanup(e.checkInvariants)
 	return e
 }
 
+// checkInvariants waits until no promise of expansion (invariants.Resized)
+// is broken across the cluster; newEnv runs it when each test ends.
+func (e *env) checkInvariants() {
+	e.t.Helper()
+	support.Holds(e.t, stacktest.WaitTimeout, func() []string {
+		return invariants.Resized(support.ReadState(e.t, e.client, bed.endpoint))
+	})
+}
+
 // start runs a resizer until the test ends; crashAt > 0 stops it right
 // after that many writes. Its events go through a client of their own,
 // not counted, as the manager's do.
-func (e *env) start(crashAt int) *clustertest.LoopRun {
+func (e *env) start(crashAt int) *stacktest.LoopRun {
 	e.t.Helper()
-	e.loop = clustertest.StartLoop(e.t, crashAt, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+	e.loop = stacktest.StartLoop(e.t, crashAt, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return resizer.New(resizer.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
 			Recorder: func(driver string) record.EventRecorder { return d.Recorder(expansion.EventComponent(driver)) }})
 	})
@@ -120,7 +131,7 @@ func (e *env) events(name string) []string {
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		if err := bed.shared.EndedEarly(); err != nil {
 			return fmt.Errorf("binder and provisioner: %w", err)
 		}
@@ -167,7 +178,7 @@ func hasEvent(events []string, want string) bool {
 // writesAre checks the resizer's writes about the objects named are
 // exactly want. A write is counted once its answer reached the resizer,
 // which may be after the test saw its effect, so the count is waited for.
-func (e *env) writesAre(r *clustertest.LoopRun, want []string, names ...string) {
+func (e *env) writesAre(r *stacktest.LoopRun, want []string, names ...string) {
 	e.t.Helper()
 	e.eventually("the resizer's writes counted", func() string {
 		if got := r.Writes.About(names...); len(got) < len(want) {

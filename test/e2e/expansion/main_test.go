@@ -10,11 +10,9 @@ package expansion
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -25,10 +23,11 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // driverCapacity is all the driver may give out: it answers OutOfRange
@@ -45,22 +44,23 @@ const (
 
 // bed is the package's test bed.
 var bed struct {
-	pool   *csi.Pool
-	calls  *driverCalls
-	shared *clustertest.Loops
+	// endpoint is the driver's socket.
+	endpoint string
+	pool     *csi.Pool
+	calls    *driverCalls
+	shared   *stacktest.Loops
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	support.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-exp-") // short: unix socket paths are limited
+	drivers, err := support.NewDrivers("vp-exp-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	ctx := context.Background()
 	teardown := func() {
 		if bed.shared != nil {
 			_ = bed.shared.Stop()
@@ -68,20 +68,16 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		if bed.pool != nil {
 			_ = bed.pool.Close()
 		}
-		stop()
-		wg.Wait()
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
 	bed.calls = &driverCalls{n: map[string]int{}, secrets: map[string]map[string]string{}}
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: cp.Nodes[0], DataDir: filepath.Join(dir, "data"),
-		Capacity: driverCapacity, Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept})
-	if err != nil {
+	bed.endpoint = drivers.Endpoint("csi")
+	if _, err := drivers.Serve(hostpath.Config{Endpoint: bed.endpoint, NodeID: cp.Nodes[0], DataDir: filepath.Join(drivers.Dir, "data"),
+		Capacity: driverCapacity, Mounter: hostpath.NewFakeMounter(), Interceptor: bed.calls.intercept}); err != nil {
 		teardown()
 		return nil, err
 	}
-	wg.Go(func() { _ = drv.Run(ctx) })
-	if bed.pool, err = dial(ctx, endpoint); err != nil {
+	if bed.pool, err = csi.DialPool(ctx, []string{bed.endpoint}, nil); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -89,19 +85,8 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
-	bed.shared = clustertest.StartLoops(loopsConfig(cp.RESTConfig, endpoint, manager.Binder, manager.Provisioner))
+	bed.shared = stacktest.StartLoops(loopsConfig(cp.RESTConfig, bed.endpoint, manager.Binder, manager.Provisioner))
 	return teardown, nil
-}
-
-func dial(ctx context.Context, endpoint string) (*csi.Pool, error) {
-	var err error
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		var pool *csi.Pool
-		if pool, err = csi.DialPool(ctx, []string{endpoint}, nil); err == nil {
-			return pool, nil
-		}
-	}
-	return nil, fmt.Errorf("dial the driver: %w", err)
 }
 
 // registerStorage creates the bundled driver's objects and fixedClass.

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/inspect"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client, a namespace, and the cluster-scoped
@@ -41,14 +41,14 @@ func newEnv(t *testing.T) *env {
 	e.eventually("no volume left by earlier tests", func() string {
 		return e.volumesLeft(func(*corev1.PersistentVolume) bool { return true })
 	})
-	e.ns = clustertest.Namespace(t)
+	e.ns = stacktest.Namespace(t)
 	t.Cleanup(e.cleanUp)
 	return e
 }
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, stack.EndedEarly)
+	stacktest.Eventually(e.t, what, cond, stack.EndedEarly)
 }
 
 // volumesLeft names the volumes that match, "" when none.
@@ -247,11 +247,11 @@ func (e *env) pod(name, node, claim string) {
 }
 
 func (e *env) claimPhase(name string, phase corev1.PersistentVolumeClaimPhase) func() string {
-	return clustertest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
+	return stacktest.ClaimPhase(e.ctx, e.client, e.ns, name, phase)
 }
 
 func (e *env) volumePhase(name string, phase corev1.PersistentVolumePhase) func() string {
-	return clustertest.VolumePhase(e.ctx, e.client, name, phase)
+	return stacktest.VolumePhase(e.ctx, e.client, name, phase)
 }
 
 // explain makes the report on one object and renders it in both formats.
@@ -310,7 +310,7 @@ func (e *env) normalize(s string) string {
 	if host, err := os.Hostname(); err == nil && host != "" {
 		s = strings.ReplaceAll(s, host, "HOST")
 	}
-	s = clustertest.StableNames(s)
+	s = stacktest.StableNames(s)
 	s = timestamp.ReplaceAllString(s, "TIME")
 	s = strings.ReplaceAll(s, "just now", "AGO ago")
 	return ago.ReplaceAllString(s, "AGO ago")
@@ -320,8 +320,8 @@ func (e *env) normalize(s string) string {
 func (e *env) check(name, kind, object string) {
 	e.t.Helper()
 	table, json := e.explain(kind, object)
-	clustertest.Golden(e.t, name+".txt", table, *update)
-	clustertest.Golden(e.t, name+".json", json, *update)
+	stacktest.Golden(e.t, name+".txt", table, *update)
+	stacktest.Golden(e.t, name+".json", json, *update)
 }
 
 // hasEvent waits for an event of reason on the claim.
@@ -350,5 +350,5 @@ func (e *env) eventOn(kind, name, reason string) func() string {
 }
 
 func (e *env) podRunning(name string) func() string {
-	return clustertest.PodRunning(e.ctx, e.client, e.ns, name)
+	return stacktest.PodRunning(e.ctx, e.client, e.ns, name)
 }

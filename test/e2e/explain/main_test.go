@@ -1,6 +1,6 @@
 // Package explain checks `volplane explain` end to end: scenarios are built
 // in the embedded control plane with everything `volplane up` runs
-// (clustertest.Stack), and the reports, as a person and as a script read
+// (stacktest.Stack), and the reports, as a person and as a script read
 // them (-o table and -o json), are compared with golden files under
 // testdata (rewrite them with -update, then read the diff).
 //
@@ -9,25 +9,20 @@
 package explain
 
 import (
-	"context"
 	"flag"
 	"testing"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // stack is the package's running stack.
-var stack *clustertest.Stack
+var stack *stacktest.Stack
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-explain-", clustertest.StackConfig{Capacity: 50 << 30})
-	stack = s
-	return stop, err
+	support.StackMain(m, 2, "vp-explain-", stacktest.StackConfig{Capacity: 50 << 30},
+		func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/expander"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client to arrange and inspect, and the
@@ -26,18 +26,18 @@ type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	ns     string // a fresh namespace: its name prefixes the test's cluster-scoped objects
-	loop   *clustertest.LoopRun
+	loop   *stacktest.LoopRun
 }
 
 func newEnv(t *testing.T) *env {
-	cp := clustertest.ControlPlane(t)
-	return &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	cp := stacktest.ControlPlane(t)
+	return &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 }
 
 // start runs an expander until the test ends (or Stop).
-func (e *env) start() *clustertest.LoopRun {
+func (e *env) start() *stacktest.LoopRun {
 	e.t.Helper()
-	e.loop = clustertest.StartLoop(e.t, 0, func(d clustertest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+	e.loop = stacktest.StartLoop(e.t, 0, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return expander.New(expander.Config{Client: d.Client, Informers: d.Informers, Recorder: d.Recorder(expander.EventComponent)})
 	})
 	return e.loop
@@ -146,7 +146,7 @@ func (e *env) handOffEvents(name string) []string {
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		select {
 		case <-e.loop.Ended():
 			return fmt.Errorf("the expander ended: %v", e.loop.Err())

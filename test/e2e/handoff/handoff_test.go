@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 func (e *env) steady(name string, annotation string, writes []string, want ...string) {
 	e.t.Helper()
 	slices.Sort(want)
-	clustertest.Holds(e.t, "claim "+name+" at rest", quiet, func() string {
+	stacktest.Holds(e.t, "claim "+name+" at rest", quiet, func() string {
 		if got := e.handOffEvents(name); !slices.Equal(got, want) {
 			return fmt.Sprintf("events %q, want %q", got, want)
 		}
@@ -147,7 +147,7 @@ func TestClaimsThatNeedNothingAreLeftAlone(t *testing.T) {
 // reference's event source.
 func TestControllerManagerRunsTheExpander(t *testing.T) {
 	e := newEnv(t)
-	loops := clustertest.StartLoops(manager.Config{REST: clustertest.ControlPlane(t).RESTConfig,
+	loops := stacktest.StartLoops(manager.Config{REST: stacktest.ControlPlane(t).RESTConfig,
 		Controllers: []string{manager.Expander}, Workers: 2, ResyncPeriod: 2 * time.Second})
 	t.Cleanup(func() {
 		if err := loops.Stop(); err != nil {
@@ -156,7 +156,7 @@ func TestControllerManagerRunsTheExpander(t *testing.T) {
 	})
 	e.bound("data", e.class("hostpath.csi.volplane.io"), csiSource)
 	e.grow("data", "2Gi")
-	clustertest.Eventually(t, "announced by the manager's expander", func() string {
+	stacktest.Eventually(t, "announced by the manager's expander", func() string {
 		if got := e.handOffEvents("data"); !slices.Equal(got, []string{externalEvent}) {
 			return fmt.Sprintf("events %q", got)
 		}

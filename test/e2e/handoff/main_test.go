@@ -14,9 +14,9 @@ package handoff
 import (
 	"testing"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 0)
+	support.Main(m, 0)
 }

@@ -15,9 +15,7 @@ package modification
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"testing"
@@ -34,12 +32,13 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/modifier"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 const (
@@ -53,7 +52,7 @@ const (
 var bed struct {
 	driver   *hostpath.Driver
 	endpoint string
-	loops    *clustertest.Loops
+	loops    *stacktest.Loops
 	modifier *loopRun
 }
 
@@ -64,16 +63,15 @@ type loopRun struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	support.Main(m, 1, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-mod-") // short: unix socket paths are limited
+	drivers, err := support.NewDrivers("vp-mod-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	ctx := context.Background()
 	teardown := func() {
 		if bed.modifier != nil {
 			bed.modifier.cancel()
@@ -82,19 +80,12 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		if bed.loops != nil {
 			_ = bed.loops.Stop()
 		}
-		stop()
-		wg.Wait()
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
-	bed.endpoint = "unix://" + filepath.Join(dir, "csi.sock")
-	bed.driver, err = hostpath.New(hostpath.Config{Endpoint: bed.endpoint, NodeID: cp.Nodes[0],
-		DataDir: filepath.Join(dir, "data"), Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
+	bed.endpoint = drivers.Endpoint("csi")
+	bed.driver, err = drivers.Serve(hostpath.Config{Endpoint: bed.endpoint, NodeID: cp.Nodes[0],
+		DataDir: filepath.Join(drivers.Dir, "data"), Capacity: 1 << 30, Mounter: hostpath.NewFakeMounter()})
 	if err != nil {
-		teardown()
-		return nil, err
-	}
-	wg.Go(func() { _ = bed.driver.Run(ctx) })
-	if err := waitSocket(bed.endpoint); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -102,7 +93,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
-	bed.loops = clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+	bed.loops = stacktest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
 		Controllers: []string{manager.Binder, manager.Provisioner}, Workers: 4, ResyncPeriod: 2 * time.Second})
 	if bed.modifier, err = startModifier(cp.Client); err != nil {
 		teardown()
@@ -165,14 +156,4 @@ func startModifier(client kubernetes.Interface) (*loopRun, error) {
 		r.done <- err
 	}()
 	return r, nil
-}
-
-func waitSocket(endpoint string) error {
-	path := endpoint[len("unix://"):]
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("no socket at %s", path)
 }

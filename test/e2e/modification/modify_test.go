@@ -19,10 +19,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client and a fresh namespace.
@@ -34,12 +36,12 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	return &env{t: t, ctx: context.Background(), client: clustertest.ControlPlane(t).Client, ns: clustertest.Namespace(t)}
+	return &env{t: t, ctx: context.Background(), client: stacktest.ControlPlane(t).Client, ns: stacktest.Namespace(t)}
 }
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		if bed.modifier != nil {
 			select {
 			case err := <-bed.modifier.done:
@@ -54,6 +56,28 @@ func (e *env) eventually(what string, cond func() string) {
 
 // boundClaim creates claim "data" asking for the attributes class vac and
 // waits until it is Bound.
+// checkInvariants waits until no promise of attributes classes
+// (invariants.Attributes) is broken across the cluster, with the mutable
+// parameters the driver holds for each volume; every test ends with it.
+func (e *env) checkInvariants() {
+	e.t.Helper()
+	support.Holds(e.t, stacktest.WaitTimeout, func() []string {
+		s := support.ReadState(e.t, e.client, bed.endpoint)
+		for i := range s.Backends {
+			b := &s.Backends[i]
+			b.Parameters = map[string]map[string]string{}
+			for _, id := range b.VolumeIDs {
+				b.Parameters[id], _ = bed.driver.MutableParameters(id)
+			}
+		}
+		classes, err := e.client.StorageV1().VolumeAttributesClasses().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return invariants.Attributes(s, classes.Items)
+	})
+}
+
 func (e *env) boundClaim(vac string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()
 	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "data"},
@@ -376,8 +400,8 @@ func TestTheResizerLoopModifies(t *testing.T) {
 		t.Fatalf("stopping the modifier: %v", err)
 	}
 	bed.modifier = nil
-	cp := clustertest.ControlPlane(t)
-	resizer := clustertest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
+	cp := stacktest.ControlPlane(t)
+	resizer := stacktest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
 		Controllers: []string{manager.Resizer}, Workers: 2, ResyncPeriod: 2 * time.Second})
 	t.Cleanup(func() {
 		if err := resizer.Stop(); err != nil {

@@ -8,8 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A pod using a bound claim on node-1: the driver is registered in the
@@ -17,7 +17,7 @@ import (
 // paths, and the pod runs; deleting it unpublishes, unstages, and
 // completes the deletion.
 func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[0]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
@@ -47,20 +47,20 @@ func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) 
 }
 
 func TestPodWithoutVolumesRunsAtOnce(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	waitRunning(t, runPod(t, ns, "plain", bed.cp.Nodes[1]))
 }
 
 // A pod whose claim does not exist, or is not bound, stays Pending with the
 // kubelet's FailedMount event.
 func TestPodWithMissingOrUnboundClaimWaitsWithFailedMount(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	pod := runPod(t, ns, "lost", bed.cp.Nodes[0], "nothing")
-	clustertest.Eventually(t, "FailedMount event", func() string {
+	stacktest.Eventually(t, "FailedMount event", func() string {
 		return hasEvent(t, ns, pod.Name, "FailedMount",
 			`Unable to attach or mount volumes: unmounted volumes=[vol-nothing], unattached volumes=[], failed to process volumes=[vol-nothing]: error processing PVC `+ns+`/nothing: failed to fetch PVC from API server: persistentvolumeclaims "nothing" not found`)
 	}, alive)
-	clustertest.Holds(t, "pod stays Pending", 2*time.Second, func() string {
+	stacktest.Holds(t, "pod stays Pending", 2*time.Second, func() string {
 		p, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil || p.Status.Phase == "Running" {
 			return fmt.Sprintf("phase %v, %v", p.Status.Phase, err)
@@ -73,7 +73,7 @@ func TestPodWithMissingOrUnboundClaimWaitsWithFailedMount(t *testing.T) {
 // (the record on disk says done) and tears down a pod deleted while it was
 // down.
 func TestRestartedAgentCarriesOnAndTearsDownWhatWasDeletedMeanwhile(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
@@ -85,7 +85,7 @@ func TestRestartedAgentCarriesOnAndTearsDownWhatWasDeletedMeanwhile(t *testing.T
 	if err := bed.cp.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Holds(t, "nothing torn down while the agent is down", time.Second, func() string {
+	stacktest.Holds(t, "nothing torn down while the agent is down", time.Second, func() string {
 		if !mounted(staging) || !mounted(target) {
 			return "a mount went away with no agent running"
 		}

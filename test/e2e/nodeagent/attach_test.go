@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A volume whose driver requires attaching: the agent reports it in use,
@@ -21,20 +21,20 @@ import (
 // node lists it in volumesAttached, then publishes; deleting the pod drops
 // it from volumesInUse.
 func TestAttachRequiredVolumeIsReportedInUseAndWaitsForAttachment(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[0]
 	pv := boundClaimOf(t, ns, "net", bed.attachDriver)
 	handle := pv.Spec.CSI.VolumeHandle
 	unique := attachment.UniqueVolumeName(attachDriverName, handle)
 	pod := runPod(t, ns, "app", node, "net")
-	clustertest.Eventually(t, "volume reported in use", func() string {
+	stacktest.Eventually(t, "volume reported in use", func() string {
 		if got := inUse(node); !slices.Contains(got, unique) {
 			return fmt.Sprintf("volumesInUse %v", got)
 		}
 		return ""
 	}, alive)
 	staging := layout(node).StagingPath(attachDriverName, handle)
-	clustertest.Holds(t, "not staged before attachment", time.Second, func() string {
+	stacktest.Holds(t, "not staged before attachment", time.Second, func() string {
 		if mounted(staging) {
 			return "staged before the attachment"
 		}

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // No resizer runs here: growByHand plays the controller side of an
@@ -100,7 +100,7 @@ func lastExpand(t *testing.T, pv *corev1.PersistentVolume, pod *corev1.Pod, node
 // marks the claim NodeResizePending, the agent expands it in place and
 // finishes the claim, with FileSystemResizeSuccessful on pod and claim.
 func TestRunningPodsVolumeIsExpandedOnlineWhenTheClaimWaitsForTheNode(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[0]
 	pv := boundClaimOf(t, ns, "net", bed.attachDriver)
 	pod := runPod(t, ns, "app", node, "net")
@@ -108,11 +108,11 @@ func TestRunningPodsVolumeIsExpandedOnlineWhenTheClaimWaitsForTheNode(t *testing
 	waitRunning(t, pod)
 
 	growByHand(t, pv, bed.attachDriver, corev1.PersistentVolumeClaimNodeResizePending)
-	clustertest.Eventually(t, "claim expanded on the node", func() string { return expandedOnNode(getClaim(t, ns, "net")) }, alive)
+	stacktest.Eventually(t, "claim expanded on the node", func() string { return expandedOnNode(getClaim(t, ns, "net")) }, alive)
 	lastExpand(t, pv, pod, node)
 	want := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, node)
 	for _, object := range []string{pod.Name, "net"} {
-		clustertest.Eventually(t, "FileSystemResizeSuccessful on "+object, func() string {
+		stacktest.Eventually(t, "FileSystemResizeSuccessful on "+object, func() string {
 			return hasEvent(t, ns, object, "FileSystemResizeSuccessful", want)
 		}, alive)
 	}
@@ -122,7 +122,7 @@ func TestRunningPodsVolumeIsExpandedOnlineWhenTheClaimWaitsForTheNode(t *testing
 // At next use: the claim waits for a node while no pod uses it; the pod
 // that comes next has it expanded during its mount, before it runs.
 func TestVolumeIsExpandedDuringTheMountOfTheNextPod(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
@@ -133,7 +133,7 @@ func TestVolumeIsExpandedDuringTheMountOfTheNextPod(t *testing.T) {
 		t.Errorf("pod Running before its claim was expanded: %s", missing)
 	}
 	lastExpand(t, pv, pod, node)
-	clustertest.Eventually(t, "FileSystemResizeSuccessful on the pod", func() string {
+	stacktest.Eventually(t, "FileSystemResizeSuccessful on the pod", func() string {
 		return hasEvent(t, ns, pod.Name, "FileSystemResizeSuccessful", fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pv.Name, node))
 	}, alive)
 	deletePodAndWaitGone(t, pod)
@@ -143,14 +143,14 @@ func TestVolumeIsExpandedDuringTheMountOfTheNextPod(t *testing.T) {
 // controller is still resizing) is not expanded by the node, and the pod
 // runs all the same.
 func TestNoNodeExpansionWhileTheClaimDoesNotWaitForTheNode(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimControllerResizeInProgress)
 
 	pod := runPod(t, ns, "app", node, "data")
 	waitRunning(t, pod)
-	clustertest.Holds(t, "no NodeExpandVolume, claim untouched", time.Second, func() string {
+	stacktest.Holds(t, "no NodeExpandVolume, claim untouched", time.Second, func() string {
 		if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
 			return fmt.Sprintf("NodeExpandVolume %v", calls)
 		}
@@ -169,17 +169,17 @@ func TestNoNodeExpansionWhileTheClaimDoesNotWaitForTheNode(t *testing.T) {
 // gets VolumeResizeFailed, the claim NodeResizeInfeasible and the
 // NodeResizeError condition, and the node stops trying.
 func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
 	waitRunning(t, pod)
 
 	growByHand(t, pv, nil, corev1.PersistentVolumeClaimNodeResizePending)
-	clustertest.Eventually(t, "VolumeResizeFailed on the pod", func() string {
+	stacktest.Eventually(t, "VolumeResizeFailed on the pod", func() string {
 		return hasEvent(t, ns, pod.Name, "VolumeResizeFailed", fmt.Sprintf("NodeExpandVolume.NodeExpandVolume failed for volume %q : Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange", pv.Name))
 	}, alive)
-	clustertest.Eventually(t, "claim NodeResizeInfeasible", func() string {
+	stacktest.Eventually(t, "claim NodeResizeInfeasible", func() string {
 		c := getClaim(t, ns, "data")
 		if s := c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInfeasible {
 			return fmt.Sprintf("status %q", s)
@@ -193,7 +193,7 @@ func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
 		return fmt.Sprintf("conditions %v", c.Status.Conditions)
 	}, alive)
 	calls := len(bed.tap.of(pv.Spec.CSI.VolumeHandle))
-	clustertest.Holds(t, "no retry once infeasible, pod still running", time.Second, func() string {
+	stacktest.Holds(t, "no retry once infeasible, pod still running", time.Second, func() string {
 		if now := len(bed.tap.of(pv.Spec.CSI.VolumeHandle)); now != calls {
 			return fmt.Sprintf("%d NodeExpandVolume calls after the claim went infeasible", now-calls)
 		}
@@ -208,13 +208,13 @@ func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
 // NodeResizeInfeasible, which closes the gate, and the pod then starts on
 // the volume as it is.
 func TestExpansionRefusedAtMountIsAFailedMountThenThePodRuns(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	growByHand(t, pv, nil, corev1.PersistentVolumeClaimNodeResizePending)
 
 	pod := runPod(t, ns, "app", node, "data")
-	clustertest.Eventually(t, "FailedMount while expanding", func() string {
+	stacktest.Eventually(t, "FailedMount while expanding", func() string {
 		return hasEvent(t, ns, pod.Name, "FailedMount", fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange", pv.Name))
 	}, alive)
 	waitRunning(t, pod)
@@ -229,7 +229,7 @@ func TestExpansionRefusedAtMountIsAFailedMountThenThePodRuns(t *testing.T) {
 // kubelet's FileSystemResizeFailed, the driver is not called, and the
 // claim keeps waiting for a node that can expand it.
 func TestReadOnlyMountIsNotExpanded(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}, Spec: corev1.PodSpec{NodeName: node,
@@ -245,7 +245,7 @@ func TestReadOnlyMountIsNotExpanded(t *testing.T) {
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
 	want := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", pv.Name)
 	for _, object := range []string{pod.Name, "data"} {
-		clustertest.Eventually(t, "FileSystemResizeFailed on "+object, func() string {
+		stacktest.Eventually(t, "FileSystemResizeFailed on "+object, func() string {
 			return hasEvent(t, ns, object, "FileSystemResizeFailed", want)
 		}, alive)
 	}
@@ -262,7 +262,7 @@ func TestReadOnlyMountIsNotExpanded(t *testing.T) {
 // NodeResizeInProgress) is finished by the restarted agent: the state it
 // resumes from is the claim's.
 func TestRestartedAgentResumesANodeExpansionInProgress(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
@@ -274,7 +274,7 @@ func TestRestartedAgentResumesANodeExpansionInProgress(t *testing.T) {
 	if bed.agent, err = startAgent(); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Eventually(t, "claim expanded by the restarted agent", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
+	stacktest.Eventually(t, "claim expanded by the restarted agent", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
 	lastExpand(t, pv, pod, node)
 	deletePodAndWaitGone(t, pod)
 }
@@ -285,14 +285,14 @@ func TestRestartedAgentResumesANodeExpansionInProgress(t *testing.T) {
 func TestNodeThatCannotExpandFinishesTheClaimWithoutACall(t *testing.T) {
 	restartAgent(t, true)
 	t.Cleanup(func() { restartAgent(t, false) })
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
 	waitRunning(t, pod)
 
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
-	clustertest.Eventually(t, "claim finished", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
+	stacktest.Eventually(t, "claim finished", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
 	if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
 		t.Errorf("NodeExpandVolume called on a node service without EXPAND_VOLUME: %v", calls)
 	}
@@ -316,7 +316,7 @@ func restartAgent(t *testing.T, hideNodeExpand bool) {
 // condition but stays waiting for the node, the running pod is left alone
 // and the node does not try online again; the next pod's mount expands it.
 func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	handle := pv.Spec.CSI.VolumeHandle
@@ -325,7 +325,7 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 	waitRunning(t, pod)
 
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
-	clustertest.Eventually(t, "NodeResizeError, still waiting for the node", func() string {
+	stacktest.Eventually(t, "NodeResizeError, still waiting for the node", func() string {
 		c := getClaim(t, ns, "data")
 		if s := c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInProgress {
 			return fmt.Sprintf("status %q", s)
@@ -342,7 +342,7 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 	if _, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, poke, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Holds(t, "not tried online again", time.Second, func() string {
+	stacktest.Holds(t, "not tried online again", time.Second, func() string {
 		if now := len(bed.tap.of(handle)); now != calls {
 			return fmt.Sprintf("%d more NodeExpandVolume calls", now-calls)
 		}
@@ -365,7 +365,7 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 // annotation): this node expands its own use of the volume too, and writes
 // nothing to the claim.
 func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaimOf(t, ns, "shared", bed.drivers[node], func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
@@ -387,7 +387,7 @@ func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Eventually(t, "expanded on this node too", func() string {
+	stacktest.Eventually(t, "expanded on this node too", func() string {
 		if len(bed.tap.of(pv.Spec.CSI.VolumeHandle)) == 0 {
 			return "no NodeExpandVolume"
 		}

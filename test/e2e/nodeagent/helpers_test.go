@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 var ctx = context.Background()
@@ -101,7 +101,7 @@ func alive() error {
 
 func waitRunning(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	clustertest.Eventually(t, "pod "+pod.Name+" Running and Ready", func() string {
+	stacktest.Eventually(t, "pod "+pod.Name+" Running and Ready", func() string {
 		p, err := bed.cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
@@ -125,7 +125,7 @@ func deletePodAndWaitGone(t *testing.T, pod *corev1.Pod) {
 
 func waitGone(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	clustertest.Eventually(t, "pod "+pod.Name+" gone", func() string {
+	stacktest.Eventually(t, "pod "+pod.Name+" gone", func() string {
 		_, err := bed.cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return ""

@@ -25,10 +25,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/nodeagent"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 var bed struct {
@@ -104,7 +104,7 @@ func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 // attached first.
 const attachDriverName = "attach.csi.volplane.io"
 
-func TestMain(m *testing.M) { clustertest.Main(m, 2, setUp) }
+func TestMain(m *testing.M) { stacktest.Main(m, 2, setUp) }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
 	dir, err := os.MkdirTemp("", "vp-na-")

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // The finalizers, as users see them.
@@ -38,8 +38,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cp := clustertest.ControlPlane(t)
-	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t), node: cp.Nodes[0]}
+	cp := stacktest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t), node: cp.Nodes[0]}
 	t.Cleanup(e.removePods)
 	return e
 }
@@ -47,7 +47,7 @@ func newEnv(t *testing.T) *env {
 // other is an env for a second namespace of the same test.
 func (e *env) other() *env {
 	o := *e
-	o.ns = clustertest.Namespace(e.t)
+	o.ns = stacktest.Namespace(e.t)
 	e.t.Cleanup(o.removePods)
 	return &o
 }
@@ -56,7 +56,7 @@ func (e *env) other() *env {
 // last description of what was still wrong otherwise.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		if err := bed.loops.EndedEarly(); err != nil {
 			return fmt.Errorf("the loops %v", err)
 		}
@@ -68,7 +68,7 @@ func (e *env) eventually(what string, cond func() string) {
 // change. The loops get several chances to act wrongly meanwhile.
 func (e *env) holds(what string, d time.Duration, cond func() string) {
 	e.t.Helper()
-	clustertest.Holds(e.t, what, d, cond)
+	stacktest.Holds(e.t, what, d, cond)
 }
 
 func (e *env) noError(err error, what string) {

@@ -25,9 +25,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // The classes the tests use, made once.
@@ -51,7 +51,7 @@ var bed struct {
 var everyLoop = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
+	stacktest.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
@@ -133,10 +133,10 @@ func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {
 }
 
 // loops is one manager.Run in this process.
-type loops = clustertest.Loops
+type loops = stacktest.Loops
 
 func startLoops(names ...string) *loops {
-	return clustertest.StartLoops(manager.Config{REST: bed.rest, Controllers: names, CSIEndpoints: bed.endpoints,
+	return stacktest.StartLoops(manager.Config{REST: bed.rest, Controllers: names, CSIEndpoints: bed.endpoints,
 		Workers: 4, ResyncPeriod: 2 * time.Second})
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // Provisioning takes three writes: the claim's in-progress finalizer, the
@@ -91,7 +91,7 @@ func TestFailingPVCreateNeverLeaksBackendVolumes(t *testing.T) {
 func crashBed(t *testing.T) (*env, *rest.Config) {
 	withoutSharedLoops(t)
 	e := newEnv(t)
-	rc := clustertest.ControlPlane(t).RESTConfig
+	rc := stacktest.ControlPlane(t).RESTConfig
 	runLoops(t, rc, binderOnly...)
 	return e, rc
 }

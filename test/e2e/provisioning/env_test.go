@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // Strings users and tools depend on, spelled out. On claims:
@@ -42,8 +42,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cp := clustertest.ControlPlane(t)
-	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: clustertest.Namespace(t)}
+	cp := stacktest.ControlPlane(t)
+	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 	e.earlier = map[string]bool{}
 	before := e.snapshot()
 	for _, v := range before.backend {
@@ -60,15 +60,15 @@ func newEnv(t *testing.T) *env {
 // Waits. Short polls, never sleeps on the happy path.
 
 const (
-	pollEvery   = clustertest.PollEvery
-	waitTimeout = clustertest.WaitTimeout
+	pollEvery   = stacktest.PollEvery
+	waitTimeout = stacktest.WaitTimeout
 )
 
 // eventually polls cond until it returns "" and fails the test with the
 // last description of what was still wrong otherwise.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, func() error {
+	stacktest.Eventually(e.t, what, cond, func() error {
 		if err := bed.shared.EndedEarly(); err != nil {
 			return fmt.Errorf("the shared binder and provisioner %v", err)
 		}
@@ -79,7 +79,7 @@ func (e *env) eventually(what string, cond func() string) {
 // holds asserts cond keeps returning "" for d: for states that must not change.
 func (e *env) holds(what string, d time.Duration, cond func() string) {
 	e.t.Helper()
-	clustertest.Holds(e.t, what, d, cond)
+	stacktest.Holds(e.t, what, d, cond)
 }
 
 // waitBound waits until the claim is Bound to the PV provisioned for it and

@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/heartbeat"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // heartbeatPeriod is short so that renewals show within a test.
@@ -26,7 +26,7 @@ const heartbeatPeriod = 100 * time.Millisecond
 // heartbeat.Find over the Leases heartbeat.List reads across namespaces.
 func presence(t *testing.T) heartbeat.Presence {
 	t.Helper()
-	cp := clustertest.ControlPlane(t)
+	cp := stacktest.ControlPlane(t)
 	leases, err := heartbeat.List(context.Background(), cp.Client.CoordinationV1(), hostpath.DriverName)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func startProvisioner(rc *rest.Config, ns, node string) *loops {
 		cfg.NodeDeployment = &provisioner.NodeDeployment{NodeName: node, ImmediateBinding: true,
 			BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second}
 	}
-	return clustertest.StartLoops(cfg)
+	return stacktest.StartLoops(cfg)
 }
 
 // While the provisioner runs, its heartbeat Lease is renewed and Find says
@@ -53,9 +53,9 @@ func startProvisioner(rc *rest.Config, ns, node string) *loops {
 // and Find says no provisioner is serving it.
 func TestTheProvisionersHeartbeatSaysWhetherItRuns(t *testing.T) {
 	withoutSharedLoops(t)
-	cp := clustertest.ControlPlane(t)
-	ns := clustertest.Namespace(t)
-	clustertest.Eventually(t, "the shared loops' heartbeat gone", func() string {
+	cp := stacktest.ControlPlane(t)
+	ns := stacktest.Namespace(t)
+	stacktest.Eventually(t, "the shared loops' heartbeat gone", func() string {
 		if p := presence(t); p.Serving || len(p.Leases) > 0 {
 			return p.Reason
 		}
@@ -66,7 +66,7 @@ func TestTheProvisionersHeartbeatSaysWhetherItRuns(t *testing.T) {
 	host, _ := os.Hostname()
 	lease := ns + "/" + heartbeat.LeaseName(hostpath.DriverName, "")
 	var first time.Time
-	clustertest.Eventually(t, "served by "+host, func() string {
+	stacktest.Eventually(t, "served by "+host, func() string {
 		p := presence(t)
 		if !p.Serving || !slices.Equal(p.Holders, []string{host}) || !slices.Equal(p.Leases, []string{lease}) {
 			return fmt.Sprintf("%+v", p)
@@ -74,7 +74,7 @@ func TestTheProvisionersHeartbeatSaysWhetherItRuns(t *testing.T) {
 		first = p.RenewedAt
 		return ""
 	}, l.EndedEarly)
-	clustertest.Eventually(t, "the heartbeat renewed", func() string {
+	stacktest.Eventually(t, "the heartbeat renewed", func() string {
 		if p := presence(t); !p.RenewedAt.After(first) {
 			return fmt.Sprintf("renewed at %s, as first seen", p.RenewedAt)
 		}
@@ -84,7 +84,7 @@ func TestTheProvisionersHeartbeatSaysWhetherItRuns(t *testing.T) {
 	if err := l.Stop(); err != nil {
 		t.Fatalf("loops: %v", err)
 	}
-	clustertest.Eventually(t, "no provisioner serving once stopped", func() string {
+	stacktest.Eventually(t, "no provisioner serving once stopped", func() string {
 		p := presence(t)
 		if p.Serving || len(p.Leases) > 0 || !strings.HasPrefix(p.Reason, "no provisioner is serving "+hostpath.DriverName) {
 			return fmt.Sprintf("%+v", p)
@@ -98,8 +98,8 @@ func TestTheProvisionersHeartbeatSaysWhetherItRuns(t *testing.T) {
 // out while the others still serve.
 func TestEveryNodesProvisionerHasItsOwnHeartbeat(t *testing.T) {
 	withoutSharedLoops(t)
-	cp := clustertest.ControlPlane(t)
-	ns := clustertest.Namespace(t)
+	cp := stacktest.ControlPlane(t)
+	ns := stacktest.Namespace(t)
 	runs := map[string]*loops{}
 	for _, node := range cp.Nodes {
 		runs[node] = startProvisioner(cp.RESTConfig, ns, node)
@@ -121,25 +121,25 @@ func TestEveryNodesProvisionerHasItsOwnHeartbeat(t *testing.T) {
 			return ""
 		}
 	}
-	clustertest.Eventually(t, "served on every node", served(cp.Nodes), alive)
+	stacktest.Eventually(t, "served on every node", served(cp.Nodes), alive)
 	stopped, others := cp.Nodes[0], cp.Nodes[1:]
 	if err := runs[stopped].Stop(); err != nil {
 		t.Fatalf("%s: %v", stopped, err)
 	}
-	clustertest.Eventually(t, "served on the other nodes only", served(others), alive)
+	stacktest.Eventually(t, "served on the other nodes only", served(others), alive)
 	for _, node := range others {
 		if err := runs[node].Stop(); err != nil {
 			t.Fatalf("%s: %v", node, err)
 		}
 	}
-	clustertest.Eventually(t, "served nowhere", served(nil), nil)
+	stacktest.Eventually(t, "served nowhere", served(nil), nil)
 }
 
 // A heartbeat taken over by another process (a new leader while the old
 // one still ran) is not deleted by the old one when it stops.
 func TestAStoppedHeartbeatLeavesALeaseAnotherProcessRenewed(t *testing.T) {
-	cp := clustertest.ControlPlane(t)
-	ns := clustertest.Namespace(t)
+	cp := stacktest.ControlPlane(t)
+	ns := stacktest.Namespace(t)
 	leases := cp.Client.CoordinationV1().Leases(ns)
 	const driver = "takeover.example.com"
 	name := heartbeat.LeaseName(driver, "")
@@ -170,15 +170,15 @@ func TestAStoppedHeartbeatLeavesALeaseAnotherProcessRenewed(t *testing.T) {
 		}
 	}
 	stopOld := run("old", time.Hour) // writes once
-	clustertest.Eventually(t, "held by old", holder("old"), nil)
+	stacktest.Eventually(t, "held by old", holder("old"), nil)
 	stopNew := run("new", heartbeatPeriod)
-	clustertest.Eventually(t, "taken over by new", holder("new"), nil)
+	stacktest.Eventually(t, "taken over by new", holder("new"), nil)
 	stopOld()
 	if wrong := holder("new")(); wrong != "" {
 		t.Fatalf("after the old one stopped: %s", wrong)
 	}
 	stopNew()
-	clustertest.Eventually(t, "deleted by new when it stopped", func() string {
+	stacktest.Eventually(t, "deleted by new when it stopped", func() string {
 		if _, err := leases.Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 			return "still there"
 		}

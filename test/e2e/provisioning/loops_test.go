@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 var (
@@ -18,7 +18,7 @@ var (
 
 // loops is one manager.Run in this process, as `volplane up` runs it but
 // with a short resync so that retries and safety nets stay quick.
-type loops = clustertest.Loops
+type loops = stacktest.Loops
 
 func startLoops(rc *rest.Config, names ...string) *loops {
 	return startLoopsServing(rc, endpoints(), names...)
@@ -26,7 +26,7 @@ func startLoops(rc *rest.Config, names ...string) *loops {
 
 // startLoopsServing is startLoops with only the given CSI endpoints served.
 func startLoopsServing(rc *rest.Config, eps []string, names ...string) *loops {
-	return clustertest.StartLoops(manager.Config{
+	return stacktest.StartLoops(manager.Config{
 		REST: rc, Controllers: names, CSIEndpoints: eps,
 		Workers: 4, ResyncPeriod: 2 * time.Second,
 	})
@@ -51,6 +51,6 @@ func withoutSharedLoops(t *testing.T) {
 	if err := bed.shared.Stop(); err != nil {
 		t.Fatalf("shared loops: %v", err)
 	}
-	rc := clustertest.ControlPlane(t).RESTConfig
+	rc := stacktest.ControlPlane(t).RESTConfig
 	t.Cleanup(func() { bed.shared = startLoops(rc, provisionerAndBinder...) })
 }

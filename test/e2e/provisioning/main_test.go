@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // nodeCapacity is what each node's driver may hand out in total: small, so
@@ -55,7 +55,7 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 2, setUp)
+	stacktest.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // CSI migration end to end: the bundled driver, served under the name of
@@ -178,7 +178,7 @@ func serveEBSStandIn(t *testing.T) *nodeDriver {
 // endpoints, for the rest of the test.
 func runLoopsWith(t *testing.T, csiEndpoints []string) {
 	t.Helper()
-	l := startLoopsServing(clustertest.ControlPlane(t).RESTConfig, csiEndpoints, provisionerAndBinder...)
+	l := startLoopsServing(stacktest.ControlPlane(t).RESTConfig, csiEndpoints, provisionerAndBinder...)
 	t.Cleanup(func() {
 		if err := l.Stop(); err != nil {
 			t.Errorf("loops: %v", err)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is the lifecycle's world: the admin client (the user and the
@@ -31,7 +31,7 @@ type env struct {
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, e.alive)
+	stacktest.Eventually(e.t, what, cond, e.alive)
 }
 
 // claim creates a claim of 1Gi of class ("" for no class), adjusted by

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/heartbeat"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // dryRun makes every probe below harmless when the API server allows it:
@@ -24,7 +24,7 @@ var dryRun = []string{metav1.DryRunAll}
 // lease is the Lease a role keeps: the leader election Lease of the
 // central roles, the heartbeat Lease of the first node for the node
 // deployment (one per node, all in one namespace).
-func (r role) lease(stack *clustertest.Stack) (namespace, name string, err error) {
+func (r role) lease(stack *stacktest.Stack) (namespace, name string, err error) {
 	cfgs, err := r.configs(stack.CP.RESTConfig, stack)
 	if err != nil {
 		return "", "", err
@@ -102,7 +102,7 @@ func TestControllerRunsPodsOnlyInTheRecyclerNamespace(t *testing.T) {
 	ctx := context.Background()
 	client := clientAs(t, ctx, "volplane-controller", "")
 	const recyclerNamespace = metav1.NamespaceDefault
-	for _, ns := range []string{clustertest.Namespace(t), metav1.NamespaceSystem, namespace, recyclerNamespace} {
+	for _, ns := range []string{stacktest.Namespace(t), metav1.NamespaceSystem, namespace, recyclerNamespace} {
 		pods := client.CoreV1().Pods(ns)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rbac-probe", Namespace: ns},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.37"}}}}
@@ -152,7 +152,7 @@ func TestNodeRoleWritesOnlyItsNodesVolumes(t *testing.T) {
 	ctx := context.Background()
 	node := bed.stack.CP.Nodes[0]
 	admin := bed.stack.CP.Client.CoreV1().PersistentVolumes()
-	ns := clustertest.Namespace(t)
+	ns := stacktest.Namespace(t)
 	pv := func(name string, source corev1.PersistentVolumeSource, onNode string) *corev1.PersistentVolume {
 		v := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ns},
@@ -203,7 +203,7 @@ func TestNodeRoleWritesOnlyItsNodesVolumes(t *testing.T) {
 	}
 	onNode := clientAs(t, ctx, "volplane-node", node)
 	// The policy takes effect once the API server has loaded it.
-	clustertest.Eventually(t, "the node role refused another node's volume", func() string {
+	stacktest.Eventually(t, "the node role refused another node's volume", func() string {
 		if err := writes(onNode, others[0])["delete"]; !apierrors.IsForbidden(err) {
 			return fmt.Sprintf("delete: %v", err)
 		}

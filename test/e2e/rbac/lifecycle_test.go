@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // unreachable are the grants the lifecycle below cannot use, each with
@@ -40,7 +40,7 @@ type running struct {
 	log *requestLog
 	// loops: one run of the role's loops, or one per node for a node
 	// deployment (a DaemonSet's pods), all with the role's token.
-	loops []*clustertest.Loops
+	loops []*stacktest.Loops
 }
 
 // endedEarly reports the first of the role's runs that ended on its own.
@@ -88,7 +88,7 @@ func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 		}
 	}
 	runs := start(t, ctx, rs)
-	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: clustertest.Namespace(t), alive: func() error {
+	e := &env{t: t, ctx: ctx, client: bed.stack.CP.Client, ns: stacktest.Namespace(t), alive: func() error {
 		for _, r := range runs {
 			if err := r.endedEarly(); err != nil {
 				return fmt.Errorf("%s: %w", r.serviceAccount, err)
@@ -139,7 +139,7 @@ func start(t *testing.T, ctx context.Context, rs []role) []*running {
 					t.Fatal(err)
 				}
 			}
-			run.loops = append(run.loops, clustertest.StartLoops(cfg))
+			run.loops = append(run.loops, stacktest.StartLoops(cfg))
 		}
 		// Also when the lifecycle failed: a forbidden call is the likely
 		// reason.

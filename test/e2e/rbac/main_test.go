@@ -18,8 +18,9 @@ import (
 
 	"github.com/volplane/volplane/deploy"
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // unmountWait is attachdetach's wait for an unwanted volume to be
@@ -34,35 +35,30 @@ const heartbeatPeriod = 200 * time.Millisecond
 // stack with its loops stopped (each role runs its own).
 var bed struct {
 	deploy []runtime.Object
-	stack  *clustertest.Stack
+	stack  *stacktest.Stack
 }
 
+// deploy/'s CSIDriver and classes go first: the stack registers only what
+// is missing (the network driver and its class, which deploy/ does not
+// ship).
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 1, setUp)
+	support.Main(m, 1, applyDeploy, support.StackSetup("vp-rbac-", stacktest.StackConfig{
+		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
+	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error {
+		bed.stack = s
+		// The stack's loops run as admin: the roles' loops replace them.
+		return s.StopLoops()
+	}))
 }
 
-func setUp(cp *cluster.ControlPlane) (func(), error) {
+func applyDeploy(cp *cluster.ControlPlane) (func(), error) {
 	objs, err := deploy.Objects()
 	if err != nil {
 		return nil, err
 	}
-	// deploy/'s CSIDriver and classes go first: the stack registers only
-	// what is missing (the network driver and its class, which deploy/
-	// does not ship).
 	if err := apply(context.Background(), cp.RESTConfig, objs); err != nil {
 		return nil, err
 	}
-	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-rbac-", clustertest.StackConfig{
-		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
-	})
-	if err != nil {
-		return nil, err
-	}
-	// The stack's loops run as admin: the roles' loops replace them.
-	if err := s.StopLoops(); err != nil {
-		stop()
-		return nil, err
-	}
-	bed.deploy, bed.stack = objs, s
-	return stop, nil
+	bed.deploy = objs
+	return func() {}, nil
 }

@@ -16,10 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/deploy"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // namespace is deploy/'s namespace.
@@ -87,7 +87,7 @@ func containerOf(objs []runtime.Object, kind, name, container string) (role, err
 // DaemonSet's pod on each), each with its node's endpoint and a short race
 // delay. Other flags are skipped: the metrics address (none here), the
 // node name (set per node) and the race delays.
-func (r role) configs(rc *rest.Config, stack *clustertest.Stack) ([]manager.Config, error) {
+func (r role) configs(rc *rest.Config, stack *stacktest.Stack) ([]manager.Config, error) {
 	cfg := manager.DefaultConfig()
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	fs.ParseErrorsAllowlist.UnknownFlags = true
@@ -123,7 +123,7 @@ func (r role) configs(rc *rest.Config, stack *clustertest.Stack) ([]manager.Conf
 
 // endpointsOf are the stack's controller endpoints of one bundled driver:
 // the network driver's is the last, the node-local ones come before it.
-func endpointsOf(stack *clustertest.Stack, driver string) []string {
+func endpointsOf(stack *stacktest.Stack, driver string) []string {
 	all := stack.Drivers.Endpoints
 	if driver == hostpath.NetworkDriverName {
 		return all[len(all)-1:]
@@ -136,7 +136,7 @@ func endpointsOf(stack *clustertest.Stack, driver string) []string {
 // certificate; every request goes through log. A token for a node is
 // bound to that Node, so the API server knows the node it comes from, as
 // it knows the node of a pod's projected token (the DaemonSet's).
-func restConfig(ctx context.Context, stack *clustertest.Stack, serviceAccount, node string, log *requestLog) (*rest.Config, error) {
+func restConfig(ctx context.Context, stack *stacktest.Stack, serviceAccount, node string, log *requestLog) (*rest.Config, error) {
 	spec := authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}
 	if node != "" {
 		n, err := stack.CP.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/bundle"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // env is one test's world: a client and a namespace.
@@ -31,14 +31,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: clustertest.Namespace(t)}
+	e := &env{t: t, ctx: context.Background(), client: stack.CP.Client, ns: stacktest.Namespace(t)}
 	t.Cleanup(e.cleanUp)
 	return e
 }
 
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	clustertest.Eventually(e.t, what, cond, stack.EndedEarly)
+	stacktest.Eventually(e.t, what, cond, stack.EndedEarly)
 }
 
 // claim creates a claim of class with access mode mode.

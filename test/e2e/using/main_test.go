@@ -1,5 +1,5 @@
 // Package using runs the "Using" part of the lifecycle end to end, with
-// everything `volplane up` runs (clustertest.Stack): the bundled drivers
+// everything `volplane up` runs (stacktest.Stack): the bundled drivers
 // (node-local and network), the node agent of every node and every loop,
 // against the embedded, real kube-apiserver, kube-scheduler and
 // kube-controller-manager. Pods go Running because the node agent publishes
@@ -11,13 +11,13 @@
 package using
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/volplane/volplane/internal/cluster"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // unmountWait is attachdetach's wait for an unwanted volume to be
@@ -25,16 +25,10 @@ import (
 const unmountWait = 3 * time.Second
 
 // stack is the package's running stack.
-var stack *clustertest.Stack
+var stack *stacktest.Stack
 
 func TestMain(m *testing.M) {
-	clustertest.Main(m, 3, setUp)
-}
-
-func setUp(cp *cluster.ControlPlane) (func(), error) {
-	s, stop, err := clustertest.StartTempStack(context.Background(), cp, "vp-use-", clustertest.StackConfig{
+	support.StackMain(m, 3, "vp-use-", stacktest.StackConfig{
 		Loops: func(c *manager.Config) { c.MaxWaitForUnmount = unmountWait },
-	})
-	stack = s
-	return stop, err
+	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/cluster/clustertest"
+	"github.com/volplane/volplane/internal/stacktest"
 )
 
 // A pod using a network volume runs once the volume is attached to its
@@ -229,7 +229,7 @@ func TestOutOfServiceTaintDetachesAVolumeStillInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.deletePod("app")
-	clustertest.Holds(t, "attached while node-3 reports it in use", 2*time.Second, func() string {
+	stacktest.Holds(t, "attached while node-3 reports it in use", 2*time.Second, func() string {
 		if got := e.attachmentsOf(pv.Name); len(got) != 1 {
 			return fmt.Sprintf("attachments %v", got)
 		}

@@ -1,7 +1,7 @@
-// Package clustertest gives a test package one embedded control plane, started
+// Package stacktest gives a test package one embedded control plane, started
 // in TestMain and shared by its tests, plus small helpers (a fresh namespace
 // per test) so that tests stay independent while paying the start-up once.
-package clustertest
+package stacktest
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func Main(m *testing.M, nodes int, setup ...func(*cluster.ControlPlane) (teardow
 func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), error)) int {
 	dir, err := os.MkdirTemp("", "volplane-test-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest:", err)
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
@@ -44,17 +44,17 @@ func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), 
 	began := time.Now()
 	cp, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest: start control plane:", err)
+		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err)
 		dumpLogs(dir)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "clustertest: control plane ready in %.1fs at %s\n", time.Since(began).Seconds(), cp.RESTConfig.Host)
+	fmt.Fprintf(os.Stderr, "stacktest: control plane ready in %.1fs at %s\n", time.Since(began).Seconds(), cp.RESTConfig.Host)
 	shared = cp
 	defer cp.Stop()
 	for _, setup := range setups {
 		teardown, err := setup(cp)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "clustertest: setup:", err)
+			fmt.Fprintln(os.Stderr, "stacktest: setup:", err)
 			return 1
 		}
 		defer teardown()
@@ -79,7 +79,7 @@ func keepLogs(dir string) {
 		err = os.WriteFile(fmt.Sprintf("%s/control-plane-%d.log", dest, os.Getpid()), data, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest: keep logs:", err)
+		fmt.Fprintln(os.Stderr, "stacktest: keep logs:", err)
 	}
 }
 
@@ -94,7 +94,7 @@ func dumpLogs(dir string) {
 	if len(lines) > 60 {
 		lines = lines[len(lines)-60:]
 	}
-	fmt.Fprintf(os.Stderr, "clustertest: last lines of the control plane log:\n%s\n", strings.Join(lines, "\n"))
+	fmt.Fprintf(os.Stderr, "stacktest: last lines of the control plane log:\n%s\n", strings.Join(lines, "\n"))
 }
 
 // ControlPlane returns the package's control plane; the package's TestMain
@@ -102,7 +102,7 @@ func dumpLogs(dir string) {
 func ControlPlane(t testing.TB) *cluster.ControlPlane {
 	t.Helper()
 	if shared == nil {
-		t.Fatal("clustertest: no control plane; call clustertest.Main from TestMain")
+		t.Fatal("stacktest: no control plane; call stacktest.Main from TestMain")
 	}
 	return shared
 }

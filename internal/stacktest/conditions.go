@@ -1,4 +1,4 @@
-package clustertest
+package stacktest
 
 import (
 	"context"
