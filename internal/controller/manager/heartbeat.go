@@ -8,8 +8,8 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/controller/heartbeats"
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // heartbeatNamespace holds the provisioner's heartbeat Leases: the leader
