@@ -45,7 +45,7 @@ func NewBase(cfg Config, name, queue string) (*Base, error) {
 	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
-	return &Base{Config: cfg, Recorders: cfg.Recorders(),
+	return &Base{Config: cfg, Recorders: cfg.recorders(),
 		Claims: claimInf.Lister(), PVs: pvInf.Lister(),
 		ClaimInformer: claimInf.Informer(), PVInformer: pvInf.Informer(),
 		Queue:       loop.NewQueue(queue, cfg.RetryStart, cfg.RetryMax),
