@@ -12,11 +12,11 @@ import (
 	"github.com/volplane/volplane/internal/heartbeat"
 )
 
-// heartbeatLeases reads, across namespaces, the Leases Find needs for provisioner:
+// HeartbeatLeases reads, across namespaces, the Leases Find needs for provisioner:
 // its heartbeats (by heartbeat.Selector) and any Lease named
 // heartbeat.SidecarLeaseName.
 // RBAC: list leases in all namespaces.
-func heartbeatLeases(ctx context.Context, leases coordinationv1client.LeasesGetter, provisioner string) ([]coordinationv1.Lease, error) {
+func HeartbeatLeases(ctx context.Context, leases coordinationv1client.LeasesGetter, provisioner string) ([]coordinationv1.Lease, error) {
 	all := leases.Leases(metav1.NamespaceAll)
 	ours, err := all.List(ctx, metav1.ListOptions{LabelSelector: heartbeat.Selector(provisioner)})
 	if err != nil {

@@ -95,15 +95,21 @@ var reasonMessages = map[Reason]string{
 // Message is the reason in words.
 func (r Reason) Message() string { return reasonMessages[r] }
 
-// ClaimFacts is what ForClaim needs about a claim the provisioner would
-// act on.
+// ClaimFacts is what the provisioner's sync read about a claim, for
+// DecideClaim and, in node deployment, ForClaim.
 type ClaimFacts struct {
 	Claim *v1.PersistentVolumeClaim
-	// Class is the claim's class; nil if not known.
+	// Class is the claim's class; nil if it does not exist (or is not
+	// known yet).
 	Class *storagev1.StorageClass
 	// Pin is the node ID of the driver an earlier attempt asked ("" for
-	// none).
+	// none): the claim's AnnEndpointNode.
 	Pin string
+	// PVExists: a PV named pvc-<claim UID> exists (the lister's, or one
+	// this process made that the lister does not show yet).
+	PVExists bool
+	// Serves says whether the provisioner serves a driver name.
+	Serves func(driver string) bool
 }
 
 // ClaimVerdict is ForClaim's answer; Reason is set for Leave.

@@ -22,21 +22,21 @@ func node1(mods ...func(*Local)) Local {
 	return l
 }
 
-func claim(annotations map[string]string) *v1.PersistentVolumeClaim {
+func localClaim(annotations map[string]string) *v1.PersistentVolumeClaim {
 	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Annotations: annotations}}
 }
 
 func selected(node string) *v1.PersistentVolumeClaim {
-	return claim(map[string]string{volumehelpers.AnnSelectedNode: node})
+	return localClaim(map[string]string{volumehelpers.AnnSelectedNode: node})
 }
 
-func class(mode storagev1.VolumeBindingMode, allowed ...v1.TopologySelectorTerm) *storagev1.StorageClass {
+func localClass(mode storagev1.VolumeBindingMode, allowed ...v1.TopologySelectorTerm) *storagev1.StorageClass {
 	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, VolumeBindingMode: ptr.To(mode), AllowedTopologies: allowed}
 }
 
 var (
-	immediate = class(storagev1.VolumeBindingImmediate)
-	wffc      = class(storagev1.VolumeBindingWaitForFirstConsumer)
+	immediate = localClass(storagev1.VolumeBindingImmediate)
+	wffc      = localClass(storagev1.VolumeBindingWaitForFirstConsumer)
 )
 
 func term(k string, values ...string) v1.TopologySelectorTerm {
@@ -60,24 +60,24 @@ func TestForClaimSaysWhoseClaimItIsWithAReasonForEveryNo(t *testing.T) {
 			ClaimFacts{Claim: selected("node-1"), Class: immediate, Pin: "node-2"}, Leave, ReasonPinnedElsewhere},
 		{"no pin (a driver without node ID): the selected node's", node1(func(l *Local) { l.NodeID = "" }),
 			ClaimFacts{Claim: selected("node-2"), Class: immediate}, Leave, ReasonOtherNode},
-		{"unassigned, class unknown: leave", node1(), ClaimFacts{Claim: claim(nil)}, Leave, ReasonNoClass},
-		{"unassigned WaitForFirstConsumer: the scheduler's", node1(), ClaimFacts{Claim: claim(nil), Class: wffc}, Leave, ReasonWaitsForScheduler},
-		{"unassigned Immediate: race", node1(), ClaimFacts{Claim: claim(nil), Class: immediate}, Race, ""},
+		{"unassigned, class unknown: leave", node1(), ClaimFacts{Claim: localClaim(nil)}, Leave, ReasonNoClass},
+		{"unassigned WaitForFirstConsumer: the scheduler's", node1(), ClaimFacts{Claim: localClaim(nil), Class: wffc}, Leave, ReasonWaitsForScheduler},
+		{"unassigned Immediate: race", node1(), ClaimFacts{Claim: localClaim(nil), Class: immediate}, Race, ""},
 		{"unassigned Immediate, immediate binding off: leave",
-			node1(func(l *Local) { l.ImmediateBinding = false }), ClaimFacts{Claim: claim(nil), Class: immediate}, Leave, ReasonImmediateOff},
+			node1(func(l *Local) { l.ImmediateBinding = false }), ClaimFacts{Claim: localClaim(nil), Class: immediate}, Leave, ReasonImmediateOff},
 		{"Node object not known yet: leave",
-			node1(func(l *Local) { l.NodeLabels = nil }), ClaimFacts{Claim: claim(nil), Class: immediate}, Leave, ReasonNodeUnknown},
+			node1(func(l *Local) { l.NodeLabels = nil }), ClaimFacts{Claim: localClaim(nil), Class: immediate}, Leave, ReasonNodeUnknown},
 		{"Node lacks the driver's segment label: leave",
-			node1(func(l *Local) { l.NodeLabels = map[string]string{"zone": "a"} }), ClaimFacts{Claim: claim(nil), Class: immediate}, Leave, ReasonNodeLacksTopology},
+			node1(func(l *Local) { l.NodeLabels = map[string]string{"zone": "a"} }), ClaimFacts{Claim: localClaim(nil), Class: immediate}, Leave, ReasonNodeLacksTopology},
 		{"allowed topologies name this node: race", node1(),
-			ClaimFacts{Claim: claim(nil), Class: class(storagev1.VolumeBindingImmediate, term(key, "node-3", "node-1"))}, Race, ""},
+			ClaimFacts{Claim: localClaim(nil), Class: localClass(storagev1.VolumeBindingImmediate, term(key, "node-3", "node-1"))}, Race, ""},
 		{"allowed topologies on a node label (zone) this node has: race", node1(),
-			ClaimFacts{Claim: claim(nil), Class: class(storagev1.VolumeBindingImmediate, term("zone", "a"))}, Race, ""},
+			ClaimFacts{Claim: localClaim(nil), Class: localClass(storagev1.VolumeBindingImmediate, term("zone", "a"))}, Race, ""},
 		{"allowed topologies exclude this node: leave", node1(),
-			ClaimFacts{Claim: claim(nil), Class: class(storagev1.VolumeBindingImmediate, term(key, "node-2"), term("zone", "b"))}, Leave, ReasonTopologyNotAllowed},
+			ClaimFacts{Claim: localClaim(nil), Class: localClass(storagev1.VolumeBindingImmediate, term(key, "node-2"), term("zone", "b"))}, Leave, ReasonTopologyNotAllowed},
 		{"a driver without topology ignores allowed topologies: race",
 			node1(func(l *Local) { l.Topology = nil }),
-			ClaimFacts{Claim: claim(nil), Class: class(storagev1.VolumeBindingImmediate, term(key, "node-2"))}, Race, ""},
+			ClaimFacts{Claim: localClaim(nil), Class: localClass(storagev1.VolumeBindingImmediate, term(key, "node-2"))}, Race, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

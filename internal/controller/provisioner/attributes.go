@@ -1,18 +1,16 @@
 package provisioner
 
 import (
-	"errors"
-	"fmt"
-	"maps"
-
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // A claim naming a VolumeAttributesClass (spec.volumeAttributesClassName)
@@ -23,10 +21,6 @@ import (
 // class that does not exist (yet) is an error retried with backoff, and
 // its creation wakes the claims waiting for it.
 
-// errNoModify is the external-provisioner's text for a claim with a
-// VolumeAttributesClass and a driver without MODIFY_VOLUME.
-var errNoModify = errors.New("CSI driver does not support VolumeAttributesClass: controller MODIFY_VOLUME capability is not reported")
-
 // mutableParameters are the parameters of the claim's attributes class
 // (nil without one), read through the lister.
 func (c *Controller) mutableParameters(claim *v1.PersistentVolumeClaim, info csi.Info) (map[string]string, error) {
@@ -35,9 +29,9 @@ func (c *Controller) mutableParameters(claim *v1.PersistentVolumeClaim, info csi
 		return nil, nil
 	}
 	if !info.Modify {
-		return nil, final(errNoModify)
+		return nil, provisioning.Final(provisioning.ErrNoModify)
 	}
-	vac, err := c.vacs.Get(name)
+	vac, err := c.read.vacs.Get(name)
 	if apierrors.IsNotFound(err) {
 		// The reference GETs the class; say it as the API server would.
 		return nil, apierrors.NewNotFound(storagev1.Resource("volumeattributesclasses"), name)
@@ -45,23 +39,7 @@ func (c *Controller) mutableParameters(claim *v1.PersistentVolumeClaim, info csi
 	if err != nil {
 		return nil, err
 	}
-	return classParameters(vac, info.Driver)
-}
-
-// classParameters are vac's parameters for a volume of driver.
-func classParameters(vac *storagev1.VolumeAttributesClass, driver string) (map[string]string, error) {
-	if vac.DriverName != driver {
-		return nil, final(fmt.Errorf("VAC %s referenced in PVC is for driver %s which does not match driver name %s", vac.Name, vac.DriverName, driver))
-	}
-	return maps.Clone(vac.Parameters), nil
-}
-
-// withAttributesClass records the claim's attributes class on its new PV.
-func withAttributesClass(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) *v1.PersistentVolume {
-	if name := modification.SpecClass(claim); name != "" {
-		pv.Spec.VolumeAttributesClassName = &name
-	}
-	return pv
+	return provisioning.ClassParameters(vac, info.Driver)
 }
 
 // onAttributesClass wakes the claims that wait for a class created late.
@@ -70,10 +48,10 @@ func (c *Controller) onAttributesClass(obj any) {
 	if !ok {
 		return
 	}
-	claims, _ := c.claims.List(labels.Everything())
+	claims, _ := c.read.claims.List(labels.Everything())
 	for _, claim := range claims {
-		if modification.SpecClass(claim) == vac.Name && c.decide(claim).action == claimProvision {
-			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+		if modification.SpecClass(claim) == vac.Name && c.decide(claim).action == provisioning.ClaimProvision {
+			c.queues.claims.Add(binding.ClaimKey(claim))
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 func attributesClass(name, driver string, params map[string]string) *storagev1.VolumeAttributesClass {
@@ -125,14 +126,14 @@ func TestAttributesClassOfAnotherDriverIsRefused(t *testing.T) {
 func TestAttributesClassNeedsModifyVolume(t *testing.T) {
 	c := &Controller{}
 	_, err := c.mutableParameters(claim(withAttributes("gold")), csi.Info{Driver: testDriver})
-	if !errors.Is(err, errNoModify) || !isFinal(err) {
-		t.Errorf("got %v, want the final %v", err, errNoModify)
+	if !errors.Is(err, provisioning.ErrNoModify) || !provisioning.IsFinal(err) {
+		t.Errorf("got %v, want the final %v", err, provisioning.ErrNoModify)
 	}
 	params, err := c.mutableParameters(claim(), csi.Info{Driver: testDriver})
 	if params != nil || err != nil {
 		t.Errorf("a claim without a class got %v, %v; want nothing", params, err)
 	}
-	got, err := classParameters(attributesClass("gold", testDriver, goldParams), testDriver)
+	got, err := provisioning.ClassParameters(attributesClass("gold", testDriver, goldParams), testDriver)
 	if err != nil || !maps.Equal(got, goldParams) {
 		t.Errorf("classParameters = %v, %v; want %v", got, err, goldParams)
 	}

@@ -1,6 +1,9 @@
 package provisioner
 
 import (
+	"hash/fnv"
+	"slices"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -67,3 +70,24 @@ func node(name string) *v1.Node {
 
 // v1csiVolume is a backend volume no driver holds.
 var v1csiVolume = csipb.Volume{VolumeId: "no-such-volume"}
+
+func withSelector(c *v1.PersistentVolumeClaim) {
+	c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+}
+
+func hasFinalizer(finalizers []string, f string) bool { return slices.Contains(finalizers, f) }
+
+// What the provisioner reads and writes, spelled out as users see it.
+const (
+	reservedPrefix             = "csi.storage.k8s.io/"
+	annDeletionSecretName      = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	annDeletionSecretNamespace = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+)
+
+// hashUID is the hash provisioning rotates a claim's preferred segments
+// by: a test that wants the preferred node computes it the same way.
+func hashUID(uid string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return h.Sum32()
+}

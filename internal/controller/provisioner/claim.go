@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
@@ -19,81 +21,93 @@ import (
 
 // claimDecision is a decision with the facts it was made from.
 type claimDecision struct {
-	action claimAction
-	facts  claimFacts
+	action provisioning.ClaimAction
+	facts  provisioning.ClaimFacts
 	// turn is whose claim it is, in node deployment (else zero).
 	turn provisioning.ClaimVerdict
 }
 
-// decide reads the facts of a claim from the listers (and the PVs we made
-// ourselves, which the lister may not show yet) and decides.
+// decide reads the facts of a claim and asks provisioning what to do.
 func (c *Controller) decide(claim *v1.PersistentVolumeClaim) claimDecision {
-	f := claimFacts{claim: claim, serves: c.pool.Serves}
-	if name := binding.ClaimClass(claim); name != "" {
-		f.class, _ = c.classes.Get(name)
-	}
-	pvName := volumeName(claim)
-	if _, err := c.pvs.Get(pvName); err == nil {
-		f.pvExists = true
-	} else if _, ok := c.madePVs.Get(pvName); ok {
-		f.pvExists = true
-	}
-	d := claimDecision{action: decideClaim(f), facts: f}
-	if c.node != nil && d.action != claimNone {
-		d.turn = c.claimTurn(claim, f.class)
-		d.action = gated(d.action, d.turn.Turn)
+	f := c.claimFacts(claim)
+	d := claimDecision{action: provisioning.DecideClaim(f), facts: f}
+	if c.node != nil && d.action != provisioning.ClaimNone {
+		d.turn = provisioning.ForClaim(c.local(provisioning.ClaimDriver(claim)), f)
+		d.action = provisioning.Gated(d.action, d.turn.Turn)
 	}
 	return d
 }
 
-func (c *Controller) syncClaim(ctx context.Context, key string) error {
-	ns, name := splitKey(key)
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+// claimFacts reads what the decision needs from the listers, and the PVs
+// made here, which the lister may not show yet.
+func (c *Controller) claimFacts(claim *v1.PersistentVolumeClaim) provisioning.ClaimFacts {
+	f := provisioning.ClaimFacts{Claim: claim, Serves: c.pool.Serves, Pin: claim.Annotations[provisioning.AnnEndpointNode]}
+	if name := binding.ClaimClass(claim); name != "" {
+		f.Class, _ = c.read.classes.Get(name)
+	}
+	pvName := provisioning.VolumeName(claim)
+	if _, err := c.read.pvs.Get(pvName); err == nil {
+		f.PVExists = true
+	} else if _, ok := c.memory.madePVs.Get(pvName); ok {
+		f.PVExists = true
+	}
+	return f
+}
+
+// syncClaim reads a claim, asks provisioning what to do and does it, in the
+// order doc.go states. Failures are errors the runner retries with
+// backoff; a node waiting its turn in a race asks for the key again later.
+func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return loop.Done(), nil // not a key this loop queues
+	}
+	claim, err := c.read.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
-	claim = c.newClaim.Observe(key, claim)
+	claim = c.memory.newClaim.Observe(key, claim)
 	d := c.decide(claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
-	if d.action != claimNone {
+	if d.action != provisioning.ClaimNone {
 		logger.V(4).Info("Claim sync", "action", d.action)
 	}
-	if c.node != nil && d.action != claimRace {
-		c.races.settled(claim.UID)
+	if c.node != nil && d.action != provisioning.ClaimRace {
+		c.memory.races.settled(claim.UID)
 		if d.turn.Turn == provisioning.Leave {
 			logger.V(5).Info("Not this node's claim", "node", c.node.NodeName, "reason", d.turn.String())
 		}
 	}
 	ctx = klog.NewContext(ctx, logger)
-	class := d.facts.class
-	if d.action == claimProvision || d.action == claimCleanup {
+	class := d.facts.Class
+	if d.action == provisioning.ClaimProvision || d.action == provisioning.ClaimCleanup {
 		if class, err = c.driverClass(claim, class); err != nil {
-			return err
+			return loop.Done(), err
 		}
 	}
 	switch d.action {
-	case claimProvision:
-		return c.provision(ctx, claim, class)
-	case claimPopulator:
+	case provisioning.ClaimProvision:
+		return loop.Done(), c.provision(ctx, claim, class)
+	case provisioning.ClaimPopulator:
 		c.leaveToPopulator(ctx, claim)
-	case claimRace:
+	case provisioning.ClaimRace:
 		return c.race(ctx, key, claim)
-	case claimFinish:
-		c.creates.settled(claim.UID)
+	case provisioning.ClaimFinish:
+		c.memory.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
-		return err
-	case claimCleanup:
-		return c.cleanup(ctx, claim, class)
+		return loop.Done(), err
+	case provisioning.ClaimCleanup:
+		return loop.Done(), c.cleanup(ctx, claim, class)
 	}
-	return nil
+	return loop.Done(), nil
 }
 
 // announce is the lib's event before every Provision call.
 func (c *Controller) announce(claim *v1.PersistentVolumeClaim, driver string) {
-	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
+	c.event(claim, claim.UID, driver, v1.EventTypeNormal, provisioning.EventProvisioning,
 		"External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
 }
 
@@ -102,33 +116,33 @@ func (c *Controller) announce(claim *v1.PersistentVolumeClaim, driver string) {
 // without a retry or any change to the claim (which keeps its selected
 // node: the populator needs it).
 func (c *Controller) leaveToPopulator(ctx context.Context, claim *v1.PersistentVolumeClaim) {
-	driver := claimDriver(claim)
+	driver := provisioning.ClaimDriver(claim)
 	c.announce(claim, driver)
-	c.eventIn(reasonProvisioning+"/populator", claim, claim.UID, driver, v1.EventTypeNormal, reasonProvisioning,
+	c.eventIn(provisioning.EventProvisioning+"/populator", claim, claim.UID, driver, v1.EventTypeNormal, provisioning.EventProvisioning,
 		"Assuming an external populator will provision the volume")
 	klog.FromContext(ctx).V(4).Info("Volume provision ignored", "reason", fmt.Sprintf(
-		"data source (%s) is not handled by the provisioner, assuming an external populator will provision it", populatorKind(claim)))
+		"data source (%s) is not handled by the provisioner, assuming an external populator will provision it", provisioning.PopulatorKind(claim)))
 }
 
 // provision runs the three persisted steps: the in-progress finalizer, the
 // backend volume, the PV; then drops the finalizer.
 func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
-	driver := claimDriver(claim)
+	driver := provisioning.ClaimDriver(claim)
 	c.announce(claim, driver)
-	if err := refusal(claim); err != nil {
-		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
+	if err := provisioning.Refusal(claim); err != nil {
+		return c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
 	}
 	p, err := c.plan(ctx, claim, class, driver, forCreate)
-	var misfit *pinMisfit
+	var misfit *provisioning.PinMisfit
 	if errors.As(err, &misfit) {
 		return c.ignorePin(ctx, claim, driver, misfit)
 	}
 	if err != nil {
-		return c.failed(ctx, claim, driver, err, beforeCreate(err, claim))
+		return c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
 	}
 	// Decided before the pin below is written: only a claim that no earlier
 	// attempt pinned, and that waits for no selected node, may move on.
-	movable := claim.Annotations[AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
+	movable := claim.Annotations[provisioning.AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
 	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
 		return err
 	}
@@ -143,22 +157,22 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 // pinnedPlan) from the claim, says so, and has the claim planned again
 // without it: the new plan pins the endpoint it chooses. The write changes
 // only the marks, which wakes nobody (onClaimUpdated), hence the requeue.
-func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, misfit *pinMisfit) error {
-	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonRecordRejected, "ignored %v; choosing the endpoint again", misfit)
+func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, misfit *provisioning.PinMisfit) error {
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventRecordRejected, "ignored %v; choosing the endpoint again", misfit)
 	upd := claim.DeepCopy()
-	delete(upd.Annotations, AnnEndpointNode)
+	delete(upd.Annotations, provisioning.AnnEndpointNode)
 	if _, err := c.updateClaim(ctx, upd); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Ignored an endpoint pin outside the claim's topology", "pin", misfit.node)
-	c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+	klog.FromContext(ctx).V(2).Info("Ignored an endpoint pin outside the claim's topology", "pin", misfit.Node)
+	c.queues.claims.Add(binding.ClaimKey(claim))
 	return nil
 }
 
 // create is create, remembered (createMemory) until its outcome settles.
 func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim, p plan) (*csipb.Volume, error) {
-	c.creates.sending(claim, p)
-	defer c.creates.answered(claim.UID)
+	c.memory.creates.sending(claim, p)
+	defer c.memory.creates.answered(claim.UID)
 	return create(ctx, p)
 }
 
@@ -199,25 +213,25 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 // volume gets its PV, and then the finalizer goes.
 func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, p plan, vol *csipb.Volume, err error) error {
 	if err != nil {
-		return c.failed(ctx, claim, driver, err, afterCreate(err, claim, p.endpoint.Info.Accessibility))
+		return c.failed(ctx, claim, driver, err, provisioning.AfterCreate(err, claim, p.endpoint.Info.Accessibility))
 	}
-	pv, err := provisionedVolume(claim, class, driver, vol, p.secrets)
+	pv, err := provisioning.ProvisionedVolume(claim, class, driver, vol, p.secrets)
 	if err == nil {
 		if c.attacherFinalizer {
-			pv = withAttacherFinalizer(pv, p.endpoint.Info.Publish)
+			pv = provisioning.WithAttacherFinalizer(pv, p.endpoint.Info.Publish)
 		}
 		err = c.createVolume(ctx, claim, pv)
 	}
 	if err != nil {
-		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed, "%v", err)
+		c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventFailed, "%v", err)
 		return err
 	}
 	// The PV owns the volume from now on.
-	c.creates.settled(claim.UID)
+	c.memory.creates.settled(claim.UID)
 	// Reported once the PV exists: the finalizer's removal below may
 	// conflict with the binder's bind and be finished by a later sync.
 	klog.FromContext(ctx).V(2).Info("Provisioned", "pv", pv.Name, "driver", driver, "handle", vol.GetVolumeId())
-	c.event(claim, claim.UID, driver, v1.EventTypeNormal, reasonSucceeded, "Successfully provisioned volume %s", pv.Name)
+	c.event(claim, claim.UID, driver, v1.EventTypeNormal, provisioning.EventSucceeded, "Successfully provisioned volume %s", pv.Name)
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
 }
@@ -225,26 +239,16 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 // failed reports a provisioning failure as the lib v13 does (Warning
 // ProvisioningFailed with the error itself), applies the outcome and
 // returns err so the claim is retried with backoff.
-func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, err error, out failureOutcome) error {
-	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonFailed, "%v", err)
-	upd := claim.DeepCopy()
-	changed := false
-	if _, ok := upd.Annotations[annSelectedNode]; ok && out.reschedule {
-		delete(upd.Annotations, annSelectedNode)
-		changed = true
+func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, err error, out provisioning.FailureOutcome) error {
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventFailed, "%v", err)
+	if out.Unpin {
+		c.memory.creates.settled(claim.UID) // nothing was made
 	}
-	if out.unpin {
-		c.creates.settled(claim.UID) // nothing was made
-	}
-	if out.unpin && markedInProgress(upd) {
-		unpin(upd)
-		changed = true
-	}
-	if changed {
+	if upd := provisioning.AfterFailure(claim, out); upd != nil {
 		if _, werr := c.updateClaim(ctx, upd); werr != nil {
 			return fmt.Errorf("%w (and the claim update failed: %v)", err, werr)
 		}
-		klog.FromContext(ctx).V(2).Info("Provisioning failed; claim updated", "err", err, "rescheduled", out.reschedule, "unpinned", out.unpin)
+		klog.FromContext(ctx).V(2).Info("Provisioning failed; claim updated", "err", err, "rescheduled", out.Reschedule, "unpinned", out.Unpin)
 	}
 	return err
 }

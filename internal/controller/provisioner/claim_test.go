@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // tap sits in front of every node's driver: it records the calls and the
@@ -351,9 +352,9 @@ func TestDeletionSecretsFromAnnotationsOrClass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{client: fake.NewClientset(secret), classes: storagelisters.NewStorageClassLister(indexer)}
+	c := &Controller{client: fake.NewClientset(secret), read: reads{classes: storagelisters.NewStorageClassLister(indexer)}}
 	pv := func(className string, ann map[string]string) *v1.PersistentVolume {
-		out := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+		out := provisioning.BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 		out.Spec.StorageClassName = className
 		maps.Copy(out.Annotations, ann)
 		return out

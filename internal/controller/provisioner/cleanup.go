@@ -2,10 +2,11 @@ package provisioner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
+	"github.com/volplane/volplane/internal/provisioning"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -27,27 +28,27 @@ import (
 func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
 	// The lister may lag behind a PV create: ask the API server before
 	// deleting anything a PV may own.
-	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, volumeName(claim), metav1.GetOptions{})
+	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, provisioning.VolumeName(claim), metav1.GetOptions{})
 	switch {
 	case err == nil:
-		c.creates.settled(claim.UID)
+		c.memory.creates.settled(claim.UID)
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("get PV %s: %w", volumeName(claim), err)
+		return fmt.Errorf("get PV %s: %w", provisioning.VolumeName(claim), err)
 	}
-	driver := claimDriver(claim)
+	driver := provisioning.ClaimDriver(claim)
 	p, exact, err := c.cleanupPlan(ctx, claim, class, driver)
 	if err == nil {
 		err = deleteBackend(ctx, p, exact)
 	}
 	if err != nil {
-		c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonCleanupFailed,
+		c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventCleanupFailed,
 			"failed to delete the volume that may have been provisioned for the claim: %v", err)
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Cleaned up the backend volume of a claim that went away", "driver", driver)
-	c.creates.settled(claim.UID)
+	c.memory.creates.settled(claim.UID)
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
 }
@@ -58,38 +59,38 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 // remembered plan is replayed and the volume deleted, with backoff until
 // that succeeds or the driver says none exists. A PV made meanwhile owns
 // the volume (the binder releases it, its reclaim policy decides).
-func (c *Controller) syncOrphan(ctx context.Context, key string) error {
+func (c *Controller) syncOrphan(ctx context.Context, key string) (loop.Result, error) {
 	uid := types.UID(key)
-	r, ok := c.creates.get(uid)
+	r, ok := c.memory.creates.get(uid)
 	if !ok {
-		return nil
+		return loop.Done(), nil
 	}
-	name := volumeName(r.claim)
+	name := provisioning.VolumeName(r.claim)
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(r.claim), "uid", uid)
-	if cur, err := c.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
-		return nil // not gone after all (a relist's tombstone): its own syncs settle it
+	if cur, err := c.read.claims.PersistentVolumeClaims(r.claim.Namespace).Get(r.claim.Name); err == nil && cur.UID == uid {
+		return loop.Done(), nil // not gone after all (a relist's tombstone): its own syncs settle it
 	}
 	if r.inFlight {
-		return fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
+		return loop.Done(), fmt.Errorf("the CreateVolume of deleted claim %s/%s is still running; cleaning up once it returns", r.claim.Namespace, r.claim.Name)
 	}
 	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		logger.V(2).Info("The PV of a deleted claim owns its volume", "pv", name)
-		c.creates.settled(uid)
-		return nil
+		c.memory.creates.settled(uid)
+		return loop.Done(), nil
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("get PV %s: %w", name, err)
+		return loop.Done(), fmt.Errorf("get PV %s: %w", name, err)
 	}
 	driver := r.plan.endpoint.Info.Driver
 	if err := deleteBackend(klog.NewContext(ctx, logger), r.plan, true); err != nil {
-		c.event(r.claim, uid, driver, v1.EventTypeWarning, reasonCleanupFailed,
+		c.event(r.claim, uid, driver, v1.EventTypeWarning, provisioning.EventCleanupFailed,
 			"failed to delete the volume that may have been provisioned for the claim, which was deleted meanwhile: %v", err)
-		return err
+		return loop.Done(), err
 	}
 	logger.V(2).Info("Cleaned up the backend volume of a deleted claim whose create was unsettled", "driver", driver)
-	c.creates.settled(uid)
-	return nil
+	c.memory.creates.settled(uid)
+	return loop.Done(), nil
 }
 
 // deleteBackend replays the request that may have made the claim's volume:
@@ -106,10 +107,10 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 	switch {
 	case status.Code(err) == codes.AlreadyExists:
 		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
-			p.request.GetName(), err, ClaimFinalizer)
+			p.request.GetName(), err, provisioning.ClaimFinalizer)
 	case csierror.Final(err) && !exact:
 		return fmt.Errorf("the request rebuilt without the claim's class or clone source was refused (%w), which does not prove that no volume %s exists; if none does, remove the finalizer %s from the claim",
-			err, p.request.GetName(), ClaimFinalizer)
+			err, p.request.GetName(), provisioning.ClaimFinalizer)
 	case csierror.Final(err):
 		klog.FromContext(ctx).V(2).Info("No backend volume to clean up", "err", err)
 		return nil
@@ -132,15 +133,15 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 //     (exact), or without the clone source if that is gone;
 //   - with its class gone too: a request built from the claim alone.
 //
-// All go to the pinned endpoint, once it passes its check (checkPin), so
+// All go to the pinned endpoint, once it passes its check (provisioning.CheckPin), so
 // each finds the volume if the driver matches existing volumes by name,
 // size and access type. Every request is named pvc-<the claim's UID>:
 // nothing written on the claim makes the cleanup reach another volume.
 func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (p plan, exact bool, err error) {
-	if r, ok := c.creates.get(claim.UID); ok {
+	if r, ok := c.memory.creates.get(claim.UID); ok {
 		return r.plan, true, nil
 	}
-	if class != nil && !provisionsFor(class, driver) {
+	if class != nil && !provisioning.ProvisionsFor(class, driver) {
 		class = nil // not the class of the driver the claim names: it gives nothing
 	}
 	req, recorded := c.trustedRecord(claim, class, driver)
@@ -162,29 +163,31 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 		return plan{}, false, fmt.Errorf("no CSI endpoint serves driver %q; waiting for it", driver)
 	}
 	if !recorded {
-		if req, err = claimOnlyRequest(claim, info); err != nil {
+		if req, err = provisioning.ClaimOnlyRequest(claim, driverOf(info)); err != nil {
 			return plan{}, false, err
 		}
 	}
-	ep, err := cleanupEndpoint(c.pool.Endpoints(driver), claim.Annotations[AnnEndpointNode])
+	eps := c.pool.Endpoints(driver)
+	i, err := provisioning.CleanupEndpoint(endpointsOf(eps), claim.Annotations[provisioning.AnnEndpointNode])
 	if err != nil {
 		return plan{}, false, err
 	}
+	ep := eps[i]
 	if err := c.checkCleanupPin(claim, class, driver, info, ep); err != nil {
 		return plan{}, false, err
 	}
 	if info.Accessibility && len(ep.Info.Topology) > 0 {
-		req.AccessibilityRequirements = narrowedTo(ep)
+		req.AccessibilityRequirements = provisioning.NarrowedTo(endpointOf(ep))
 	}
 	return plan{request: req, endpoint: ep}, recorded, nil
 }
 
 // trustedRecord is the request recorded on the claim if it passes its
-// check (whyNotOurs); ok is false without one. A record that fails, or
+// check (provisioning.WhyNotOurs); ok is false without one. A record that fails, or
 // cannot be read, is never replayed: it is reported, and the volume is
 // looked for as if none were recorded, by requests named for this claim.
 func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (*csipb.CreateVolumeRequest, bool) {
-	req, ok, err := recordedRequest(claim)
+	req, ok, err := provisioning.RecordedRequest(claim)
 	var why string
 	switch {
 	case err != nil:
@@ -192,17 +195,17 @@ func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *stora
 	case !ok:
 		return nil, false
 	default:
-		why = whyNotOurs(req, c.recordFacts(claim, class, driver))
+		why = provisioning.WhyNotOurs(req, c.recordFacts(claim, class, driver))
 	}
 	if why == "" {
 		return req, true
 	}
-	c.event(claim, claim.UID, driver, v1.EventTypeWarning, reasonRecordRejected,
-		"ignored the CreateVolume request recorded in annotation %s: %s; the claim's volume is looked for without it", AnnCreateRequest, why)
+	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventRecordRejected,
+		"ignored the CreateVolume request recorded in annotation %s: %s; the claim's volume is looked for without it", provisioning.AnnCreateRequest, why)
 	return nil, false
 }
 
-// checkCleanupPin is checkPin for the endpoint a cleanup would ask: within
+// checkCleanupPin is provisioning.CheckPin for the endpoint a cleanup would ask: within
 // the selected node, and the class's allowed topologies while the class
 // exists. A pin that fails is never asked: the finalizer stays, and the
 // error says so.
@@ -210,62 +213,33 @@ func (c *Controller) checkCleanupPin(claim *v1.PersistentVolumeClaim, class *sto
 	if class == nil {
 		class = &storagev1.StorageClass{}
 	}
-	in := requestInput{claim: claim, class: class, driver: info}
+	in := provisioning.RequestFacts{Claim: claim, Class: class, Driver: driverOf(info)}
 	if info.Accessibility {
-		in.topologyKeys = c.pool.TopologyKeys(driver)
+		in.TopologyKeys = c.pool.TopologyKeys(driver)
 	}
 	var err error
-	if len(in.topologyKeys) > 0 {
-		if in.selected, err = c.selectedNode(claim, driver); err != nil {
+	if len(in.TopologyKeys) > 0 {
+		if in.Selected, err = c.selectedNode(claim, driver); err != nil {
 			return err
 		}
 	}
-	segs, err := pinSegments(in)
+	segs, err := provisioning.PinSegments(in)
 	if err != nil {
 		return err
 	}
-	if err := checkPin(ep, segs); err != nil {
-		return fmt.Errorf("%w; it is not asked: if no volume %s exists on the backend, remove the finalizer %s from the claim", err, volumeName(claim), ClaimFinalizer)
+	if err := provisioning.CheckPin(endpointOf(ep), segs); err != nil {
+		return fmt.Errorf("%w; it is not asked: if no volume %s exists on the backend, remove the finalizer %s from the claim", err, provisioning.VolumeName(claim), provisioning.ClaimFinalizer)
 	}
 	return nil
-}
-
-// cleanupEndpoint is the endpoint an earlier attempt asked: the pinned
-// node's. A claim is pinned whenever the endpoint asked has a node ID, so
-// an unpinned one went to an endpoint without, which ForCreate only
-// chooses as the first; a single endpoint is the only one it can have
-// asked. Otherwise which one was asked cannot be told: wait and report.
-func cleanupEndpoint(eps []*csi.Endpoint, pin string) (*csi.Endpoint, error) {
-	switch {
-	case len(eps) == 0:
-		return nil, errors.New("no CSI endpoint serves the driver; waiting for it")
-	case pin != "":
-		for _, e := range eps {
-			if e.Info.NodeID == pin {
-				return e, nil
-			}
-		}
-		return nil, fmt.Errorf("the endpoint of node %q, which the provisioning attempt asked, is not served now; waiting for it", pin)
-	case eps[0].Info.NodeID == "" || len(eps) == 1:
-		return eps[0], nil
-	}
-	return nil, fmt.Errorf("the claim does not record which of the driver's %d endpoints was asked, so which one may hold its volume cannot be told", len(eps))
-}
-
-// claimOnlyRequest is the request for the claim's volume built without its
-// class: name, size, access modes and volume mode; no parameters, clone
-// source or topology.
-func claimOnlyRequest(claim *v1.PersistentVolumeClaim, info csi.Info) (*csipb.CreateVolumeRequest, error) {
-	return buildRequest(requestInput{claim: claim, class: &storagev1.StorageClass{}, driver: info})
 }
 
 // cleanupSecrets is the provisioner secret's data for the cleanup of a
 // recorded request; nil, logged, when it cannot be resolved or read.
 func (c *Controller) cleanupSecrets(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, pvName string) map[string]string {
-	refs, err := resolveSecretRefs(class.Parameters, pvName, claim)
+	refs, err := provisioning.ResolveSecretRefs(class.Parameters, pvName, claim)
 	if err == nil {
 		var creds map[string]string
-		if creds, err = c.credentials(ctx, refs[provisionerSecret]); err == nil {
+		if creds, err = c.credentials(ctx, refs[provisioning.ProvisionerSecret]); err == nil {
 			return creds
 		}
 	}

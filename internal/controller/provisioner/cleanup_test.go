@@ -13,40 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 func pinnedTo(node string) func(*v1.PersistentVolumeClaim) {
 	return func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnEndpointNode] = node }
-}
-
-// The cleanup asks the endpoint the provisioning attempt asked, or waits.
-func TestCleanupAsksTheEndpointTheAttemptAsked(t *testing.T) {
-	ep := func(node string) *csi.Endpoint {
-		return &csi.Endpoint{Address: "at-" + node, Info: csi.Info{NodeID: node}}
-	}
-	for _, tc := range []struct {
-		name    string
-		eps     []*csi.Endpoint
-		pin     string
-		want    string
-		wantErr string
-	}{
-		{"pinned", []*csi.Endpoint{ep("a"), ep("b")}, "b", "at-b", ""},
-		{"pinned to a node not served: wait", []*csi.Endpoint{ep("a")}, "b", "", `the endpoint of node "b", which the provisioning attempt asked, is not served now`},
-		{"unpinned, central endpoint first", []*csi.Endpoint{ep(""), ep("a")}, "", "at-", ""},
-		{"unpinned, a single endpoint", []*csi.Endpoint{ep("a")}, "", "at-a", ""},
-		{"unpinned among node endpoints: cannot tell", []*csi.Endpoint{ep("a"), ep("b")}, "", "", "does not record which of the driver's 2 endpoints"},
-		{"nothing served", nil, "a", "", "no CSI endpoint serves the driver"},
-	} {
-		got, err := cleanupEndpoint(tc.eps, tc.pin)
-		switch {
-		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("%s: %v, %v; want error %q", tc.name, got, err, tc.wantErr)
-		case tc.wantErr == "" && (err != nil || got.Address != tc.want):
-			t.Errorf("%s: %v, %v; want %s", tc.name, got, err, tc.want)
-		}
-	}
 }
 
 // The request recorded on the claim holds what rebuilds it without class or
@@ -58,14 +29,14 @@ func TestRecordedRequestKeepsNoSecretsAndNoTopology(t *testing.T) {
 		VolumeContentSource: &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
 			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: "src"}}},
 		AccessibilityRequirements: &csipb.TopologyRequirement{Requisite: []*csipb.Topology{{Segments: map[string]string{topoKey: "a"}}}}}
-	rec, err := recordRequest(req)
+	rec, err := provisioning.RecordRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(rec, "hunter2") {
 		t.Errorf("the record %s holds a secret", rec)
 	}
-	got, ok, err := recordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec }))
+	got, ok, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec }))
 	switch {
 	case err != nil || !ok:
 		t.Fatalf("recordedRequest = %v, %v", ok, err)
@@ -76,7 +47,7 @@ func TestRecordedRequestKeepsNoSecretsAndNoTopology(t *testing.T) {
 	case got.GetSecrets() != nil || got.GetAccessibilityRequirements() != nil:
 		t.Errorf("secrets or topology recorded: %v", got)
 	}
-	if _, _, err := recordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = "{" })); err == nil {
+	if _, _, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = "{" })); err == nil {
 		t.Error("a broken record must be an error, not an empty request")
 	}
 }
@@ -174,7 +145,7 @@ func (w *world) expectCleanedUp() {
 	w.t.Helper()
 	w.eventually("backend volume deleted, finalizer gone", func() string {
 		c := w.claim()
-		if b := w.backend(); len(b) != 0 || markedInProgress(c) {
+		if b := w.backend(); len(b) != 0 || provisioning.MarkedInProgress(c) {
 			return fmt.Sprintf("backend %v, finalizers %v, annotations %v, events %v", b, c.Finalizers, c.Annotations, w.events)
 		}
 		return ""

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 )
@@ -48,41 +50,67 @@ type Config struct {
 	// driver (see NodeDeployment); nil serves every endpoint of Pool from
 	// here.
 	NodeDeployment *NodeDeployment
+	// Metrics, if set, takes the loop's stuck-key metrics (loop.Runner).
+	Metrics prometheus.Registerer
 }
 
 // Controller is the provisioner. Build it with New and start it with Run.
 type Controller struct {
+	// The write side: the API client, the drivers' endpoints, and the
+	// event recorder of each driver.
 	client    kubernetes.Interface
 	pool      *csi.Pool
 	recorders map[string]record.EventRecorder
-	workers   int
-	resync    time.Duration
-	// attacherFinalizer: Config.AttacherFinalizer.
-	attacherFinalizer bool
-	// node is the node deployment (nil: off); races its memory.
-	node  *NodeDeployment
-	races *raceMemory
 
+	// Settings from Config.
+	workers           int
+	resync            time.Duration
+	attacherFinalizer bool
+	// node is the node deployment (nil: off).
+	node *NodeDeployment
+
+	read   reads
+	queues queues
+	memory memories
+	runner *loop.Runner
+}
+
+// reads is the read side: the informers' listers and indexes.
+type reads struct {
 	pvs     corelisters.PersistentVolumeLister
 	claims  corelisters.PersistentVolumeClaimLister
 	classes storagelisters.StorageClassLister
 	nodes   corelisters.NodeLister
 	vacs    storagelisters.VolumeAttributesClassLister
-	// attachments indexes VolumeAttachments by PV name; nil when no
-	// driver served attaches volumes.
+	// attachments indexes VolumeAttachments by PV name (informerindex);
+	// nil when no driver served attaches volumes.
 	attachments cache.Indexer
 	synced      []cache.InformerSynced
+}
 
-	claimQ  workqueue.TypedRateLimitingInterface[string]
-	volumeQ workqueue.TypedRateLimitingInterface[string]
-	// orphanQ holds the UIDs of claims that went away while a create of
-	// ours for them was unsettled (creates); syncOrphan cleans up.
-	orphanQ  workqueue.TypedRateLimitingInterface[string]
-	creates  *createMemory
+// queues are the loop's work queues, each with its sync.
+type queues struct {
+	// claims: "namespace/name" keys, syncClaim.
+	claims workqueue.TypedRateLimitingInterface[string]
+	// volumes: PV names, syncVolume.
+	volumes workqueue.TypedRateLimitingInterface[string]
+	// orphans: the UIDs of claims that went away while a create of ours
+	// for them was unsettled (memories.creates); syncOrphan cleans up.
+	orphans workqueue.TypedRateLimitingInterface[string]
+}
+
+// memories are what this process remembers beyond the informers' caches.
+type memories struct {
+	// creates: the creates whose outcome is not settled.
+	creates *createMemory
+	// newClaim and madePVs: the newest copies of what this loop wrote,
+	// which the informers may not show yet.
 	newClaim *loop.Newest[*v1.PersistentVolumeClaim]
 	madePVs  *loop.Newest[*v1.PersistentVolume]
-	events   *eventMemory
-	runner   *loop.Runner
+	// events: what was reported, so that a retry does not repeat it.
+	events *loop.EventMemory
+	// races: in node deployment, the claims raced for (nil: off).
+	races *raceMemory
 }
 
 // New builds a provisioner over the given informers.
@@ -95,13 +123,17 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		attacherFinalizer: cfg.AttacherFinalizer,
 		recorders:         map[string]record.EventRecorder{},
-		claimQ:            loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
-		volumeQ:           loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
-		orphanQ:           loop.NewQueue("provisioner-orphans", 500*time.Millisecond, 5*time.Minute),
-		creates:           newCreateMemory(),
-		newClaim:          loop.NewNewest[*v1.PersistentVolumeClaim](),
-		madePVs:           loop.NewNewest[*v1.PersistentVolume](),
-		events:            newEventMemory(),
+		queues: queues{
+			claims:  loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
+			volumes: loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
+			orphans: loop.NewQueue("provisioner-orphans", 500*time.Millisecond, 5*time.Minute),
+		},
+		memory: memories{
+			creates:  newCreateMemory(),
+			newClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
+			madePVs:  loop.NewNewest[*v1.PersistentVolume](),
+			events:   loop.NewEventMemory(),
+		},
 	}
 	if n := cfg.NodeDeployment; n != nil {
 		if err := n.Validate(); err != nil {
@@ -110,7 +142,7 @@ func New(cfg Config) (*Controller, error) {
 		if err := checkNodePool(cfg.Pool, n.NodeName); err != nil {
 			return nil, err
 		}
-		c.node, c.races = n, newRaceMemory(*n)
+		c.node, c.memory.races = n, newRaceMemory(*n)
 	}
 	for _, d := range cfg.Pool.Drivers() {
 		c.recorders[d] = cfg.Recorder(d)
@@ -120,9 +152,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	// Failures here are calls to storage backends, which must not be hammered:
 	// back off per key from half a second to five minutes.
-	c.runner = &loop.Runner{Name: "Provisioner", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: loop.ErrorOnly(c.syncClaim)}, {Q: c.volumeQ, Sync: loop.ErrorOnly(c.syncVolume)}, {Q: c.orphanQ, Sync: loop.ErrorOnly(c.syncOrphan)}},
-		Resync: c.resyncPending, ResyncPeriod: c.resync}
+	c.runner = &loop.Runner{Name: "Provisioner", Synced: c.read.synced, Workers: c.workers,
+		Queues: []loop.Queue{{Q: c.queues.claims, Sync: c.syncClaim}, {Q: c.queues.volumes, Sync: c.syncVolume}, {Q: c.queues.orphans, Sync: c.syncOrphan}},
+		Resync: c.resyncPending, ResyncPeriod: c.resync, Metrics: cfg.Metrics}
 	return c, nil
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // world is a controller test: the fake API, a real hostpath driver per
@@ -229,7 +230,7 @@ func TestFinalErrorRemovesSelectedNode(t *testing.T) {
 // A provisioner that crashed after the PV create finds the PV and only
 // drops the finalizer: no second CreateVolume.
 func TestExistingPVOnlyDropsTheFinalizer(t *testing.T) {
-	made := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	made := provisioning.BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 	w := newWorld(t, claim(withFinalizer), class(), made)
 	w.start()
 	w.eventually("finalizer gone", func() string {
@@ -269,7 +270,7 @@ func TestReleasedVolumeIsDeleted(t *testing.T) {
 		return ""
 	})
 
-	gone := buildVolume(claim(), class(), testDriver, &csipb.Volume{VolumeId: "no-such-volume",
+	gone := provisioning.BuildVolume(claim(), class(), testDriver, &csipb.Volume{VolumeId: "no-such-volume",
 		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{topoKey: "a"}}}})
 	gone.Name = "pvc-gone"
 	gone.Status.Phase = v1.VolumeReleased
@@ -291,7 +292,7 @@ func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	retained := buildVolume(claim(), class(), testDriver, made)
+	retained := provisioning.BuildVolume(claim(), class(), testDriver, made)
 	retained.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	retained.Status.Phase = v1.VolumeReleased
 	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, retained, metav1.CreateOptions{}); err != nil {

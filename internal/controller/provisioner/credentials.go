@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/volplane/volplane/internal/controller/secrets"
+	"github.com/volplane/volplane/internal/provisioning"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -32,26 +32,20 @@ func (c *Controller) credentials(ctx context.Context, ref *v1.SecretReference) (
 // class whose templates cannot be resolved is an error.
 func (c *Controller) deletionSecrets(ctx context.Context, pv *v1.PersistentVolume) (map[string]string, error) {
 	logger := klog.FromContext(ctx)
-	name, hasName := pv.Annotations[annDeletionSecretName]
-	ns, hasNamespace := pv.Annotations[annDeletionSecretNamespace]
-	var ref *v1.SecretReference
+	ref, recorded := provisioning.RecordedDeletionSecret(pv)
 	switch {
-	case hasName && hasNamespace:
-		if name == "" || ns == "" {
-			return nil, nil
-		}
-		ref = &v1.SecretReference{Name: name, Namespace: ns}
-	case pv.Spec.StorageClassName == "" || pv.Spec.ClaimRef == nil:
+	case recorded && ref == nil:
 		return nil, nil
-	default:
-		class, err := c.classes.Get(pv.Spec.StorageClassName)
+	case !recorded && (pv.Spec.StorageClassName == "" || pv.Spec.ClaimRef == nil):
+		return nil, nil
+	case !recorded:
+		class, err := c.read.classes.Get(pv.Spec.StorageClassName)
 		if err != nil {
 			logger.Info("No StorageClass to find deletion secrets in; deleting without", "class", pv.Spec.StorageClassName, "err", err)
 			return nil, nil
 		}
-		claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pv.Spec.ClaimRef.Name, Namespace: pv.Spec.ClaimRef.Namespace}}
-		if ref, err = secretRef(provisionerSecret, class.Parameters, pv.Name, claim); err != nil {
-			return nil, fmt.Errorf("failed to get secretreference for volume %s: %v", pv.Name, err)
+		if ref, err = provisioning.ClassDeletionSecret(pv, class); err != nil {
+			return nil, err
 		}
 	}
 	creds, err := c.credentials(ctx, ref)

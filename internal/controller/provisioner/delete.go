@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
+	"github.com/volplane/volplane/internal/provisioning"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,20 +20,20 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-func (c *Controller) syncVolume(ctx context.Context, name string) error {
-	pv, err := c.pvs.Get(name)
+func (c *Controller) syncVolume(ctx context.Context, name string) (loop.Result, error) {
+	pv, err := c.read.pvs.Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
-	if _, ok := c.madePVs.Get(name); ok {
-		pv = c.madePVs.Observe(name, pv)
+	if _, ok := c.memory.madePVs.Get(name); ok {
+		pv = c.memory.madePVs.Observe(name, pv)
 	}
-	action, why := c.volumeAction(pv)
+	action, why := c.volumeActionOf(pv)
 	logger := klog.FromContext(ctx).WithValues("pv", klog.KObj(pv))
-	if action != volumeNone {
+	if action != provisioning.VolumeNone {
 		logger.V(4).Info("Volume sync", "action", action)
 	}
 	if why != "" {
@@ -38,14 +41,14 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	}
 	ctx = klog.NewContext(ctx, logger)
 	switch action {
-	case volumeUnfinalize:
-		return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
-	case volumeFinalize:
-		return c.addVolumeFinalizer(ctx, pv)
-	case volumeDelete:
-		return c.deleteReleasedVolume(ctx, pv)
+	case provisioning.VolumeUnfinalize:
+		return loop.Done(), c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
+	case provisioning.VolumeFinalize:
+		return loop.Done(), c.addVolumeFinalizer(ctx, pv)
+	case provisioning.VolumeDelete:
+		return loop.Done(), c.deleteReleasedVolume(ctx, pv)
 	}
-	return nil
+	return loop.Done(), nil
 }
 
 // deleteReleased reclaims a Released CSI PV under Delete: the backend volume
@@ -65,16 +68,16 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 	driver := pv.Spec.CSI.Driver
 	ep, err := c.deleteEndpoint(pv, driver)
 	if err != nil {
-		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, provisioning.EventVolumeFailedDelete, "%v", err)
 		return err
 	}
 	secrets, err := c.deletionSecrets(ctx, pv)
 	if err != nil {
-		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, provisioning.EventVolumeFailedDelete, "%v", err)
 		return err
 	}
 	if err := ep.DeleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil && !csierror.NotFound(err) {
-		c.event(pv, pv.UID, driver, v1.EventTypeWarning, reasonVolumeFailedDelete, "%v", err)
+		c.event(pv, pv.UID, driver, v1.EventTypeWarning, provisioning.EventVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
 	if pv.DeletionTimestamp == nil {
@@ -104,7 +107,7 @@ func (c *Controller) stillToDelete(ctx context.Context, cached *v1.PersistentVol
 	if err != nil {
 		return false, fmt.Errorf("get PV: %w", err)
 	}
-	if why := whyNotDelete(cached, live); why != "" {
+	if why := provisioning.WhyNotDelete(cached, live); why != "" {
 		klog.FromContext(ctx).V(2).Info("Not deleting the volume after all", "reason", why)
 		return false, nil
 	}
@@ -115,17 +118,21 @@ func (c *Controller) stillToDelete(ctx context.Context, cached *v1.PersistentVol
 // there is none yet: still attached, or its node's driver is not served.
 func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*csi.Endpoint, error) {
 	info, _ := c.pool.Info(driver)
-	if err := attachmentBlocks(pv.Name, info.Publish, c.attachmentsOf(pv.Name)); err != nil {
+	vas, err := c.attachmentsOf(pv.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.AttachmentBlocks(pv.Name, info.Publish, vas); err != nil {
 		return nil, err
 	}
 	ep, err := c.pool.ForVolume(driver, pv)
 	if errors.Is(err, csi.ErrAffinityNotOnDriverKeys) {
 		return nil, fmt.Errorf("cannot delete volume %s: %w; its node affinity (%s) cannot tell which instance holds it, and another would answer for an ID it never made; delete the volume on the backend, then remove the finalizer %s from the PV",
-			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv), VolumeFinalizer)
+			pv.Spec.CSI.VolumeHandle, err, provisioning.DescribeAffinity(pv), provisioning.VolumeFinalizer)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot delete volume %s yet: %w; the volume is accessible from %s; waiting until the driver there is served",
-			pv.Spec.CSI.VolumeHandle, err, describeAffinity(pv))
+			pv.Spec.CSI.VolumeHandle, err, provisioning.DescribeAffinity(pv))
 	}
 	return ep, nil
 }
@@ -136,7 +143,7 @@ func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*cs
 // again.
 func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
 	upd := pv.DeepCopy()
-	upd.Finalizers = append(upd.Finalizers, VolumeFinalizer)
+	upd.Finalizers = append(upd.Finalizers, provisioning.VolumeFinalizer)
 	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -145,8 +152,8 @@ func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVo
 		return fmt.Errorf("add finalizer: %w", err)
 	}
 	klog.FromContext(ctx).V(2).Info("Finalizer back on a PV under Delete")
-	if _, ok := c.madePVs.Get(out.Name); ok {
-		c.madePVs.Observe(out.Name, out)
+	if _, ok := c.memory.madePVs.Get(out.Name); ok {
+		c.memory.madePVs.Observe(out.Name, out)
 	}
 	return nil
 }
@@ -161,10 +168,10 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if err != nil {
 		return fmt.Errorf("get PV: %w", err)
 	}
-	if live.UID != uid || !hasFinalizer(live.Finalizers, VolumeFinalizer) {
+	if live.UID != uid || !slices.Contains(live.Finalizers, provisioning.VolumeFinalizer) {
 		return nil
 	}
-	live.Finalizers, _ = binding.WithoutFinalizer(live.Finalizers, VolumeFinalizer)
+	live.Finalizers, _ = binding.WithoutFinalizer(live.Finalizers, provisioning.VolumeFinalizer)
 	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, live, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -172,6 +179,6 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	c.madePVs.Observe(out.Name, out)
+	c.memory.madePVs.Observe(out.Name, out)
 	return nil
 }

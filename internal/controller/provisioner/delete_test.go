@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // provisionAndRelease waits until the world's claim has its PV and backend
@@ -86,7 +87,7 @@ func TestReleasedVolumeSwitchedToRetainKeepsItsData(t *testing.T) {
 // so the PV would go and the data stay): the user is told which node, and
 // the PV waits.
 func TestReleasedVolumeOfAnUnservedNodeWaitsForItsDriver(t *testing.T) {
-	onC := buildVolume(claim(), class(), testDriver, &csipb.Volume{VolumeId: "vol-on-c",
+	onC := provisioning.BuildVolume(claim(), class(), testDriver, &csipb.Volume{VolumeId: "vol-on-c",
 		AccessibleTopology: []*csipb.Topology{{Segments: map[string]string{topoKey: "c"}}}})
 	onC.Status.Phase = v1.VolumeReleased
 	w := newWorld(t, onC)

@@ -3,7 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,7 +12,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
@@ -21,8 +24,8 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	classInf := f.Storage().V1().StorageClasses()
 	nodeInf := f.Core().V1().Nodes()
 	vacInf := f.Storage().V1().VolumeAttributesClasses()
-	c.pvs, c.claims, c.classes, c.nodes = pvInf.Lister(), claimInf.Lister(), classInf.Lister(), nodeInf.Lister()
-	c.vacs = vacInf.Lister()
+	c.read.pvs, c.read.claims, c.read.classes, c.read.nodes = pvInf.Lister(), claimInf.Lister(), classInf.Lister(), nodeInf.Lister()
+	c.read.vacs = vacInf.Lister()
 	synced, err := loop.Register(
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: c.onClaimUpdated, DeleteFunc: c.onClaimDeleted}},
@@ -33,7 +36,7 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
-	c.synced = synced
+	c.read.synced = synced
 	if !c.anyDriverAttaches() {
 		return nil
 	}
@@ -41,12 +44,9 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) error 
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
-	c.synced = append(c.synced, vaSynced...)
+	c.read.synced = append(c.read.synced, vaSynced...)
 	return nil
 }
-
-// vaByVolume indexes VolumeAttachments by the PV they attach.
-const vaByVolume = "provisioner.volplane.io/persistentVolumeName"
 
 // anyDriverAttaches: some driver served has PUBLISH_UNPUBLISH_VOLUME, so a
 // Released PV may still be attached (only then are VolumeAttachments
@@ -60,46 +60,32 @@ func (c *Controller) anyDriverAttaches() bool {
 	return false
 }
 
-// registerAttachments watches VolumeAttachments: a PV whose deletion waits
-// for one to go is synced again when it goes.
+// registerAttachments watches VolumeAttachments, indexed by the PV they
+// attach (informerindex): a PV whose deletion waits for one to go is
+// synced again when it goes.
 func (c *Controller) registerAttachments(f informers.SharedInformerFactory) ([]cache.InformerSynced, error) {
-	inf := f.Storage().V1().VolumeAttachments().Informer()
-	err := inf.AddIndexers(cache.Indexers{vaByVolume: func(obj any) ([]string, error) {
-		if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
-			return []string{*va.Spec.Source.PersistentVolumeName}, nil
-		}
-		return nil, nil
-	}})
+	inf, err := informerindex.VolumeAttachments(f)
 	if err != nil {
 		return nil, fmt.Errorf("VolumeAttachment index: %w", err)
 	}
-	c.attachments = inf.GetIndexer()
+	c.read.attachments = inf.GetIndexer()
 	return loop.Register(loop.Handler{Informer: inf, Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onAttachmentDeleted}})
 }
 
 // attachmentsOf are the VolumeAttachments naming the PV (none when no
 // driver served attaches).
-func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {
-	if c.attachments == nil {
-		return nil
+func (c *Controller) attachmentsOf(pv string) ([]*storagev1.VolumeAttachment, error) {
+	if c.read.attachments == nil {
+		return nil, nil
 	}
-	objs, _ := c.attachments.ByIndex(vaByVolume, pv)
-	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
-	for _, o := range objs {
-		if va, ok := o.(*storagev1.VolumeAttachment); ok {
-			out = append(out, va)
-		}
-	}
-	return out
+	return informerindex.AttachmentsOf(c.read.attachments, pv)
 }
 
 func (c *Controller) onAttachmentDeleted(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok && va.Spec.Source.PersistentVolumeName != nil {
-		c.volumeQ.Add(*va.Spec.Source.PersistentVolumeName)
+		c.queues.volumes.Add(*va.Spec.Source.PersistentVolumeName)
 	}
 }
-
-func claimKey(ns, name string) string { return ns + "/" + name }
 
 // onClaim queues claims handed to a driver we serve, and claims carrying
 // our finalizer whatever else changed.
@@ -108,10 +94,10 @@ func (c *Controller) onClaim(obj any) {
 	if !ok {
 		return
 	}
-	key := claimKey(claim.Namespace, claim.Name)
-	claim = c.newClaim.Observe(key, claim)
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) || c.pool.Serves(claimDriver(claim)) {
-		c.claimQ.Add(key)
+	key := binding.ClaimKey(claim)
+	claim = c.memory.newClaim.Observe(key, claim)
+	if slices.Contains(claim.Finalizers, provisioning.ClaimFinalizer) || c.pool.Serves(provisioning.ClaimDriver(claim)) {
+		c.queues.claims.Add(key)
 	}
 }
 
@@ -126,8 +112,8 @@ func (c *Controller) onClaim(obj any) {
 func (c *Controller) onClaimUpdated(old, cur any) {
 	o, okO := old.(*v1.PersistentVolumeClaim)
 	n, okN := cur.(*v1.PersistentVolumeClaim)
-	if okO && okN && onlyMarksChanged(o, n) {
-		c.newClaim.Observe(claimKey(n.Namespace, n.Name), n)
+	if okO && okN && provisioning.OnlyMarksChanged(o, n) {
+		c.memory.newClaim.Observe(binding.ClaimKey(n), n)
 		return
 	}
 	loop.Updated(c.onClaim)(old, cur)
@@ -135,13 +121,13 @@ func (c *Controller) onClaimUpdated(old, cur any) {
 
 func (c *Controller) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
-		c.newClaim.Forget(claimKey(claim.Namespace, claim.Name))
-		if c.races != nil {
-			c.races.settled(claim.UID)
+		c.memory.newClaim.Forget(binding.ClaimKey(claim))
+		if c.memory.races != nil {
+			c.memory.races.settled(claim.UID)
 		}
-		c.events.forget(claim.UID)
-		if _, ok := c.creates.get(claim.UID); ok {
-			c.orphanQ.Add(string(claim.UID))
+		c.memory.events.Forget(claim.UID)
+		if _, ok := c.memory.creates.get(claim.UID); ok {
+			c.queues.orphans.Add(string(claim.UID))
 		}
 	}
 }
@@ -150,19 +136,19 @@ func (c *Controller) onClaimDeleted(obj any) {
 // appearing finishes that claim's provisioning).
 func (c *Controller) onVolume(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
-	if !ok || !ownProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
+	if !ok || !provisioning.OwnProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
 		return
 	}
-	c.volumeQ.Add(pv.Name)
-	if ref := pv.Spec.ClaimRef; ref != nil && pv.Name == volumeNamePrefix+string(ref.UID) {
-		c.claimQ.Add(claimKey(ref.Namespace, ref.Name))
+	c.queues.volumes.Add(pv.Name)
+	if ref := pv.Spec.ClaimRef; ref != nil && pv.Name == provisioning.VolumeNamePrefix+string(ref.UID) {
+		c.queues.claims.Add(binding.ClaimRefKey(ref))
 	}
 }
 
 func (c *Controller) onVolumeDeleted(obj any) {
 	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
-		c.madePVs.Forget(pv.Name)
-		c.events.forget(pv.UID)
+		c.memory.madePVs.Forget(pv.Name)
+		c.memory.events.Forget(pv.UID)
 	}
 }
 
@@ -170,21 +156,16 @@ func (c *Controller) onVolumeDeleted(obj any) {
 // changes no event announces (a class or node created late, a driver that
 // recovered).
 func (c *Controller) resyncPending(context.Context) {
-	claims, _ := c.claims.List(labels.Everything())
+	claims, _ := c.read.claims.List(labels.Everything())
 	for _, claim := range claims {
-		if c.decide(claim).action != claimNone {
-			c.claimQ.Add(claimKey(claim.Namespace, claim.Name))
+		if c.decide(claim).action != provisioning.ClaimNone {
+			c.queues.claims.Add(binding.ClaimKey(claim))
 		}
 	}
-	pvs, _ := c.pvs.List(labels.Everything())
+	pvs, _ := c.read.pvs.List(labels.Everything())
 	for _, pv := range pvs {
-		if a, _ := c.volumeAction(pv); a != volumeNone {
-			c.volumeQ.Add(pv.Name)
+		if a, _ := c.volumeActionOf(pv); a != provisioning.VolumeNone {
+			c.queues.volumes.Add(pv.Name)
 		}
 	}
-}
-
-func splitKey(key string) (string, string) {
-	ns, name, _ := strings.Cut(key, "/")
-	return ns, name
 }

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
 )
@@ -34,9 +35,9 @@ type NodeDeployment struct {
 	ImmediateBinding bool
 	// BaseDelay and MaxDelay shape the race (provisioning.RaceDelay).
 	BaseDelay, MaxDelay time.Duration
-	// Now and Jitter are the clock and the randomness (time.Now and
-	// math/rand/v2's Float64 if nil).
-	Now    func() time.Time
+	// Clock and Jitter are the clock and the randomness (the wall clock
+	// and math/rand/v2's Float64 if nil).
+	Clock  clock.PassiveClock
 	Jitter func() float64
 }
 
@@ -81,7 +82,7 @@ func (c *Controller) local(driver string) provisioning.Local {
 	if eps := c.pool.Endpoints(driver); len(eps) > 0 {
 		l.NodeID, l.Topology = eps[0].Info.NodeID, eps[0].Info.Topology
 	}
-	if n, err := c.nodes.Get(c.node.NodeName); err == nil {
+	if n, err := c.read.nodes.Get(c.node.NodeName); err == nil {
 		l.NodeLabels = n.Labels
 		if l.NodeLabels == nil {
 			l.NodeLabels = map[string]string{}
@@ -90,35 +91,17 @@ func (c *Controller) local(driver string) provisioning.Local {
 	return l
 }
 
-// claimTurn is whose claim it is, in node deployment.
-func (c *Controller) claimTurn(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) provisioning.ClaimVerdict {
-	return provisioning.ForClaim(c.local(claimDriver(claim)), provisioning.ClaimFacts{
-		Claim: claim, Class: class, Pin: claim.Annotations[AnnEndpointNode]})
-}
-
-// gated is what a node does of what decideClaim decided: all of it on its
-// own claims, a race for one nobody owns yet, nothing on another node's.
-func gated(a claimAction, t provisioning.Turn) claimAction {
-	switch {
-	case t == provisioning.Handle:
-		return a
-	case t == provisioning.Race && (a == claimProvision || a == claimPopulator):
-		return claimRace
-	}
-	return claimNone
-}
-
-// volumeAction is decideVolume, and in node deployment only for a PV this
-// node's driver holds: another node's driver would answer NotFound for a
-// volume it never made.
-func (c *Controller) volumeAction(pv *v1.PersistentVolume) (volumeAction, provisioning.Reason) {
-	a := decideVolume(pv, c.pool.Serves)
-	if a == volumeNone || c.node == nil {
+// volumeActionOf is provisioning.DecideVolume, and in node deployment
+// only for a PV this node's driver holds: another node's driver would
+// answer NotFound for a volume it never made.
+func (c *Controller) volumeActionOf(pv *v1.PersistentVolume) (provisioning.VolumeAction, provisioning.Reason) {
+	a := provisioning.DecideVolume(pv, c.pool.Serves)
+	if a == provisioning.VolumeNone || c.node == nil {
 		return a, ""
 	}
-	v := provisioning.ForVolume(c.local(volumeDriver(pv, c.pool.Serves)), pv)
+	v := provisioning.ForVolume(c.local(provisioning.VolumeDriver(pv, c.pool.Serves)), pv)
 	if !v.Ours {
-		return volumeNone, v.Reason
+		return provisioning.VolumeNone, v.Reason
 	}
 	return a, ""
 }
@@ -128,12 +111,11 @@ func (c *Controller) volumeAction(pv *v1.PersistentVolume) (volumeAction, provis
 // resourceVersion the decision was made from. A conflict means another
 // node won (or the claim changed): the informer brings the new claim,
 // which is decided again.
-func (c *Controller) race(ctx context.Context, key string, claim *v1.PersistentVolumeClaim) error {
+func (c *Controller) race(ctx context.Context, key string, claim *v1.PersistentVolumeClaim) (loop.Result, error) {
 	logger := klog.FromContext(ctx)
-	if wait := c.races.wait(claim.UID); wait > 0 {
+	if wait := c.memory.races.wait(claim.UID); wait > 0 {
 		logger.V(5).Info("Waiting before trying to become the claim's owner", "node", c.node.NodeName, "wait", wait)
-		c.claimQ.AddAfter(key, wait)
-		return nil
+		return loop.After(wait), nil
 	}
 	upd := claim.DeepCopy()
 	if upd.Annotations == nil {
@@ -143,18 +125,18 @@ func (c *Controller) race(ctx context.Context, key string, claim *v1.PersistentV
 	_, err := c.updateClaim(ctx, upd)
 	switch {
 	case apierrors.IsConflict(err):
-		c.races.conflicted(claim.UID)
+		c.memory.races.conflicted(claim.UID)
 		logger.V(3).Info("Did not become the claim's owner: it changed (another node may have won)", "node", c.node.NodeName)
-		return nil
+		return loop.Done(), nil
 	case apierrors.IsNotFound(err):
-		return nil
+		return loop.Done(), nil
 	case err != nil:
-		return err
+		return loop.Done(), err
 	}
-	c.races.won(claim.UID)
+	c.memory.races.won(claim.UID)
 	logger.V(2).Info("Became the claim's owner", "node", c.node.NodeName)
-	c.claimQ.Add(key)
-	return nil
+	c.queues.claims.Add(key)
+	return loop.Done(), nil
 }
 
 // raceMemory is what a node remembers of its races: when it first saw each
@@ -175,8 +157,8 @@ type raceEntry struct {
 }
 
 func newRaceMemory(cfg NodeDeployment) *raceMemory {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Float64
@@ -190,7 +172,7 @@ func newRaceMemory(cfg NodeDeployment) *raceMemory {
 func (r *raceMemory) wait(uid types.UID) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.cfg.Now()
+	now := r.cfg.Clock.Now()
 	e, ok := r.pending[uid]
 	if !ok {
 		e = raceEntry{since: now, jitter: r.cfg.Jitter()}
@@ -218,7 +200,7 @@ func (r *raceMemory) conflicted(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.pending[uid]
-	r.pending[uid] = raceEntry{since: r.cfg.Now(), jitter: r.cfg.Jitter(), conflicts: e.conflicts + 1}
+	r.pending[uid] = raceEntry{since: r.cfg.Clock.Now(), jitter: r.cfg.Jitter(), conflicts: e.conflicts + 1}
 }
 
 // won counts a claim this node now owns.
@@ -226,7 +208,7 @@ func (r *raceMemory) won(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.pending, uid)
-	r.wins = append(r.wins, r.cfg.Now())
+	r.wins = append(r.wins, r.cfg.Clock.Now())
 }
 
 // settled forgets a claim that is no longer raced for (owned by some node,

@@ -2,9 +2,7 @@ package provisioner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/proto"
@@ -16,8 +14,8 @@ import (
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 const annSelectedNode = volumehelpers.AnnSelectedNode
@@ -27,7 +25,7 @@ const annSelectedNode = volumehelpers.AnnSelectedNode
 type plan struct {
 	request  *csipb.CreateVolumeRequest
 	endpoint *csi.Endpoint
-	secrets  secretRefs
+	secrets  provisioning.SecretRefs
 }
 
 // planPurpose says what a plan is built for.
@@ -52,45 +50,45 @@ const (
 func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, purpose planPurpose) (plan, error) {
 	info, ok := c.pool.Info(driver)
 	if !ok {
-		return plan{}, final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
+		return plan{}, provisioning.Final(fmt.Errorf("no CSI endpoint serves driver %q", driver))
 	}
 	in, err := c.topologyInput(claim, class, driver, info)
 	if err != nil {
 		return plan{}, err
 	}
 	if purpose != forCleanupWithoutSource {
-		src, err := c.sourceVolume(claim, driver, info)
+		src, err := c.sourceVolume(claim, info)
 		if err != nil {
 			return plan{}, err
 		}
 		if src != nil {
-			in.sourceHandle, in.sourceAt = src.Spec.CSI.VolumeHandle, accessibleFrom(src)
+			in.SourceHandle, in.SourceAt = src.Spec.CSI.VolumeHandle, provisioning.AccessibleFrom(src)
 		}
 	}
-	req, err := buildRequest(in)
+	req, err := provisioning.BuildRequest(in)
 	if err != nil {
 		return plan{}, err
 	}
 	if req.MutableParameters, err = c.mutableParameters(claim, info); err != nil {
 		return plan{}, err
 	}
-	refs, err := resolveSecretRefs(class.Parameters, req.Name, claim)
+	refs, err := provisioning.ResolveSecretRefs(class.Parameters, req.Name, claim)
 	if err != nil {
 		return plan{}, err
 	}
-	if req.Secrets, err = c.credentials(ctx, refs[provisionerSecret]); err != nil {
+	if req.Secrets, err = c.credentials(ctx, refs[provisioning.ProvisionerSecret]); err != nil {
 		if purpose == forCreate {
 			return plan{}, err
 		}
 		klog.FromContext(ctx).Info("Cleaning up without the provisioner secret, which cannot be read", "err", err)
 	}
 	p := plan{request: req, endpoint: c.pool.ForCreate(driver, req.GetAccessibilityRequirements()), secrets: refs}
-	if node := claim.Annotations[AnnEndpointNode]; node != "" {
+	if node := claim.Annotations[provisioning.AnnEndpointNode]; node != "" {
 		return c.pinnedPlan(p, in, driver, node)
 	}
 	if purpose == forCreate {
-		if err := outsideTopology(p.endpoint, req.GetAccessibilityRequirements()); err != nil {
-			return plan{}, final(err)
+		if err := provisioning.OutsideTopology(endpointOf(p.endpoint), req.GetAccessibilityRequirements()); err != nil {
+			return plan{}, provisioning.Final(err)
 		}
 	}
 	return p, nil
@@ -99,17 +97,17 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 // topologyInput is the request input with what the request's topology is
 // built from: the selected node, or, without one and without allowed
 // topologies in the class, every node.
-func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (requestInput, error) {
-	in := requestInput{claim: claim, class: class, driver: info, topologyKeys: c.pool.TopologyKeys(driver)}
-	if !info.Accessibility || len(in.topologyKeys) == 0 {
+func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, info csi.Info) (provisioning.RequestFacts, error) {
+	in := provisioning.RequestFacts{Claim: claim, Class: class, Driver: driverOf(info), TopologyKeys: c.pool.TopologyKeys(driver)}
+	if !info.Accessibility || len(in.TopologyKeys) == 0 {
 		return in, nil
 	}
 	var err error
-	if in.selected, err = c.selectedNode(claim, driver); err != nil {
+	if in.Selected, err = c.selectedNode(claim, driver); err != nil {
 		return in, err
 	}
-	if in.selected == nil && len(class.AllowedTopologies) == 0 {
-		if in.nodes, err = c.nodes.List(labels.Everything()); err != nil {
+	if in.Selected == nil && len(class.AllowedTopologies) == 0 {
+		if in.Nodes, err = c.read.nodes.List(labels.Everything()); err != nil {
 			return in, err
 		}
 	}
@@ -121,10 +119,10 @@ func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *stora
 // where a volume of this name may already exist. If that endpoint is not
 // served now the claim waits (a retryable error): asking another could
 // make a second volume. A pin outside the selected node or the class's
-// allowed topologies is one no attempt wrote (checkPin): it is an error of
-// type *pinMisfit, never used.
-func (c *Controller) pinnedPlan(p plan, in requestInput, driver, node string) (plan, error) {
-	segs, err := pinSegments(in)
+// allowed topologies is one no attempt wrote (provisioning.CheckPin): it is an error of
+// type *provisioning.PinMisfit, never used.
+func (c *Controller) pinnedPlan(p plan, in provisioning.RequestFacts, driver, node string) (plan, error) {
+	segs, err := provisioning.PinSegments(in)
 	if err != nil {
 		return plan{}, err
 	}
@@ -132,11 +130,11 @@ func (c *Controller) pinnedPlan(p plan, in requestInput, driver, node string) (p
 		if e.Info.NodeID != node {
 			continue
 		}
-		if err := checkPin(e, segs); err != nil {
+		if err := provisioning.CheckPin(endpointOf(e), segs); err != nil {
 			return plan{}, err
 		}
 		if p.request.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
-			p.request.AccessibilityRequirements = narrowedTo(e)
+			p.request.AccessibilityRequirements = provisioning.NarrowedTo(endpointOf(e))
 		}
 		p.endpoint = e
 		return p, nil
@@ -156,18 +154,10 @@ func (c *Controller) fallbacks(driver string, p plan) []plan {
 			continue
 		}
 		req := proto.Clone(p.request).(*csipb.CreateVolumeRequest)
-		req.AccessibilityRequirements = narrowedTo(e)
+		req.AccessibilityRequirements = provisioning.NarrowedTo(endpointOf(e))
 		out = append(out, plan{request: req, endpoint: e, secrets: p.secrets})
 	}
 	return out
-}
-
-// narrowedTo asks for exactly the endpoint's segment.
-func narrowedTo(e *csi.Endpoint) *csipb.TopologyRequirement {
-	return &csipb.TopologyRequirement{
-		Requisite: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
-		Preferred: []*csipb.Topology{{Segments: maps.Clone(e.Info.Topology)}},
-	}
 }
 
 // selectedNode is the claim's selected node, nil without one. A node the
@@ -180,7 +170,7 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 	if name == "" {
 		return nil, nil
 	}
-	node, err := c.nodes.Get(name)
+	node, err := c.read.nodes.Get(name)
 	if err == nil {
 		return node, nil
 	}
@@ -192,96 +182,68 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.Info.Topology}}, nil
 		}
 	}
-	return nil, final(fmt.Errorf("selected node %q does not exist", name))
+	return nil, provisioning.Final(fmt.Errorf("selected node %q does not exist", name))
 }
 
 // sourceVolume resolves a clone source to its PV (nil without a source):
 // only another claim of the same namespace and class (the claim's class is
 // the one looked up by its name), Bound to a PV of the same driver that is
 // bound back to it, and only for a driver that can clone.
-func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, driver string, info csi.Info) (*v1.PersistentVolume, error) {
-	kind, name, _, _ := dataSource(claim)
+func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, info csi.Info) (*v1.PersistentVolume, error) {
+	kind, name, _, _ := provisioning.DataSource(claim)
 	if kind == "" {
 		return nil, nil
 	}
-	if err := clonable(claim); err != nil {
+	if err := provisioning.CloneRefusal(claim, driverOf(info)); err != nil {
 		return nil, err
 	}
-	if !info.Clone {
-		return nil, final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver))
-	}
-	return c.boundSource(claim, name, driver)
+	return c.boundSource(claim, name, info.Driver)
 }
 
-// clonable says why the claim's data source is not a claim this provisioner
-// clones from, nil if it is: only a PersistentVolumeClaim of the claim's
-// own namespace.
-func clonable(claim *v1.PersistentVolumeClaim) error {
-	kind, name, group, ns := dataSource(claim)
-	switch {
-	case kind != persistentVolumeClaimKind || group != "":
-		return final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
-	case ns != "" && ns != claim.Namespace:
-		return final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
-	}
-	return nil
-}
-
-// boundSource is the PV of the source claim name, checked both ways: the
-// source claim is of the claim's class and Bound to it, and the PV, of
-// driver, is bound back to that claim (its claimRef names the claim's
-// namespace, name and UID). Only then is its volume the source claim's
-// own: a claim's spec.volumeName alone is what its user wrote (a pre-bind
-// to another tenant's volume, a bind not completed), and the PV says whose
-// volume it is.
+// boundSource is the PV of the source claim name, read and checked both
+// ways (provisioning.SourceClaimProblem, SourceVolumeProblem): only then
+// is its volume the source claim's own.
 func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver string) (*v1.PersistentVolume, error) {
-	src, err := c.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	src, err := c.read.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("data source claim %q does not exist", name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case binding.ClaimClass(src) != binding.ClaimClass(claim):
-		return nil, final(fmt.Errorf("data source claim %q has class %q, not %q", name, binding.ClaimClass(src), binding.ClaimClass(claim)))
-	case src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "":
-		return nil, fmt.Errorf("data source claim %q is not bound yet", name)
+	if err := provisioning.SourceClaimProblem(claim, src); err != nil {
+		return nil, err
 	}
-	pv, err := c.pvs.Get(src.Spec.VolumeName)
+	pv, err := c.read.pvs.Get(src.Spec.VolumeName)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q of data source claim %q: %w", src.Spec.VolumeName, name, err)
 	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != src.UID || ref.Namespace != src.Namespace || ref.Name != src.Name {
-		return nil, fmt.Errorf("volume %q of data source claim %q is not bound to it", pv.Name, name)
-	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver {
-		return nil, final(errors.New("data source claim " + name + " is not a volume of driver " + driver))
+	if err := provisioning.SourceVolumeProblem(src, pv, driver); err != nil {
+		return nil, err
 	}
 	return pv, nil
 }
 
-// dataSource prefers dataSourceRef, which may name a namespace.
-func dataSource(claim *v1.PersistentVolumeClaim) (kind, name, group, ns string) {
-	if r := claim.Spec.DataSourceRef; r != nil {
-		return r.Kind, r.Name, deref(r.APIGroup), deref(r.Namespace)
-	}
-	if r := claim.Spec.DataSource; r != nil {
-		return r.Kind, r.Name, deref(r.APIGroup), ""
-	}
-	return "", "", "", ""
+// driverOf is what provisioning needs to know of a driver, from what its
+// endpoints reported.
+func driverOf(info csi.Info) provisioning.Driver {
+	return provisioning.Driver{Name: info.Driver, Accessibility: info.Accessibility,
+		Clone: info.Clone, Modify: info.Modify, Publish: info.Publish}
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// endpointOf is where an endpoint runs, as provisioning sees it (nil: the
+// zero Endpoint, which no rule objects to).
+func endpointOf(e *csi.Endpoint) provisioning.Endpoint {
+	if e == nil {
+		return provisioning.Endpoint{}
 	}
-	return *s
+	return provisioning.Endpoint{Driver: e.Info.Driver, NodeID: e.Info.NodeID, Topology: e.Info.Topology}
 }
 
-func qualified(kind, group string) string {
-	if group == "" {
-		return kind
+func endpointsOf(eps []*csi.Endpoint) []provisioning.Endpoint {
+	out := make([]provisioning.Endpoint, len(eps))
+	for i, e := range eps {
+		out[i] = endpointOf(e)
 	}
-	return kind + "." + group
+	return out
 }

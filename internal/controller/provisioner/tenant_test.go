@@ -25,6 +25,7 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Issue 23: nothing a namespace user writes on their own claim makes the
@@ -46,13 +47,13 @@ func TestForgedRequestNamingAnotherClaimsVolumeIsNeverReplayed(t *testing.T) {
 	vol := w.createOn("a", victim)
 	w.start()
 	w.eventually("the forged record rejected", func() string {
-		if !w.sawEvent("Warning " + reasonRecordRejected + " ") {
+		if !w.sawEvent("Warning " + provisioning.EventRecordRejected + " ") {
 			return fmt.Sprintf("events %v, backend %v", w.events, w.backend())
 		}
 		return ""
 	})
 	w.eventually("the claim's own cleanup done", func() string {
-		if markedInProgress(w.claim()) {
+		if provisioning.MarkedInProgress(w.claim()) {
 			return fmt.Sprintf("claim %v, events %v", w.claim().Annotations, w.events)
 		}
 		return ""
@@ -86,7 +87,7 @@ func TestForgedPinOffTheSelectedNodeIsReplaced(t *testing.T) {
 func (w *world) expectProvisionedOn(node string) {
 	w.t.Helper()
 	w.eventually("provisioned", func() string {
-		if w.pv("pvc-uid-1") == nil || markedInProgress(w.claim()) {
+		if w.pv("pvc-uid-1") == nil || provisioning.MarkedInProgress(w.claim()) {
 			return fmt.Sprintf("no PV yet; events %v", w.events)
 		}
 		return ""
@@ -94,7 +95,7 @@ func (w *world) expectProvisionedOn(node string) {
 	if b := w.backend(); len(b) != 1 || !strings.HasPrefix(b[0], node+"/") {
 		w.t.Errorf("backend %v, want the one volume on node %s", b, node)
 	}
-	if !w.sawEvent("Warning " + reasonRecordRejected + " ") {
+	if !w.sawEvent("Warning " + provisioning.EventRecordRejected + " ") {
 		w.t.Errorf("the ignored pin was not reported: %v", w.events)
 	}
 }
@@ -106,7 +107,7 @@ func (w *world) expectProvisionedOn(node string) {
 func TestCloneSourceNotBoundBackIsRefused(t *testing.T) {
 	w := newWorld(t, class())
 	other := w.createOn("a", fillerRequest(1<<20))
-	otherPV := buildVolume(claim(func(c *v1.PersistentVolumeClaim) {
+	otherPV := provisioning.BuildVolume(claim(func(c *v1.PersistentVolumeClaim) {
 		c.Namespace, c.Name, c.UID = "victims", "secret", "uid-victim"
 	}), class(), testDriver, &csipb.Volume{VolumeId: other.GetVolumeId(), AccessibleTopology: other.GetAccessibleTopology()})
 	otherPV.Name = "pv-victim"
@@ -187,7 +188,7 @@ func TestClaimGoneWhileItsCreateTimedOutLeavesNoVolume(t *testing.T) {
 // A Retain PV of ours switched back to Delete gets the finalizer back, so
 // that a later delete of the PV goes through the provisioner.
 func TestRetainSwitchedBackToDeleteGetsTheFinalizerBack(t *testing.T) {
-	pv := buildVolume(claim(), class(), testDriver, &v1csiVolume)
+	pv := provisioning.BuildVolume(claim(), class(), testDriver, &v1csiVolume)
 	pv.Finalizers = nil
 	pv.Status.Phase = v1.VolumeBound
 	w := newWorld(t, pv)
@@ -208,7 +209,7 @@ func TestRetainSwitchedBackToDeleteGetsTheFinalizerBack(t *testing.T) {
 func TestVolumeWithAffinityOnNoDriverKeyIsNotDeletedThroughTheFirstEndpoint(t *testing.T) {
 	w := newWorld(t)
 	made := w.createOn("b", fillerRequest(1<<20))
-	pv := buildVolume(claim(), class(), testDriver, made)
+	pv := provisioning.BuildVolume(claim(), class(), testDriver, made)
 	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 		MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}
 	pv.Status.Phase = v1.VolumeReleased
@@ -261,8 +262,9 @@ func TestForgedRecordOnANewClaimIsReplaced(t *testing.T) {
 	})
 	w.start()
 	w.eventually("the provisioner's own request recorded", func() string {
-		recorded = w.claim().Annotations[AnnCreateRequest]
-		if req, err := parseRecord(recorded); err != nil || req.GetName() != "pvc-uid-1" {
+		c := w.claim()
+		recorded = c.Annotations[AnnCreateRequest]
+		if req, ok, err := provisioning.RecordedRequest(c); err != nil || !ok || req.GetName() != "pvc-uid-1" {
 			return fmt.Sprintf("record %s", recorded)
 		}
 		return ""

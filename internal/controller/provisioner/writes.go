@@ -3,15 +3,14 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Every claim write is an Update carrying the resourceVersion we decided
@@ -23,69 +22,42 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 	if err != nil {
 		return nil, fmt.Errorf("update claim %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
-	return c.newClaim.Observe(claimKey(out.Namespace, out.Name), out), nil
+	return c.memory.newClaim.Observe(binding.ClaimKey(out), out), nil
 }
 
 // addFinalizer persists that a backend volume may exist from now on, which
-// endpoint may hold it (node "" pins nothing: an endpoint without a node
-// ID is not one of several), and the request that may make it.
+// endpoint may hold it, and the request that may make it
+// (provisioning.MarkInProgress).
 func (c *Controller) addFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim, node string, req *csipb.CreateVolumeRequest) (*v1.PersistentVolumeClaim, error) {
-	needsPin := node != "" && claim.Annotations[AnnEndpointNode] == ""
-	needsRecord := !recordPasses(claim, req)
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin && !needsRecord {
-		return claim, nil
-	}
-	upd := claim.DeepCopy()
-	if !hasFinalizer(upd.Finalizers, ClaimFinalizer) {
-		upd.Finalizers = append(upd.Finalizers, ClaimFinalizer)
-	}
-	if upd.Annotations == nil {
-		upd.Annotations = map[string]string{}
-	}
-	if needsPin {
-		upd.Annotations[AnnEndpointNode] = node
-	}
-	if needsRecord {
-		rec, err := recordRequest(req)
-		if err != nil {
-			return nil, err
-		}
-		upd.Annotations[AnnCreateRequest] = rec
+	upd, err := provisioning.MarkInProgress(claim, node, req)
+	if err != nil || upd == nil {
+		return claim, err
 	}
 	return c.updateClaim(ctx, upd)
-}
-
-// recordPasses says whether the claim records a request that passes the
-// check against req, the request about to be sent: an earlier attempt's is
-// kept (it may have made the volume); one written by anyone else, or none,
-// is replaced by req's.
-func recordPasses(claim *v1.PersistentVolumeClaim, req *csipb.CreateVolumeRequest) bool {
-	rec, ok, err := recordedRequest(claim)
-	return err == nil && ok && whyNotOurs(rec, factsOf(req)) == ""
 }
 
 // repin moves the endpoint pin to node: only after the pinned endpoint
 // answered that it made nothing.
 func (c *Controller) repin(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) (*v1.PersistentVolumeClaim, error) {
-	if claim.Annotations[AnnEndpointNode] == node {
+	if claim.Annotations[provisioning.AnnEndpointNode] == node {
 		return claim, nil
 	}
 	upd := claim.DeepCopy()
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}
 	}
-	upd.Annotations[AnnEndpointNode] = node
+	upd.Annotations[provisioning.AnnEndpointNode] = node
 	return c.updateClaim(ctx, upd)
 }
 
 // dropFinalizer says no backend volume can exist without a PV any more:
 // the finalizer and the endpoint pin go together.
 func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-	if !markedInProgress(claim) {
+	if !provisioning.MarkedInProgress(claim) {
 		return claim, nil
 	}
 	upd := claim.DeepCopy()
-	unpin(upd)
+	provisioning.Unpin(upd)
 	out, err := c.updateClaim(ctx, upd)
 	if apierrors.IsNotFound(err) {
 		return claim, nil // the claim went away once our finalizer was its last
@@ -93,45 +65,12 @@ func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolu
 	return out, err
 }
 
-// markedInProgress: the claim carries any of what unpin removes.
-func markedInProgress(c *v1.PersistentVolumeClaim) bool {
-	return hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "" || c.Annotations[AnnCreateRequest] != ""
-}
-
-// onlyMarksChanged says whether cur differs from old in the in-progress
-// marks (finalizer, pin, recorded request) and in nothing else but its
-// version.
-func onlyMarksChanged(old, cur *v1.PersistentVolumeClaim) bool {
-	if marks(old) == marks(cur) {
-		return false
-	}
-	o, n := old.DeepCopy(), cur.DeepCopy()
-	unpin(o)
-	unpin(n)
-	o.ResourceVersion, n.ResourceVersion = "", ""
-	o.ManagedFields, n.ManagedFields = nil, nil
-	return apiequality.Semantic.DeepEqual(o, n)
-}
-
-// marks are the claim's in-progress marks, comparable.
-func marks(c *v1.PersistentVolumeClaim) [3]string {
-	return [3]string{strconv.FormatBool(hasFinalizer(c.Finalizers, ClaimFinalizer)), c.Annotations[AnnEndpointNode], c.Annotations[AnnCreateRequest]}
-}
-
-// unpin removes the in-progress finalizer, the endpoint pin and the
-// recorded request from upd.
-func unpin(upd *v1.PersistentVolumeClaim) {
-	upd.Finalizers, _ = binding.WithoutFinalizer(upd.Finalizers, ClaimFinalizer)
-	delete(upd.Annotations, AnnEndpointNode)
-	delete(upd.Annotations, AnnCreateRequest)
-}
-
 // createVolume creates the PV; one that exists already for this claim (an
 // earlier attempt's) is fine, one for another claim is a final error.
 func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	out, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if err == nil {
-		c.madePVs.Observe(out.Name, out)
+		c.memory.madePVs.Observe(out.Name, out)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -142,8 +81,8 @@ func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolum
 		return fmt.Errorf("get existing PV %s: %w", pv.Name, err)
 	}
 	if ref := have.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
-		return final(fmt.Errorf("PV %s exists and was not made for this claim", pv.Name))
+		return provisioning.Final(fmt.Errorf("PV %s exists and was not made for this claim", pv.Name))
 	}
-	c.madePVs.Observe(have.Name, have)
+	c.memory.madePVs.Observe(have.Name, have)
 	return nil
 }
