@@ -431,7 +431,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	d := serveDriver(t)
 	handle := d.createVolume(t, "v1", nil)
 	pv := testPV(handle)
-	pv.Annotations = map[string]string{annModifySecretName: "creds", annModifySecretNamespace: "ns"}
+	pv.Annotations = map[string]string{modification.AnnModifySecretName: "creds", modification.AnnModifySecretNamespace: "ns"}
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"k": []byte("v")}}
 	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast, secret)
 	if err := b.sync(); err != nil {
@@ -440,7 +440,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	if got := d.last.GetSecrets(); got["k"] != "v" {
 		t.Errorf("secrets %v", got)
 	}
-	pv.Annotations[annModifySecretName] = "missing"
+	pv.Annotations[modification.AnnModifySecretName] = "missing"
 	b2 := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast)
 	err := b2.sync()
 	if err == nil || !strings.Contains(err.Error(), "error getting secret missing in namespace ns") {
