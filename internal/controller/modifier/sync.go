@@ -22,6 +22,8 @@ import (
 // with backoff (the claim keeps its InProgress mark).
 var errClassMissing = errors.New("the target VolumeAttributesClass does not exist")
 
+// syncClaim reads one claim, its PV and classes, asks modification.Decide,
+// and acts; a slow retry or a wait is returned as loop.After.
 func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, error) {
 	claim, err := c.Claim(key)
 	if err != nil || claim == nil {
