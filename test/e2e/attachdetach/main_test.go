@@ -25,7 +25,7 @@ import (
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/attachdetach"
-	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // unmountWait replaces the reference's 6 minutes.
@@ -39,7 +39,7 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
+	support.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
