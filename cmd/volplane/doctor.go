@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/volplane/volplane/internal/endpoint"
+
 	"github.com/spf13/cobra"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -138,7 +140,7 @@ func upEndpoints(kubeconfig string) ([]string, string) {
 		if err != nil {
 			return nil, why
 		}
-		out[i] = "unix://" + abs
+		out[i] = endpoint.Format(abs)
 	}
 	return out, ""
 }

@@ -153,6 +153,13 @@ func decideNoMatch(in ClaimInput) ClaimDecision {
 	return d
 }
 
+// IsWaiting says whether a claim is still looking for a volume: not being
+// deleted, no spec.volumeName, never bound.
+func IsWaiting(claim *v1.PersistentVolumeClaim) bool {
+	return claim.DeletionTimestamp == nil && claim.Spec.VolumeName == "" &&
+		!metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
+}
+
 // WantsTally says whether DecideClaim reports in.Tally, so that a
 // controller counts it (O(class size)) only then: for a claim still looking
 // for a volume (no spec.volumeName, never bound) that no volume fits, whose

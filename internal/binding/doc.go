@@ -24,6 +24,13 @@
 //   - ClaimInput / ClaimDecision, VolumeInput / VolumeDecision: everything a
 //     claim or volume sync needs to know, and what it must do (an action, the
 //     phase to write, the events to emit).
+//   - Offer / PhaseDecision: what came of offering a volume decided
+//     Available to the waiting claims, and whether its phase is written
+//     (DecidePhase): a new volume a claim takes is left to the bind.
+//   - ScrubInput / ScrubDecision: the steps of a Recycle (DecideScrub), the
+//     recycler pod (RecyclerPod) and the sources it can scrub (ScrubSource).
+//   - DeletionTiming: how a volume decision bears on the timing of its
+//     volume's deletion (TimeDeletion), for the reference's operation metrics.
 //   - Steps (BindVolumeSpec, BindVolumeStatus, BindClaimSpec, BindClaimStatus,
 //     UnbindVolumeSpec, SetVolumePhase, SetClaimPhase, ...): each returns a
 //     modified deep copy, or nil when the object already has the wanted

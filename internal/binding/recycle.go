@@ -2,9 +2,11 @@ package binding
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A recycle scrubs a Released volume with a pod named recycler-for-<pv>, as
@@ -62,15 +64,24 @@ const (
 	// ScrubFailed: phase Failed with Message, delete the pod, Warning
 	// VolumeFailedRecycle Message.
 	ScrubFailed
+	// ScrubOver: the volume's scrub failed before (phase Failed) and no pod
+	// is left: nothing to do. Unlike the reference, a failed scrub is not
+	// started again on every resync: the volume stays Failed until someone
+	// looks at it.
+	ScrubOver
+	// ScrubRemoveLeftover: the volume's scrub failed before and a recycler
+	// pod whose delete failed is left: delete it.
+	ScrubRemoveLeftover
 )
 
 func (a ScrubAction) String() string {
-	return [...]string{"Start", "CheckLive", "Wait", "RemoveOther", "WaitOtherGone", "Succeeded", "Failed"}[a]
+	return [...]string{"Start", "CheckLive", "Wait", "RemoveOther", "WaitOtherGone", "Succeeded", "Failed", "Over", "RemoveLeftover"}[a]
 }
 
 // ScrubInput is what a recycle step needs to decide.
 type ScrubInput struct {
-	// Volume is Released, with reclaim policy Recycle and a claimRef.
+	// Volume is Released (or Failed by an earlier scrub), with reclaim
+	// policy Recycle and a claimRef.
 	Volume *v1.PersistentVolume
 	// Pod is the pod named recycler-for-<pv> in the recycler namespace, nil
 	// when there is none. With LiveChecked it comes from a live API read.
@@ -101,6 +112,10 @@ func (d ScrubDecision) String() string {
 func DecideScrub(in ScrubInput) ScrubDecision {
 	pv, pod := in.Volume, in.Pod
 	switch {
+	case pv.Status.Phase == v1.VolumeFailed && (pod == nil || pod.DeletionTimestamp != nil):
+		return ScrubDecision{Action: ScrubOver, Note: "the scrub failed; not scrubbed again"}
+	case pv.Status.Phase == v1.VolumeFailed:
+		return ScrubDecision{Action: ScrubRemoveLeftover, Note: "the scrub failed; its recycler pod is left"}
 	case pod == nil && pv.Annotations[AnnRecyclerPod] != "" && !in.LiveChecked:
 		return ScrubDecision{Action: ScrubCheckLive, Note: "the recorded recycler pod is not in the cache"}
 	case pod == nil:
@@ -160,4 +175,60 @@ func FinishScrubSpec(pv *v1.PersistentVolume) *v1.PersistentVolume {
 		out.Annotations = nil
 	}
 	return out
+}
+
+// A recycler pod is named recycler-for-<pv> (as in Kubernetes) in the
+// recycler namespace, mounts the volume at /scrub and empties it.
+const (
+	// recyclerPrefix starts the name of every recycler pod.
+	recyclerPrefix = "recycler-for-"
+	// LabelRecycledVolume marks recycler pods with the PV they scrub (for
+	// people; the binder finds them by name).
+	LabelRecycledVolume = "recycler.volplane.io/volume"
+	scrubScript         = `test -e /scrub && find /scrub -mindepth 1 -delete && test -z "$(ls -A /scrub)" || exit 1`
+)
+
+// RecyclerPodName is the name of the pod that scrubs the PV.
+func RecyclerPodName(pvName string) string { return recyclerPrefix + pvName }
+
+// RecycledVolume is the PV a pod of that name would scrub, if it is named
+// as a recycler pod. Whoever made it: a pod we did not create must be
+// removed before our scrub can start.
+func RecycledVolume(podName string) (string, bool) {
+	return strings.CutPrefix(podName, recyclerPrefix)
+}
+
+// ScrubSource is the volume source a recycler pod can mount: only hostPath
+// and NFS volumes can be recycled, as in Kubernetes.
+func ScrubSource(pv *v1.PersistentVolume) (v1.VolumeSource, bool) {
+	s := pv.Spec.PersistentVolumeSource
+	switch {
+	case s.HostPath != nil:
+		return v1.VolumeSource{HostPath: s.HostPath}, true
+	case s.NFS != nil:
+		return v1.VolumeSource{NFS: s.NFS}, true
+	}
+	return v1.VolumeSource{}, false
+}
+
+// RecyclerPod is the pod that scrubs pv through source (ScrubSource), in
+// namespace, with image (which needs a POSIX shell and find). It names the
+// claim whose release it scrubs (AnnRecycledClaim).
+func RecyclerPod(pv *v1.PersistentVolume, source v1.VolumeSource, namespace, image string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: RecyclerPodName(pv.Name), Namespace: namespace,
+			Labels:      map[string]string{LabelRecycledVolume: pv.Name},
+			Annotations: map[string]string{AnnRecycledClaim: string(pv.Spec.ClaimRef.UID)},
+		},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{
+				Name: "recycler", Image: image,
+				Command:      []string{"/bin/sh", "-c", scrubScript},
+				VolumeMounts: []v1.VolumeMount{{Name: "vol", MountPath: "/scrub"}},
+			}},
+			Volumes: []v1.Volume{{Name: "vol", VolumeSource: source}},
+		},
+	}
 }

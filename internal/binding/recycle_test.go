@@ -89,6 +89,15 @@ func TestDecideScrub(t *testing.T) {
 		{name: "our pod ran out of time",
 			in:     binding.ScrubInput{Volume: releasedForScrub("ours"), Pod: recyclerPod("ours"), Now: scrubStart.Add(6 * time.Minute), Timeout: timeout},
 			action: binding.ScrubFailed, message: "Recycle failed: recycler pod recycler-for-pv1 did not finish in 5m0s"},
+		{name: "failed before, no pod: not scrubbed again",
+			in:     binding.ScrubInput{Volume: failedScrub()},
+			action: binding.ScrubOver},
+		{name: "failed before, its pod going away",
+			in:     binding.ScrubInput{Volume: failedScrub(), Pod: recyclerPod("ours", podDeleting())},
+			action: binding.ScrubOver},
+		{name: "failed before, its pod left: remove it",
+			in:     binding.ScrubInput{Volume: failedScrub(), Pod: recyclerPod("ours", podPhase(v1.PodFailed, "disk on fire"))},
+			action: binding.ScrubRemoveLeftover},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +108,13 @@ func TestDecideScrub(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failedScrub is releasedForScrub after its scrub failed.
+func failedScrub() *v1.PersistentVolume {
+	pv := releasedForScrub("ours")
+	pv.Status.Phase = v1.VolumeFailed
+	return pv
 }
 
 // A pod without a UID (not from an API server) is never ours, even when

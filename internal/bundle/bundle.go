@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volplane/volplane/internal/endpoint"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,14 +93,14 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 	b := &Drivers{failed: make(chan error, len(cfg.Nodes)+1), cancel: cancel, NodeEndpoints: map[string][]string{}}
 	var sockets []string
 	network := hostpath.Config{
-		Endpoint: "unix://" + filepath.Join(socketDir, "network.sock"),
+		Endpoint: endpoint.Format(filepath.Join(socketDir, "network.sock")),
 		Name:     hostpath.NetworkDriverName, Network: true, NodeEndpoints: map[string]string{},
 		DataDir: filepath.Join(cfg.DataDir, "network"), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
 		Faults: cfg.Faults,
 	}
 	for _, node := range cfg.Nodes {
 		local := hostpath.Config{
-			Endpoint: "unix://" + filepath.Join(socketDir, node+".sock"), NodeID: node,
+			Endpoint: endpoint.Format(filepath.Join(socketDir, node+".sock")), NodeID: node,
 			DataDir: filepath.Join(cfg.DataDir, "hostpath", node), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
 			Faults: cfg.Faults,
 		}
@@ -106,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 			b.Stop()
 			return nil, err
 		}
-		network.NodeEndpoints[node] = "unix://" + filepath.Join(socketDir, "network", node+".sock")
+		network.NodeEndpoints[node] = endpoint.Format(filepath.Join(socketDir, "network", node+".sock"))
 		b.Endpoints = append(b.Endpoints, local.Endpoint)
 		b.NodeEndpoints[node] = []string{local.Endpoint, network.NodeEndpoints[node]}
 		sockets = append(sockets, local.Endpoint, network.NodeEndpoints[node])
@@ -169,8 +171,11 @@ func privateSocketDir(dir string) error {
 // failed to start.
 func (b *Drivers) waitServing(endpoints []string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	for _, endpoint := range endpoints {
-		socket := endpoint[len("unix://"):]
+	for _, address := range endpoints {
+		socket, err := endpoint.Parse(address)
+		if err != nil {
+			return err
+		}
 		for {
 			if _, err := os.Stat(socket); err == nil {
 				break

@@ -29,19 +29,8 @@ var ReplacedControllers = []string{
 // (which would apply logging a second time and exit the process).
 func runScheduler(ctx context.Context, kubeconfig string) error {
 	opts := scheduleroptions.NewOptions()
-	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
-	for _, f := range opts.Flags.FlagSets {
-		fs.AddFlagSet(f)
-	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("kube-scheduler flags: %w", err)
+	if err := parseFlags("kube-scheduler", opts.Flags.FlagSets, kubeconfig); err != nil {
+		return err
 	}
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-scheduler feature gates: %w", err)
@@ -63,25 +52,15 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	named := s.Flags(all, disabled, aliases)
 	s.ParsedFlags = &named
-	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
-	for _, f := range named.FlagSets {
-		fs.AddFlagSet(f)
-	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--controllers=*,-" + strings.Join(ReplacedControllers, ",-"),
-		"--root-ca-file=" + p.caCert(),
-		"--service-account-private-key-file=" + p.serviceAccount(),
-		"--cluster-signing-cert-file=" + p.caCert(),
-		"--cluster-signing-key-file=" + p.caKey(),
-		"--use-service-account-credentials=false",
-	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("kube-controller-manager flags: %w", err)
+	err = parseFlags("kube-controller-manager", named.FlagSets, kubeconfig,
+		"--controllers=*,-"+strings.Join(ReplacedControllers, ",-"),
+		"--root-ca-file="+p.caCert(),
+		"--service-account-private-key-file="+p.serviceAccount(),
+		"--cluster-signing-cert-file="+p.caCert(),
+		"--cluster-signing-key-file="+p.caKey(),
+		"--use-service-account-credentials=false")
+	if err != nil {
+		return err
 	}
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-controller-manager feature gates: %w", err)
@@ -91,4 +70,25 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
 		return fmt.Errorf("configure kube-controller-manager: %w", err)
 	}
 	return kcmapp.Run(ctx, c.Complete())
+}
+
+// parseFlags parses a component's flag sets with what every component of
+// ours runs with (the admin kubeconfig for everything, no leader election,
+// no serving port) and its own extra arguments.
+func parseFlags(component string, sets map[string]*pflag.FlagSet, kubeconfig string, extra ...string) error {
+	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	for _, f := range sets {
+		fs.AddFlagSet(f)
+	}
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}, extra...)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%s flags: %w", component, err)
+	}
+	return nil
 }

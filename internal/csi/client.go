@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/volplane/volplane/internal/endpoint"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -16,8 +17,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
-
-const unixScheme = "unix://"
 
 // Timeouts of one call each. CreateVolume may copy a whole source volume,
 // hence the longer one; a timed-out call is Transient and is retried with
@@ -90,7 +89,7 @@ type Endpoint struct {
 // ready (at most 30 s or until ctx ends) and probes the driver. metrics may
 // be nil.
 func Dial(ctx context.Context, address string, metrics *Metrics) (*Endpoint, error) {
-	path, err := socketPath(address)
+	path, err := endpoint.Parse(address)
 	if err != nil {
 		return nil, err
 	}
@@ -116,14 +115,6 @@ func Dial(ctx context.Context, address string, metrics *Metrics) (*Endpoint, err
 		return nil, fmt.Errorf("csi endpoint %s: %w", address, err)
 	}
 	return e, nil
-}
-
-func socketPath(address string) (string, error) {
-	path, ok := strings.CutPrefix(address, unixScheme)
-	if !ok || !strings.HasPrefix(path, "/") {
-		return "", fmt.Errorf("csi endpoint %q: want unix:///absolute/path", address)
-	}
-	return path, nil
 }
 
 func (e *Endpoint) waitConnected(parent context.Context) error {

@@ -22,12 +22,13 @@
 //     run without leader election (a single replica, or its own node
 //     deployment) leaves no Lease, so Find cannot see it.
 //   - Presence: what Find decided, with a sentence for people.
-//   - Run: the writer, a loop that renews the Leases every Config.Period and
+//   - the writer (internal/controller/heartbeats.Run, not here: this package
+//     decides and performs no I/O) renews the Leases every Config.Period and
 //     deletes them when it stops (only if they are still the ones it wrote:
 //     another replica may have taken over), so that a provisioner shut down
 //     cleanly is at once reported as gone and leaves nothing behind; one
 //     that crashed leaves a Lease that expires after Config.Duration.
 //
-// Find is pure: the caller lists the Leases (List does it with a client)
+// Find is pure: the caller lists the Leases (internal/inspect does it)
 // and passes its clock.
 package heartbeat

@@ -9,6 +9,15 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+const (
+	// DefaultPeriod is how often a provisioner renews its heartbeat, as the
+	// kubelet its node Lease.
+	DefaultPeriod = 10 * time.Second
+	// DefaultDuration is how long a heartbeat counts without a renewal:
+	// four periods, so that a renewal or two may fail.
+	DefaultDuration = 4 * DefaultPeriod
+)
+
 // Beat is what one heartbeat Lease must say.
 type Beat struct {
 	Namespace, Provisioner, Node, Identity string

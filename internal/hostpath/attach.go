@@ -71,11 +71,7 @@ func (d *Driver) attach(volID, node string, a attachment) error {
 		if limit > 0 && st.attachedTo(node) >= limit {
 			return fmt.Errorf("%w: node %s has %d volumes attached", errAttachLimit, node, limit)
 		}
-		v := st.Volumes[volID]
-		if v.Attachments == nil {
-			v.Attachments = map[string]attachment{}
-		}
-		v.Attachments[node] = a
+		put(&st.Volumes[volID].Attachments, node, &a)
 		return nil
 	})
 	switch {

@@ -109,7 +109,7 @@ func TestKeyedMutexGivesUpWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlockA()
-	if len(k.sems) != 0 {
-		t.Errorf("keys left behind: %v", k.sems)
+	if n := k.keys.Len(); n != 0 {
+		t.Errorf("%d keys left behind", n)
 	}
 }

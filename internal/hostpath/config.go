@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/volplane/volplane/internal/endpoint"
+
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -24,11 +26,10 @@ const (
 
 // unixPrefix is the only endpoint scheme served: the kubelet and the CSI
 // sidecars talk to drivers over unix sockets.
-const unixPrefix = "unix://"
+const unixPrefix = endpoint.Scheme
 
-// maxSocketPath is the longest path a unix socket may have on Linux
-// (sun_path holds 108 bytes including the terminating NUL).
-const maxSocketPath = 107
+// maxSocketPath is the longest path a unix socket may have.
+const maxSocketPath = endpoint.MaxSocketPath
 
 // Config is everything a Driver needs; New checks it.
 type Config struct {
@@ -85,7 +86,7 @@ type Config struct {
 // New checks cfg and returns a Driver ready to Run. It claims nothing yet:
 // DataDir and the socket are Run's.
 func New(cfg Config) (*Driver, error) {
-	socket, err := socketPath(cfg.Endpoint)
+	socket, err := endpoint.Parse(cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -129,25 +130,6 @@ func New(cfg Config) (*Driver, error) {
 		faults: newFaultInjector(cfg.Faults)}, nil
 }
 
-// socketPath turns "unix:///run/csi.sock" into "/run/csi.sock".
-func socketPath(endpoint string) (string, error) {
-	if endpoint == "" {
-		return "", errors.New("endpoint is required (unix:///path/to/csi.sock)")
-	}
-	path, ok := strings.CutPrefix(endpoint, unixPrefix)
-	if !ok {
-		return "", fmt.Errorf("endpoint %q is not supported: only unix sockets are served (unix:///path/to/csi.sock)", endpoint)
-	}
-	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("endpoint %q: the socket path must be absolute (unix:///path/to/csi.sock)", endpoint)
-	}
-	path = filepath.Clean(path)
-	if len(path) > maxSocketPath {
-		return "", fmt.Errorf("endpoint %q: the socket path is %d bytes, longer than the %d a unix socket allows", endpoint, len(path), maxSocketPath)
-	}
-	return path, nil
-}
-
 // checkNodes checks the node side of cfg and returns the socket path of
 // each node service: in node-local mode, NodeID's on the one socket; in
 // network mode, each node's own.
@@ -166,11 +148,11 @@ func checkNodes(cfg *Config, controllerSocket string) (map[string]string, error)
 	}
 	sockets := make(map[string]string, len(cfg.NodeEndpoints))
 	taken := map[string]bool{controllerSocket: true}
-	for node, endpoint := range cfg.NodeEndpoints {
+	for node, address := range cfg.NodeEndpoints {
 		if err := checkName("node ID", node); err != nil {
 			return nil, fmt.Errorf("node endpoints: %w", err)
 		}
-		socket, err := socketPath(endpoint)
+		socket, err := endpoint.Parse(address)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", node, err)
 		}

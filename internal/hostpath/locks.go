@@ -2,87 +2,29 @@ package hostpath
 
 import (
 	"context"
-	"slices"
-	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/volplane/volplane/internal/keyedmutex"
 )
 
 // keyedMutex serializes the calls that touch one volume or snapshot while
-// calls on different ones run in parallel. A call that needs several keys
-// (a clone: the new volume and its source) takes them in sorted order, so two
-// such calls can never deadlock.
-type keyedMutex struct {
-	mu   sync.Mutex
-	sems map[string]*keySem
-}
+// calls on different ones run in parallel (keyedmutex.Mutex; a clone takes
+// the new volume and its source at once).
+type keyedMutex struct{ keys *keyedmutex.Mutex }
 
-// keySem is a one-slot semaphore: a channel, so waiting can give up when the
-// caller's context ends.
-type keySem struct {
-	slot chan struct{}
-	refs int
-}
-
-func newKeyedMutex() *keyedMutex {
-	return &keyedMutex{sems: map[string]*keySem{}}
-}
+func newKeyedMutex() *keyedMutex { return &keyedMutex{keys: keyedmutex.New()} }
 
 // lock takes every non-empty key or none. If ctx ends first, the call fails
 // with Aborted, which the CSI spec reserves for "an operation is pending for
 // this volume".
 func (k *keyedMutex) lock(ctx context.Context, keys ...string) (unlock func(), err error) {
-	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
-	keys = slices.DeleteFunc(keys, func(key string) bool { return key == "" })
-	var held []string
-	unlock = func() {
-		for _, key := range held {
-			k.release(key)
-		}
-	}
-	for _, key := range keys {
-		sem := k.ref(key)
-		select {
-		case sem.slot <- struct{}{}:
-			held = append(held, key)
-		case <-ctx.Done():
-			k.unref(key)
-			unlock()
-			return nil, status.Errorf(codes.Aborted, "an operation is pending for %s: %v", key, ctx.Err())
-		}
+	unlock, err = k.keys.Lock(ctx, keys...)
+	if err != nil {
+		return nil, status.Error(codes.Aborted, err.Error())
 	}
 	return unlock, nil
-}
-
-func (k *keyedMutex) ref(key string) *keySem {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	sem, ok := k.sems[key]
-	if !ok {
-		sem = &keySem{slot: make(chan struct{}, 1)}
-		k.sems[key] = sem
-	}
-	sem.refs++
-	return sem
-}
-
-func (k *keyedMutex) unref(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	sem := k.sems[key]
-	sem.refs--
-	if sem.refs == 0 {
-		delete(k.sems, key)
-	}
-}
-
-func (k *keyedMutex) release(key string) {
-	k.mu.Lock()
-	sem := k.sems[key]
-	k.mu.Unlock()
-	<-sem.slot
-	k.unref(key)
 }
 
 // lockedVolume locks the volume id and returns it with the unlock to call,

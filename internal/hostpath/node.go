@@ -102,15 +102,8 @@ func (d *Driver) checkStaging(vol *volume, node string, path nodePath) (recorded
 func (d *Driver) setStaging(id, node string, s *staging) error {
 	err := d.store.update(func(st *state) error {
 		v := st.Volumes[id]
-		if s == nil {
-			delete(v.Stagings, node)
-			return nil
-		}
-		if v.Stagings == nil {
-			v.Stagings = map[string]staging{}
-		}
-		v.Stagings[node] = *s
-		if _, known := v.NodeSizes[node]; d.cfg.Network && !known {
+		put(&v.Stagings, node, s)
+		if _, known := v.NodeSizes[node]; s != nil && d.cfg.Network && !known {
 			setNodeSize(v, node, v.CapacityBytes)
 		}
 		return nil

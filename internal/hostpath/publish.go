@@ -109,15 +109,7 @@ func (d *Driver) checkPublication(vol *volume, stagingPath, target nodePath, wan
 // id at target.
 func (d *Driver) setPublication(id, target string, p *publication) error {
 	err := d.store.update(func(st *state) error {
-		v := st.Volumes[id]
-		if p == nil {
-			delete(v.Publications, target)
-			return nil
-		}
-		if v.Publications == nil {
-			v.Publications = map[string]publication{}
-		}
-		v.Publications[target] = *p
+		put(&st.Volumes[id].Publications, target, p)
 		return nil
 	})
 	if err != nil {

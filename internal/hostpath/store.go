@@ -493,3 +493,16 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// put records *v under key in the state map *m, making the map on first
+// use, or forgets key when v is nil.
+func put[V any](m *map[string]V, key string, v *V) {
+	if v == nil {
+		delete(*m, key)
+		return
+	}
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = *v
+}

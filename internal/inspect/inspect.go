@@ -189,7 +189,7 @@ func pointers[T any](items []T) []*T {
 func Presence(ctx context.Context, client kubernetes.Interface, now time.Time, provisioners ...string) (map[string]explain.Provisioner, error) {
 	out := map[string]explain.Provisioner{}
 	for _, name := range provisioners {
-		leases, err := heartbeat.List(ctx, client.CoordinationV1(), name)
+		leases, err := HeartbeatLeases(ctx, client.CoordinationV1(), name)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/claimstatus"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
 	"github.com/volplane/volplane/internal/quantity"
@@ -46,7 +47,7 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 		return recordSize(n, v, e.Size)
 	case mounting.ExpandAndFinish, mounting.FinishWithoutCall:
 		var err error
-		if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), true); err != nil {
+		if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), claimstatus.IfUnchanged); err != nil {
 			return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
 		}
 	}
@@ -66,7 +67,7 @@ func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mo
 		n.recorder.Event(claim, corev1.EventTypeNormal, fileSystemResizeSuccessful, msg)
 	}
 	if e.Mode != mounting.ExpandOnly {
-		if _, err := a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeFinished(claim, e.Size), true); err != nil {
+		if _, err := a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeFinished(claim, e.Size), claimstatus.IfUnchanged); err != nil {
 			return fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err)
 		}
 	}
@@ -90,7 +91,7 @@ func (a *Agent) expandFailed(ctx context.Context, n *nodeState, pod *corev1.Pod,
 		return
 	}
 	failed := expansion.MarkNodeResizeFailed(claim, err, csierror.ExpandInfeasible(err), metav1.Now())
-	if _, perr := a.patchClaimStatus(ctx, claim, failed, false); perr != nil {
+	if _, perr := a.patchClaimStatus(ctx, claim, failed, claimstatus.Always); perr != nil {
 		klog.FromContext(ctx).Error(perr, "Cannot record the failed node expansion", "pvc", klog.KObj(claim), "node", n.name)
 	}
 }
@@ -133,11 +134,11 @@ func (a *Agent) nodeExpandSecrets(ctx context.Context, pv *corev1.PersistentVolu
 }
 
 // patchClaimStatus writes the change from claim to want (nil: nothing to
-// write) to the status, and returns the claim as the server has it. With
-// checkVersion the write fails on a claim changed meanwhile (the
+// write) to the status, and returns the claim as the server has it. Under
+// IfUnchanged the write fails on a claim changed meanwhile (the
 // informer's copy may be behind: the retry reads again).
-func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.PersistentVolumeClaim, checkVersion bool) (*corev1.PersistentVolumeClaim, error) {
-	out, err := claimstatus.Write(ctx, a.cfg.Client, claim, want, checkVersion)
+func (a *Agent) patchClaimStatus(ctx context.Context, claim, want *corev1.PersistentVolumeClaim, pre claimstatus.Precondition) (*corev1.PersistentVolumeClaim, error) {
+	out, err := resizing.WriteClaim(ctx, a.cfg.Client, claim, want, pre)
 	if err != nil {
 		return out, fmt.Errorf("patch PVC %s/%s status: %w", claim.Namespace, claim.Name, err)
 	}

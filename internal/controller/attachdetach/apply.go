@@ -81,7 +81,7 @@ func (c *Controller) detach(ctx context.Context, node string, existed bool, deta
 	var inUse []v1.UniqueVolumeName
 	checked := false
 	for _, d := range detaches {
-		if c.isInFlight(d.Attachment.Name, true) {
+		if c.isInFlight(d.Attachment.Name, deleteWrite) {
 			continue
 		}
 		if !d.Reason.Forced() && !checked {
@@ -134,7 +134,7 @@ func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) 
 	case err != nil:
 		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err)
 	}
-	c.wrote(d.Attachment.Name, true)
+	c.wrote(d.Attachment.Name, deleteWrite)
 	klog.FromContext(ctx).Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
 		"attachment", d.Attachment.Name, "reason", d.Reason.String())
 	return nil
@@ -149,7 +149,7 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 	var errs []error
 	for _, a := range plan.Create {
 		va := a.Attachment
-		if c.isInFlight(va.Name, false) {
+		if c.isInFlight(va.Name, createWrite) {
 			continue
 		}
 		if err := c.reserve(ctx, a); err != nil {
@@ -167,7 +167,7 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
 			continue
 		}
-		c.wrote(va.Name, false)
+		c.wrote(va.Name, createWrite)
 		logger.V(2).Info("Attaching volume", "pv", *va.Spec.Source.PersistentVolumeName, "driver", va.Spec.Attacher,
 			"attachment", va.Name)
 	}
@@ -212,20 +212,29 @@ func (c *Controller) record(node string, events []attachment.Event) {
 // deleted again by others in between).
 const inFlightTTL = 15 * time.Second
 
+// writeKind is which write of a VolumeAttachment: its create (an attach)
+// or its delete (a detach).
+type writeKind int
+
+const (
+	createWrite writeKind = iota
+	deleteWrite
+)
+
 type write struct {
-	deleted bool
-	at      time.Time
+	kind writeKind
+	at   time.Time
 }
 
-func (c *Controller) wrote(name string, deleted bool) {
+func (c *Controller) wrote(name string, kind writeKind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.inFlight[name] = write{deleted: deleted, at: c.clock.Now()}
+	c.inFlight[name] = write{kind: kind, at: c.clock.Now()}
 }
 
 // isInFlight says whether the write about to be made (a delete, or a
 // create) was made already and the informer does not show it yet.
-func (c *Controller) isInFlight(name string, deleting bool) bool {
+func (c *Controller) isInFlight(name string, kind writeKind) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.inFlight[name]
@@ -233,15 +242,16 @@ func (c *Controller) isInFlight(name string, deleting bool) bool {
 		delete(c.inFlight, name)
 		return false
 	}
-	return ok && w.deleted == deleting
+	return ok && w.kind == kind
 }
 
-// settled forgets the write the informer now shows: an attachment seen
-// present ends a pending create, one seen deleted ends a pending delete.
-func (c *Controller) settled(name string, present bool) {
+// settled forgets the write the informer now shows done: an attachment
+// seen present ends a pending create (createWrite), one seen deleted ends
+// a pending delete (deleteWrite).
+func (c *Controller) settled(name string, shown writeKind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w, ok := c.inFlight[name]; ok && w.deleted != present {
+	if w, ok := c.inFlight[name]; ok && w.kind == shown {
 		delete(c.inFlight, name)
 	}
 }

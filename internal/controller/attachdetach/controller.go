@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -17,18 +16,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
-	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
-	"github.com/volplane/volplane/internal/protection"
-)
-
-// The indexes the loop adds to the shared informers.
-const (
-	podsByNode  = "attachdetach-node"   // pod → spec.nodeName
-	podsByClaim = "attachdetach-claims" // pod → "namespace/claim" of each claim it uses
-	vasByNode   = "attachdetach-node"   // VolumeAttachment → spec.nodeName
-	vasByPV     = "attachdetach-pv"     // VolumeAttachment → source.persistentVolumeName
-	pvsByVolume = "attachdetach-volume" // PersistentVolume → unique volume name (driver^handle)
+	"github.com/volplane/volplane/internal/informerindex"
 )
 
 // Controller is the attachdetach loop. Build it with New and start it with
@@ -93,8 +82,8 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("attachdetach: register metrics: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Attach/detach", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.q, Sync: loop.ErrorOnly(c.syncNode)}},
-		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNode}},
+		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics, Clock: cfg.Clock}
 	return c, nil
 }
 
@@ -106,16 +95,17 @@ func (c *Controller) Run(ctx context.Context) error { return c.runner.Run(ctx) }
 func (c *Controller) Ready() bool { return c.runner.Ready() }
 
 func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cache.InformerSynced, error) {
-	podInf, vaInf := f.Core().V1().Pods().Informer(), f.Storage().V1().VolumeAttachments().Informer()
-	if err := addIndexers(podInf, cache.Indexers{podsByNode: indexPodNode, podsByClaim: indexPodClaims}); err != nil {
-		return nil, fmt.Errorf("pod indexes: %w", err)
+	podInf, err := informerindex.Pods(f)
+	if err != nil {
+		return nil, err
 	}
-	if err := addIndexers(vaInf, cache.Indexers{vasByNode: indexVANode, vasByPV: indexVAPV}); err != nil {
-		return nil, fmt.Errorf("attachment indexes: %w", err)
+	vaInf, err := informerindex.VolumeAttachments(f)
+	if err != nil {
+		return nil, err
 	}
-	pvInf := f.Core().V1().PersistentVolumes().Informer()
-	if err := addIndexers(pvInf, cache.Indexers{pvsByVolume: indexPVVolume}); err != nil {
-		return nil, fmt.Errorf("volume indexes: %w", err)
+	pvInf, err := informerindex.PersistentVolumes(f)
+	if err != nil {
+		return nil, err
 	}
 	c.pods, c.vas, c.pvIndex = podInf.GetIndexer(), vaInf.GetIndexer(), pvInf.GetIndexer()
 	c.nodes = f.Core().V1().Nodes().Lister()
@@ -135,56 +125,4 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 		loop.Handler{Informer: pvInf, Funcs: funcs(c.onVolume)},
 		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},
 	)
-}
-
-// addIndexers adds the indexes that are not there yet: another loop built
-// over the same factory may have added them already.
-func addIndexers(inf cache.SharedIndexInformer, want cache.Indexers) error {
-	have := inf.GetIndexer().GetIndexers()
-	missing := cache.Indexers{}
-	for name, fn := range want {
-		if _, ok := have[name]; !ok {
-			missing[name] = fn
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return inf.AddIndexers(missing)
-}
-
-func indexPodNode(obj any) ([]string, error) {
-	if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
-		return []string{pod.Spec.NodeName}, nil
-	}
-	return nil, nil
-}
-
-func indexPodClaims(obj any) ([]string, error) {
-	if pod, ok := obj.(*v1.Pod); ok {
-		return protection.ClaimKeys(pod), nil
-	}
-	return nil, nil
-}
-
-func indexVANode(obj any) ([]string, error) {
-	if va, ok := obj.(*storagev1.VolumeAttachment); ok {
-		return []string{va.Spec.NodeName}, nil
-	}
-	return nil, nil
-}
-
-func indexVAPV(obj any) ([]string, error) {
-	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
-		return []string{*va.Spec.Source.PersistentVolumeName}, nil
-	}
-	return nil, nil
-}
-
-func indexPVVolume(obj any) ([]string, error) {
-	pv, _ := obj.(*v1.PersistentVolume)
-	if u, ok := attachment.VolumeOf(pv); ok {
-		return []string{string(u)}, nil
-	}
-	return nil, nil
 }

@@ -104,7 +104,8 @@ func (l *fakeLoop) patchVolumesAttached(a k8stesting.Action) (bool, runtime.Obje
 func (l *fakeLoop) sync(t *testing.T) error {
 	t.Helper()
 	l.client.ClearActions()
-	return l.syncNode(context.Background(), nodeName)
+	_, err := l.syncNode(context.Background(), nodeName)
+	return err
 }
 
 // writes lists the sync's writes as "verb resource[/subresource]".
@@ -263,8 +264,13 @@ func TestUnmountWaitRequeuesAndForcesTheDetachOnANotReadyNode(t *testing.T) {
 	n.Status.Conditions[0].Status = v1.ConditionFalse
 	claim, pv := boundVolume()
 	l := newFakeLoop(t, n, claim, pv, attachmentOf(true))
-	if err := l.sync(t); err != nil {
+	l.client.ClearActions()
+	res, err := l.syncNode(context.Background(), nodeName)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.RequeueAfter() <= 0 {
+		t.Errorf("result %+v: want the node again when the wait runs out", res)
 	}
 	for _, w := range l.writes() {
 		if strings.HasPrefix(w, "delete") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 )
 
 // Every event is turned into the nodes it may change a decision for.
@@ -49,7 +50,7 @@ func (c *Controller) onNodeDeleted(obj any) {
 // sees the attachment there.
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
-		c.settled(va.Name, true)
+		c.settled(va.Name, createWrite)
 		c.shown(va.Name)
 		c.q.Add(va.Spec.NodeName)
 	}
@@ -62,7 +63,7 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 	if !ok {
 		return
 	}
-	c.settled(va.Name, false)
+	c.settled(va.Name, deleteWrite)
 	c.q.Add(va.Spec.NodeName)
 	if pvName := va.Spec.Source.PersistentVolumeName; pvName != nil {
 		if pv, err := c.pvs.Get(*pvName); err == nil {
@@ -95,9 +96,9 @@ func (c *Controller) enqueueUsersOf(pv *v1.PersistentVolume) {
 }
 
 func (c *Controller) enqueueClaimUsers(claimKey string) {
-	pods, _ := c.pods.ByIndex(podsByClaim, claimKey)
-	for _, obj := range pods {
-		c.onPod(obj)
+	pods, _ := informerindex.PodsUsing(c.pods, claimKey) // registered in New: cannot fail
+	for _, pod := range pods {
+		c.onPod(pod)
 	}
 }
 
@@ -113,25 +114,13 @@ func (c *Controller) sameVolume(pv *v1.PersistentVolume) []*v1.PersistentVolume 
 
 // volumesNamed are the PersistentVolumes of a unique volume name.
 func (c *Controller) volumesNamed(unique v1.UniqueVolumeName) []*v1.PersistentVolume {
-	objs, _ := c.pvIndex.ByIndex(pvsByVolume, string(unique))
-	out := make([]*v1.PersistentVolume, 0, len(objs))
-	for _, obj := range objs {
-		if pv, ok := obj.(*v1.PersistentVolume); ok {
-			out = append(out, pv)
-		}
-	}
-	return out
+	pvs, _ := informerindex.PVsOf(c.pvIndex, unique) // registered in New: cannot fail
+	return pvs
 }
 
 func (c *Controller) attachmentsOf(pv string) []*storagev1.VolumeAttachment {
-	objs, _ := c.vas.ByIndex(vasByPV, pv)
-	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
-	for _, obj := range objs {
-		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
-			out = append(out, va)
-		}
-	}
-	return out
+	vas, _ := informerindex.AttachmentsOf(c.vas, pv) // registered in New: cannot fail
+	return vas
 }
 
 // enqueueAll queues every node and every node name an attachment names (a
@@ -141,7 +130,7 @@ func (c *Controller) enqueueAll() {
 	for _, n := range nodes {
 		c.q.Add(n.Name)
 	}
-	for _, name := range c.vas.ListIndexFuncValues(vasByNode) {
+	for _, name := range c.vas.ListIndexFuncValues(informerindex.NodeOfAttachment) {
 		c.q.Add(name)
 	}
 }

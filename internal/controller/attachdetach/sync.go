@@ -13,16 +13,20 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
 )
 
-// syncNode is one node's reconcile: read, decide, apply.
-func (c *Controller) syncNode(ctx context.Context, name string) error {
+// syncNode is one node's reconcile: read, decide, apply. The node is
+// synced again when the plan asks (an unmount wait that ends), unless the
+// apply failed: the runner's backoff retries it sooner or later then.
+func (c *Controller) syncNode(ctx context.Context, name string) (loop.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
 	ctx = klog.NewContext(ctx, logger)
 	f, err := c.facts(name)
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
 	plan := attachment.Decide(f)
 	for _, w := range plan.Wait {
@@ -30,12 +34,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	}
 	c.remember(name, f.Node, plan)
 	if err := c.apply(ctx, name, f.Node.Exists, plan); err != nil {
-		return err
+		return loop.Done(), err
 	}
-	if plan.RequeueAfter > 0 {
-		c.q.AddAfter(name, plan.RequeueAfter)
-	}
-	return nil
+	return loop.After(plan.RequeueAfter), nil
 }
 
 // facts reads everything the node's decision rests on from the caches.
@@ -62,12 +63,13 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 	if f.Node.Exists && !f.Node.Managed {
 		return f, nil // not ours: nothing more to read
 	}
-	objs, _ := c.pods.ByIndex(podsByNode, name)
-	for _, obj := range objs {
-		if pod, ok := obj.(*v1.Pod); ok {
-			f.Pods = append(f.Pods, pod)
-			c.readVolumes(&f, pod)
-		}
+	pods, err := informerindex.PodsOn(c.pods, name)
+	if err != nil {
+		return attachment.Facts{}, err
+	}
+	for _, pod := range pods {
+		f.Pods = append(f.Pods, pod)
+		c.readVolumes(&f, pod)
 	}
 	seen := map[string]bool{}
 	add := func(va *storagev1.VolumeAttachment) {
@@ -76,12 +78,13 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 			f.Attachments = append(f.Attachments, va)
 		}
 	}
-	here, _ := c.vas.ByIndex(vasByNode, name)
-	for _, obj := range here {
-		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
-			add(va)
-			c.readVolume(&f, va.Spec.Source.PersistentVolumeName)
-		}
+	here, err := informerindex.AttachmentsOn(c.vas, name)
+	if err != nil {
+		return attachment.Facts{}, err
+	}
+	for _, va := range here {
+		add(va)
+		c.readVolume(&f, va.Spec.Source.PersistentVolumeName)
 	}
 	// Every PV naming a volume the node's PVs name: an attachment made
 	// through any of them holds the volume (a PV made again for a retained
@@ -134,12 +137,9 @@ func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 		}
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil {
-		users, _ := c.pods.ByIndex(podsByClaim, ref.Namespace+"/"+ref.Name)
-		for _, obj := range users {
-			if pod, ok := obj.(*v1.Pod); ok {
-				f.Users[pv.Name] = append(f.Users[pv.Name], pod)
-			}
-		}
+		// The index is registered in New; a lookup cannot fail.
+		users, _ := informerindex.PodsUsing(c.pods, ref.Namespace+"/"+ref.Name)
+		f.Users[pv.Name] = append(f.Users[pv.Name], users...)
 	}
 }
 
@@ -156,7 +156,7 @@ func (c *Controller) remember(name string, node attachment.Node, plan attachment
 	if node.Exists {
 		return // lastInUse is only ever set after the node's delete event
 	}
-	if objs, _ := c.vas.ByIndex(vasByNode, name); len(objs) == 0 {
+	if vas, err := informerindex.AttachmentsOn(c.vas, name); err == nil && len(vas) == 0 {
 		delete(c.lastInUse, name)
 		delete(c.reported, name)
 	}

@@ -5,41 +5,37 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // syncClaim reads a claim, decides, and applies the decision.
-func (c *Controller) syncClaim(ctx context.Context, key string) error {
+func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, error) {
 	defer c.afterClaimSync(key)
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil // not a key we made; nothing to retry
+		return loop.Done(), nil // not a key we made; nothing to retry
 	}
-	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
+	claim, err := c.claim(ns, name)
+	if err != nil || claim == nil {
+		return loop.Done(), err
 	}
-	if err != nil {
-		return err
-	}
-	claim = c.newClaim.Newer(key, claim)
 	// As the reference's syncClaim, migrated-to is brought in step first.
 	if claim, err = c.updateClaimOr(ctx, claim, binding.ClaimMigration(claim)); err != nil {
-		return fmt.Errorf("update migration annotation: %w", err)
+		return loop.Done(), fmt.Errorf("update migration annotation: %w", err)
 	}
 	in, err := c.claimInput(claim)
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
 	defer c.unreserve(in.Match)
 	d := binding.DecideClaim(in)
 	// d, not d.String(): the logger renders a Stringer only if it logs.
 	klog.FromContext(ctx).V(4).Info("Claim decision", "pvc", klog.KObj(claim), "decision", d)
-	return c.applyClaim(ctx, claim, d)
+	return loop.Done(), c.applyClaim(ctx, claim, d)
 }
 
 // claimInput gathers what DecideClaim needs. For a claim still looking for a
@@ -47,8 +43,11 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 // pick the same PV before our first write lands; when none fits, it adds
 // the tally of every PV, if the decision reports it.
 func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimInput, error) {
-	in := binding.ClaimInput{Claim: claim, Pods: c.podsUsing(claim.Namespace, claim.Name)}
+	in := binding.ClaimInput{Claim: claim}
 	var err error
+	if in.Pods, err = c.podsUsing(claim.Namespace, claim.Name); err != nil {
+		return in, err
+	}
 	if in.Class, err = c.claimClass(claim); err != nil {
 		return in, err
 	}
@@ -59,7 +58,7 @@ func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimI
 		in.Volume, err = c.volume(claim.Spec.VolumeName)
 		return in, err
 	}
-	if !isWaiting(claim) {
+	if !binding.IsWaiting(claim) {
 		return in, nil
 	}
 	key := binding.ClaimKey(claim)
@@ -70,7 +69,7 @@ func (c *Controller) claimInput(claim *v1.PersistentVolumeClaim) (binding.ClaimI
 	}
 	wants := binding.WantsTally(in)
 	if !wants {
-		c.tallies.forget(key)
+		c.tallies.Forget(key)
 	}
 	c.mu.Unlock()
 	if wants {
@@ -92,7 +91,7 @@ func (c *Controller) unreserve(pv *v1.PersistentVolume) {
 // take, to the next waiting claim (through their volume sync).
 func (c *Controller) afterClaimSync(key string) {
 	c.mu.Lock()
-	pvs := c.waiting.release(key)
+	pvs := c.waiting.Release(key)
 	c.mu.Unlock()
 	for _, name := range pvs {
 		c.volumeQ.Add(name)
@@ -154,13 +153,15 @@ func (c *Controller) setClaimPhase(ctx context.Context, claim *v1.PersistentVolu
 // redone, by the next sync. The PV stays locked throughout: its volume sync
 // must not write the PV's status between our writes.
 func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
-	unlock := c.pvLocks.lock(pv.Name)
+	unlock, err := c.pvLocks.Lock(ctx, pv.Name)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	pv = c.newPV.Newer(pv.Name, pv)
 	if err := c.stillFor(pv, claim); err != nil {
 		return err
 	}
-	var err error
 	if pv, err = c.updateVolumeOr(ctx, pv, binding.BindVolumeSpec(pv, claim)); err != nil {
 		return fmt.Errorf("bind %s: write volume claimRef: %w", pv.Name, err)
 	}

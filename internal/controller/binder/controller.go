@@ -20,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/index"
+	"github.com/volplane/volplane/internal/keyedmutex"
 )
 
 // EventComponent is the event source, the same as the reference binder's, so
@@ -47,7 +48,8 @@ type Config struct {
 	RecyclerNamespace string
 	RecyclerImage     string
 	RecycleTimeout    time.Duration
-	// Clock dates the tallies of waiting claims (default the real clock).
+	// Clock dates the tallies of waiting claims, times operations and
+	// failing keys (default the real clock).
 	Clock clock.PassiveClock
 }
 
@@ -72,18 +74,18 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	claimQ   workqueue.TypedRateLimitingInterface[string]
 	volumeQ  workqueue.TypedRateLimitingInterface[string]
-	pvLocks  *keyedMutex
+	pvLocks  *keyedmutex.Mutex
 	newPV    *loop.Newest[*v1.PersistentVolume]
 	newClaim *loop.Newest[*v1.PersistentVolumeClaim]
-	events   *eventMemory
+	events   *loop.EventMemory
 	runner   *loop.Runner
 
 	// mu guards the index, the reservations it holds and the waiting claims:
 	// choosing a PV and reserving it must be one step.
 	mu      sync.Mutex
 	index   *index.Index
-	waiting *waitingClaims
-	tallies *tallies
+	waiting *index.Waiting
+	tallies *index.Tallies
 	// claimsSynced and volumesSynced: when each key was last synced, so a
 	// resync skips what was just looked at.
 	claimsSynced, volumesSynced *loop.Recent
@@ -115,13 +117,13 @@ func New(cfg Config) (*Controller, error) {
 		recycleNamespace: cfg.RecyclerNamespace, recycleImage: cfg.RecyclerImage, recycleTimeout: cfg.RecycleTimeout,
 		claimQ:        loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
 		volumeQ:       loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
-		pvLocks:       newKeyedMutex(),
+		pvLocks:       keyedmutex.New(),
 		newPV:         loop.NewNewest[*v1.PersistentVolume](),
 		newClaim:      loop.NewNewest[*v1.PersistentVolumeClaim](),
-		events:        newEventMemory(),
+		events:        loop.NewEventMemory(),
 		index:         index.New(),
-		waiting:       newWaitingClaims(),
-		tallies:       newTallies(),
+		waiting:       index.NewWaiting(),
+		tallies:       index.NewTallies(),
 		claimsSynced:  loop.NewRecent(),
 		volumesSynced: loop.NewRecent(),
 	}
@@ -131,15 +133,15 @@ func New(cfg Config) (*Controller, error) {
 	// Conflicts are harmless and frequent across thousands of binds: retry them
 	// fast, per key, with no global cap.
 	c.runner = &loop.Runner{Name: "Binder", Synced: c.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.claimQ, Sync: loop.ErrorOnly(c.syncClaim), Recent: c.claimsSynced},
-			{Q: c.volumeQ, Sync: loop.ErrorOnly(c.syncVolume), Recent: c.volumesSynced}},
-		Resync: c.resyncUnsettled, ResyncPeriod: c.resync}
+		Queues: []loop.Queue{{Q: c.claimQ, Sync: c.syncClaim, Recent: c.claimsSynced},
+			{Q: c.volumeQ, Sync: c.syncVolume, Recent: c.volumesSynced}},
+		Resync: c.resyncUnsettled, ResyncPeriod: c.resync, Metrics: cfg.Metrics, Clock: cfg.Clock}
 	m, err := newMetrics(cfg.Metrics, c.pvs, c.claims)
 	if err != nil {
 		return nil, fmt.Errorf("binder: register metrics: %w", err)
 	}
 	c.metrics = m
-	c.ops = newOperations(m)
+	c.ops = newOperations(m, cfg.Clock)
 	return c, nil
 }
 

@@ -5,8 +5,11 @@
 // Nouns:
 //   - Controller: informers over PVs, claims, classes and pods feeding two
 //     rate-limited work queues (claims, volumes) drained by several workers.
-//   - sync: one pass over one object: read the newest copy, ask package
-//     binding what to do, apply the decision's writes in order.
+//   - sync: one pass over one object: read the newest copy (reads.go), ask
+//     package binding what to do, apply the decision's writes in order
+//     (writes.go), and return a loop.Result: the runner owns every retry
+//     (a running recycler pod is looked at again at its deadline through
+//     loop.After, never by the sync queuing its own key).
 //   - newest: the newest copy of each object the controller has seen, from
 //     the informer or from its own writes, so a sync never acts on an object
 //     older than one it wrote. Copies arrive in no fixed order (under load
@@ -18,8 +21,11 @@
 //   - waiting claims: unbound claims with no volume yet; a free PV wakes one
 //     claim it fits (the largest request it holds, oldest first), found in
 //     O(log n), so binding never waits for the periodic resync and a new PV
-//     never wakes every claim. See waitingClaims for the order and why a
-//     claim takes at most two wake-ups.
+//     never wakes every claim. The claims are kept in index.Waiting, beside
+//     the PV index; see it for the order and why a claim takes at most two
+//     wake-ups. What becomes of the phase of a PV offered this way is
+//     binding.DecidePhase's to say: a new PV a claim takes is left to the
+//     bind, which writes Bound.
 //   - resync: the safety net, every ResyncPeriod, over the objects not at
 //     rest that were not synced within the period (loop.Recent).
 //
@@ -38,20 +44,21 @@
 // other claims"). For WaitForFirstConsumer the scheduler reports instead.
 //   - Once per situation: waiting events (ExternalProvisioning,
 //     WaitForFirstConsumer, NoVolumeFits, ...) describe a state, and the
-//     reference repeats them on every resync. eventMemory remembers, per
-//     object, per kind of sync and per reason, the last one recorded, and a
-//     sync records only those that differ, so ExternalProvisioning and
-//     NoVolumeFits on one claim do not evict each other. A sync without a
+//     reference repeats them on every resync. A loop.EventMemory remembers,
+//     per object, per kind of sync (its scope) and per reason, the last one
+//     recorded, and a sync records only those that differ, so
+//     ExternalProvisioning and NoVolumeFits on one claim do not evict each
+//     other. A sync without a
 //     reason forgets it (its return is news); deletes forget the object.
 //     NoVolumeFits is judged without the count of other classes' volumes:
 //     a volume of another class appearing is no news for the claim.
-//   - The tally is kept per waiting claim (tallies) with the index's
+//   - The tally is kept per waiting claim (index.Tallies) with the index's
 //     Version of its candidates (its class and the PVs pre-bound to it) and
 //     the claim's request: a resync that finds both unchanged costs O(1)
 //     (BenchmarkWaitingClaimSync: a few µs, against about 10 ms for a count
 //     at 10,000 PVs of the class). Counting waits until the claim has
 //     waited, and its candidates stayed the same, for a resync period (or
-//     maxStaleResyncs periods passed): a claim bound or provisioned within
+//     index.MaxStaleResyncs periods passed): a claim bound or provisioned within
 //     a period never pays, and while PVs keep arriving in a class its
 //     waiting claims are neither recounted nor reported at every resync,
 //     which would be quadratic work and one event per claim and resync.
@@ -87,7 +94,7 @@
 //
 // Lock order. Work on one object is serialized by its queue (one key, one
 // worker). Across the two queues, a PV's writes happen under pvLocks (a
-// mutex per PV name), taken first; Controller.mu, which guards the index, the
+// keyedmutex, one lock per PV name), taken first; Controller.mu, which guards the index, the
 // reservations and the waiting claims, is taken second and only for memory
 // updates, never across an API call. Nothing takes a PV lock while holding
 // Controller.mu, and no sync holds two PV locks at once.

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/index"
 )
 
 // tallyWorld is a claim of class gold for 10Gi that no PV fits: two too
@@ -42,7 +44,7 @@ func (b *fakeBinder) recorded() []string {
 
 func (b *fakeBinder) syncClaimOK(t *testing.T, key string) {
 	t.Helper()
-	if err := b.syncClaim(ctx, key); err != nil {
+	if _, err := b.syncClaim(ctx, key); err != nil {
 		t.Fatalf("sync claim %s: %v", key, err)
 	}
 }
@@ -93,7 +95,7 @@ func counted(t *testing.T) *fakeBinder {
 
 // While the PVs of its class keep changing, a waiting claim is not counted
 // again at each resync (a Match over the class each time, an event each
-// time): only once they stayed for a period, or after maxStaleResyncs
+// time): only once they stayed for a period, or after index.MaxStaleResyncs
 // periods.
 func TestAClaimIsNotRecountedWhileItsClassKeepsChanging(t *testing.T) {
 	b := counted(t)
@@ -106,16 +108,16 @@ func TestAClaimIsNotRecountedWhileItsClassKeepsChanging(t *testing.T) {
 	b.wantRecorded(t, "once they stopped for a period",
 		"Normal NoVolumeFits 0/9 volumes available: 7 too small, 1 bound to other claims, 1 other class")
 
-	for i := range maxStaleResyncs {
-		if i == maxStaleResyncs-1 {
-			b.wantRecorded(t, "while volumes keep arriving for almost maxStaleResyncs periods")
+	for i := range index.MaxStaleResyncs {
+		if i == index.MaxStaleResyncs-1 {
+			b.wantRecorded(t, "while volumes keep arriving for almost index.MaxStaleResyncs periods")
 		}
 		b.informerAdds(t, volumeOf(fmt.Sprintf("more-%d", i), "1Mi", rwo))
 		b.nextResync(t)
 	}
-	b.wantRecorded(t, "after maxStaleResyncs periods of change",
+	b.wantRecorded(t, "after index.MaxStaleResyncs periods of change",
 		fmt.Sprintf("Normal NoVolumeFits 0/%d volumes available: %d too small, 1 bound to other claims, 1 other class",
-			9+maxStaleResyncs, 7+maxStaleResyncs))
+			9+index.MaxStaleResyncs, 7+index.MaxStaleResyncs))
 }
 
 // nextResync plays a resync period passing, then the claim's resync.
@@ -146,7 +148,7 @@ func TestVolumesOfOtherClassesAloneAreNoNews(t *testing.T) {
 // The reference's waiting event comes back once its situation does, after
 // a sync that had none: one waiting event leaving does not mute the others.
 func TestAWaitingEventIsNewsAgainAfterASyncWithoutIt(t *testing.T) {
-	m := newEventMemory()
+	m := loop.NewEventMemory()
 	external := binding.Event{On: binding.OnClaim, Type: v1.EventTypeNormal, Reason: binding.EventExternalProvisioning, Message: "wait", Repeats: true}
 	tally := func(msg string) binding.Event {
 		return binding.Event{On: binding.OnClaim, Type: v1.EventTypeNormal, Reason: binding.EventNoVolumeFits, Message: msg, Repeats: true}
@@ -165,7 +167,7 @@ func TestAWaitingEventIsNewsAgainAfterASyncWithoutIt(t *testing.T) {
 	}
 	for i, s := range steps {
 		var got []string
-		for _, e := range m.due("uid", fromClaimSync, s.events) {
+		for _, e := range dueEvents(m, "uid", fromClaimSync, s.events) {
 			got = append(got, e.Message)
 		}
 		if !reflect.DeepEqual(got, s.want) {
@@ -177,11 +179,11 @@ func TestAWaitingEventIsNewsAgainAfterASyncWithoutIt(t *testing.T) {
 // The volume sync's waiting events on a claim and the claim sync's own do
 // not make each other news again.
 func TestClaimAndVolumeSyncsRememberTheirEventsApart(t *testing.T) {
-	m := newEventMemory()
+	m := loop.NewEventMemory()
 	mismatch := binding.Event{On: binding.OnClaim, Type: v1.EventTypeWarning, Reason: binding.EventVolumeMismatch, Message: "mode", Repeats: true}
 	external := binding.Event{On: binding.OnClaim, Type: v1.EventTypeNormal, Reason: binding.EventExternalProvisioning, Message: "wait", Repeats: true}
 	for i := range 3 {
-		n := len(m.due("uid", fromVolumeSync, []binding.Event{mismatch})) + len(m.due("uid", fromClaimSync, []binding.Event{external}))
+		n := len(dueEvents(m, "uid", fromVolumeSync, []binding.Event{mismatch})) + len(dueEvents(m, "uid", fromClaimSync, []binding.Event{external}))
 		if want := map[bool]int{true: 2, false: 0}[i == 0]; n != want {
 			t.Errorf("round %d: %d events recorded, want %d", i+1, n, want)
 		}
@@ -193,16 +195,16 @@ func TestClaimAndVolumeSyncsRememberTheirEventsApart(t *testing.T) {
 func TestADeletedClaimLeavesNothingRemembered(t *testing.T) {
 	b := tallyWorld(t)
 	b.syncClaimOK(t, "ns/data")
-	if len(b.events.last) == 0 || len(b.tallies.byKey) == 0 {
-		t.Fatalf("nothing remembered for a waiting claim: events %d, tallies %d", len(b.events.last), len(b.tallies.byKey))
+	if b.events.Len() == 0 || b.tallies.Len() == 0 {
+		t.Fatalf("nothing remembered for a waiting claim: events %d, tallies %d", b.events.Len(), b.tallies.Len())
 	}
 	claim, err := b.claims.PersistentVolumeClaims("ns").Get("data")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.informerDeletes(t, claim)
-	if len(b.events.last) != 0 || len(b.tallies.byKey) != 0 {
-		t.Errorf("after delete: events %v, tallies %v", b.events.last, b.tallies.byKey)
+	if b.events.Len() != 0 || b.tallies.Len() != 0 {
+		t.Errorf("after delete: events %d, tallies %d", b.events.Len(), b.tallies.Len())
 	}
 }
 
@@ -216,8 +218,8 @@ func TestABoundClaimForgetsItsTally(t *testing.T) {
 	}
 	b.informerAdds(t, big)
 	b.syncClaimOK(t, "ns/data")
-	if len(b.tallies.byKey) != 0 {
-		t.Errorf("tallies after the bind: %v", b.tallies.byKey)
+	if n := b.tallies.Len(); n != 0 {
+		t.Errorf("tallies after the bind: %d", n)
 	}
 	b.wantRecorded(t, "the bind")
 }

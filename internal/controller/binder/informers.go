@@ -2,7 +2,6 @@ package binder
 
 import (
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -11,49 +10,31 @@ import (
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/protection"
 )
-
-// podsByClaim indexes pods by namespace/claimName of every claim they use.
-const podsByClaim = "claim"
 
 func (c *Controller) registerInformers(f informers.SharedInformerFactory) error {
 	pvInf := f.Core().V1().PersistentVolumes()
 	claimInf := f.Core().V1().PersistentVolumeClaims()
 	classInf := f.Storage().V1().StorageClasses()
-	podInf := f.Core().V1().Pods()
 	c.pvs, c.claims, c.classes = pvInf.Lister(), claimInf.Lister(), classInf.Lister()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{podsByClaim: claimsOfPod}); err != nil {
-		return fmt.Errorf("binder: pod index: %w", err)
+	podInf, err := informerindex.Pods(f)
+	if err != nil {
+		return fmt.Errorf("binder: %w", err)
 	}
-	c.pods = podInf.Informer().GetIndexer()
+	c.pods = podInf.GetIndexer()
 	synced, err := loop.Register(
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
 		loop.Handler{Informer: classInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onClass, UpdateFunc: loop.Updated(c.onClass)}},
-		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: loop.Updated(c.onPod), DeleteFunc: c.onPod}},
+		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: loop.Updated(c.onPod), DeleteFunc: c.onPod}},
 	)
 	if err != nil {
 		return fmt.Errorf("binder: %w", err)
 	}
 	c.synced = synced
 	return nil
-}
-
-func claimsOfPod(obj any) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	var keys []string
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim != nil {
-			keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
-		}
-		if vol.Ephemeral != nil {
-			keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
-		}
-	}
-	return keys, nil
 }
 
 func (c *Controller) onVolume(obj any) {
@@ -81,9 +62,9 @@ func (c *Controller) onVolumeDeleted(obj any) {
 	c.mu.Lock()
 	c.newPV.Forget(pv.Name)
 	c.index.Delete(pv.Name)
-	c.waiting.forgetVolume(pv.Name)
+	c.waiting.ForgetVolume(pv.Name)
 	c.mu.Unlock()
-	c.events.forget(pv.UID)
+	c.events.Forget(pv.UID)
 	c.ops.done(pv.Name)
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		// Its claim may have just lost its volume.
@@ -100,7 +81,7 @@ func (c *Controller) onClaim(obj any) {
 	own := c.newClaim.IsOwnWrite(key, claim)
 	claim = c.newClaim.Observe(key, claim)
 	c.mu.Lock()
-	c.waiting.update(claim) // for our own write: the informer's copy in place of ours
+	c.waiting.Update(claim) // for our own write: the informer's copy in place of ours
 	c.mu.Unlock()
 	if !own { // our write's sync already decided what follows
 		c.claimQ.Add(key)
@@ -117,14 +98,14 @@ func (c *Controller) onClaimDeleted(obj any) {
 	key := binding.ClaimKey(claim)
 	c.mu.Lock()
 	c.newClaim.Forget(key)
-	c.waiting.remove(key)
-	c.tallies.forget(key)
+	c.waiting.Remove(key)
+	c.tallies.Forget(key)
 	// Its volumes are released now: the one it names, and any whose
 	// claimRef names it although the claim was deleted before it recorded
 	// that volume (the resync leaves Bound volumes alone).
 	released := c.index.ClaimedBy(key)
 	c.mu.Unlock()
-	c.events.forget(claim.UID)
+	c.events.Forget(claim.UID)
 	c.ops.forget(key)
 	if claim.Spec.VolumeName != "" {
 		released = append(released, claim.Spec.VolumeName)
@@ -141,7 +122,7 @@ func (c *Controller) onClass(obj any) {
 		return
 	}
 	c.mu.Lock()
-	keys := c.waiting.keys()
+	keys := c.waiting.Keys()
 	c.mu.Unlock()
 	for _, key := range keys {
 		c.claimQ.Add(key)
@@ -157,14 +138,13 @@ func (c *Controller) onPod(obj any) {
 	if !ok {
 		return
 	}
-	if pod.Namespace == c.recycleNamespace && strings.HasPrefix(pod.Name, recyclerPrefix) {
-		c.volumeQ.Add(strings.TrimPrefix(pod.Name, recyclerPrefix))
+	if pvName, ok := binding.RecycledVolume(pod.Name); ok && pod.Namespace == c.recycleNamespace {
+		c.volumeQ.Add(pvName)
 	}
-	keys, _ := claimsOfPod(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, key := range keys {
-		if c.waiting.has(key) {
+	for _, key := range protection.ClaimKeys(pod) {
+		if c.waiting.Has(key) {
 			c.claimQ.Add(key)
 		}
 	}

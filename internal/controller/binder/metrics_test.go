@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // A StorageClass name that is not valid UTF-8 (an annotation written through
@@ -46,7 +47,7 @@ func TestScrapeSurvivesLabelValuesThatAreNotUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := newOperations(m)
+	ops := newOperations(m, clock.RealClock{})
 	ops.start("pv", "provisioner\xff", opDelete)
 	ops.failed("pv")
 	ops.done("pv")

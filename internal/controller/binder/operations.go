@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/binding"
@@ -33,11 +35,11 @@ type operations struct {
 	mu      sync.Mutex
 	running map[string]operation
 	m       *metrics
-	now     func() time.Time
+	clock   clock.PassiveClock
 }
 
-func newOperations(m *metrics) *operations {
-	return &operations{running: map[string]operation{}, m: m, now: time.Now}
+func newOperations(m *metrics, clk clock.PassiveClock) *operations {
+	return &operations{running: map[string]operation{}, m: m, clock: clk}
 }
 
 // start begins timing key unless it is timed already.
@@ -45,7 +47,7 @@ func (o *operations) start(key, plugin, name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.running[key]; !ok {
-		o.running[key] = operation{plugin: plugin, name: name, started: o.now()}
+		o.running[key] = operation{plugin: plugin, name: name, started: o.clock.Now()}
 	}
 }
 
@@ -56,7 +58,7 @@ func (o *operations) done(key string) {
 	delete(o.running, key)
 	o.mu.Unlock()
 	if ok {
-		o.m.operationSeconds.WithLabelValues(metriclabel.Values(op.plugin, op.name)...).Observe(o.now().Sub(op.started).Seconds())
+		o.m.operationSeconds.WithLabelValues(metriclabel.Values(op.plugin, op.name)...).Observe(o.clock.Since(op.started).Seconds())
 	}
 }
 
@@ -77,27 +79,21 @@ func (o *operations) forget(key string) {
 	delete(o.running, key)
 }
 
-// volumeReclaimed starts timing the deletion of a volume released under
-// Delete, and counts an error when no one can delete it. plugin_name is the
-// class's provisioner (not the provisioned-by annotation, whose values
-// would make the series explode), "N/A" without a deleter or a class. A
-// migrated volume is not timed: the reference's reclaimVolume stands down
-// before it starts the timer.
+// volumeReclaimed applies binding.TimeDeletion: it starts timing the
+// deletion of a volume released under Delete, and counts an error when no
+// one can delete it.
 func (c *Controller) volumeReclaimed(pv *v1.PersistentVolume, d binding.VolumeDecision) {
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-		return
-	}
-	switch d.Reclaim {
-	case binding.ReclaimExternal:
+	switch binding.TimeDeletion(pv, d) {
+	case binding.DeletionByProvisioner:
 		plugin := pluginUnknown
 		if class, err := c.classes.Get(binding.VolumeClass(pv)); err == nil {
 			plugin = class.Provisioner
 		}
 		c.ops.start(pv.Name, plugin, opDelete)
-	case binding.ReclaimFailed:
+	case binding.DeletionNoDeleter:
 		c.ops.start(pv.Name, pluginUnknown, opDelete)
-		if d.Phase == v1.VolumeFailed {
-			c.ops.failed(pv.Name)
-		}
+	case binding.DeletionNoDeleterFailed:
+		c.ops.start(pv.Name, pluginUnknown, opDelete)
+		c.ops.failed(pv.Name)
 	}
 }

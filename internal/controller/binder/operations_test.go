@@ -7,28 +7,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
-func testOperations(t *testing.T) (*operations, *time.Time) {
+func testOperations(t *testing.T) (*operations, *testingclock.FakePassiveClock) {
 	t.Helper()
 	m, err := newMetrics(prometheus.NewRegistry(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1000, 0)
-	o := newOperations(m)
-	o.now = func() time.Time { return now }
-	return o, &now
+	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
+	return newOperations(m, clk), clk
 }
 
 // An operation is timed from its first start to done; starting it again
 // while it runs does not reset the clock, and done observes it once.
 func TestOperationIsTimedFromItsFirstStart(t *testing.T) {
-	o, now := testOperations(t)
+	o, clk := testOperations(t)
 	o.start("ns/c", "example.com/x", opProvision)
-	*now = now.Add(3 * time.Second)
+	clk.SetTime(clk.Now().Add(3 * time.Second))
 	o.start("ns/c", "example.com/x", opProvision)
-	*now = now.Add(2 * time.Second)
+	clk.SetTime(clk.Now().Add(2 * time.Second))
 	o.done("ns/c")
 	o.done("ns/c")
 	h := o.m.operationSeconds.WithLabelValues("example.com/x", opProvision).(prometheus.Histogram)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // Recycling scrubs a Released volume with a Pod and makes it Available again.
@@ -21,50 +22,40 @@ import (
 // binding.AnnRecyclerPod for why a pod is trusted only by its recorded UID.
 
 const (
-	// recyclerLabel marks recycler pods with the PV they scrub (for people;
-	// the binder finds them by name).
-	recyclerLabel = "recycler.volplane.io/volume"
-	// recyclerPrefix starts the name of every recycler pod, as in Kubernetes.
-	recyclerPrefix = "recycler-for-"
 	// EventVolumeRecycled is recorded when a scrub succeeds.
 	EventVolumeRecycled = "VolumeRecycled"
 	// defaultRecyclerImage has a POSIX shell and find.
 	defaultRecyclerImage = "busybox:1.37"
 	// DefaultRecycleTimeout bounds a recycler pod's scrub.
 	DefaultRecycleTimeout = 5 * time.Minute
-	scrubScript           = `test -e /scrub && find /scrub -mindepth 1 -delete && test -z "$(ls -A /scrub)" || exit 1`
 )
-
-func recyclerPodName(pvName string) string { return recyclerPrefix + pvName }
 
 // recycle moves a Released volume through its scrub.
 // A volume whose scrub failed stays Failed until someone looks at it: unlike
-// the reference, we do not start a new scrub on every resync.
-func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d binding.VolumeDecision) error {
-	if pv.Status.Phase == v1.VolumeFailed {
-		// Not scrubbed again; only a recycler pod whose delete failed
-		// is left to remove.
-		if pod, err := c.recyclerPod(pv.Name); err != nil || pod == nil || pod.DeletionTimestamp != nil {
-			return err
+// the reference, we do not start a new scrub on every resync
+// (binding.ScrubOver, ScrubRemoveLeftover).
+func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d binding.VolumeDecision) (loop.Result, error) {
+	var source v1.VolumeSource
+	if pv.Status.Phase != v1.VolumeFailed {
+		// Released: the phase first, then a scrub, which needs a source.
+		var err error
+		if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message)); err != nil {
+			return loop.Done(), err
 		}
-		return c.deleteRecycler(ctx, pv.Name)
+		var ok bool
+		if source, ok = binding.ScrubSource(pv); !ok {
+			return loop.Done(), c.recycleFailed(ctx, pv, "No recycler plugin found for the volume!")
+		}
 	}
-	pv, err := c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message))
-	if err != nil {
-		return err
-	}
-	source, ok := scrubbable(pv)
-	if !ok {
-		return c.recycleFailed(ctx, pv, "No recycler plugin found for the volume!")
-	}
-	in := binding.ScrubInput{Volume: pv, Now: time.Now(), Timeout: c.recycleTimeout}
+	in := binding.ScrubInput{Volume: pv, Now: c.clock.Now(), Timeout: c.recycleTimeout}
+	var err error
 	if in.Pod, err = c.recyclerPod(pv.Name); err != nil {
-		return err
+		return loop.Done(), err
 	}
 	sd := binding.DecideScrub(in)
 	if sd.Action == binding.ScrubCheckLive {
 		if in.Pod, err = c.liveRecyclerPod(ctx, pv.Name); err != nil {
-			return err
+			return loop.Done(), err
 		}
 		in.LiveChecked = true
 		sd = binding.DecideScrub(in)
@@ -73,96 +64,51 @@ func (c *Controller) recycle(ctx context.Context, pv *v1.PersistentVolume, d bin
 	return c.applyScrub(ctx, pv, in.Pod, source, sd)
 }
 
-func (c *Controller) applyScrub(ctx context.Context, pv *v1.PersistentVolume, pod *v1.Pod, source v1.VolumeSource, sd binding.ScrubDecision) error {
+// applyScrub performs a scrub decision. Our pod running, the volume is
+// synced again at its deadline; the pod's updates bring it back sooner.
+func (c *Controller) applyScrub(ctx context.Context, pv *v1.PersistentVolume, pod *v1.Pod, source v1.VolumeSource, sd binding.ScrubDecision) (loop.Result, error) {
 	switch sd.Action {
 	case binding.ScrubStart:
 		return c.startRecycler(ctx, pv, source)
 	case binding.ScrubRemoveOther:
-		return c.removeOtherRecycler(ctx, pv, pod, sd.Message)
+		return loop.Done(), c.removeOtherRecycler(ctx, pv, pod, sd.Message)
 	case binding.ScrubSucceeded:
-		return c.recycleSucceeded(ctx, pv)
+		return loop.Done(), c.recycleSucceeded(ctx, pv)
 	case binding.ScrubFailed:
-		return c.recycleFailed(ctx, pv, sd.Message)
+		return loop.Done(), c.recycleFailed(ctx, pv, sd.Message)
 	case binding.ScrubWait:
-		c.volumeQ.AddAfter(pv.Name, sd.RetryAfter)
+		return loop.After(sd.RetryAfter), nil
+	case binding.ScrubRemoveLeftover:
+		return loop.Done(), c.deleteRecycler(ctx, pv.Name)
 	}
 	// ScrubWaitOtherGone: the pod's delete event brings the volume back
 	// (onPod), and the resync revisits a Released Recycle volume anyway.
-	return nil
-}
-
-// scrubbable returns the volume source a recycler pod can mount: only
-// hostPath and NFS volumes can be recycled, as in Kubernetes.
-func scrubbable(pv *v1.PersistentVolume) (v1.VolumeSource, bool) {
-	s := pv.Spec.PersistentVolumeSource
-	switch {
-	case s.HostPath != nil:
-		return v1.VolumeSource{HostPath: s.HostPath}, true
-	case s.NFS != nil:
-		return v1.VolumeSource{NFS: s.NFS}, true
-	}
-	return v1.VolumeSource{}, false
-}
-
-func (c *Controller) recyclerPod(pvName string) (*v1.Pod, error) {
-	obj, exists, err := c.pods.GetByKey(c.recycleNamespace + "/" + recyclerPodName(pvName))
-	if err != nil || !exists {
-		return nil, err
-	}
-	pod, _ := obj.(*v1.Pod)
-	return pod, nil
-}
-
-// liveRecyclerPod reads the recycler pod from the API server: right after
-// we created it, the cache may not hold it yet.
-func (c *Controller) liveRecyclerPod(ctx context.Context, pvName string) (*v1.Pod, error) {
-	pod, err := c.client.CoreV1().Pods(c.recycleNamespace).Get(ctx, recyclerPodName(pvName), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read recycler pod for %s: %w", pvName, err)
-	}
-	return pod, nil
+	// ScrubOver: nothing is left to do.
+	return loop.Done(), nil
 }
 
 // startRecycler creates our recycler pod, then records its UID on the PV.
 // A crash (or a failed write) between the two leaves a pod nobody recorded:
 // the next sync removes it and starts again, which costs a scrub but never
 // trusts an unproven one.
-func (c *Controller) startRecycler(ctx context.Context, pv *v1.PersistentVolume, source v1.VolumeSource) error {
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: recyclerPodName(pv.Name), Namespace: c.recycleNamespace,
-			Labels:      map[string]string{recyclerLabel: pv.Name},
-			Annotations: map[string]string{binding.AnnRecycledClaim: string(pv.Spec.ClaimRef.UID)},
-		},
-		Spec: v1.PodSpec{
-			RestartPolicy: v1.RestartPolicyNever,
-			Containers: []v1.Container{{
-				Name: "recycler", Image: c.recycleImage,
-				Command:      []string{"/bin/sh", "-c", scrubScript},
-				VolumeMounts: []v1.VolumeMount{{Name: "vol", MountPath: "/scrub"}},
-			}},
-			Volumes: []v1.Volume{{Name: "vol", VolumeSource: source}},
-		},
-	}
+func (c *Controller) startRecycler(ctx context.Context, pv *v1.PersistentVolume, source v1.VolumeSource) (loop.Result, error) {
+	pod := binding.RecyclerPod(pv, source, c.recycleNamespace, c.recycleImage)
 	created, err := c.client.CoreV1().Pods(c.recycleNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// A pod of that name the cache has not shown us yet. Ours or not,
 		// it is not recorded for this release: the next sync, which sees
 		// it, removes it.
-		return fmt.Errorf("create recycler pod for %s: a pod of that name exists; deciding again: %w", pv.Name, err)
+		return loop.Done(), fmt.Errorf("create recycler pod for %s: a pod of that name exists; deciding again: %w", pv.Name, err)
 	}
 	if err != nil {
-		return fmt.Errorf("create recycler pod for %s: %w", pv.Name, err)
+		return loop.Done(), fmt.Errorf("create recycler pod for %s: %w", pv.Name, err)
 	}
 	if _, err = c.updateVolumeOr(ctx, pv, binding.RecordScrub(pv, created)); err != nil {
-		return fmt.Errorf("record recycler pod %s on %s: %w", created.UID, pv.Name, err)
+		return loop.Done(), fmt.Errorf("record recycler pod %s on %s: %w", created.UID, pv.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Recycler started", "pv", pv.Name, "pod", klog.KObj(created), "uid", created.UID)
-	c.volumeQ.AddAfter(pv.Name, c.recycleTimeout+time.Second)
-	return nil
+	// Judged at its deadline if no update of the pod brings it back first.
+	return loop.After(c.recycleTimeout + time.Second), nil
 }
 
 // removeOtherRecycler deletes a pod under the recycler's name that we did
@@ -211,7 +157,7 @@ func (c *Controller) recycleFailed(ctx context.Context, pv *v1.PersistentVolume,
 }
 
 func (c *Controller) deleteRecycler(ctx context.Context, pvName string) error {
-	err := c.client.CoreV1().Pods(c.recycleNamespace).Delete(ctx, recyclerPodName(pvName), metav1.DeleteOptions{})
+	err := c.client.CoreV1().Pods(c.recycleNamespace).Delete(ctx, binding.RecyclerPodName(pvName), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete recycler pod for %s: %w", pvName, err)
 	}

@@ -69,7 +69,7 @@ func (b *fakeBinder) apiRecyclerPod(t *testing.T) *v1.Pod {
 
 func (b *fakeBinder) syncVolumeOK(t *testing.T) {
 	t.Helper()
-	if err := b.syncVolume(ctx, "pv1"); err != nil {
+	if _, err := b.syncVolume(ctx, "pv1"); err != nil {
 		t.Fatalf("sync volume: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func (c *Controller) resyncUnsettled(ctx context.Context) {
 // Whether its PV still points back is the volume side's business, and a
 // change there reaches the claim through the volume sync.
 func claimAtRest(claim *v1.PersistentVolumeClaim) bool {
-	return claim.Status.Phase == v1.ClaimBound && claim.Spec.VolumeName != "" && !isWaiting(claim)
+	return claim.Status.Phase == v1.ClaimBound && claim.Spec.VolumeName != "" && !binding.IsWaiting(claim)
 }
 
 // volumeAtRest: Bound, or Released/Failed under a policy that needs nothing

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/index"
 )
 
 // BenchmarkWaitingClaimSync is one sync of a claim that no PV fits, with
@@ -24,7 +26,7 @@ func BenchmarkWaitingClaimSync(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		step time.Duration // clock step before each sync; 0: no PV changes
-	}{{"unchanged", 0}, {"changed", maxStaleResyncs * time.Minute}, {"churning", time.Millisecond}} {
+	}{{"unchanged", 0}, {"changed", index.MaxStaleResyncs * time.Minute}, {"churning", time.Millisecond}} {
 		b.Run(c.name+"/10000", func(b *testing.B) { benchmarkWaitingClaimSync(b, 10_000, c.step) })
 	}
 }
@@ -38,7 +40,7 @@ func benchmarkWaitingClaimSync(b *testing.B, n int, step time.Duration) {
 		f.informerAdds(b, volumeOf(fmt.Sprintf("pv-%05d", i), "1Gi", rwo))
 	}
 	for range 2 { // the second sync, a period later, counts
-		if err := f.syncClaim(ctx, "ns/data"); err != nil {
+		if _, err := f.syncClaim(ctx, "ns/data"); err != nil {
 			b.Fatal(err)
 		}
 		f.clock.Step(f.Controller.resync)
@@ -58,7 +60,7 @@ func benchmarkWaitingClaimSync(b *testing.B, n int, step time.Duration) {
 			f.mu.Unlock()
 			f.clock.Step(step)
 		}
-		if err := f.syncClaim(ctx, "ns/data"); err != nil {
+		if _, err := f.syncClaim(ctx, "ns/data"); err != nil {
 			b.Fatal(err)
 		}
 	}

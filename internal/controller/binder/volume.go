@@ -5,41 +5,40 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // syncVolume reads a PV, decides, and applies the decision. It holds the
 // PV's lock so that it never writes between the writes of a bind.
-func (c *Controller) syncVolume(ctx context.Context, name string) error {
-	unlock := c.pvLocks.lock(name)
+func (c *Controller) syncVolume(ctx context.Context, name string) (loop.Result, error) {
+	unlock, err := c.pvLocks.Lock(ctx, name)
+	if err != nil {
+		return loop.Done(), err
+	}
 	defer unlock()
 	pv, err := c.volume(name)
 	if err != nil || pv == nil {
-		return err
+		return loop.Done(), err
 	}
 	// As the reference's syncVolume, migrated-to and the deletion
 	// finalizers are brought in step first; the decision sees the result.
 	if pv, err = c.updateVolumeOr(ctx, pv, binding.VolumeMigration(pv)); err != nil {
-		return fmt.Errorf("update migration annotation and finalizers of %s: %w", name, err)
+		return loop.Done(), fmt.Errorf("update migration annotation and finalizers of %s: %w", name, err)
 	}
-	in := binding.VolumeInput{Volume: pv}
-	ref := pv.Spec.ClaimRef
-	if ref != nil && ref.UID != "" {
-		if in.Claim, err = c.claim(ref.Namespace, ref.Name); err != nil {
-			return err
-		}
-		in.Pods = c.podsUsing(ref.Namespace, ref.Name)
+	in, err := c.volumeInput(pv)
+	if err != nil {
+		return loop.Done(), err
 	}
 	d := binding.DecideVolume(in)
 	if d.Action == binding.VolumeCheckLive {
 		// A cache miss is not proof the claim is gone; releasing a volume
 		// in use would hand its data to someone else.
+		ref := pv.Spec.ClaimRef
 		if in.Claim, err = c.liveClaim(ctx, ref.Namespace, ref.Name); err != nil {
-			return err
+			return loop.Done(), err
 		}
 		in.LiveChecked = true
 		d = binding.DecideVolume(in)
@@ -48,15 +47,20 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	return c.applyVolume(ctx, pv, in.Claim, d)
 }
 
-func (c *Controller) liveClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
-	claim, err := c.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+// volumeInput gathers what DecideVolume needs: for a PV bound to a claim
+// (claimRef with a UID), that claim and the pods that use it.
+func (c *Controller) volumeInput(pv *v1.PersistentVolume) (binding.VolumeInput, error) {
+	in := binding.VolumeInput{Volume: pv}
+	ref := pv.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return in, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read claim %s/%s: %w", namespace, name, err)
+	var err error
+	if in.Claim, err = c.claim(ref.Namespace, ref.Name); err != nil {
+		return in, err
 	}
-	return c.newClaim.Newer(namespace+"/"+name, claim), nil
+	in.Pods, err = c.podsUsing(ref.Namespace, ref.Name)
+	return in, err
 }
 
 // applyVolume performs a volume decision. The phase is written last and only
@@ -64,54 +68,56 @@ func (c *Controller) liveClaim(ctx context.Context, namespace, name string) (*v1
 // Events are recorded once the writes succeeded, as the reference does: a
 // write that fails (a 409, say) is retried, and recording first would report
 // the same transition twice.
-func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, d binding.VolumeDecision) error {
+func (c *Controller) applyVolume(ctx context.Context, pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, d binding.VolumeDecision) (loop.Result, error) {
 	var err error
 	switch d.Action {
 	case binding.VolumeNudgeClaim:
 		c.claimQ.Add(binding.ClaimRefKey(pv.Spec.ClaimRef))
 	case binding.VolumeUnbind:
 		if pv, err = c.updateVolumeOr(ctx, pv, binding.UnbindVolumeSpec(pv)); err != nil {
-			return fmt.Errorf("unbind %s: %w", pv.Name, err)
+			return loop.Done(), fmt.Errorf("unbind %s: %w", pv.Name, err)
 		}
 	case binding.VolumeRecycle:
 		c.record(fromVolumeSync, d.Events, claim, pv)
 		return c.recycle(ctx, pv, d)
 	}
-	if d.Phase == v1.VolumeAvailable && c.offer(pv) && pv.Status.Phase == v1.VolumePending {
-		// A claim will bind this new PV: its bind writes phase Bound, so
-		// writing Available first would be a wasted fifth write.
+	offered := binding.NotOffered
+	if binding.Offers(pv, d) {
+		offered = c.offer(pv)
+	}
+	if pd := binding.DecidePhase(pv, d, offered); pd.Action == binding.PhaseLeftToBind {
+		klog.FromContext(ctx).V(4).Info("Phase left to the bind", "pv", pv.Name, "phase", pd)
 		c.record(fromVolumeSync, d.Events, claim, pv)
-		return nil
+		return loop.Done(), nil
 	}
 	if pv, err = c.updateVolumeStatusOr(ctx, pv, binding.SetVolumePhase(pv, d.Phase, d.Message)); err != nil {
-		return err
+		return loop.Done(), err
 	}
 	c.volumeReclaimed(pv, d)
 	c.record(fromVolumeSync, d.Events, claim, pv)
-	return nil
+	return loop.Done(), nil
 }
 
-// offer hands a free PV to the waiting claim it fits best (see waitingClaims)
-// and reports whether one took it (or a claim has already reserved it).
-func (c *Controller) offer(pv *v1.PersistentVolume) bool {
-	if pv.DeletionTimestamp != nil {
-		return false
-	}
+// offer hands a free PV to the waiting claim it fits best (index.Waiting
+// chooses) and says whether one took it (or a claim has already reserved
+// it).
+func (c *Controller) offer(pv *v1.PersistentVolume) binding.Offer {
 	fits := c.fitsFor(pv)
 	c.mu.Lock()
 	if _, reserved := c.index.ReservedBy(pv.Name); reserved {
 		c.mu.Unlock()
-		return true
+		return binding.OfferTaken
 	}
 	key, ok := "", false
 	if fits != nil {
-		key, ok = c.waiting.wake(pv, fits)
+		key, ok = c.waiting.Wake(pv, fits)
 	}
 	c.mu.Unlock()
-	if ok {
-		c.claimQ.Add(key)
+	if !ok {
+		return binding.OfferRefused
 	}
-	return ok
+	c.claimQ.Add(key)
+	return binding.OfferTaken
 }
 
 // fitsFor returns what decides whether a waiting claim could take pv, nil

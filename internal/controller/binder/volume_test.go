@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 func classBinding(name string, mode storagev1.VolumeBindingMode) *storagev1.StorageClass {
@@ -29,7 +31,7 @@ func localVolume(class string) *v1.PersistentVolume {
 func TestAFreeVolumeOfAnImmediateClassWakesAWaitingClaim(t *testing.T) {
 	pv := localVolume("fast")
 	b := newFakeBinder(t, classBinding("fast", storagev1.VolumeBindingImmediate), localClaim("fast"), pv)
-	if !b.offer(pv) {
+	if b.offer(pv) != binding.OfferTaken {
 		t.Error("the claim was not woken")
 	}
 }
@@ -39,7 +41,7 @@ func TestAFreeVolumeOfAnImmediateClassWakesAWaitingClaim(t *testing.T) {
 func TestAFreeVolumeOfAWaitForFirstConsumerClassWakesNoClaim(t *testing.T) {
 	pv := localVolume("local")
 	b := newFakeBinder(t, classBinding("local", storagev1.VolumeBindingWaitForFirstConsumer), localClaim("local"), pv)
-	if b.offer(pv) {
+	if b.offer(pv) == binding.OfferTaken {
 		t.Error("a claim was woken for a PV only the scheduler may choose")
 	}
 }
@@ -49,7 +51,7 @@ func TestAPreBoundVolumeOfAWaitForFirstConsumerClassWakesItsClaim(t *testing.T) 
 	pv := localVolume("local")
 	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "c"}
 	b := newFakeBinder(t, classBinding("local", storagev1.VolumeBindingWaitForFirstConsumer), localClaim("local"), pv)
-	if !b.offer(pv) {
+	if b.offer(pv) != binding.OfferTaken {
 		t.Error("the claim the PV names was not woken")
 	}
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
@@ -103,7 +100,7 @@ func (c *Controller) storeClaim(claim *v1.PersistentVolumeClaim) *v1.PersistentV
 		return claim
 	}
 	claim = recordWrite(c.newClaim, key, claim, listed)
-	c.waiting.update(claim)
+	c.waiting.Update(claim)
 	return claim
 }
 
@@ -127,66 +124,4 @@ func recordWrite[T metav1.Object](n *loop.Newest[T], key string, written, listed
 // the handler that follows undoes its record.
 func stillListed(written, listed metav1.Object, err error) bool {
 	return err == nil && listed.GetUID() == written.GetUID()
-}
-
-// Reads. Listers first, then our newest copies on top.
-
-func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
-	pv, err := c.pvs.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return c.newPV.Newer(name, pv), nil
-}
-
-func (c *Controller) claim(namespace, name string) (*v1.PersistentVolumeClaim, error) {
-	claim, err := c.claims.PersistentVolumeClaims(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return c.newClaim.Newer(namespace+"/"+name, claim), nil
-}
-
-func (c *Controller) claimClass(claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
-	return c.classNamed(binding.ClaimClass(claim))
-}
-
-// classNamed reads a class; nil, as for no class, when it does not exist.
-func (c *Controller) classNamed(name string) (*storagev1.StorageClass, error) {
-	if name == "" {
-		return nil, nil
-	}
-	class, err := c.classes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return class, err
-}
-
-func (c *Controller) defaultClass() (*storagev1.StorageClass, error) {
-	classes, err := c.classes.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	return binding.DefaultClass(classes), nil
-}
-
-func (c *Controller) podsUsing(namespace, claimName string) []*v1.Pod {
-	objs, err := c.pods.ByIndex(podsByClaim, namespace+"/"+claimName)
-	if err != nil {
-		return nil
-	}
-	pods := make([]*v1.Pod, 0, len(objs))
-	for _, obj := range objs {
-		if pod, ok := obj.(*v1.Pod); ok {
-			pods = append(pods, pod)
-		}
-	}
-	return pods
 }

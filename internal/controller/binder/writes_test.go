@@ -69,7 +69,7 @@ func TestClaimWriteAnsweredAfterTheClaimIsDeletedDoesNotBringItBack(t *testing.T
 	claim := pendingClaim("c", "gold")
 	claim.ResourceVersion = "1"
 	b := newFakeBinder(t, claim)
-	if !b.waiting.has("ns/c") {
+	if !b.waiting.Has("ns/c") {
 		t.Fatal("setup: the informer's add did not make the claim wait")
 	}
 	b.duringNext("update", "persistentvolumeclaims", func() { b.informerDeletes(t, claim) })
@@ -77,7 +77,7 @@ func TestClaimWriteAnsweredAfterTheClaimIsDeletedDoesNotBringItBack(t *testing.T
 	if _, err := b.updateClaimStatusOr(ctx, claim, binding.SetClaimPhase(claim, v1.ClaimPending)); err != nil {
 		t.Fatal(err)
 	}
-	if b.waiting.has("ns/c") {
+	if b.waiting.Has("ns/c") {
 		t.Error("deleted claim back among the waiting claims")
 	}
 	if _, held := b.newClaim.Get("ns/c"); held {

@@ -12,26 +12,27 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/expansion"
 )
 
 // sync reads the claim and its PV from the caches, asks DecideHandOff, and
 // records and writes what it decided.
-func (c *Controller) sync(ctx context.Context, key string) error {
+func (c *Controller) sync(ctx context.Context, key string) (loop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil // not a key of ours: nothing to retry
+		return loop.Done(), nil // not a key of ours: nothing to retry
 	}
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("claim %s: %w", key, err)
+		return loop.Done(), fmt.Errorf("claim %s: %w", key, err)
 	}
 	pv, err := c.volume(claim.Spec.VolumeName)
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
 	h := expansion.DecideHandOff(claim, pv)
 	logger := klog.FromContext(ctx)
@@ -43,11 +44,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err := c.annotate(ctx, claim, h.Annotate); err != nil {
 			e := expansion.HandOffAnnotateFailed(claim, err)
 			c.recorder.Event(claim, e.Type, e.Reason, e.Message)
-			return fmt.Errorf("annotate claim %s with resizer %s: %w", key, h.Annotate, err)
+			return loop.Done(), fmt.Errorf("annotate claim %s with resizer %s: %w", key, h.Annotate, err)
 		}
 		logger.V(2).Info("Claim handed to the external resizer of its migrated volume", "pvc", klog.KObj(claim), "driver", h.Annotate)
 	}
-	return h.Retry
+	// A claim whose PV is not cached (or not its own) yet is retried with
+	// backoff, as the reference retries it.
+	return loop.Done(), h.Retry
 }
 
 // volume is the PV of that name from the cache, nil if none or no name.

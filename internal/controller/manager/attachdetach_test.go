@@ -21,9 +21,11 @@ func TestAttachDetachIsBuiltWithoutDrivers(t *testing.T) {
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	l := &loops{want: 1}
-	runs, err := newAttachLoops(cfg, client, informers.NewSharedInformerFactory(client, 0), events, prometheus.NewRegistry(), l, nil)
+	w := wiring{Config: cfg, Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
+		Events: events, Metrics: prometheus.NewRegistry()}
+	runs, err := build(w, selectedRows(cfg), l)
 	if err != nil || len(runs) != 1 {
-		t.Fatalf("newAttachLoops: %d loops, %v; want the attachdetach loop", len(runs), err)
+		t.Fatalf("build: %d loops, %v; want the attachdetach loop", len(runs), err)
 	}
 	if len(l.running) != 1 || l.ready() {
 		t.Errorf("running %d, ready %v: want the loop counted and not ready before it runs", len(l.running), l.ready())

@@ -1,29 +1,17 @@
 package manager
 
-import (
-	"context"
+import "github.com/volplane/volplane/internal/controller/attacher"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
-
-	"github.com/volplane/volplane/internal/controller/attacher"
-	"github.com/volplane/volplane/internal/csi"
-)
-
-// newAttacher builds the attacher loop over the drivers in pool. It
-// records no events (the external-attacher records none) and its CSI calls
-// are measured by the pool's metrics, so events and reg are unused.
-func newAttacher(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	_ record.EventBroadcaster, _ prometheus.Registerer, l *loops, pool *csi.Pool) (func(context.Context) error, error) {
+// newAttacher builds the attacher loop (the external-attacher's role) over
+// the drivers in the pool. It records no events (the external-attacher
+// records none); its CSI calls are measured by the pool's metrics.
+func newAttacher(w wiring) ([]Runnable, error) {
 	a, err := attacher.New(attacher.Config{
-		Client: client, Informers: factory, Pool: pool,
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
+		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod,
 	})
 	if err != nil {
 		return nil, err
 	}
-	l.started(a)
-	return a.Run, nil
+	return []Runnable{a}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volplane/volplane/internal/endpoint"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/controller/binder"
@@ -29,17 +31,6 @@ const (
 	// hands grown claims to the external resizer and calls no driver.
 	Expander = "expander"
 )
-
-// Known lists the loops this build can run.
-func Known() []string {
-	return []string{Binder, Provisioner, PVCProtection, PVProtection, AttachDetach, Attacher, Expander, Resizer}
-}
-
-// needsDrivers says whether a selected loop calls CSI drivers.
-func needsDrivers(controllers []string) bool {
-	return slices.Contains(controllers, Provisioner) || slices.Contains(controllers, Attacher) ||
-		slices.Contains(controllers, Resizer)
-}
 
 // Config says which loops to run against which cluster.
 type Config struct {
@@ -122,14 +113,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("controller %q is not implemented yet (available: %s)", name, strings.Join(Known(), ", "))
 		}
 	}
-	for _, loop := range []string{Provisioner, Attacher, Resizer} {
-		if slices.Contains(c.Controllers, loop) && len(c.CSIEndpoints) == 0 {
-			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", loop)
+	for _, r := range selectedRows(c) {
+		if r.needs == NeedsDrivers && len(c.CSIEndpoints) == 0 {
+			return fmt.Errorf("the %s needs at least one CSI endpoint (--csi-endpoint unix:///path/to/csi.sock)", r.name)
 		}
 	}
 	for _, e := range c.CSIEndpoints {
-		if p, ok := strings.CutPrefix(e, "unix://"); !ok || !strings.HasPrefix(p, "/") {
-			return fmt.Errorf("CSI endpoint %q: want unix:///absolute/path", e)
+		if _, err := endpoint.Parse(e); err != nil {
+			return err
 		}
 	}
 	if err := c.validateNodeDeployment(); err != nil {

@@ -3,10 +3,15 @@
 // metrics/health endpoint that every loop shares.
 //
 // Nouns: Config (what `volplane controller` and `volplane up` pass in),
-// Run (blocks until the context ends or leadership is lost). The loops
-// (binder, provisioner, protection, attach, expander) share one informer
-// factory; the CSI endpoints are dialed when the loops start, and /readyz
-// answers ok only once every selected loop has synced its caches.
+// Run (blocks until the context ends or leadership is lost), the table
+// (loops.go: one row per loop, name → constructor) and the wiring every
+// constructor takes (client, the one informer factory, the event
+// broadcaster, the metrics registry, the CSI pool, the Config). A row is
+// selected by --controllers or, for a loop that is not a controller of its
+// own, by a field of Config. Adding a loop is one row and one file,
+// manager/<loop>.go, holding its constructor. The CSI endpoints are dialed
+// before the loops start, and /readyz answers ok only once every selected
+// loop has synced its caches.
 //
 // The heartbeat: while the provisioner runs (on the leader only, with
 // leader election), it keeps a heartbeat Lease (internal/heartbeat) for
@@ -18,5 +23,5 @@
 // for 40 s, labelled heartbeat.volplane.io/provisioner=<driver>; it is
 // deleted when the loops stop (unless another process renewed it since),
 // and expires on its own after a crash. `volplane explain` reads it
-// (heartbeat.List, heartbeat.Find) to say whether a claim's provisioner runs.
+// (inspect reads them, heartbeat.Find judges them) to say whether a claim's provisioner runs.
 package manager

@@ -8,8 +8,8 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/volplane/volplane/internal/controller/heartbeats"
 	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/heartbeat"
 )
 
 // heartbeatNamespace holds the provisioner's heartbeat Leases: the leader
@@ -25,7 +25,7 @@ func (c Config) heartbeatNamespace() string {
 // serves, one per node in node deployment, while the loops run (so, with
 // leader election, only on the leader). It writes through a client of its
 // own: a burst of binds must not delay a renewal.
-func newHeartbeat(cfg Config, pool *csi.Pool) (func(context.Context) error, error) {
+func newHeartbeat(cfg Config, pool *csi.Pool) (Runnable, error) {
 	client, err := coordinationv1client.NewForConfig(rest.CopyConfig(cfg.REST))
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat client: %w", err)
@@ -34,12 +34,12 @@ func newHeartbeat(cfg Config, pool *csi.Pool) (func(context.Context) error, erro
 	if err != nil || host == "" {
 		host = "volplane"
 	}
-	hb := heartbeat.Config{
+	hb := heartbeats.Config{
 		Namespace: cfg.heartbeatNamespace(), Provisioners: pool.Drivers(), Node: cfg.nodeName(),
 		Identity: host, Period: cfg.HeartbeatPeriod,
 	}
 	if err := hb.Validate(); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) error { return heartbeat.Run(ctx, client, hb) }, nil
+	return runFunc(func(ctx context.Context) error { return heartbeats.Run(ctx, client, hb) }), nil
 }

@@ -6,26 +6,20 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/internal/controller/binder"
 	"github.com/volplane/volplane/internal/controller/loop"
-	"github.com/volplane/volplane/internal/controller/protection"
-	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/csi"
 )
 
@@ -38,7 +32,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loops := &loops{want: len(slices.Compact(slices.Sorted(slices.Values(cfg.Controllers)))), standby: cfg.LeaderElect}
+	loops := &loops{want: len(selectedRows(cfg)), standby: cfg.LeaderElect}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "volplane_leading",
 		Help: "1 while this replica runs its loops (it holds the leader election Lease, or election is off), 0 while it stands by.",
@@ -139,7 +133,7 @@ func protobuf(rc *rest.Config) *rest.Config {
 	return rc
 }
 
-// runLoops builds the selected loops over one shared informer factory and
+// runLoops builds the selected rows over one shared informer factory and
 // runs them until ctx ends or one of them fails.
 func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops, pool *csi.Pool) error {
 	client, err := kubernetes.NewForConfig(protobuf(cfg.REST))
@@ -154,59 +148,10 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(loop.StripManagedFields))
 	// Nodes: the provisioner's topology, and the binder's to come.
 	factory.Core().V1().Nodes().Informer()
-	var runs []func(context.Context) error
-	if slices.Contains(cfg.Controllers, Binder) {
-		b, err := binder.New(binder.Config{
-			Client: client, Informers: factory, Recorder: recorder(events, binder.EventComponent), Metrics: reg,
-			Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, RecycleTimeout: cfg.RecycleTimeout,
-		})
-		if err != nil {
-			return err
-		}
-		l.started(b)
-		runs = append(runs, b.Run)
-	}
-	if slices.Contains(cfg.Controllers, Provisioner) {
-		p, err := newProvisioner(cfg, client, factory, events, pool)
-		if err != nil {
-			return err
-		}
-		l.started(p)
-		beat, err := newHeartbeat(cfg, pool)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, p.Run, beat)
-	}
-	protect, err := newProtection(cfg, client, factory, l)
+	w := wiring{Config: cfg, Client: client, Informers: factory, Events: events, Metrics: reg, Pool: pool}
+	runs, err := build(w, selectedRows(cfg), l)
 	if err != nil {
 		return err
-	}
-	runs = append(runs, protect...)
-	attach, err := newAttachLoops(cfg, client, factory, events, reg, l, pool)
-	if err != nil {
-		return err
-	}
-	runs = append(runs, attach...)
-	if slices.Contains(cfg.Controllers, Expander) {
-		run, err := newExpander(client, factory, events, l)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, run)
-	}
-	if slices.Contains(cfg.Controllers, Resizer) {
-		// The external-resizer's two controllers: expansion and
-		// VolumeAttributesClass modification.
-		run, err := newResizer(cfg, client, factory, events, l, pool)
-		if err != nil {
-			return err
-		}
-		modify, err := newModifier(cfg, client, factory, pool, events, l)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, run, modify)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
@@ -216,7 +161,7 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 // dialDrivers dials the CSI endpoints of the provisioner, the attacher and
 // the resizer; nil without any of them.
 func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*csi.Pool, error) {
-	if !needsDrivers(cfg.Controllers) {
+	if !needsDrivers(cfg) {
 		return nil, nil
 	}
 	m, err := csi.NewMetrics(reg)
@@ -236,51 +181,14 @@ func dialDrivers(ctx context.Context, cfg Config, reg prometheus.Registerer) (*c
 	return pool, nil
 }
 
-// newProvisioner builds the provisioner over the dialed drivers.
-func newProvisioner(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	events record.EventBroadcaster, pool *csi.Pool) (*provisioner.Controller, error) {
-	return provisioner.New(provisioner.Config{
-		Client: client, Informers: factory, Pool: pool,
-		Recorder: func(driver string) record.EventRecorder {
-			return recorder(events, provisioner.EventComponent(driver))
-		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
-		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
-		NodeDeployment:    cfg.NodeDeployment,
-	})
-}
-
-// newProtection builds the selected protection loops.
-func newProtection(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, l *loops) ([]func(context.Context) error, error) {
-	pcfg := protection.Config{Client: client, Informers: factory, Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod}
-	var runs []func(context.Context) error
-	if slices.Contains(cfg.Controllers, PVCProtection) {
-		c, err := protection.NewClaimLoop(pcfg)
-		if err != nil {
-			return nil, err
-		}
-		l.started(c)
-		runs = append(runs, c.Run)
-	}
-	if slices.Contains(cfg.Controllers, PVProtection) {
-		v, err := protection.NewVolumeLoop(pcfg)
-		if err != nil {
-			return nil, err
-		}
-		l.started(v)
-		runs = append(runs, v.Run)
-	}
-	return runs, nil
-}
-
 // runAll runs every loop; the first to fail stops the others.
-func runAll(ctx context.Context, runs []func(context.Context) error) error {
+func runAll(ctx context.Context, runs []Runnable) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(runs))
 	for _, run := range runs {
 		go func() {
-			err := run(ctx)
+			err := run.Run(ctx)
 			if err != nil {
 				cancel()
 			}
@@ -308,10 +216,6 @@ func newBroadcaster(ctx context.Context, cfg *rest.Config) (record.EventBroadcas
 	b.StartStructuredLogging(3)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return b, nil
-}
-
-func recorder(b record.EventBroadcaster, component string) record.EventRecorder {
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
 }
 
 func serveMetrics(addr string, profiling bool, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {

@@ -1,32 +1,21 @@
 package manager
 
 import (
-	"context"
-
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/modifier"
-	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/modification"
+	"github.com/volplane/volplane/internal/controller/resizing"
 )
 
 // newModifier builds the modifier loop (the external-resizer's modify
-// controller, which runs inside the resizer loop) over the drivers in
+// controller, which runs inside the resizer row) over the drivers in the
 // pool, each with the resizer's event source.
-func newModifier(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	pool *csi.Pool, events record.EventBroadcaster, l *loops) (func(context.Context) error, error) {
-	m, err := modifier.New(modifier.Config{
-		Client: client, Informers: factory, Pool: pool,
+func newModifier(w wiring) (*modifier.Controller, error) {
+	return modifier.New(modifier.Config{
+		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
 		Recorder: func(driver string) record.EventRecorder {
-			return recorder(events, modification.EventComponent(driver))
+			return w.Recorder(resizing.EventComponent(driver))
 		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
+		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(),
 	})
-	if err != nil {
-		return nil, err
-	}
-	l.started(m)
-	return m.Run, nil
 }

@@ -1,31 +1,29 @@
 package manager
 
 import (
-	"context"
-
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/resizer"
-	"github.com/volplane/volplane/internal/csi"
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/controller/resizing"
 )
 
-// newResizer builds the resizer loop (the external-resizer's role) over
-// the drivers in pool, each with its own event source.
-func newResizer(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory,
-	events record.EventBroadcaster, l *loops, pool *csi.Pool) (func(context.Context) error, error) {
+// newResizer builds the external-resizer's two controllers over the
+// drivers in the pool: expansion (the resizer loop, each driver with its
+// own event source) and VolumeAttributesClass modification (newModifier).
+func newResizer(w wiring) ([]Runnable, error) {
 	r, err := resizer.New(resizer.Config{
-		Client: client, Informers: factory, Pool: pool,
+		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
 		Recorder: func(driver string) record.EventRecorder {
-			return recorder(events, expansion.EventComponent(driver))
+			return w.Recorder(resizing.EventComponent(driver))
 		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, NodeName: cfg.nodeName(),
+		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	l.started(r)
-	return r.Run, nil
+	m, err := newModifier(w)
+	if err != nil {
+		return nil, err
+	}
+	return []Runnable{r, m}, nil
 }

@@ -12,14 +12,15 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-// --controllers resizer needs a CSI endpoint, and builds the loop over the
-// pool's drivers, counted for /readyz.
+// --controllers resizer needs a CSI endpoint, and builds its two loops
+// (resizer and modifier, the external-resizer's two controllers) over the
+// pool's drivers, both counted for /readyz.
 func TestResizerNeedsDriversAndIsCountedForReadiness(t *testing.T) {
 	cfg := Config{REST: &rest.Config{Host: "https://127.0.0.1:1"}, Controllers: []string{Resizer}}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "the resizer needs at least one CSI endpoint") {
 		t.Errorf("Validate without endpoints: %v", err)
 	}
-	if !needsDrivers(cfg.Controllers) {
+	if !needsDrivers(cfg) {
 		t.Error("the resizer's drivers are not dialed")
 	}
 	client := fake.NewClientset()
@@ -27,10 +28,11 @@ func TestResizerNeedsDriversAndIsCountedForReadiness(t *testing.T) {
 	defer events.Shutdown()
 	l := &loops{want: 1}
 	pool := csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: "d.csi.test", Controller: true, ControllerExpand: true}})
-	if _, err := newResizer(cfg, client, informers.NewSharedInformerFactory(client, 0), events, l, pool); err != nil {
+	w := wiring{Config: cfg, Client: client, Informers: informers.NewSharedInformerFactory(client, 0), Events: events, Pool: pool}
+	if _, err := build(w, selectedRows(cfg), l); err != nil {
 		t.Fatal(err)
 	}
-	if len(l.running) != 1 || l.ready() {
-		t.Errorf("running %d, ready %v: want the loop counted and not ready before it runs", len(l.running), l.ready())
+	if len(l.running) != 2 || l.ready() {
+		t.Errorf("running %d, ready %v: want both loops counted and not ready before they run", len(l.running), l.ready())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/resizing"
@@ -37,18 +38,18 @@ type bed struct {
 	factory informers.SharedInformerFactory
 	client  *fake.Clientset
 	events  *record.FakeRecorder
-	clock   time.Time
+	clock   *testingclock.FakePassiveClock
 	seen    []string
 }
 
 func newBed(t *testing.T, pool *csi.Pool, objs ...runtime.Object) *bed {
 	t.Helper()
 	b := &bed{t: t, client: fake.NewClientset(objs...), events: record.NewFakeRecorder(100),
-		clock: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+		clock: testingclock.NewFakePassiveClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
 	b.factory = informers.NewSharedInformerFactory(b.client, 0)
 	c, err := New(Config{Client: b.client, Informers: b.factory, Pool: pool,
 		Recorder: func(string) record.EventRecorder { return b.events },
-		Now:      func() time.Time { return b.clock }})
+		Clock:    b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func (b *bed) sync() error {
 		if err != nil {
 			return err.Error()
 		}
-		cached, err := b.c.claims.PersistentVolumeClaims("ns").Get("claim1")
+		cached, err := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1")
 		if err != nil || !apiequality.Semantic.DeepEqual(c, cached) {
 			return "claim differs"
 		}
@@ -113,12 +114,13 @@ func (b *bed) sync() error {
 		if err != nil {
 			return err.Error()
 		}
-		if cachedPV, err := b.c.pvs.Get("pv1"); err != nil || !apiequality.Semantic.DeepEqual(pv, cachedPV) {
+		if cachedPV, err := b.c.PVs.Get("pv1"); err != nil || !apiequality.Semantic.DeepEqual(pv, cachedPV) {
 			return "PV differs"
 		}
 		return ""
 	})
-	return b.c.syncClaim(context.Background(), "ns/claim1")
+	_, err := b.c.syncClaim(context.Background(), "ns/claim1")
+	return err
 }
 
 // writes are the API writes since the last ClearActions.
@@ -296,7 +298,7 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 	if err := b.sync(); err != nil || d.calls() != 1 {
 		t.Errorf("a sync within the slow retry: %v, %d calls (want none more)", err, d.calls())
 	}
-	b.clock = b.clock.Add(resizing.DefaultRetryMax)
+	b.clock.SetTime(b.clock.Now().Add(resizing.DefaultRetryMax))
 	if err := b.sync(); status.Code(err) != codes.InvalidArgument || d.calls() != 2 {
 		t.Errorf("after the slow retry: %v, %d calls, want a second call", err, d.calls())
 	}
@@ -307,7 +309,7 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.eventually("informer sees the new class", func() string {
-		if got, _ := b.c.claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "fast" {
+		if got, _ := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "fast" {
 			return "not yet"
 		}
 		return ""
@@ -345,7 +347,7 @@ func TestUncertainAnswerResumesTheSameTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.eventually("informer sees the change", func() string {
-		if got, _ := b.c.claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "standard" {
+		if got, _ := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "standard" {
 			return "not yet"
 		}
 		return ""

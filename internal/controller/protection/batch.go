@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
 )
 
@@ -31,8 +33,8 @@ type write struct {
 
 // syncNamespace processes every claim queued for the namespace. Claims
 // whose processing failed are queued again and the namespace retried with
-// backoff; the others are done.
-func (c *ClaimLoop) syncNamespace(ctx context.Context, ns string) error {
+// backoff (the runner's, on the returned error); the others are done.
+func (c *ClaimLoop) syncNamespace(ctx context.Context, ns string) (loop.Result, error) {
 	b := &batch{ns: ns}
 	var (
 		writes []write
@@ -53,10 +55,10 @@ func (c *ClaimLoop) syncNamespace(ctx context.Context, ns string) error {
 		failed, errs = append(failed, f.name), append(errs, f.err)
 	}
 	if len(failed) == 0 {
-		return nil
+		return loop.Done(), nil
 	}
 	c.pending.add(ns, failed...)
-	return fmt.Errorf("%d claim(s) of namespace %s: %w", len(failed), ns, errors.Join(errs...))
+	return loop.Done(), fmt.Errorf("%d claim(s) of namespace %s: %w", len(failed), ns, errors.Join(errs...))
 }
 
 // decide reads one claim and decides it, listing the namespace's pods live
@@ -90,16 +92,11 @@ func (c *ClaimLoop) decide(ctx context.Context, b *batch, name string) (*write, 
 	return nil, nil
 }
 
+// cachedPods are the cached pods using the claim key, of every phase.
 func (c *ClaimLoop) cachedPods(key string) []*v1.Pod {
-	objs, err := c.pods.ByIndex(podsByClaim, key)
+	pods, err := informerindex.PodsUsing(c.pods, key)
 	if err != nil {
 		return nil // the live list decides then
-	}
-	pods := make([]*v1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*v1.Pod); ok {
-			pods = append(pods, p)
-		}
 	}
 	return pods
 }

@@ -13,12 +13,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
 )
-
-// podsByClaim indexes pods by "namespace/name" of every claim they refer
-// to, generic ephemeral volumes included.
-const podsByClaim = "protection-claims"
 
 // ClaimLoop is the pvc-protection loop. Build it with NewClaimLoop and start
 // it with Run.
@@ -47,18 +44,16 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 		newest:  loop.NewNewest[*v1.PersistentVolumeClaim](),
 	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
-	podInf := cfg.Informers.Core().V1().Pods()
-	c.claims = claimInf.Lister()
-	if _, ok := podInf.Informer().GetIndexer().GetIndexers()[podsByClaim]; !ok {
-		if err := podInf.Informer().AddIndexers(cache.Indexers{podsByClaim: indexClaims}); err != nil {
-			return nil, fmt.Errorf("pvc-protection: pod index: %w", err)
-		}
+	podInf, err := informerindex.Pods(cfg.Informers)
+	if err != nil {
+		return nil, fmt.Errorf("pvc-protection: %w", err)
 	}
-	c.pods = podInf.Informer().GetIndexer()
+	c.claims = claimInf.Lister()
+	c.pods = podInf.GetIndexer()
 	synced, err := loop.Register(
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
-		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.onPod(obj, false) },
 			UpdateFunc: c.onPodUpdate,
 			DeleteFunc: func(obj any) { c.onPod(obj, true) }}},
@@ -67,8 +62,8 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 		return nil, fmt.Errorf("pvc-protection: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "PVC protection", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.q, Sync: loop.ErrorOnly(c.syncNamespace)}},
-		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: c.q, Sync: c.syncNamespace}},
+		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}
 	return c, nil
 }
 
@@ -78,14 +73,6 @@ func (c *ClaimLoop) Run(ctx context.Context) error { return c.runner.Run(ctx) }
 
 // Ready reports whether the caches are synced and the workers run.
 func (c *ClaimLoop) Ready() bool { return c.runner.Ready() }
-
-func indexClaims(obj any) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	return protection.ClaimKeys(pod), nil
-}
 
 func (c *ClaimLoop) enqueue(key string) {
 	ns, name, _ := strings.Cut(key, "/")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -24,6 +25,8 @@ type Config struct {
 	// ResyncPeriod is how often objects not at rest are revisited (default
 	// 15s): a safety net, the loops are event driven.
 	ResyncPeriod time.Duration
+	// Metrics, if set, takes the loops' stuck-key metrics (loop.Runner).
+	Metrics prometheus.Registerer
 }
 
 func (c Config) withDefaults() (Config, error) {

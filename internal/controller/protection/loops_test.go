@@ -64,7 +64,7 @@ func queuedClaimLoop(t *testing.T, claims []*v1.PersistentVolumeClaim, pods ...*
 func runBatches(t *testing.T, l *ClaimLoop, namespaces ...string) {
 	t.Helper()
 	for _, ns := range namespaces {
-		if err := l.syncNamespace(context.Background(), ns); err != nil {
+		if _, err := l.syncNamespace(context.Background(), ns); err != nil {
 			t.Fatalf("batch of %s: %v", ns, err)
 		}
 	}

@@ -44,7 +44,8 @@ func NewVolumeLoop(cfg Config) (*VolumeLoop, error) {
 		return nil, fmt.Errorf("pv-protection: %w", err)
 	}
 	l.runner = &loop.Runner{Name: "PV protection", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: l.q, Sync: loop.ErrorOnly(l.sync)}}, Resync: l.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: l.q, Sync: l.sync}}, Resync: l.resync, ResyncPeriod: cfg.ResyncPeriod,
+		Metrics: cfg.Metrics}
 	return l, nil
 }
 
@@ -75,23 +76,25 @@ func (l *VolumeLoop) onVolumeDeleted(obj any) {
 	}
 }
 
-func (l *VolumeLoop) sync(ctx context.Context, name string) error {
+// sync writes the volume's decided finalizer change. A failed write is
+// retried by the runner; nothing here waits on time.
+func (l *VolumeLoop) sync(ctx context.Context, name string) (loop.Result, error) {
 	pv, err := l.pvs.Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("PV %s: %w", name, err)
+		return loop.Done(), fmt.Errorf("PV %s: %w", name, err)
 	}
 	pv = l.newest.Observe(name, pv)
 	d := protection.DecideVolume(pv)
 	switch d.Action {
 	case protection.AddFinalizer, protection.RemoveFinalizer:
-		return l.writeVolume(ctx, pv, d)
+		return loop.Done(), l.writeVolume(ctx, pv, d)
 	case protection.Keep:
 		klog.FromContext(ctx).V(4).Info("Keeping PV because it is being used", "pv", klog.KObj(pv))
 	}
-	return nil
+	return loop.Done(), nil
 }
 
 func (l *VolumeLoop) resync(context.Context) {

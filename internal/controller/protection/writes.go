@@ -15,13 +15,14 @@ import (
 	"github.com/volplane/volplane/internal/protection"
 )
 
-// finalizerPatch is a strategic-merge patch that adds (or, with remove,
-// deletes) one finalizer of the object with the given UID. finalizers is a
-// merge list: other finalizers are left alone. The UID is immutable, so
-// the patch fails on an object re-created under the same name.
-func finalizerPatch(uid types.UID, finalizer string, remove bool) []byte {
+// finalizerPatch is a strategic-merge patch that adds (AddFinalizer) or
+// deletes (RemoveFinalizer) one finalizer of the object with the given UID.
+// finalizers is a merge list: other finalizers are left alone. The UID is
+// immutable, so the patch fails on an object re-created under the same
+// name.
+func finalizerPatch(uid types.UID, finalizer string, action protection.Action) []byte {
 	meta := map[string]any{"uid": uid}
-	if remove {
+	if action == protection.RemoveFinalizer {
 		meta["$deleteFromPrimitiveList/finalizers"] = []string{finalizer}
 	} else {
 		meta["finalizers"] = []string{finalizer}
@@ -34,7 +35,7 @@ func finalizerPatch(uid types.UID, finalizer string, remove bool) []byte {
 func (c *ClaimLoop) write(ctx context.Context, w write) error {
 	logger := klog.FromContext(ctx)
 	claim, remove := w.claim, w.decision.Action == protection.RemoveFinalizer
-	patch := finalizerPatch(claim.UID, protection.ClaimFinalizer, remove)
+	patch := finalizerPatch(claim.UID, protection.ClaimFinalizer, w.decision.Action)
 	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
 		types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	switch {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/resizer"
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
@@ -56,7 +56,7 @@ func (e *env) start(crashAt int) *stacktest.LoopRun {
 	e.t.Helper()
 	e.loop = stacktest.StartLoop(e.t, crashAt, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return resizer.New(resizer.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
-			Recorder: func(driver string) record.EventRecorder { return d.Recorder(expansion.EventComponent(driver)) }})
+			Recorder: func(driver string) record.EventRecorder { return d.Recorder(resizing.EventComponent(driver)) }})
 	})
 	return e.loop
 }
@@ -122,7 +122,7 @@ func (e *env) events(name string) []string {
 	}
 	var out []string
 	for _, ev := range list.Items {
-		if ev.Source.Component == expansion.EventComponent(hostpath.DriverName) {
+		if ev.Source.Component == resizing.EventComponent(hostpath.DriverName) {
 			out = append(out, ev.Type+" "+ev.Reason+" "+ev.Message)
 		}
 	}

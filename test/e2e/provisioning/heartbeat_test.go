@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volplane/volplane/internal/controller/heartbeats"
+	"github.com/volplane/volplane/internal/inspect"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -23,11 +26,11 @@ import (
 const heartbeatPeriod = 100 * time.Millisecond
 
 // presence is what `volplane explain` would say of the bundled driver:
-// heartbeat.Find over the Leases heartbeat.List reads across namespaces.
+// heartbeat.Find over the Leases inspect.HeartbeatLeases reads across namespaces.
 func presence(t *testing.T) heartbeat.Presence {
 	t.Helper()
 	cp := stacktest.ControlPlane(t)
-	leases, err := heartbeat.List(context.Background(), cp.Client.CoordinationV1(), hostpath.DriverName)
+	leases, err := inspect.HeartbeatLeases(context.Background(), cp.Client.CoordinationV1(), hostpath.DriverName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestAStoppedHeartbeatLeavesALeaseAnotherProcessRenewed(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- heartbeat.Run(ctx, cp.Client.CoordinationV1(), heartbeat.Config{
+			done <- heartbeats.Run(ctx, cp.Client.CoordinationV1(), heartbeats.Config{
 				Namespace: ns, Provisioners: []string{driver}, Identity: identity, Period: period})
 		}()
 		return func() {

@@ -1,4 +1,4 @@
-package binder
+package index
 
 import (
 	"github.com/google/btree"
@@ -78,7 +78,7 @@ func claimLess(a, b *waitingClaim) bool {
 }
 
 // place puts a claim into the tree its shape and slot say.
-func (w *waitingClaims) place(wc *waitingClaim) {
+func (w *Waiting) place(wc *waitingClaim) {
 	if wc.hopeless || wc.slot == fullSlot {
 		return
 	}
@@ -97,7 +97,7 @@ func (w *waitingClaims) place(wc *waitingClaim) {
 
 // unplace takes a claim out of its tree and drops what became empty, so
 // that shapes no claim has any more cost nothing to a wake.
-func (w *waitingClaims) unplace(wc *waitingClaim) {
+func (w *Waiting) unplace(wc *waitingClaim) {
 	if wc.hopeless || wc.slot == fullSlot {
 		return
 	}
@@ -118,7 +118,7 @@ func (w *waitingClaims) unplace(wc *waitingClaim) {
 
 // eachPartition calls f with every partition whose claims pv could serve
 // by shape.
-func (w *waitingClaims) eachPartition(pv *v1.PersistentVolume, f func(*partition)) {
+func (w *Waiting) eachPartition(pv *v1.PersistentVolume, f func(*partition)) {
 	parts := w.shapes[family{class: binding.VolumeClass(pv), volumeMode: binding.VolumeMode(pv),
 		attributesClass: binding.VolumeAttributesClass(pv)}]
 	offered, _ := binding.ModesOf(pv.Spec.AccessModes)

@@ -1,18 +1,16 @@
-package binder
+package index
 
 import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/resourceversion"
 )
 
-// waitingClaims holds the claims still looking for a volume (no volumeName,
+// Waiting holds the claims still looking for a volume (no volumeName,
 // binding not completed), and which of them a free PV has woken. A free PV
 // wakes one claim it fits, not all of them: with a thousand claims waiting,
 // waking all for every new PV would be a thousand syncs per PV. A woken claim
@@ -46,8 +44,9 @@ import (
 // that fits still rejects (a label selector the PV's labels miss, say): the
 // walk is linear only in those.
 //
-// Not safe for concurrent use; the controller holds its mutex.
-type waitingClaims struct {
+// Not safe for concurrent use; the controller holds the mutex that guards
+// its Index too.
+type Waiting struct {
 	byKey map[string]*waitingClaim
 	// shapes: family → the partitions of that family by the access modes
 	// their claims ask for.
@@ -81,15 +80,10 @@ type waitingClaim struct {
 	slot slot
 }
 
-func newWaitingClaims() *waitingClaims {
-	return &waitingClaims{byKey: map[string]*waitingClaim{}, shapes: map[family]map[binding.ModeSet]*partition{},
+// NewWaiting returns an empty Waiting.
+func NewWaiting() *Waiting {
+	return &Waiting{byKey: map[string]*waitingClaim{}, shapes: map[family]map[binding.ModeSet]*partition{},
 		wokenFor: map[string][]string{}, woke: map[string]string{}}
-}
-
-// isWaiting says whether a claim is still looking for a volume.
-func isWaiting(claim *v1.PersistentVolumeClaim) bool {
-	return claim.DeletionTimestamp == nil && claim.Spec.VolumeName == "" &&
-		!metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
 }
 
 // newWaitingClaim compiles what the trees sort a claim by; seq and busy are
@@ -113,18 +107,18 @@ func (wc *waitingClaim) samePlace(other *waitingClaim) bool {
 	return wc.shape == other.shape && wc.hopeless == other.hopeless && wc.request.Cmp(other.request) == 0
 }
 
-// update adds, refreshes or removes a claim after it changed. A claim that
+// Update adds, refreshes or removes a claim after it changed. A claim that
 // changed class queues behind the claims of its new class; any other change
 // keeps its place in arrival order. An older copy than the one held is
 // ignored.
-func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
+func (w *Waiting) Update(claim *v1.PersistentVolumeClaim) {
 	key := binding.ClaimKey(claim)
 	old, ok := w.byKey[key]
 	if ok && resourceversion.Older(claim, old.claim) {
 		return // a write's answer handled after the informer delivered a later change
 	}
-	if !isWaiting(claim) {
-		w.remove(key)
+	if !binding.IsWaiting(claim) {
+		w.Remove(key)
 		return
 	}
 	next := newWaitingClaim(key, claim)
@@ -132,7 +126,7 @@ func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 	case !ok:
 		w.add(next)
 	case old.shape.class != next.shape.class:
-		w.remove(key)
+		w.Remove(key)
 		w.add(next)
 	case old.samePlace(next):
 		old.claim = claim
@@ -144,7 +138,7 @@ func (w *waitingClaims) update(claim *v1.PersistentVolumeClaim) {
 	}
 }
 
-func (w *waitingClaims) add(wc *waitingClaim) {
+func (w *Waiting) add(wc *waitingClaim) {
 	w.seq++
 	wc.seq = w.seq
 	wc.slot = slotFor(len(w.wokenFor[wc.key]))
@@ -152,7 +146,9 @@ func (w *waitingClaims) add(wc *waitingClaim) {
 	w.place(wc)
 }
 
-func (w *waitingClaims) remove(key string) {
+// Remove forgets a claim that was deleted; its wake-ups stay until its
+// sync releases them.
+func (w *Waiting) Remove(key string) {
 	wc, ok := w.byKey[key]
 	if !ok {
 		return
@@ -161,12 +157,14 @@ func (w *waitingClaims) remove(key string) {
 	w.unplace(wc)
 }
 
-func (w *waitingClaims) has(key string) bool {
+// Has says whether the claim is waiting.
+func (w *Waiting) Has(key string) bool {
 	_, ok := w.byKey[key]
 	return ok
 }
 
-func (w *waitingClaims) keys() []string {
+// Keys are the waiting claims, in no order.
+func (w *Waiting) Keys() []string {
 	keys := make([]string, 0, len(w.byKey))
 	for k := range w.byKey {
 		keys = append(keys, k)
@@ -174,7 +172,7 @@ func (w *waitingClaims) keys() []string {
 	return keys
 }
 
-// wake finds the waiting claim pv should be offered to (see the type's
+// Wake finds the waiting claim pv should be offered to (see the type's
 // comment for which) and marks it woken by pv. A PV that already woke a claim
 // gets the same claim back until that claim's sync releases it.
 //
@@ -182,7 +180,7 @@ func (w *waitingClaims) keys() []string {
 // pv; it must say no whenever binding.Check does, as the search skips the
 // claims Check would reject for class, volume mode, attributes class, access
 // modes, size or pv's phase without asking it.
-func (w *waitingClaims) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) (string, bool) {
+func (w *Waiting) Wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) (string, bool) {
 	if key, ok := w.woke[pv.Name]; ok {
 		return key, true
 	}
@@ -195,7 +193,7 @@ func (w *waitingClaims) wake(pv *v1.PersistentVolume, fits func(*v1.PersistentVo
 }
 
 // choose applies the selection rule without marking anything.
-func (w *waitingClaims) choose(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+func (w *Waiting) choose(pv *v1.PersistentVolume, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		return w.preBoundClaim(ref, fits)
 	}
@@ -221,7 +219,7 @@ func newVolume(pv *v1.PersistentVolume) bool {
 // (binding.Check: pre-bound or bound to another), and fits that one whatever
 // its class, so it is looked up by name rather than in the PV's class. Idle
 // or busy, it is the only candidate.
-func (w *waitingClaims) preBoundClaim(ref *v1.ObjectReference, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+func (w *Waiting) preBoundClaim(ref *v1.ObjectReference, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
 	wc, ok := w.byKey[binding.ClaimRefKey(ref)]
 	if !ok || wc.hopeless || !fits(wc.claim) {
 		return nil
@@ -233,7 +231,7 @@ func (w *waitingClaims) preBoundClaim(ref *v1.ObjectReference, fits func(*v1.Per
 // among the idle or the busy claims of every partition pv could serve, that
 // fits pv. Each partition is sought and walked on its own; the first fit of
 // each is compared.
-func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, s slot, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
+func (w *Waiting) bestFit(pv *v1.PersistentVolume, s slot, fits func(*v1.PersistentVolumeClaim) bool) *waitingClaim {
 	capacity := binding.Capacity(pv)
 	var best *waitingClaim
 	w.eachPartition(pv, func(p *partition) {
@@ -245,15 +243,15 @@ func (w *waitingClaims) bestFit(pv *v1.PersistentVolume, s slot, fits func(*v1.P
 	return best
 }
 
-func (w *waitingClaims) mark(wc *waitingClaim, pvName string) {
+func (w *Waiting) mark(wc *waitingClaim, pvName string) {
 	w.wokenFor[wc.key] = append(w.wokenFor[wc.key], pvName)
 	w.woke[pvName] = wc.key
 	w.settle(wc)
 }
 
-// release ends the wake-ups of a claim whose sync ran and returns the PVs
+// Release ends the wake-ups of a claim whose sync ran and returns the PVs
 // that woke it, so they can be offered to the next claim.
-func (w *waitingClaims) release(key string) []string {
+func (w *Waiting) Release(key string) []string {
 	pvs := w.wokenFor[key]
 	delete(w.wokenFor, key)
 	for _, pv := range pvs {
@@ -265,9 +263,9 @@ func (w *waitingClaims) release(key string) []string {
 	return pvs
 }
 
-// forgetVolume drops a deleted PV's wake-up; a claim no other PV woke is
+// ForgetVolume drops a deleted PV's wake-up; a claim no other PV woke is
 // idle again.
-func (w *waitingClaims) forgetVolume(pvName string) {
+func (w *Waiting) ForgetVolume(pvName string) {
 	key, ok := w.woke[pvName]
 	if !ok {
 		return
@@ -283,7 +281,7 @@ func (w *waitingClaims) forgetVolume(pvName string) {
 }
 
 // settle moves a claim to the slot its wake-ups say.
-func (w *waitingClaims) settle(wc *waitingClaim) {
+func (w *Waiting) settle(wc *waitingClaim) {
 	s := slotFor(len(w.wokenFor[wc.key]))
 	if wc.slot == s {
 		return

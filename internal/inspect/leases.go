@@ -1,4 +1,4 @@
-package heartbeat
+package inspect
 
 import (
 	"context"
@@ -8,19 +8,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
-// List reads, across namespaces, the Leases Find needs for provisioner:
-// its heartbeats (by Selector) and any Lease named SidecarLeaseName.
+// HeartbeatLeases reads, across namespaces, the Leases Find needs for provisioner:
+// its heartbeats (by heartbeat.Selector) and any Lease named
+// heartbeat.SidecarLeaseName.
 // RBAC: list leases in all namespaces.
-func List(ctx context.Context, leases coordinationv1client.LeasesGetter, provisioner string) ([]coordinationv1.Lease, error) {
+func HeartbeatLeases(ctx context.Context, leases coordinationv1client.LeasesGetter, provisioner string) ([]coordinationv1.Lease, error) {
 	all := leases.Leases(metav1.NamespaceAll)
-	ours, err := all.List(ctx, metav1.ListOptions{LabelSelector: Selector(provisioner)})
+	ours, err := all.List(ctx, metav1.ListOptions{LabelSelector: heartbeat.Selector(provisioner)})
 	if err != nil {
 		return nil, fmt.Errorf("list heartbeat leases of %s: %w", provisioner, err)
 	}
 	out := ours.Items
-	if name := SidecarLeaseName(provisioner); name != "" {
+	if name := heartbeat.SidecarLeaseName(provisioner); name != "" {
 		sidecar, err := all.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
 			return nil, fmt.Errorf("list leader election leases of %s: %w", provisioner, err)

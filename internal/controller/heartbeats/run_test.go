@@ -1,4 +1,4 @@
-package heartbeat
+package heartbeats
 
 import (
 	"context"
@@ -14,7 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/volplane/volplane/internal/heartbeat"
 )
+
+const driver = "hostpath.csi.volplane.io"
 
 func TestConfigIsCheckedUpFront(t *testing.T) {
 	ok := Config{Namespace: "kube-system", Provisioners: []string{driver}, Identity: "x"}
@@ -61,8 +65,8 @@ func TestRunRenewsRetriesConflictsAndDeletesOnStop(t *testing.T) {
 
 	leases := client.CoordinationV1().Leases("kube-system")
 	waitFor(t, "both Leases renewed after a conflict", func() bool {
-		a, errA := leases.Get(ctx, LeaseName(driver, ""), metav1.GetOptions{})
-		b, errB := leases.Get(ctx, LeaseName("network.csi.volplane.io", ""), metav1.GetOptions{})
+		a, errA := leases.Get(ctx, heartbeat.LeaseName(driver, ""), metav1.GetOptions{})
+		b, errB := leases.Get(ctx, heartbeat.LeaseName("network.csi.volplane.io", ""), metav1.GetOptions{})
 		return errA == nil && errB == nil && conflicts.Load() == 1 && updates.Load() >= 6 &&
 			renewedAfterAcquired(a) && renewedAfterAcquired(b)
 	})

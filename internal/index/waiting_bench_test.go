@@ -1,4 +1,4 @@
-package binder
+package index
 
 import (
 	"fmt"
@@ -16,12 +16,12 @@ func BenchmarkWake(b *testing.B) {
 }
 
 func benchmarkWake(b *testing.B, n int) {
-	w := newWaitingClaims()
+	w := NewWaiting()
 	keys := make([]string, n)
 	pvNames := make([]string, n)
 	for i := range n {
 		claim := claimFor(fmt.Sprintf("c%06d", i), "1Gi")
-		w.update(claim)
+		w.Update(claim)
 		keys[i] = "ns/" + claim.Name
 		pvNames[i] = fmt.Sprintf("pv%06d", i)
 	}
@@ -35,12 +35,12 @@ func benchmarkWake(b *testing.B, n int) {
 		if j == 0 && i > 0 {
 			b.StopTimer()
 			for _, key := range keys {
-				w.release(key)
+				w.Release(key)
 			}
 			b.StartTimer()
 		}
 		pv.Name = pvNames[j]
-		if key, ok := w.wake(pv, always); !ok || key != keys[j] {
+		if key, ok := w.Wake(pv, always); !ok || key != keys[j] {
 			b.Fatalf("%s woke %q, %v; want %s", pv.Name, key, ok, keys[j])
 		}
 	}

@@ -1,4 +1,4 @@
-package binder
+package index
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func newWaitingModel() *waitingModel {
 
 func (m *waitingModel) update(claim *v1.PersistentVolumeClaim) {
 	key := binding.ClaimKey(claim)
-	if !isWaiting(claim) {
+	if !binding.IsWaiting(claim) {
 		delete(m.claims, key)
 		return
 	}
@@ -115,24 +115,24 @@ func TestWakeChoosesWhatTheBruteForceRuleChooses(t *testing.T) {
 
 func runWaitingModel(t *testing.T, seed uint64, steps int) {
 	g := &waitingGen{rand.New(rand.NewPCG(seed, seed))}
-	w, m := newWaitingClaims(), newWaitingModel()
+	w, m := NewWaiting(), newWaitingModel()
 	for step := range steps {
 		op := ""
 		switch n := g.Int(100); {
 		case n < 30:
 			claim := g.claim()
 			op = fmt.Sprintf("update %s", describeClaim(claim))
-			w.update(claim)
+			w.Update(claim)
 			m.update(claim)
 		case n < 40:
 			key := "ns/" + g.claimName()
 			op = "remove " + key
-			w.remove(key)
+			w.Remove(key)
 			m.remove(key)
 		case n < 75:
 			pv := g.volume()
 			op = "wake " + describeVolume(pv)
-			gk, gok := w.wake(pv, fitsSometimes(pv))
+			gk, gok := w.Wake(pv, fitsSometimes(pv))
 			mk, mok := m.wake(pv, fitsSometimes(pv))
 			if gk != mk || gok != mok {
 				t.Fatalf("step %d, %s: woke %q, %v; the rule says %q, %v", step, op, gk, gok, mk, mok)
@@ -140,13 +140,13 @@ func runWaitingModel(t *testing.T, seed uint64, steps int) {
 		case n < 95:
 			key := "ns/" + g.claimName()
 			op = "release " + key
-			if got, want := w.release(key), m.release(key); !slices.Equal(got, want) {
+			if got, want := w.Release(key), m.release(key); !slices.Equal(got, want) {
 				t.Fatalf("step %d, %s: returned %v, want %v", step, op, got, want)
 			}
 		default:
 			name := g.volumeName()
 			op = "forgetVolume " + name
-			w.forgetVolume(name)
+			w.ForgetVolume(name)
 			m.forgetVolume(name)
 		}
 		compareWaiting(t, step, op, w, m)
@@ -164,9 +164,9 @@ func fitsSometimes(pv *v1.PersistentVolume) func(*v1.PersistentVolumeClaim) bool
 	}
 }
 
-func compareWaiting(t *testing.T, step int, op string, w *waitingClaims, m *waitingModel) {
+func compareWaiting(t *testing.T, step int, op string, w *Waiting, m *waitingModel) {
 	t.Helper()
-	got := w.keys()
+	got := w.Keys()
 	want := make([]string, 0, len(m.claims))
 	for key := range m.claims {
 		want = append(want, key)
@@ -184,7 +184,7 @@ func compareWaiting(t *testing.T, step int, op string, w *waitingClaims, m *wait
 // checkPlaces says what is wrong with where the claims sit, nil if nothing:
 // each placed claim in the tree its busy flag names and only there, busy
 // exactly while a PV's wake-up waits for it, no empty partition kept.
-func (w *waitingClaims) checkPlaces() error {
+func (w *Waiting) checkPlaces() error {
 	placed := 0
 	for key, wc := range w.byKey {
 		if wc.slot != slotFor(len(w.wokenFor[key])) {

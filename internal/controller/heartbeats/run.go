@@ -1,4 +1,9 @@
-package heartbeat
+// Package heartbeats is the writer of the provisioner's heartbeat Leases:
+// Run renews a Lease per driver served every period and deletes them when
+// it stops (only if they are still the ones it wrote: another replica may
+// have taken over). What a Lease holds, and how a reader judges it, is the
+// pure internal/heartbeat's.
+package heartbeats
 
 import (
 	"context"
@@ -11,14 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
 const (
-	// DefaultPeriod is how often Run renews, as the kubelet its node Lease.
-	DefaultPeriod = 10 * time.Second
-	// DefaultDuration is how long a heartbeat counts without a renewal:
-	// four periods, so that a renewal or two may fail.
-	DefaultDuration = 4 * DefaultPeriod
 	// attempts bounds the writes of one renewal that conflict with
 	// another writer's.
 	attempts = 3
@@ -36,14 +39,14 @@ type Config struct {
 	Node string
 	// Identity is the holder written in the Leases (the host name).
 	Identity string
-	// Period between renewals (0: DefaultPeriod); Duration is the Leases'
+	// Period between renewals (0: heartbeat.DefaultPeriod); Duration is the Leases'
 	// leaseDurationSeconds (0: four periods), longer than Period.
 	Period, Duration time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Period == 0 {
-		c.Period = DefaultPeriod
+		c.Period = heartbeat.DefaultPeriod
 	}
 	if c.Duration == 0 {
 		c.Duration = 4 * c.Period
@@ -79,7 +82,7 @@ func Run(ctx context.Context, leases coordinationv1client.LeasesGetter, cfg Conf
 	cfg = cfg.withDefaults()
 	beats := make([]*beater, 0, len(cfg.Provisioners))
 	for _, p := range cfg.Provisioners {
-		beats = append(beats, &beater{client: leases.Leases(cfg.Namespace), beat: Beat{
+		beats = append(beats, &beater{client: leases.Leases(cfg.Namespace), clock: clock.RealClock{}, beat: heartbeat.Beat{
 			Namespace: cfg.Namespace, Provisioner: p, Node: cfg.Node, Identity: cfg.Identity, Duration: cfg.Duration}})
 	}
 	logger := klog.FromContext(ctx)
@@ -114,7 +117,8 @@ func stopAll(ctx context.Context, beats []*beater, timeout time.Duration) {
 // beater keeps one Lease.
 type beater struct {
 	client coordinationv1client.LeaseInterface
-	beat   Beat
+	clock  clock.PassiveClock
+	beat   heartbeat.Beat
 	// last is the Lease as last written or read; nil: read it first.
 	last *coordinationv1.Lease
 }
@@ -148,7 +152,7 @@ func (b *beater) write(ctx context.Context) error {
 			return fmt.Errorf("read lease: %w", err)
 		}
 	}
-	want := Renewal(b.last, b.beat, time.Now())
+	want := heartbeat.Renewal(b.last, b.beat, b.clock.Now())
 	var got *coordinationv1.Lease
 	var err error
 	if b.last == nil {

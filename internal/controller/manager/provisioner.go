@@ -1,0 +1,33 @@
+package manager
+
+import (
+	"slices"
+
+	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/controller/provisioner"
+)
+
+// newProvisioner builds the provisioner (the external-provisioner's role)
+// over the dialed drivers, each with its own event source, and the
+// heartbeat that says it runs.
+func newProvisioner(w wiring) ([]Runnable, error) {
+	cfg := w.Config
+	p, err := provisioner.New(provisioner.Config{
+		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
+		Recorder: func(driver string) record.EventRecorder {
+			return w.Recorder(provisioner.EventComponent(driver))
+		},
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
+		NodeDeployment:    cfg.NodeDeployment,
+	})
+	if err != nil {
+		return nil, err
+	}
+	beat, err := newHeartbeat(cfg, w.Pool)
+	if err != nil {
+		return nil, err
+	}
+	return []Runnable{p, beat}, nil
+}
