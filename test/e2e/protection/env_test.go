@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -258,14 +256,6 @@ func (e *env) removePods() {
 }
 
 // Backend.
-
-func dialCSI(endpoint string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
-	}
-	return conn, nil
-}
 
 // backendHas says whether any node's driver holds the volume.
 func (e *env) backendHas(id string) bool {

@@ -74,7 +74,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 			teardown()
 			return nil, err
 		}
-		conn, err := dialCSI(endpoint)
+		conn, err := support.Dial(endpoint)
 		if err != nil {
 			teardown()
 			return nil, err

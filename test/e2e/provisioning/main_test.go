@@ -130,7 +130,7 @@ func serveDriver(drivers *support.Drivers, node string) (*nodeDriver, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("driver of %s: %w", node, err)
 	}
-	conn, err := dialCSI(endpoint)
+	conn, err := support.Dial(endpoint)
 	if err != nil {
 		return nil, err
 	}

@@ -158,7 +158,7 @@ func serveEBSStandIn(t *testing.T) *nodeDriver {
 		DataDir: filepath.Join(drivers.Dir, "data"), Name: ebsDriver, TopologyKey: ebsZoneKey}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := dialCSI(endpoint)
+	conn, err := support.Dial(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
