@@ -270,7 +270,7 @@ func (w *world) deleteStrayVolumes() {
 		for _, id := range b.VolumeIDs {
 			conn, err := support.Dial(endpoint)
 			if err != nil {
-				w.t.Errorf("dial %s: %v", endpoint, err)
+				w.t.Error(err)
 				continue
 			}
 			_, err = csipb.NewControllerClient(conn).DeleteVolume(w.ctx, &csipb.DeleteVolumeRequest{VolumeId: id})
