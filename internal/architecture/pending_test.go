@@ -19,9 +19,6 @@ type known struct {
 var pending = []known{
 	// {rule, package, what, owner}
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
-	{"one registry of informer indexes", "internal/controller/attacher", "calls AddIndexers",
-		"lead: no helper has the attacher; its byVolume index is informerindex.PVOfAttachment (read with AttachmentsOf)"},
-	{"one registry of informer indexes", "internal/nodeagent", "calls AddIndexers", "node"},
 }
 
 // report fails on every finding not pending, and on every pending entry of
