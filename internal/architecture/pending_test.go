@@ -13,8 +13,8 @@ type known struct {
 	owner string // who is expected to remove it
 }
 
-// pending is the one table of violations known today, empty since issue 24
-// closed; a new rule the tree does not meet yet may list its violations
+// pending is the one table of violations known today, empty as the tree
+// stands; a new rule the tree does not meet yet may list its violations
 // here while they are removed. A violation not listed fails; an entry that
 // no longer happens fails too, so the table only shrinks.
 var pending = []known{
