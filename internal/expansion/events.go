@@ -6,10 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// EventComponent is the source of the resizer's events for a driver, named
-// as the external-resizer names it.
-func EventComponent(driver string) string { return "external-resizer " + driver }
-
 // The event reasons, the external-resizer's.
 const (
 	// EventResizing (Normal): the driver is being asked to expand.

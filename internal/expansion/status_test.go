@@ -165,9 +165,6 @@ func TestEventTextsAreTheReferences(t *testing.T) {
 	if got := MessageOfflineInUse(claim(), "d.csi.test"); got != "Unable to expand ns/claim1 because CSI driver d.csi.test only supports offline expansion and volume is currently in-use" {
 		t.Error(got)
 	}
-	if got := EventComponent("d.csi.test"); got != "external-resizer d.csi.test" {
-		t.Error(got)
-	}
 }
 
 func TestAVolumeOnlyGrows(t *testing.T) {

@@ -17,9 +17,6 @@ const (
 // MessageCanceled is the message of EventModifyCanceled.
 const MessageCanceled = "Cancelled modify."
 
-// EventComponent is the source of the events on claims for driver.
-func EventComponent(driver string) string { return "external-resizer " + driver }
-
 // MessageModify is the message of EventModify.
 func MessageModify(claim, class string) string {
 	return fmt.Sprintf("external resizer is modifying volume %s with vac %s", claim, class)
@@ -40,7 +37,7 @@ func MessageClassMissing(class string) string {
 // error, and for one the driver may still be working on, which target it
 // keeps.
 func MessageFailed(err error, class string) string {
-	if !csierror.OperationFinal(err) {
+	if !csierror.OperationFinal(err) { // the external-resizer's IsFinalError: the driver may still be working
 		return err.Error() + ". Still modifying to VAC " + class
 	}
 	return err.Error()

@@ -49,7 +49,7 @@ func MarkModifyFailed(claim *v1.PersistentVolumeClaim, err error, infeasible boo
 		st.Status = v1.PersistentVolumeClaimModifyVolumeInfeasible
 	}
 	msg := fmt.Sprintf("Modifying volume to %q is still in progress.", st.TargetVolumeAttributesClassName)
-	if csierror.OperationFinal(err) {
+	if csierror.OperationFinal(err) { // the external-resizer's IsFinalError: the driver stopped working on it
 		msg = fmt.Sprintf("Modifying volume to %q failed. Waiting for retry.", st.TargetVolumeAttributesClassName)
 	}
 	grpc, _ := status.FromError(err)

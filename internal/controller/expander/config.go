@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -26,6 +27,8 @@ type Config struct {
 	// RetryStart and RetryMax bound the per-claim backoff of failed syncs
 	// (default the reference's 5ms and 1000s).
 	RetryStart, RetryMax time.Duration
+	// Metrics, if set, takes the loop runner's stuck-key metrics.
+	Metrics prometheus.Registerer
 }
 
 // The reference's settings (expand_controller.go: defaultWorkerCount, and

@@ -44,7 +44,7 @@ func New(cfg Config) (*Controller, error) {
 	// yet is retried.
 	synced = append(synced, pvInf.Informer().HasSynced)
 	c.runner = &loop.Runner{Name: "Expander", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.q, Sync: loop.ErrorOnly(c.sync)}}}
+		Queues: []loop.Queue{{Q: c.q, Sync: c.sync}}, Metrics: cfg.Metrics}
 	return c, nil
 }
 

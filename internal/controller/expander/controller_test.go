@@ -54,7 +54,8 @@ func newFakeLoop(t *testing.T, objs ...runtime.Object) *fakeLoop {
 
 func (l *fakeLoop) syncClaim() error {
 	l.client.ClearActions()
-	return l.sync(context.Background(), "ns/data")
+	_, err := l.sync(context.Background(), "ns/data")
+	return err
 }
 
 // events drains what the sync recorded, as "Type Reason Message".

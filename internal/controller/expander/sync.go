@@ -2,36 +2,36 @@ package expander
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/claimstatus"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/expansion"
 )
 
 // sync reads the claim and its PV from the caches, asks DecideHandOff, and
 // records and writes what it decided.
-func (c *Controller) sync(ctx context.Context, key string) error {
+func (c *Controller) sync(ctx context.Context, key string) (loop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil // not a key of ours: nothing to retry
+		return loop.Done(), nil // not a key of ours: nothing to retry
 	}
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return loop.Done(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("claim %s: %w", key, err)
+		return loop.Done(), fmt.Errorf("claim %s: %w", key, err)
 	}
 	pv, err := c.volume(claim.Spec.VolumeName)
 	if err != nil {
-		return err
+		return loop.Done(), err
 	}
 	h := expansion.DecideHandOff(claim, pv)
 	logger := klog.FromContext(ctx)
@@ -43,11 +43,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err := c.annotate(ctx, claim, h.Annotate); err != nil {
 			e := expansion.HandOffAnnotateFailed(claim, err)
 			c.recorder.Event(claim, e.Type, e.Reason, e.Message)
-			return fmt.Errorf("annotate claim %s with resizer %s: %w", key, h.Annotate, err)
+			return loop.Done(), fmt.Errorf("annotate claim %s with resizer %s: %w", key, h.Annotate, err)
 		}
 		logger.V(2).Info("Claim handed to the external resizer of its migrated volume", "pvc", klog.KObj(claim), "driver", h.Annotate)
 	}
-	return h.Retry
+	// A claim whose PV is not cached (or not its own) yet is retried with
+	// backoff, as the reference retries it.
+	return loop.Done(), h.Retry
 }
 
 // volume is the PV of that name from the cache, nil if none or no name.
@@ -69,14 +71,6 @@ func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
 // with the resourceVersion read, as the reference's SetClaimResizer does:
 // a claim changed since is refused (a conflict, retried).
 func (c *Controller) annotate(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]string{expansion.HandOffResizerAnnotation: driver},
-	}})
-	if err != nil {
-		return fmt.Errorf("resizer annotation patch: %w", err)
-	}
-	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
-		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err := resizing.WriteClaim(ctx, c.client, claim, expansion.WithResizer(claim, driver), claimstatus.IfUnchanged)
 	return err
 }

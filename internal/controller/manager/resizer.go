@@ -4,7 +4,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/resizer"
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/controller/resizing"
 )
 
 // newResizer builds the external-resizer's two controllers over the
@@ -14,7 +14,7 @@ func newResizer(w wiring) ([]Runnable, error) {
 	r, err := resizer.New(resizer.Config{
 		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
 		Recorder: func(driver string) record.EventRecorder {
-			return w.Recorder(expansion.EventComponent(driver))
+			return w.Recorder(resizing.EventComponent(driver))
 		},
 		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(),
 	})

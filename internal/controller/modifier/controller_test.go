@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -37,18 +39,18 @@ type bed struct {
 	factory informers.SharedInformerFactory
 	client  *fake.Clientset
 	events  *record.FakeRecorder
-	clock   time.Time
+	clock   *testingclock.FakePassiveClock
 	seen    []string
 }
 
 func newBed(t *testing.T, pool *csi.Pool, objs ...runtime.Object) *bed {
 	t.Helper()
 	b := &bed{t: t, client: fake.NewClientset(objs...), events: record.NewFakeRecorder(100),
-		clock: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+		clock: testingclock.NewFakePassiveClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
 	b.factory = informers.NewSharedInformerFactory(b.client, 0)
 	c, err := New(Config{Client: b.client, Informers: b.factory, Pool: pool,
 		Recorder: func(string) record.EventRecorder { return b.events },
-		Now:      func() time.Time { return b.clock }})
+		Clock:    b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +102,19 @@ func testPV(handle string) *v1.PersistentVolume {
 // its own newer copies from the informer's).
 func (b *bed) sync() error {
 	b.t.Helper()
+	_, err := b.syncResult()
+	return err
+}
+
+// syncResult is sync with what the sync asked of the runner.
+func (b *bed) syncResult() (loop.Result, error) {
+	b.t.Helper()
 	b.eventually("the informers catch up", func() string {
 		c, err := b.client.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "claim1", metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}
-		cached, err := b.c.claims.PersistentVolumeClaims("ns").Get("claim1")
+		cached, err := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1")
 		if err != nil || !apiequality.Semantic.DeepEqual(c, cached) {
 			return "claim differs"
 		}
@@ -113,7 +122,7 @@ func (b *bed) sync() error {
 		if err != nil {
 			return err.Error()
 		}
-		if cachedPV, err := b.c.pvs.Get("pv1"); err != nil || !apiequality.Semantic.DeepEqual(pv, cachedPV) {
+		if cachedPV, err := b.c.PVs.Get("pv1"); err != nil || !apiequality.Semantic.DeepEqual(pv, cachedPV) {
 			return "PV differs"
 		}
 		return ""
@@ -293,10 +302,10 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 	if events := b.drained(); len(events) != 2 || !strings.HasPrefix(events[1], "Warning VolumeModifyFailed rpc error: code = InvalidArgument") {
 		t.Errorf("events %q", events)
 	}
-	if err := b.sync(); err != nil || d.calls() != 1 {
-		t.Errorf("a sync within the slow retry: %v, %d calls (want none more)", err, d.calls())
+	if res, err := b.syncResult(); err != nil || d.calls() != 1 || res.RequeueAfter() != resizing.DefaultRetryMax {
+		t.Errorf("a sync within the slow retry: %v, %d calls (want none more), again after %s", err, d.calls(), res.RequeueAfter())
 	}
-	b.clock = b.clock.Add(resizing.DefaultRetryMax)
+	b.clock.SetTime(b.clock.Now().Add(resizing.DefaultRetryMax))
 	if err := b.sync(); status.Code(err) != codes.InvalidArgument || d.calls() != 2 {
 		t.Errorf("after the slow retry: %v, %d calls, want a second call", err, d.calls())
 	}
@@ -307,7 +316,7 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.eventually("informer sees the new class", func() string {
-		if got, _ := b.c.claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "fast" {
+		if got, _ := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "fast" {
 			return "not yet"
 		}
 		return ""
@@ -345,7 +354,7 @@ func TestUncertainAnswerResumesTheSameTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.eventually("informer sees the change", func() string {
-		if got, _ := b.c.claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "standard" {
+		if got, _ := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1"); modification.SpecClass(got) != "standard" {
 			return "not yet"
 		}
 		return ""
@@ -368,8 +377,12 @@ func TestDriverWithoutModifyIsReportedOnTheClaim(t *testing.T) {
 	handle := d.createVolume(t, "v1", nil)
 	d.ep.Info.Modify = false // as if the driver did not report MODIFY_VOLUME
 	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), testPV(handle), standard, fast)
-	if err := b.sync(); err != nil {
+	res, err := b.syncResult()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.RequeueAfter() != resizing.DefaultRetryMax {
+		t.Errorf("again after %s, want the slow retry", res.RequeueAfter())
 	}
 	c := b.claim()
 	e := condition(c, v1.PersistentVolumeClaimVolumeModifyVolumeError)
@@ -384,8 +397,8 @@ func TestDriverWithoutModifyIsReportedOnTheClaim(t *testing.T) {
 		t.Errorf("events %q, want %q", events, want)
 	}
 	b.client.ClearActions()
-	if err := b.sync(); err != nil || len(b.writes()) != 0 || len(b.drained()) != 0 || d.calls() != 0 {
-		t.Errorf("a second sync: %v, writes %v, %d calls", err, b.writes(), d.calls())
+	if res, err := b.syncResult(); err != nil || len(b.writes()) != 0 || len(b.drained()) != 0 || d.calls() != 0 || res.RequeueAfter() <= 0 {
+		t.Errorf("a second sync: %v, writes %v, %d calls, again after %s", err, b.writes(), d.calls(), res.RequeueAfter())
 	}
 }
 
@@ -429,7 +442,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	d := serveDriver(t)
 	handle := d.createVolume(t, "v1", nil)
 	pv := testPV(handle)
-	pv.Annotations = map[string]string{annModifySecretName: "creds", annModifySecretNamespace: "ns"}
+	pv.Annotations = map[string]string{modification.AnnModifySecretName: "creds", modification.AnnModifySecretNamespace: "ns"}
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"k": []byte("v")}}
 	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast, secret)
 	if err := b.sync(); err != nil {
@@ -438,7 +451,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	if got := d.last.GetSecrets(); got["k"] != "v" {
 		t.Errorf("secrets %v", got)
 	}
-	pv.Annotations[annModifySecretName] = "missing"
+	pv.Annotations[modification.AnnModifySecretName] = "missing"
 	b2 := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast)
 	err := b2.sync()
 	if err == nil || !strings.Contains(err.Error(), "error getting secret missing in namespace ns") {

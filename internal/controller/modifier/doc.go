@@ -8,6 +8,11 @@
 // and then the claim's current class, and record the events (source
 // "external-resizer <driver>").
 //
+// It is built on resizing.Base, as the resizer is: the same Config, claim
+// and PV handlers, writes (resizing.WriteClaim) and Memory. A class not
+// reached yet, or a driver that cannot modify, is looked at again after a
+// wait the sync returns (loop.After); failures back off.
+//
 // What it remembers between syncs (lost on restart, as the reference's):
 // which claims' last call ended for sure (a claim InProgress with no such
 // record is resumed with its status target, as the reference treats every

@@ -3,154 +3,95 @@ package resizer
 import (
 	"context"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/volplane/volplane/internal/controller/loop"
-	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 // Controller is the resizer loop. Build it with New, start it with Run.
 type Controller struct {
-	client    kubernetes.Interface
-	pool      *csi.Pool
-	recorders map[string]record.EventRecorder
-	claims    corelisters.PersistentVolumeClaimLister
-	pvs       corelisters.PersistentVolumeLister
-	podIndex  cache.Indexer
-	queue     workqueue.TypedRateLimitingInterface[string]
-	// newestClaim and newestPV hold what our own writes returned until the
-	// informer catches up, so a sync never decides on an older copy.
-	newestClaim *loop.Newest[*v1.PersistentVolumeClaim]
-	newestPV    *loop.Newest[*v1.PersistentVolume]
-	memory      *memory
-	slowRetry   time.Duration
-	now         func() time.Time
-	// holds: Config.Holds.
-	holds  func(*v1.PersistentVolume) bool
+	*resizing.Base
+	// pods is the shared pod index (informerindex.ClaimOfPod), asked only
+	// for a driver that refused an expansion as in use.
+	pods   cache.Indexer
 	runner *loop.Runner
 }
 
 // New builds the loop over the given informers.
 func New(cfg Config) (*Controller, error) {
-	cfg, err := cfg.WithDefaults("resizer")
+	base, err := resizing.NewBase(cfg, "resizer", "resizer")
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: cfg.Client, pool: cfg.Pool, recorders: cfg.Recorders(),
-		queue:       loop.NewQueue("resizer", cfg.RetryStart, cfg.RetryMax),
-		newestClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
-		newestPV:    loop.NewNewest[*v1.PersistentVolume](),
-		memory:      newMemory(), slowRetry: cfg.SlowRetry, now: cfg.Now, holds: cfg.Holds}
-	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
-	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
-	podInf := cfg.Informers.Core().V1().Pods()
-	c.claims, c.pvs = claimInf.Lister(), pvInf.Lister()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{byClaim: claimsUsed}); err != nil {
-		return nil, fmt.Errorf("resizer: index: %w", err)
+	c := &Controller{Base: base}
+	podInf, err := informerindex.Pods(c.Informers)
+	if err != nil {
+		return nil, fmt.Errorf("resizer: %w", err)
 	}
-	c.podIndex = podInf.Informer().GetIndexer()
+	c.pods = podInf.GetIndexer()
 	synced, err := loop.Register(
-		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onClaim, UpdateFunc: c.onClaimUpdate, DeleteFunc: c.onClaimDeleted}},
-		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onVolume, UpdateFunc: loop.Updated(c.onVolume), DeleteFunc: c.onVolumeDeleted}},
-		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+		loop.Handler{Informer: c.ClaimInformer, Funcs: c.ClaimHandler(expansion.NeedsResize)},
+		loop.Handler{Informer: c.PVInformer, Funcs: c.VolumeHandler(expansion.NeedsResize)},
+		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
 			UpdateFunc: c.onPodUpdate, DeleteFunc: c.onPodGone}})
 	if err != nil {
 		return nil, fmt.Errorf("resizer: %w", err)
 	}
-	c.runner = &loop.Runner{Name: "Resizer", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: c.queue, Sync: loop.ErrorOnly(c.syncClaim)}}, Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod}
+	c.runner = c.Runner("Resizer", synced, c.syncClaim, c.Resync(expansion.NeedsResize))
 	return c, nil
 }
 
 // Run starts the workers once the caches are synced and blocks until ctx
 // is done. The informer factory must be started by the caller after New.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.runner.Run(ctx, "drivers", c.pool.Drivers())
+	return c.runner.Run(ctx, "drivers", c.Pool.Drivers())
 }
 
 // Ready reports whether the caches are synced and the workers run.
 func (c *Controller) Ready() bool { return c.runner.Ready() }
 
-func claimKey(claim *v1.PersistentVolumeClaim) string { return claim.Namespace + "/" + claim.Name }
-
-// onClaim queues a claim that asks for more than it has. A claim at rest
-// (request met) never is: nothing of ours is to do for it.
-func (c *Controller) onClaim(obj any) {
-	claim, ok := obj.(*v1.PersistentVolumeClaim)
+// onPodGone wakes the claims a pod that ended or went used, when their
+// driver refused to expand them in use: they may be expanded now.
+func (c *Controller) onPodGone(obj any) {
+	pod, ok := loop.As[*v1.Pod](obj)
 	if !ok {
 		return
 	}
-	key := claimKey(claim)
-	claim = c.newestClaim.Observe(key, claim)
-	if expansion.NeedsResize(claim) {
-		c.queue.Add(key)
-	}
-}
-
-// onClaimUpdate ignores the versions our own writes made: the sync that
-// wrote them already went on from there.
-func (c *Controller) onClaimUpdate(_, cur any) {
-	claim, ok := cur.(*v1.PersistentVolumeClaim)
-	if !ok || c.newestClaim.IsOwnWrite(claimKey(claim), claim) {
-		return
-	}
-	c.onClaim(claim)
-}
-
-func (c *Controller) onClaimDeleted(obj any) {
-	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
-		key := claimKey(claim)
-		c.newestClaim.Forget(key)
-		c.memory.forget(key)
-		c.queue.Forget(key)
-	}
-}
-
-// onVolume wakes the claim a PV is bound to when that claim waits for
-// more: the sync may have found the PV missing from the cache.
-func (c *Controller) onVolume(obj any) {
-	pv, ok := obj.(*v1.PersistentVolume)
-	if !ok {
-		return
-	}
-	pv = c.newestPV.Observe(pv.Name, pv)
-	if c.newestPV.IsOwnWrite(pv.Name, pv) {
-		return
-	}
-	ref := pv.Spec.ClaimRef
-	if ref == nil || pv.Spec.CSI == nil || !c.pool.Serves(pv.Spec.CSI.Driver) {
-		return
-	}
-	if claim, err := c.claims.PersistentVolumeClaims(ref.Namespace).Get(ref.Name); err == nil && expansion.NeedsResize(claim) {
-		c.queue.Add(ref.Namespace + "/" + ref.Name)
-	}
-}
-
-func (c *Controller) onVolumeDeleted(obj any) {
-	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
-		c.newestPV.Forget(pv.Name)
-	}
-}
-
-// resync revisits the claims that still ask for more, leaving alone the
-// keys waiting out a backoff (adding them would retry at once).
-func (c *Controller) resync(context.Context) {
-	claims, _ := c.claims.List(labels.Everything())
-	for _, claim := range claims {
-		key := claimKey(claim)
-		if expansion.NeedsResize(claim) && c.queue.NumRequeues(key) == 0 {
-			c.queue.Add(key)
+	for _, key := range protection.ClaimKeys(pod) { // as the index keys pods
+		if c.Memory.RefusedInUse(key) && !c.inUse(key) {
+			c.Queue.Add(key)
 		}
 	}
+}
+
+func (c *Controller) onPodUpdate(_, cur any) {
+	if pod, ok := cur.(*v1.Pod); ok && ended(pod) {
+		c.onPodGone(pod)
+	}
+}
+
+// inUse says whether a running pod uses the claim: the reference's in-use
+// store holds only pods neither Succeeded nor Failed, while the shared
+// index holds every phase.
+func (c *Controller) inUse(key string) bool {
+	pods, err := informerindex.PodsUsing(c.pods, key)
+	if err != nil {
+		return true // unsure: count it as in use, as waiting is safe
+	}
+	for _, pod := range pods {
+		if !ended(pod) {
+			return true
+		}
+	}
+	return false
+}
+
+func ended(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
@@ -31,17 +32,17 @@ type bed struct {
 	client *fake.Clientset
 	events *record.FakeRecorder
 	drv    *driver
-	clock  time.Time
+	clock  *testingclock.FakePassiveClock
 }
 
 func newBed(t *testing.T, d *driver, objs ...runtime.Object) *bed {
 	t.Helper()
 	b := &bed{client: fake.NewClientset(objs...), events: record.NewFakeRecorder(100), drv: d,
-		clock: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+		clock: testingclock.NewFakePassiveClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
 	factory := informers.NewSharedInformerFactory(b.client, 0)
 	c, err := New(Config{Client: b.client, Informers: factory, Pool: csi.NewPool(d.ep),
 		Recorder: func(string) record.EventRecorder { return b.events },
-		Now:      func() time.Time { return b.clock }})
+		Clock:    b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,12 @@ func newBed(t *testing.T, d *driver, objs ...runtime.Object) *bed {
 	factory.WaitForCacheSync(ctx.Done())
 	b.client.ClearActions()
 	return b
+}
+
+// sync syncs the test's claim once.
+func (b *bed) sync() error {
+	_, err := b.c.syncClaim(context.Background(), "ns/claim1")
+	return err
 }
 
 func qty(s string) resource.Quantity { return resource.MustParse(s) }
@@ -138,7 +145,7 @@ func TestControllerOnlyExpansionIsThreeWrites(t *testing.T) {
 	d := startDriver(t, false)
 	handle := d.createVolume(t, "v1")
 	b := newBed(t, d, testClaim("2Mi"), testPV(handle))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"patch persistentvolumeclaims/status", "patch persistentvolumes/", "patch persistentvolumeclaims/status"}
@@ -170,7 +177,7 @@ func TestControllerOnlyExpansionIsThreeWrites(t *testing.T) {
 func TestNodeOnlyDriverGoesToNodePendingWithoutACall(t *testing.T) {
 	d := startDriver(t, true)
 	b := newBed(t, d, testClaim("2Mi"), testPV("h1"))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	if n := d.count("ControllerExpandVolume"); n != 0 {
@@ -201,8 +208,12 @@ func TestInfeasibleSizeWaitsForItsSlowRetryButALoweredRequestDoesNot(t *testing.
 		return nil, nil
 	})
 	b := newBed(t, d, testClaim("2Pi"), testPV(handle))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	res, err := b.c.syncClaim(context.Background(), "ns/claim1")
+	if err != nil {
 		t.Fatalf("an infeasible size is a slow retry, not a failure to back off on: %v", err)
+	}
+	if res.RequeueAfter() != resizing.DefaultRetryMax {
+		t.Errorf("result %+v, want the slow retry of %s", res, resizing.DefaultRetryMax)
 	}
 	c := b.claim(t)
 	msg, _ := hasCondition(c, v1.PersistentVolumeClaimControllerResizeError)
@@ -221,12 +232,16 @@ func TestInfeasibleSizeWaitsForItsSlowRetryButALoweredRequestDoesNot(t *testing.
 	waitCached(t, b, func(c *v1.PersistentVolumeClaim) bool {
 		return expansion.ResizeStatus(c) == v1.PersistentVolumeClaimControllerResizeInfeasible
 	})
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil || d.count("ControllerExpandVolume") != 1 || len(writes(b.client)) != 0 {
+	res, err = b.c.syncClaim(context.Background(), "ns/claim1")
+	if err != nil || d.count("ControllerExpandVolume") != 1 || len(writes(b.client)) != 0 {
 		t.Fatalf("early retry: %v, %d calls, writes %v", err, d.count("ControllerExpandVolume"), writes(b.client))
 	}
+	if left := res.RequeueAfter(); left <= 0 || left > resizing.DefaultRetryMax {
+		t.Errorf("early retry: result %+v, want what is left of the slow retry", res)
+	}
 	// Once it is due, the same size is asked for once more.
-	b.clock = b.clock.Add(resizing.DefaultRetryMax + time.Second)
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil || d.count("ControllerExpandVolume") != 2 {
+	b.clock.SetTime(b.clock.Now().Add(resizing.DefaultRetryMax + time.Second))
+	if err := b.sync(); err != nil || d.count("ControllerExpandVolume") != 2 {
 		t.Fatalf("due retry: %v, %d calls", err, d.count("ControllerExpandVolume"))
 	}
 
@@ -239,7 +254,7 @@ func TestInfeasibleSizeWaitsForItsSlowRetryButALoweredRequestDoesNot(t *testing.
 	waitCached(t, b, func(c *v1.PersistentVolumeClaim) bool {
 		return c.Spec.Resources.Requests.Storage().Cmp(qty("2Mi")) == 0
 	})
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	c = b.claim(t)
@@ -252,7 +267,7 @@ func TestInfeasibleSizeWaitsForItsSlowRetryButALoweredRequestDoesNot(t *testing.
 func waitCached(t *testing.T, b *bed, ok func(*v1.PersistentVolumeClaim) bool) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if c, err := b.c.claims.PersistentVolumeClaims("ns").Get("claim1"); err == nil && ok(c) {
+		if c, err := b.c.Claims.PersistentVolumeClaims("ns").Get("claim1"); err == nil && ok(c) {
 			return
 		}
 	}
@@ -269,7 +284,7 @@ func TestTransientErrorLeavesTheClaimInProgress(t *testing.T) {
 		return nil, nil
 	})
 	b := newBed(t, d, testClaim("2Mi"), testPV(handle))
-	err := b.c.syncClaim(context.Background(), "ns/claim1")
+	err := b.sync()
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("sync: %v, want the driver's error to back off on", err)
 	}
@@ -278,7 +293,7 @@ func TestTransientErrorLeavesTheClaimInProgress(t *testing.T) {
 		expansion.ResizeStatus(c) != v1.PersistentVolumeClaimControllerResizeInProgress {
 		t.Errorf("claim %+v", c.Status)
 	}
-	if b.c.memory.hasFinalError("ns/claim1") {
+	if b.c.Memory.Ended("ns/claim1") {
 		t.Error("ResourceExhausted counted as final (the reference retries it as in progress)")
 	}
 }
@@ -301,7 +316,7 @@ func TestCrashAfterThePVWriteIsFinishedWithOneWrite(t *testing.T) {
 	}
 	grown := func(p *v1.PersistentVolume) { p.Spec.Capacity[v1.ResourceStorage] = qty("2Mi") }
 	b := newBed(t, d, testClaim("2Mi", inProgress), testPV(handle, grown))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	if got := writes(b.client); !slices.Equal(got, []string{"patch persistentvolumeclaims/status"}) {
@@ -320,7 +335,7 @@ func TestExpandSecretsAreSent(t *testing.T) {
 		p.Spec.CSI.ControllerExpandSecretRef = &v1.SecretReference{Namespace: "sec", Name: "expand"}
 	}
 	b := newBed(t, d, testClaim("2Mi"), testPV(handle, withRef), secret)
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	req := d.last("ControllerExpandVolume").(*csipb.ControllerExpandVolumeRequest)
@@ -333,11 +348,11 @@ func TestClaimsOfOtherDriversOrAtRestAreLeftAlone(t *testing.T) {
 	d := startDriver(t, false)
 	other := func(p *v1.PersistentVolume) { p.Spec.CSI.Driver = "other.csi.test" }
 	b := newBed(t, d, testClaim("2Mi"), testPV("h1", other))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil || len(writes(b.client)) != 0 {
+	if err := b.sync(); err != nil || len(writes(b.client)) != 0 {
 		t.Errorf("another driver's volume: %v, writes %v", err, writes(b.client))
 	}
 	b = newBed(t, d, testClaim("1Mi"), testPV("h1"))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil || len(writes(b.client)) != 0 {
+	if err := b.sync(); err != nil || len(writes(b.client)) != 0 {
 		t.Errorf("a claim at rest: %v, writes %v", err, writes(b.client))
 	}
 	if d.count("ControllerExpandVolume") != 0 {
@@ -350,15 +365,16 @@ func TestOwnWritesDoNotRequeue(t *testing.T) {
 	d := startDriver(t, false)
 	b := newBed(t, d)
 	c := testClaim("2Mi")
-	b.c.newestClaim.Wrote("ns/claim1", c)
-	b.c.onClaimUpdate(c, c)
-	if b.c.queue.Len() != 0 {
+	b.c.NewestClaim.Wrote("ns/claim1", c)
+	onUpdate := b.c.ClaimHandler(expansion.NeedsResize).OnUpdate
+	onUpdate(c, c)
+	if b.c.Queue.Len() != 0 {
 		t.Error("our own write queued the claim")
 	}
 	edited := c.DeepCopy()
 	edited.ResourceVersion = "2"
-	b.c.onClaimUpdate(c, edited)
-	if b.c.queue.Len() != 1 {
+	onUpdate(c, edited)
+	if b.c.Queue.Len() != 1 {
 		t.Error("a user's edit did not queue the claim")
 	}
 }
@@ -379,14 +395,14 @@ func TestOfflineDriverWaitsUntilNoPodUsesTheClaim(t *testing.T) {
 		Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
 			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "claim1"}}}}}}
 	b := newBed(t, d, testClaim("2Mi"), testPV(handle), pod)
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil {
+	if err := b.sync(); err == nil {
 		t.Fatal("a refused expansion is not retried")
 	}
 	if msg, ok := hasCondition(b.claim(t), v1.PersistentVolumeClaimControllerResizeError); !ok || !strings.Contains(msg, "FailedPrecondition") {
 		t.Errorf("condition %q", msg)
 	}
 	b.drained()
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil || d.count("ControllerExpandVolume") != 1 {
+	if err := b.sync(); err == nil || d.count("ControllerExpandVolume") != 1 {
 		t.Fatalf("retry while in use: %v, %d calls", err, d.count("ControllerExpandVolume"))
 	}
 	want := "Warning VolumeResizeFailed Unable to expand ns/claim1 because CSI driver hostpath.csi.volplane.io only supports offline expansion and volume is currently in-use"
@@ -395,19 +411,19 @@ func TestOfflineDriverWaitsUntilNoPodUsesTheClaim(t *testing.T) {
 	}
 
 	d.setAnswer(nil)
-	for b.c.queue.Len() > 0 { // the claim's add event
-		key, _ := b.c.queue.Get()
-		b.c.queue.Done(key)
+	for b.c.Queue.Len() > 0 { // the claim's add event
+		key, _ := b.c.Queue.Get()
+		b.c.Queue.Done(key)
 	}
 	if err := b.client.CoreV1().Pods("ns").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(5 * time.Second); b.c.queue.Len() == 0; time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(5 * time.Second); b.c.Queue.Len() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("the pod's end did not wake the claim")
 		}
 	}
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+	if err := b.sync(); err != nil {
 		t.Fatal(err)
 	}
 	if c := b.claim(t); c.Status.Capacity.Storage().Cmp(qty("2Mi")) != 0 {
@@ -423,7 +439,7 @@ func TestRequestBeyondInt64IsInfeasibleOnceWithoutACall(t *testing.T) {
 	handle := d.createVolume(t, "v1")
 	b := newBed(t, d, testClaim("18446744074783293440"), testPV(handle))
 	for i := range 3 {
-		if err := b.c.syncClaim(context.Background(), "ns/claim1"); err != nil {
+		if err := b.sync(); err != nil {
 			t.Fatalf("sync: %v", err)
 		}
 		if i == 0 {
@@ -470,7 +486,7 @@ func TestDriverAnsweringLessThanAskedIsRetriedWithBackoff(t *testing.T) {
 		return nil, nil
 	})
 	b := newBed(t, d, testClaim("2Mi"), testPV(handle))
-	if err := b.c.syncClaim(context.Background(), "ns/claim1"); err == nil {
+	if err := b.sync(); err == nil {
 		t.Fatal("sync succeeded, want an error to back off on")
 	}
 	if got := b.pvCapacity(t); got != "1Mi" {

@@ -7,13 +7,15 @@
 // conditions, as the reference does. What to do (and to which size) is
 // decided by internal/expansion; this package reads, asks, and writes.
 //
-// Nouns: Config (everything the loop needs), Controller (the loop), the
-// claim queue (namespace/name of claims that ask for more than they have),
-// the pod index (running pods by the claims they use),
-// and the loop's memory of earlier failures: the claims whose last
-// expansion ended with a final error (recovery may then move to a lowered
-// request), the claims found infeasible with the time of their slow
-// retry, and the claims an offline-only driver refused as in use.
+// Nouns: Config (everything the loop needs, resizing.Config), Controller
+// (the loop, built on resizing.Base as the modifier is), the claim queue
+// (namespace/name of claims that ask for more than they have), the shared
+// pod index (informerindex.ClaimOfPod; a pod uses a claim while neither
+// Succeeded nor Failed), and the loop's resizing.Memory of earlier
+// failures: the claims whose last expansion ended with a final error
+// (recovery may then move to a lowered request), the claims found
+// infeasible with the time of their slow retry, and the claims an
+// offline-only driver refused as in use.
 //
 // Writes, the reference's three for an expansion on the controller alone:
 // the claim's status (strategic merge patch of the status subresource with
@@ -31,7 +33,8 @@
 // Errors: a final ControllerExpandVolume error sets the ControllerResizeError
 // condition; an infeasible one (InvalidArgument, OutOfRange, NotFound) also
 // the status ControllerResizeInfeasible, and the same size is then retried
-// only every SlowRetry (a lowered request is tried at once). Other errors
+// only every SlowRetry (the sync returns loop.After; a lowered request is
+// tried at once). Other errors
 // (Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted, no
 // answer) leave the claim in progress and are retried with backoff. Each
 // failure records a VolumeResizeFailed event. A driver that expands only

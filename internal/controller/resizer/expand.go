@@ -4,19 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/volplane/volplane/internal/controller/secrets"
-
-	"github.com/volplane/volplane/internal/csierror"
-
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/claimstatus"
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/publication"
 	"github.com/volplane/volplane/internal/quantity"
@@ -25,37 +22,35 @@ import (
 // expand walks one expansion: mark the claim in progress, ask the driver,
 // grow the PV, then mark the claim pending on the node or finished. Every
 // step already done (after a crash, or a retry) writes nothing.
-func (c *Controller) expand(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
+func (c *Controller) expand(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) (loop.Result, error) {
 	driver := pv.Spec.CSI.Driver
-	claim, err := c.writeClaim(ctx, key, claim, expansion.MarkControllerResizeInProgress(claim, d.Size, metav1.NewTime(c.now())), true)
+	claim, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeInProgress(claim, d.Size, c.MarkTime()), claimstatus.IfUnchanged)
 	if err != nil {
-		return fmt.Errorf("marking pvc %s as resizing failed: %w", key, err)
+		return loop.Done(), fmt.Errorf("marking pvc %s as resizing failed: %w", key, err)
 	}
-	c.event(driver, claim, v1.EventTypeNormal, expansion.EventResizing, expansion.MessageResizing(pv.Name))
-	c.memory.setRefusedInUse(key, false)
+	c.Recorders.Event(driver, claim, v1.EventTypeNormal, expansion.EventResizing, expansion.MessageResizing(pv.Name))
+	c.Memory.Calling(key)
 	capacity, nodeRequired, err := c.callDriver(ctx, driver, pv, d.Size)
 	if err != nil {
-		// FailedPrecondition: the driver expands only volumes no node uses.
-		c.memory.setRefusedInUse(key, status.Code(err) == codes.FailedPrecondition)
 		return c.failed(ctx, key, claim, pv, err)
 	}
-	c.memory.forget(key)
+	c.Memory.Forget(key)
 	klog.FromContext(ctx).V(2).Info("Volume expanded", "capacity", capacity.String(), "nodeExpansionRequired", nodeRequired)
 	if err := c.growVolume(ctx, pv, capacity); err != nil {
-		return fmt.Errorf("error updating pv %q by resizer: %w", pv.Name, err)
+		return loop.Done(), fmt.Errorf("error updating pv %q by resizer: %w", pv.Name, err)
 	}
 	if nodeRequired {
-		if _, err := c.writeClaim(ctx, key, claim, expansion.MarkNodeResizePending(claim, metav1.NewTime(c.now())), true); err != nil {
-			return fmt.Errorf("mark PVC %s as node expansion required failed: %w", key, err)
+		if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkNodeResizePending(claim, c.MarkTime()), claimstatus.IfUnchanged); err != nil {
+			return loop.Done(), fmt.Errorf("mark PVC %s as node expansion required failed: %w", key, err)
 		}
-		c.event(driver, claim, v1.EventTypeNormal, expansion.EventFileSystemResizeRequired, expansion.MessageFileSystemResizeRequired)
-		return nil
+		c.Recorders.Event(driver, claim, v1.EventTypeNormal, expansion.EventFileSystemResizeRequired, expansion.MessageFileSystemResizeRequired)
+		return loop.Done(), nil
 	}
-	if _, err := c.writeClaim(ctx, key, claim, expansion.MarkResizeFinished(claim, capacity), true); err != nil {
-		return fmt.Errorf("mark PVC %s as resize finished failed: %w", key, err)
+	if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkResizeFinished(claim, capacity), claimstatus.IfUnchanged); err != nil {
+		return loop.Done(), fmt.Errorf("mark PVC %s as resize finished failed: %w", key, err)
 	}
-	c.event(driver, claim, v1.EventTypeNormal, expansion.EventResizeSuccessful, expansion.MessageResizeSuccessful)
-	return nil
+	c.Recorders.Event(driver, claim, v1.EventTypeNormal, expansion.EventResizeSuccessful, expansion.MessageResizeSuccessful)
+	return loop.Done(), nil
 }
 
 // callDriver asks the driver to expand the volume to size and returns the
@@ -64,7 +59,7 @@ func (c *Controller) expand(ctx context.Context, key string, claim *v1.Persisten
 // the node does it all (the reference's trivial resizer).
 func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.PersistentVolume, size resource.Quantity) (resource.Quantity, bool, error) {
 	var expanding []*csi.Endpoint
-	for _, e := range c.pool.Endpoints(driver) {
+	for _, e := range c.Pool.Endpoints(driver) {
 		if e.Info.ControllerExpand {
 			expanding = append(expanding, e)
 		}
@@ -80,7 +75,7 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 	if err != nil {
 		return size, false, fmt.Errorf("failed to get capabilities of volume %s with %w", pv.Name, err)
 	}
-	secrets, err := c.secrets(ctx, pv.Spec.CSI.ControllerExpandSecretRef)
+	secrets, err := c.Secrets(ctx, pv.Spec.CSI.ControllerExpandSecretRef) // read live, as the reference does
 	if err != nil {
 		return size, false, err
 	}
@@ -112,15 +107,15 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 // refused size loops neither in writes nor in events.
 func (c *Controller) refuse(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
 	sizeErr := quantity.TooLarge(d.Size)
-	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, metav1.NewTime(c.now()))
+	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, c.MarkTime())
 	if want == nil {
 		return nil // refused and told already
 	}
-	if _, err := c.writeClaim(ctx, key, claim, want, true); err != nil {
+	if _, err := c.WriteClaim(ctx, key, claim, want, claimstatus.IfUnchanged); err != nil {
 		return fmt.Errorf("marking pvc %s as infeasible failed: %w", key, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Expansion refused", "size", d.Size.String(), "reason", d.Reason)
-	c.event(pv.Spec.CSI.Driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed,
+	c.Recorders.Event(pv.Spec.CSI.Driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed,
 		expansion.ResizeError(pv.Name, pv.Spec.CSI.Driver, sizeErr).Error())
 	return nil
 }
@@ -129,42 +124,40 @@ func (c *Controller) refuse(ctx context.Context, key string, claim *v1.Persisten
 // (ControllerResizeError; infeasible ones also ControllerResizeInfeasible,
 // then retried only after the slow retry); any other leaves the claim in
 // progress, to be retried with backoff.
-func (c *Controller) failed(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, callErr error) error {
+func (c *Controller) failed(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, callErr error) (loop.Result, error) {
 	driver := pv.Spec.CSI.Driver
 	resizeErr := expansion.ResizeError(pv.Name, driver, callErr)
 	logger := klog.FromContext(ctx)
-	if !csierror.OperationFinal(callErr) { // the external-resizer's IsFinalError
-		c.memory.forget(key)
+	outcome := expandOutcome(callErr)
+	c.Memory.Answered(key, outcome, c.Clock.Now())
+	if outcome == resizing.MayBeRunning {
 		logger.V(2).Info("ControllerExpandVolume failed, the volume may still be expanding", "err", callErr)
-		c.event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
-		return resizeErr
+		c.Recorders.Event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
+		return loop.Done(), resizeErr
 	}
-	infeasible := csierror.ExpandInfeasible(callErr)
-	c.memory.failedFinal(key, infeasible, c.now())
+	infeasible := outcome == resizing.EndedInfeasible
 	logger.V(2).Info("ControllerExpandVolume failed", "infeasible", infeasible, "err", callErr)
-	if _, err := c.writeClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, metav1.NewTime(c.now())), false); err != nil {
+	// A failure mark lands whatever changed, as the reference's does.
+	if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, c.MarkTime()), claimstatus.Always); err != nil {
 		resizeErr = fmt.Errorf("resizing failed in controller with %w but failed to update PVC %s with: %v", callErr, key, err)
 	}
-	c.event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
+	c.Recorders.Event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
 	if infeasible {
-		c.queue.AddAfter(key, c.slowRetry)
-		return nil
+		return loop.After(c.SlowRetry), nil
 	}
-	return resizeErr
+	return loop.Done(), resizeErr
 }
 
-// secrets reads the controllerExpandSecretRef live, as the reference does.
-func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	out, err := secrets.Read(ctx, c.client, ref)
-	if err != nil {
-		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
+// expandOutcome is what a failed ControllerExpandVolume means to the
+// loop's memory, in the external-resizer's meanings.
+func expandOutcome(err error) resizing.Outcome {
+	switch {
+	case !csierror.OperationFinal(err): // the external-resizer's IsFinalError: the driver may still be expanding
+		return resizing.MayBeRunning
+	case csierror.ExpandInfeasible(err): // its IsInfeasibleError: this size never will be
+		return resizing.EndedInfeasible
+	case csierror.InUse(err): // FailedPrecondition: the driver expands only volumes no node uses
+		return resizing.EndedInUse
 	}
-	return out, nil
-}
-
-// event records on the claim through the driver's recorder.
-func (c *Controller) event(driver string, claim *v1.PersistentVolumeClaim, eventType, reason, msg string) {
-	if r := c.recorders[driver]; r != nil {
-		r.Event(claim, eventType, reason, msg)
-	}
+	return resizing.Ended
 }

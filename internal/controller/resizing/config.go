@@ -1,16 +1,16 @@
-// Package resizing holds what the external-resizer's two controllers share:
-// the resizer (expansion) and the modifier (VolumeAttributesClass) take the
-// same dependencies and the same settings, the external-resizer's flags.
 package resizing
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
@@ -28,7 +28,7 @@ type Config struct {
 	// whose PV's spec.csi.driver is one of them.
 	Pool *csi.Pool
 	// Recorder returns the event recorder of a driver; its source should be
-	// "external-resizer <driver>" (expansion.EventComponent). Nil records
+	// "external-resizer <driver>" (EventComponent, as RecorderFrom). Nil records
 	// no events.
 	Recorder func(driver string) record.EventRecorder
 	// Workers (the external-resizer's --workers: 10).
@@ -42,8 +42,11 @@ type Config struct {
 	// SlowRetry is how long an infeasible request (a size, a class) waits
 	// before it is asked for again (the reference's slow set: RetryMax).
 	SlowRetry time.Duration
-	// Now is the clock (time.Now if nil).
-	Now func() time.Time
+	// Clock reads the time of marks and slow retries (the wall clock if
+	// nil).
+	Clock clock.PassiveClock
+	// Metrics, if set, takes the loop runner's stuck-key metrics.
+	Metrics prometheus.Registerer
 	// NodeName, if set, is node deployment: the loop runs beside that
 	// node's driver (Pool holds its endpoint) and serves only the PVs that
 	// driver holds (Holds), since another node's driver cannot expand or
@@ -80,8 +83,8 @@ func (c Config) WithDefaults(loop string) (Config, error) {
 	if c.SlowRetry <= 0 {
 		c.SlowRetry = c.RetryMax
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return c, nil
 }
@@ -100,10 +103,10 @@ func (c Config) Holds(pv *v1.PersistentVolume) bool {
 	return provisioning.ForVolume(provisioning.Local{Node: c.NodeName, Topology: eps[0].Info.Topology}, pv).Ours
 }
 
-// Recorders are the event recorders of the pool's drivers, by driver name;
+// recorders are the event recorders of the pool's drivers, by driver name;
 // empty without a Recorder.
-func (c Config) Recorders() map[string]record.EventRecorder {
-	out := map[string]record.EventRecorder{}
+func (c Config) recorders() Recorders {
+	out := Recorders{}
 	if c.Recorder == nil {
 		return out
 	}
@@ -111,4 +114,28 @@ func (c Config) Recorders() map[string]record.EventRecorder {
 		out[d] = c.Recorder(d)
 	}
 	return out
+}
+
+// EventComponent is the source of either loop's events for a driver, named
+// as the external-resizer names it.
+func EventComponent(driver string) string { return "external-resizer " + driver }
+
+// RecorderFrom is a Config.Recorder over b: each driver's events come from
+// EventComponent(driver).
+func RecorderFrom(b record.EventBroadcaster) func(driver string) record.EventRecorder {
+	return func(driver string) record.EventRecorder {
+		return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent(driver)})
+	}
+}
+
+// Recorders holds an event recorder per driver: the reference's events
+// come from "external-resizer <driver>".
+type Recorders map[string]record.EventRecorder
+
+// Event records on the claim through the driver's recorder (none: no
+// event).
+func (r Recorders) Event(driver string, claim *v1.PersistentVolumeClaim, eventType, reason, msg string) {
+	if rec := r[driver]; rec != nil {
+		rec.Event(claim, eventType, reason, msg)
+	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/resizer"
-	"github.com/volplane/volplane/internal/expansion"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
@@ -56,7 +56,7 @@ func (e *env) start(crashAt int) *stacktest.LoopRun {
 	e.t.Helper()
 	e.loop = stacktest.StartLoop(e.t, crashAt, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
 		return resizer.New(resizer.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
-			Recorder: func(driver string) record.EventRecorder { return d.Recorder(expansion.EventComponent(driver)) }})
+			Recorder: func(driver string) record.EventRecorder { return d.Recorder(resizing.EventComponent(driver)) }})
 	})
 	return e.loop
 }
@@ -66,13 +66,7 @@ func (e *env) start(crashAt int) *stacktest.LoopRun {
 // before it is created.
 func (e *env) claim(name, class, size string, mods ...func(*corev1.PersistentVolumeClaim)) (*corev1.PersistentVolumeClaim, string) {
 	e.t.Helper()
-	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
-	for _, m := range mods {
-		m(c)
-	}
+	c := support.Claim(e.ns, name, class, size, mods...)
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create claim: %v", err)
 	}
@@ -122,7 +116,7 @@ func (e *env) events(name string) []string {
 	}
 	var out []string
 	for _, ev := range list.Items {
-		if ev.Source.Component == expansion.EventComponent(hostpath.DriverName) {
+		if ev.Source.Component == resizing.EventComponent(hostpath.DriverName) {
 			out = append(out, ev.Type+" "+ev.Reason+" "+ev.Message)
 		}
 	}

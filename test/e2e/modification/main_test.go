@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -34,9 +33,9 @@ import (
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/modifier"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/modification"
 	"github.com/volplane/volplane/internal/stacktest"
 	"github.com/volplane/volplane/test/e2e/support"
 )
@@ -138,9 +137,7 @@ func startModifier(client kubernetes.Interface) (*loopRun, error) {
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	m, err := modifier.New(modifier.Config{Client: client, Informers: factory, Pool: pool, Workers: 2,
-		Recorder: func(driver string) record.EventRecorder {
-			return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: modification.EventComponent(driver)})
-		}})
+		Recorder: resizing.RecorderFrom(events)})
 	if err != nil {
 		cancel()
 		_ = pool.Close()

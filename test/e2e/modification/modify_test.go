@@ -20,6 +20,7 @@ import (
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/modification"
@@ -188,7 +189,7 @@ func (e *env) sawEvent(reason, want string) func() string {
 	}
 }
 
-var source = modification.EventComponent(hostpath.DriverName)
+var source = resizing.EventComponent(hostpath.DriverName)
 
 // A class given at creation reaches the driver and is recorded on the PV
 // and the claim; a class changed later is applied through the driver.
