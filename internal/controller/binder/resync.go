@@ -10,10 +10,8 @@ import (
 )
 
 // resyncUnsettled re-queues the objects not at rest (binding.ClaimAtRest,
-// VolumeAtRest) that were not synced
-// within the last period. The reference re-queues every object every 15 s;
-// objects at rest cannot change without an event, so revisiting them is pure
-// cost at 100k volumes. Objects synced lately are skipped too: during a
+// VolumeAtRest) that were not synced within the last period. Objects synced
+// lately are skipped too: during a
 // large backlog they are the bulk of the unsettled ones, and re-queuing them
 // made the extra syncs grow with the backlog (quadratic runs). An unsettled
 // object is thus revisited within two periods of its last sync, not one.
