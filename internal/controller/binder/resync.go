@@ -11,10 +11,10 @@ import (
 
 // resyncUnsettled re-queues the objects not at rest (binding.ClaimAtRest,
 // VolumeAtRest) that were not synced within the last period. Objects synced
-// lately are skipped too: during a
-// large backlog they are the bulk of the unsettled ones, and re-queuing them
-// made the extra syncs grow with the backlog (quadratic runs). An unsettled
-// object is thus revisited within two periods of its last sync, not one.
+// lately are skipped too: during a large backlog they are the bulk of the
+// unsettled ones, and re-queuing them made the extra syncs grow with the
+// backlog (quadratic runs). An unsettled object is thus revisited within two
+// periods of its last sync, not one.
 func (c *Controller) resyncUnsettled(ctx context.Context) {
 	defer c.metrics.resyncs.Inc() // once the pass has queued what it found
 	defer c.claimsSynced.ForgetOlder(c.resync)
