@@ -100,7 +100,8 @@ kind then object.`,
 			return nil
 		},
 	}
-	f.add(cmd, true)
+	f.addKubeconfig(cmd)
+	f.addOutput(cmd)
 	cmd.Flags().StringArrayVar(&endpoints, "csi-endpoint", nil,
 		"CSI controller endpoint (unix:///path) whose volumes are compared with the PVs; repeat for each driver or node")
 	cmd.Flags().DurationVar(&th.PendingFor, "pending-for", 5*time.Minute, "report claims Pending for longer than this")

@@ -34,7 +34,8 @@ why it is Available, Released or Failed and what its reclaim policy does next.`,
 			return inspect.Explain(cmd.Context(), client, args[0], args[1], namespace, f.output, cmd.OutOrStdout())
 		},
 	}
-	f.add(cmd, true)
+	f.addKubeconfig(cmd)
+	f.addOutput(cmd)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of a claim given without one")
 	return cmd
 }

@@ -59,7 +59,7 @@ when the claim of --to is being deleted or bound to another volume.`,
 			return checkup.Release(cmd.Context(), client, cfg, cmd.OutOrStdout())
 		},
 	}
-	f.add(cmd, false)
+	f.addKubeconfig(cmd)
 	cmd.Flags().StringVar(&to, "to", "", "pre-bind the volume to this claim (NAMESPACE/NAME) instead of releasing it to any claim that fits")
 	cmd.Flags().DurationVar(&cfg.Wait, "wait", 30*time.Second, "how long to wait for the binder to bind the claim of --to, or to mark the volume Available")
 	return cmd

@@ -12,14 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default
@@ -115,64 +113,34 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 		bundle.ImmediateClass, bundle.WaitClass, bundle.NetworkClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
-	// loops carries the loops' end; without loops it stays nil, so the
-	// select below never picks it and waitLoops has nothing to wait for.
-	var loops chan error
-	if !test.withoutLoops {
-		loops = make(chan error, 1)
-		go func() { loops <- manager.Run(ctx, upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)) }()
+	// One manager runs the loops and the node agent over one set of
+	// informers; without loops (soak tests run them in `volplane
+	// controller` processes) it runs the node agent alone.
+	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
+	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: drivers.AgentNodes(cp.Nodes)}
+	stopped := "volplane controllers stopped"
+	if test.withoutLoops {
+		mcfg.Controllers, mcfg.CSIEndpoints, mcfg.MetricsAddr, mcfg.Ready = nil, nil, "", nil
+		stopped = "node agent stopped"
 	}
-	waitLoops := func() {
-		if loops != nil {
-			<-loops
-		}
-	}
-	agent, err := startNodeAgent(ctx, cp.RESTConfig, dir, drivers.AgentNodes(cp.Nodes))
-	if err != nil {
-		cancel()
-		waitLoops()
-		return err
-	}
+	loops := make(chan error, 1)
+	go func() { loops <- manager.Run(ctx, mcfg) }()
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
-		waitLoops()
+		<-loops
 		return nil
 	case err := <-cp.Failed():
 		cancel()
-		waitLoops()
+		<-loops
 		return fmt.Errorf("control plane failed: %w", err)
 	case err := <-drivers.Failed():
 		cancel()
-		waitLoops()
+		<-loops
 		return fmt.Errorf("bundled driver stopped: %w", err)
 	case err := <-loops:
-		return fmt.Errorf("volplane controllers stopped: %w", err)
-	case err := <-agent:
-		cancel()
-		waitLoops()
-		return fmt.Errorf("node agent stopped: %w", err)
+		return fmt.Errorf("%s: %w", stopped, err)
 	}
-}
-
-// startNodeAgent runs the node agent of every simulated node, one agent
-// with one set of informers for all of them, each node served by the node
-// services nodes names. The returned channel carries the agent's end.
-func startNodeAgent(ctx context.Context, admin *rest.Config, dir string, nodes []nodeagent.Node) (<-chan error, error) {
-	rc := rest.CopyConfig(admin)
-	rc.QPS, rc.Burst = 200, 400
-	rc.UserAgent = "volplane-node-agent"
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	agent, err := nodeagent.New(nodeagent.Config{Client: client, DataDir: dir, Nodes: nodes})
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx) }()
-	return done, nil
 }
 
 // checkUp rejects flags that could only fail once the control plane is up.
@@ -188,7 +156,8 @@ func checkUp(cfg cluster.Config, capacity resource.Quantity) error {
 	return nil
 }
 
-// upLoops runs every built loop against the embedded control plane. The API
+// upLoops runs every built loop against the embedded control plane (the
+// caller adds the node agent's row). The API
 // server is ours alone, so the client limits are generous. Leader election
 // stays off: the data dir's lock already lets only one `up` run the loops
 // against this API server, and a Lease left by a killed `up` would hold the

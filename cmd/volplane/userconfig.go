@@ -16,13 +16,15 @@ type clusterFlags struct {
 	output     string
 }
 
-// add registers --kubeconfig and, when withOutput, -o/--output.
-func (f *clusterFlags) add(cmd *cobra.Command, withOutput bool) {
+// addKubeconfig registers --kubeconfig.
+func (f *clusterFlags) addKubeconfig(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
 		"kubeconfig of the cluster (default: $KUBECONFIG, else the kubeconfig of `volplane up`, else in-cluster)")
-	if withOutput {
-		cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	}
+}
+
+// addOutput registers -o/--output, for the commands that print a report.
+func (f *clusterFlags) addOutput(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 }
 
 // checkOutput rejects an output format other than table or json.

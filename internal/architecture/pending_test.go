@@ -20,7 +20,6 @@ var pending = []known{
 	// {rule, package, what, owner}
 	{"only the manager builds loops", "internal/bundle", "imports internal/nodeagent", "lead: AgentNodes (a nodeagent.Node per node) belongs to the wiring of cmd and stacktest"},
 
-	{"one registry of informer indexes", "internal/controller/attacher", "calls AddIndexers", "manager"},
 	{"one registry of informer indexes", "internal/nodeagent", "calls AddIndexers", "node"},
 }
 

@@ -199,6 +199,21 @@ func handMigrated(claim *v1.PersistentVolumeClaim, plugin string) HandOff {
 	return h
 }
 
+// WithResizer is the claim handed to the external resizer of driver: a
+// deep copy with HandOffResizerAnnotation set, or nil when it is so
+// already.
+func WithResizer(claim *v1.PersistentVolumeClaim, driver string) *v1.PersistentVolumeClaim {
+	if claim.Annotations[HandOffResizerAnnotation] == driver {
+		return nil
+	}
+	out := claim.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[HandOffResizerAnnotation] = driver
+	return out
+}
+
 func handNormal(msg string) HandOffEvent {
 	return HandOffEvent{Type: v1.EventTypeNormal, Reason: HandOffEventReason, Message: msg}
 }

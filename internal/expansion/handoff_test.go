@@ -163,3 +163,19 @@ func TestHandOffWarningTextsAreTheReferences(t *testing.T) {
 		t.Errorf("no CSI name text %q", got)
 	}
 }
+
+// The hand-off annotation is written once: a claim that names the driver
+// already needs no write.
+func TestWithResizerSetsTheAnnotationOnce(t *testing.T) {
+	c := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"keep": "me"}}}
+	out := WithResizer(c, "ebs.csi.aws.com")
+	if out == nil || out.Annotations[HandOffResizerAnnotation] != "ebs.csi.aws.com" || out.Annotations["keep"] != "me" {
+		t.Fatalf("annotated %v", out)
+	}
+	if _, ok := c.Annotations[HandOffResizerAnnotation]; ok {
+		t.Error("the claim given was changed")
+	}
+	if WithResizer(out, "ebs.csi.aws.com") != nil {
+		t.Error("annotated again")
+	}
+}

@@ -57,6 +57,7 @@ func Decide(w World) Plan {
 	w.teardown(&plan, d, live, wanted)
 	w.stillInUse(inUse)
 	plan.VolumesInUse = sortedNames(inUse)
+	plan.Node = w.nodeAction(plan.VolumesInUse)
 	plan.Finish = w.finished(plan, d, live)
 	return plan
 }

@@ -3,7 +3,8 @@
 // drivers, the node's status and the node's attachments, and what is found
 // staged and published on disk, it decides what to stage, publish,
 // unpublish and unstage, what to wait for and why, which pods may run, and
-// what the node reports in status.volumesInUse. It performs no I/O;
+// what the node reports in status.volumesInUse, and in which order the
+// agent acts. It performs no I/O and reads no clock;
 // internal/nodeagent reads, asks, and acts.
 //
 // Its nouns:
@@ -22,7 +23,16 @@
 //     grew (the kubelet's NodeExpander), and its ExpandMode: what it calls
 //     and writes. It happens at mount, after publishing and before the pod
 //     runs, or online (ExpandOnNode) for a running pod.
-//   - Layout: the kubelet's directory layout under a node root.
+//   - Layout: the kubelet's directory layout under a node root, and the
+//     CSI node requests and vol_data.json records built over it.
+//   - Work: where an event about a pod goes (PodWork): mount it, tear its
+//     node down, or nothing.
+//   - Op and ExpandOp: the operations of a step and of an expansion, in the
+//     order the agent carries them out; ExpandFailure: what a failed
+//     NodeExpandVolume leads to.
+//   - NodeAction: what a node sync writes after its teardown (report
+//     volumesInUse first, then finish the deletions).
+//   - RunningStatus: the pod's status once its containers started.
 //
 // The rules are kubelet v1.36's (pkg/kubelet/volumemanager, pkg/volume/csi):
 // a claim that is missing, not bound or being deleted fails the pod's volume

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -86,4 +87,22 @@ type VolData struct {
 	// quantities.
 	Size         string `json:"volplaneSize,omitempty"`
 	RefusedInUse string `json:"volplaneRefusedInUse,omitempty"`
+}
+
+// Staged is the staging a record says; a size that does not parse is
+// unknown.
+func (d VolData) Staged() Staged {
+	s := Staged{Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done}
+	if q, err := resource.ParseQuantity(d.Size); err == nil {
+		s.Size = q
+	}
+	if q, err := resource.ParseQuantity(d.RefusedInUse); err == nil {
+		s.RefusedInUse = q
+	}
+	return s
+}
+
+// Published is the publication to the pod a record says.
+func (d VolData) Published(pod types.UID) Published {
+	return Published{PodUID: pod, Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done}
 }

@@ -144,4 +144,6 @@ type Plan struct {
 	// unique names of attachable volumes that live pods want or that are
 	// still staged or published here.
 	VolumesInUse []corev1.UniqueVolumeName
+	// Node is what the node sync writes after its teardown.
+	Node NodeAction
 }

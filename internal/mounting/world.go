@@ -10,6 +10,9 @@ import (
 // World is what one node's decision rests on. Nothing in it is modified.
 type World struct {
 	Node string
+	// Registered: the Node object exists. Without it nothing is reported
+	// and no deletion is finished.
+	Registered bool
 	// Attached is node.status.volumesAttached, by unique volume name.
 	Attached map[corev1.UniqueVolumeName]bool
 	// Reported is node.status.volumesInUse as last written.

@@ -20,22 +20,19 @@ import (
 	"github.com/volplane/volplane/internal/mounting"
 )
 
-// Indexes of the pod informer: pods by node, and by "namespace/claim" of
-// each claim they use.
-const (
-	byNode  = "node"
-	byClaim = "claim"
-)
-
 // Agent serves the volumes of the pods of several nodes. Build it with New
 // and start it with Run.
 type Agent struct {
 	cfg     Config
 	nodes   map[string]*nodeState
 	factory informers.SharedInformerFactory
+	// ownsFactory: the agent made its informers and starts and stops them;
+	// a factory given in Config is its owner's to start and stop.
+	ownsFactory bool
 
 	pods     corelisters.PodLister
 	podIndex cache.Indexer
+	vaIndex  cache.Indexer
 	claims   corelisters.PersistentVolumeClaimLister
 	volumes  corelisters.PersistentVolumeLister
 	nodeList corelisters.NodeLister
@@ -64,10 +61,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, nodes: map[string]*nodeState{},
-		factory: informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.StripManagedFields)),
-		podQ:    loop.NewQueue("nodeagent-pods", retryBase, retryMax),
-		nodeQ:   loop.NewQueue("nodeagent-nodes", retryBase, retryMax)}
+	a := &Agent{cfg: cfg, nodes: map[string]*nodeState{}, factory: cfg.Informers,
+		podQ:  loop.NewQueue("nodeagent-pods", retryBase, retryMax),
+		nodeQ: loop.NewQueue("nodeagent-nodes", retryBase, retryMax)}
+	if a.factory == nil {
+		a.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.StripManagedFields))
+		a.ownsFactory = true
+	}
 	if a.cfg.Events == nil {
 		a.cfg.Events = record.NewBroadcaster()
 		a.cfg.Events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
@@ -83,13 +83,14 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: a.podQ, Sync: loop.ErrorOnly(a.syncPod)}, {Q: a.nodeQ, Sync: loop.ErrorOnly(a.syncNode)}},
-		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod}
+		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}},
+		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}
 	return a, nil
 }
 
 // Run dials every node's drivers, registers them in the nodes' CSINodes,
-// then serves until ctx is done.
+// starts the informers if they are the agent's own, then serves until ctx
+// is done.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeEndpoints()
 	for _, n := range a.nodes {
@@ -104,8 +105,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	a.factory.Start(ctx.Done())
-	defer a.factory.Shutdown()
+	if a.ownsFactory {
+		a.factory.Start(ctx.Done())
+		defer a.factory.Shutdown()
+	}
 	return a.runner.Run(ctx, "nodes", len(a.nodes))
 }
 

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/controller/loop"
 )
@@ -19,10 +22,21 @@ type Config struct {
 	DataDir string
 	// Nodes are the nodes the agent serves.
 	Nodes []Node
+	// Informers, if set, is the process's shared informer factory (the
+	// manager's, when the agent runs as one of its loops): the agent
+	// registers its informers, indexes and handlers on it and neither
+	// starts nor stops it; its owner does, after New. Nil: the agent makes
+	// its own over Client, and starts and stops it in Run.
+	Informers informers.SharedInformerFactory
+	// Metrics, if set, takes the loop runner's stuck-key metrics.
+	Metrics prometheus.Registerer
 	// Events sends the events; nil means a broadcaster of the agent's own
 	// writing to Client. Each node records as the kubelet does, with
 	// source component "kubelet" and the node as host.
 	Events record.EventBroadcaster
+	// Clock stamps the conditions the agent writes (default: the wall
+	// clock).
+	Clock clock.PassiveClock
 	// Workers is the number of workers per queue (default loop.DefaultWorkers).
 	Workers int
 	// ResyncPeriod is how often pods not running yet and every node are
@@ -41,6 +55,9 @@ type Node struct {
 func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.DataDir == "" {
 		return c, errors.New("node agent: Client and DataDir are required")
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
 	return c, nil

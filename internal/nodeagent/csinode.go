@@ -3,19 +3,17 @@ package nodeagent
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/mounting"
 )
 
-// registerCSINode records the node's drivers in its CSINode as the
-// kubelet's plugin registration does: name, node ID, topology keys, and the
-// volume limit as allocatable count. Drivers of others are kept.
+// registerCSINode records the node's drivers in its CSINode as
+// mounting.RegisterDrivers decides, writing only a change.
 func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
 	api := a.cfg.Client.StorageV1().CSINodes()
 	cur, err := api.Get(ctx, n.name, metav1.GetOptions{})
@@ -25,14 +23,16 @@ func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
 	if err != nil {
 		return fmt.Errorf("node agent: CSINode %s: %w", n.name, err)
 	}
-	upd := cur.DeepCopy()
-	for _, name := range slices.Sorted(maps.Keys(n.endpoints)) {
-		upd.Spec.Drivers = withDriver(upd.Spec.Drivers, csiNodeDriver(name, n.endpoints[name].Info.NodeID,
-			n.endpoints[name].Info.Topology, n.endpoints[name].Info.MaxVolumes))
+	drivers := make([]mounting.NodeDriver, 0, len(n.endpoints))
+	for name, e := range n.endpoints {
+		drivers = append(drivers, mounting.NodeDriver{Name: name, NodeID: e.Info.NodeID, Topology: e.Info.Topology, MaxVolumes: e.Info.MaxVolumes})
 	}
-	if equality.Semantic.DeepEqual(cur.Spec, upd.Spec) {
+	spec, changed := mounting.RegisterDrivers(cur.Spec, drivers)
+	if !changed {
 		return nil
 	}
+	upd := cur.DeepCopy()
+	upd.Spec = spec
 	if _, err := api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("node agent: register drivers in CSINode %s: %w", n.name, err)
 	}
@@ -52,24 +52,4 @@ func (a *Agent) newCSINode(ctx context.Context, name string) (*storagev1.CSINode
 		return a.cfg.Client.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{})
 	}
 	return created, err
-}
-
-func csiNodeDriver(name, nodeID string, topology map[string]string, maxVolumes int64) storagev1.CSINodeDriver {
-	d := storagev1.CSINodeDriver{Name: name, NodeID: nodeID, TopologyKeys: slices.Sorted(maps.Keys(topology))}
-	if maxVolumes > 0 {
-		count := int32(min(maxVolumes, int64(1<<31-1)))
-		d.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
-	}
-	return d
-}
-
-// withDriver replaces the entry of d's driver, or appends it.
-func withDriver(drivers []storagev1.CSINodeDriver, d storagev1.CSINodeDriver) []storagev1.CSINodeDriver {
-	for i := range drivers {
-		if drivers[i].Name == d.Name {
-			drivers[i] = d
-			return drivers
-		}
-	}
-	return append(drivers, d)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/volplane/volplane/internal/mounting"
@@ -40,7 +39,7 @@ func scan(l mounting.Layout) (onDisk, error) {
 				return d, err
 			}
 			if ok {
-				d.staged = append(d.staged, staged(data))
+				d.staged = append(d.staged, data.Staged())
 			}
 		}
 	}
@@ -57,19 +56,6 @@ func scan(l mounting.Layout) (onDisk, error) {
 	return d, nil
 }
 
-// staged is a staging record as the pure core takes it; a size that does
-// not parse is unknown.
-func staged(data mounting.VolData) mounting.Staged {
-	s := mounting.Staged{Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done}
-	if q, err := resource.ParseQuantity(data.Size); err == nil {
-		s.Size = q
-	}
-	if q, err := resource.ParseQuantity(data.RefusedInUse); err == nil {
-		s.RefusedInUse = q
-	}
-	return s
-}
-
 func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {
 	vols, err := readDirs(l.PodVolumesDir(uid))
 	if err != nil {
@@ -81,7 +67,7 @@ func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {
 			return err
 		}
 		if ok {
-			d.published = append(d.published, mounting.Published{PodUID: uid, Driver: data.Driver, Handle: data.Handle, PV: data.PV, Done: data.Done})
+			d.published = append(d.published, data.Published(uid))
 		}
 	}
 	return nil

@@ -8,16 +8,44 @@
 // the pod's deletion. When a claim's volume grew and the claim waits for
 // a node (NodeResizePending), it expands the volume with NodeExpandVolume,
 // during the mount of a pod that starts, or online for a pod that runs,
-// and finishes the claim's status as the kubelet does. What to do is
-// decided by internal/mounting; this package reads, asks it, and acts.
+// and finishes the claim's status as the kubelet does.
 //
-// Nouns: Config (the agent's dependencies), Node (a node and the CSI
-// endpoints serving it), Agent (one set of informers and two work queues
-// for all its nodes: pods, keyed namespace/name, which stage and publish,
-// and nodes, keyed by name, which tear down, write volumesInUse and finish
-// deletions), nodeState (a node's dialed drivers and its lock), the disk
-// (what vol_data.json files say is staged and published, read at every
-// sync so that a restart carries on where the last run stopped).
+// The agent is a loop like those of internal/controller: every decision is
+// internal/mounting's (facts in, plan out, with reasons); this package
+// reads the facts (the informers' objects through informerindex, the
+// node's disk), asks mounting, and carries out the plan with CSI calls,
+// disk records and API writes, in this order:
+//
+//   - An event about a pod goes where mounting.PodWork sends it: the pod
+//     queue to mount, its node's queue to tear down, or nowhere.
+//   - syncPod (node lock shared): read the node's World, mounting.Decide;
+//     queue the node if its volumesInUse must be written first
+//     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level
+//     FailedMount event, then per volume its Step.Ops in order (stage:
+//     record, NodeStageVolume, record done; publish: read secrets, record,
+//     NodePublishVolume, record done; expand: Expansion.Ops in order: the
+//     read-only warning, claim marked NodeResizeInProgress,
+//     NodeExpandVolume, claim finished, staging record sized), each failure
+//     with the kubelet's event; last, once every step succeeded and
+//     PodPlan.MarkRunning, the pod's Running status.
+//   - syncNode (node lock exclusive): read, Decide, unpublish then unstage
+//     then remove empty pod directories, again while a round tore something
+//     down (mounting.MaxTeardownRounds); then, as Plan.Node says, patch
+//     node.status.volumesInUse, or complete the deletion of Plan.Finish
+//     (only once the node reports what it uses, so a detach never comes
+//     before the node stopped reporting the volume).
+//
+// Syncs return loop.Result: Done, or an error retried with backoff; waits
+// end with the event that lets them go on (a claim bound, an attachment,
+// the node's status), never with a timer.
+//
+// Nouns: Config (the agent's dependencies; Informers shares the process's
+// factory, which its owner starts), Node (a node and the CSI endpoints
+// serving it), Agent (two work queues for all its nodes: pods, keyed
+// namespace/name, and nodes, keyed by name), nodeState (a node's dialed
+// drivers and its lock), the disk (what vol_data.json files say is staged
+// and published, read at every sync so that a restart carries on where
+// the last run stopped).
 //
 // A node's pod syncs hold its lock shared and its node sync holds it
 // exclusively: an unstage is decided and done while no pod of the node is

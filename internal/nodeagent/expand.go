@@ -6,9 +6,6 @@ import (
 
 	"github.com/volplane/volplane/internal/controller/secrets"
 
-	"github.com/volplane/volplane/internal/csierror"
-
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,84 +18,73 @@ import (
 	"github.com/volplane/volplane/internal/quantity"
 )
 
-// The kubelet's event reasons for node expansion.
-const (
-	fileSystemResizeSuccessful = "FileSystemResizeSuccessful"
-	fileSystemResizeFailed     = "FileSystemResizeFailed"
-	volumeResizeFailed         = "VolumeResizeFailed"
-)
-
-// expand carries out a published volume's node expansion as decided: the
-// claim marked in progress, NodeExpandVolume on the pod's publication, the
-// claim finished in one write; a final driver error is written into the
-// claim. The node's staging record moves to the new size once it is done,
-// so the node does not expand it again. An error is returned for the pod
-// to be retried with backoff.
-func (a *Agent) expand(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mounting.Volume, e *mounting.Expansion) error {
-	logger := klog.FromContext(ctx)
+// expand carries out a published volume's node expansion as decided, in
+// the order of mounting.Expansion.Ops: the read-only warning, the claim
+// marked in progress, NodeExpandVolume on the pod's publication, the claim
+// finished in one write, the node's staging record moved to the new size
+// (so the node does not expand it again). A failed call is handled as
+// mounting.Expansion.Failed says. An error is returned for the pod to be
+// retried with backoff.
+func (a *Agent) expand(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume, e *mounting.Expansion) error {
 	claim := v.Claim
-	switch e.Mode {
-	case mounting.RecordOnly:
-		return recordSize(n, v, e.Size)
-	case mounting.SkipReadOnly:
-		msg := fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.PV.Name)
-		n.recorder.Event(pod, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
-		n.recorder.Event(claim, corev1.EventTypeWarning, fileSystemResizeFailed, msg)
-		return recordSize(n, v, e.Size)
-	case mounting.ExpandAndFinish, mounting.FinishWithoutCall:
-		var err error
-		if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), claimstatus.IfUnchanged); err != nil {
-			return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
-		}
-	}
-	if e.Mode != mounting.FinishWithoutCall {
-		if err := a.nodeExpandVolume(ctx, n, pod, v, e.Size); err != nil {
-			a.expandFailed(ctx, n, pod, claim, v, e, err)
-			if csierror.InUse(err) {
-				// As the kubelet: a volume that cannot grow in use keeps
-				// no pod from running and is not tried online again at
-				// this size while it stays staged.
-				return updateRecord(n, v, func(d *mounting.VolData) { d.RefusedInUse = e.Size.String() })
+	for _, op := range e.Ops() {
+		switch op {
+		case mounting.WarnReadOnly:
+			msg := mounting.ReadOnlyMessage(v.PV.Name)
+			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FileSystemResizeFailed, msg)
+			n.recorder.Event(claim, corev1.EventTypeWarning, mounting.FileSystemResizeFailed, msg)
+		case mounting.MarkInProgress:
+			var err error
+			if claim, err = a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeInProgress(claim), claimstatus.IfUnchanged); err != nil {
+				return fmt.Errorf("MountVolume.NodeExpandVolume failed to mark node expansion in progress: %w", err)
 			}
-			return err
+		case mounting.CallNodeExpand:
+			if err := a.nodeExpandVolume(ctx, n, w, pod, v, e.Size); err != nil {
+				return a.expandFailed(ctx, n, pod, claim, v, e, err)
+			}
+			msg := mounting.ExpandedMessage(v.PV.Name, n.name)
+			n.recorder.Event(pod, corev1.EventTypeNormal, mounting.FileSystemResizeSuccessful, msg)
+			n.recorder.Event(claim, corev1.EventTypeNormal, mounting.FileSystemResizeSuccessful, msg)
+		case mounting.FinishClaim:
+			if _, err := a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeFinished(claim, e.Size), claimstatus.IfUnchanged); err != nil {
+				return fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err)
+			}
+		case mounting.RecordSize:
+			if err := recordSize(n, v, e.Size); err != nil {
+				return err
+			}
 		}
-		msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", v.PV.Name, n.name)
-		n.recorder.Event(pod, corev1.EventTypeNormal, fileSystemResizeSuccessful, msg)
-		n.recorder.Event(claim, corev1.EventTypeNormal, fileSystemResizeSuccessful, msg)
 	}
-	if e.Mode != mounting.ExpandOnly {
-		if _, err := a.patchClaimStatus(ctx, claim, expansion.MarkNodeResizeFinished(claim, e.Size), claimstatus.IfUnchanged); err != nil {
-			return fmt.Errorf("mountVolume.NodeExpandVolume update pvc status failed: %w", err)
-		}
+	if e.Mode != mounting.RecordOnly && e.Mode != mounting.SkipReadOnly {
+		klog.FromContext(ctx).V(2).Info("Volume expanded on the node", "pod", klog.KObj(pod), "pvc", klog.KObj(claim), "pv", v.PV.Name,
+			"node", n.name, "size", e.Size.String(), "mode", e.Mode)
 	}
-	logger.V(2).Info("Volume expanded on the node", "pod", klog.KObj(pod), "pvc", klog.KObj(claim), "pv", v.PV.Name,
-		"node", n.name, "size", e.Size.String(), "mode", e.Mode)
-	return recordSize(n, v, e.Size)
+	return nil
 }
 
-// expandFailed records a failed NodeExpandVolume: the kubelet's event
-// (FailedMount during a mount, VolumeResizeFailed online) and, for a final
-// error, the claim's NodeResizeError condition, with NodeResizeInfeasible
-// when the same size cannot succeed.
+// expandFailed records a failed NodeExpandVolume as decided: the pod's
+// event; for a final error the claim's NodeResizeError condition; for a
+// volume that cannot grow in use the refused size in the node's record,
+// and no error, so the pod is not held back.
 func (a *Agent) expandFailed(ctx context.Context, n *nodeState, pod *corev1.Pod, claim *corev1.PersistentVolumeClaim,
-	v *mounting.Volume, e *mounting.Expansion, err error) {
-	if e.AtMount {
-		n.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.Setup failed while expanding volume for volume %q : %v", v.PV.Name, err)
-	} else {
-		n.recorder.Eventf(pod, corev1.EventTypeWarning, volumeResizeFailed, "NodeExpandVolume.NodeExpandVolume failed for volume %q : %v", v.PV.Name, err)
+	v *mounting.Volume, e *mounting.Expansion, err error) error {
+	f := e.Failed(v.PV.Name, err)
+	n.recorder.Event(pod, corev1.EventTypeWarning, f.EventReason, f.EventMessage)
+	if f.MarkFailed {
+		failed := expansion.MarkNodeResizeFailed(claim, err, f.Infeasible, metav1.NewTime(a.cfg.Clock.Now()))
+		if _, perr := a.patchClaimStatus(ctx, claim, failed, claimstatus.Always); perr != nil {
+			klog.FromContext(ctx).Error(perr, "Cannot record the failed node expansion", "pvc", klog.KObj(claim), "node", n.name)
+		}
 	}
-	if e.Mode != mounting.ExpandAndFinish || !csierror.Final(err) {
-		return
+	if f.RefusedInUse {
+		return updateRecord(n, v, func(d *mounting.VolData) { d.RefusedInUse = e.Size.String() })
 	}
-	failed := expansion.MarkNodeResizeFailed(claim, err, csierror.ExpandInfeasible(err), metav1.Now())
-	if _, perr := a.patchClaimStatus(ctx, claim, failed, claimstatus.Always); perr != nil {
-		klog.FromContext(ctx).Error(perr, "Cannot record the failed node expansion", "pvc", klog.KObj(claim), "node", n.name)
-	}
+	return err
 }
 
-// nodeExpandVolume calls the driver: the volume path is the pod's
-// publication, the staging path is given when the driver stages.
-func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.Pod, v *mounting.Volume, size resource.Quantity) error {
+// nodeExpandVolume calls the driver with mounting's request and the PV's
+// nodeExpandSecretRef.
+func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume, size resource.Quantity) error {
 	e, err := n.endpoint(v.Driver)
 	if err != nil {
 		return err
@@ -107,14 +93,9 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, pod *corev1.
 	if !ok {
 		return quantity.TooLarge(size)
 	}
-	secrets, err := a.nodeExpandSecrets(ctx, v.PV)
-	if err != nil {
+	req := n.layout.ExpandRequest(w, pod.UID, v, bytes)
+	if req.Secrets, err = a.nodeExpandSecrets(ctx, v.PV); err != nil {
 		return err
-	}
-	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: n.layout.TargetPath(pod.UID, v.PV.Name),
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: capability(v.PV), Secrets: secrets}
-	if e.Info.Stage {
-		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
 	}
 	if _, err := e.NodeExpandVolume(ctx, req); err != nil {
 		// The kubelet's text, capital and all: users match on it.

@@ -5,35 +5,43 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/protection"
 )
 
-// register sets up the informers, their indexes and handlers.
+// register sets up the informers, through informerindex for the indexed
+// ones (pods by claim and by node, attachments by node), and the handlers.
 func (a *Agent) register() ([]cache.InformerSynced, error) {
-	podInf := a.factory.Core().V1().Pods()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{byNode: podNode, byClaim: podClaims}); err != nil {
+	podInf, err := informerindex.Pods(a.factory)
+	if err != nil {
 		return nil, err
 	}
-	a.pods, a.podIndex = podInf.Lister(), podInf.Informer().GetIndexer()
+	vaInf, err := informerindex.VolumeAttachments(a.factory)
+	if err != nil {
+		return nil, err
+	}
+	a.pods, a.podIndex = a.factory.Core().V1().Pods().Lister(), podInf.GetIndexer()
+	a.vaIndex = vaInf.GetIndexer()
 	claimInf := a.factory.Core().V1().PersistentVolumeClaims()
 	pvInf := a.factory.Core().V1().PersistentVolumes()
 	nodeInf := a.factory.Core().V1().Nodes()
 	driverInf := a.factory.Storage().V1().CSIDrivers()
-	vaInf := a.factory.Storage().V1().VolumeAttachments()
 	a.claims, a.volumes, a.nodeList = claimInf.Lister(), pvInf.Lister(), nodeInf.Lister()
-	a.drivers, a.vas = driverInf.Lister(), vaInf.Lister()
+	a.drivers = driverInf.Lister()
 	return loop.Register(
-		loop.Handler{Informer: podInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onPod, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onClaim, UpdateFunc: a.onClaimUpdate, DeleteFunc: a.onClaim}},
 		loop.Handler{Informer: pvInf.Informer(), Funcs: funcs(a.onVolume)},
-		loop.Handler{Informer: vaInf.Informer(), Funcs: funcs(a.onAttachment)},
+		loop.Handler{Informer: vaInf, Funcs: funcs(a.onAttachment)},
 		loop.Handler{Informer: driverInf.Informer(), Funcs: funcs(func(any) { a.resync(context.Background()) })},
 	)
 }
@@ -42,66 +50,29 @@ func funcs(h func(any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: loop.Updated(h), DeleteFunc: h}
 }
 
-func podNode(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
-		return nil, nil
-	}
-	return []string{pod.Spec.NodeName}, nil
-}
-
-func podClaims(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Namespace+"/"+ephemeral.VolumeClaimName(pod, v))
-		}
-	}
-	return out, nil
-}
-
-// onPod queues a pod of ours: a live one to mount, one being deleted or
-// terminated for its node's teardown.
+// onPod queues a pod of ours where mounting.PodWork sends it.
 func (a *Agent) onPod(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || a.nodes[pod.Spec.NodeName] == nil {
 		return
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	switch mounting.PodWork(pod, a.claimsOf(pod)) {
+	case mounting.TearDown:
 		a.nodeQ.Add(pod.Spec.NodeName)
-		return
-	}
-	if !runningAndReady(pod) || a.awaitsNodeExpansion(pod) {
+	case mounting.MountPod:
 		a.podQ.Add(pod.Namespace + "/" + pod.Name)
 	}
 }
 
-// awaitsNodeExpansion says whether a claim of the pod waits for a node to
-// expand its volume (NodeResizePending, or NodeResizeInProgress left by a
-// node that stopped): a running pod is then synced for an online expansion.
-// The claim's events (its status, its PV's capacity) come here through
-// queueClaimUsers, and so does a restarted agent's first sight of its pods.
-func (a *Agent) awaitsNodeExpansion(pod *corev1.Pod) bool {
-	claims, _ := podClaims(pod)
-	for _, key := range claims {
-		claim, ok, _ := a.claimByKey(key)
-		if !ok {
-			continue
-		}
-		switch claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] {
-		case corev1.PersistentVolumeClaimNodeResizePending, corev1.PersistentVolumeClaimNodeResizeInProgress:
-			return true
+// claimsOf lists the pod's claims the informer holds.
+func (a *Agent) claimsOf(pod *corev1.Pod) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, key := range protection.ClaimKeys(pod) {
+		if claim, ok := a.claimByKey(key); ok {
+			out = append(out, claim)
 		}
 	}
-	return false
+	return out
 }
 
 func (a *Agent) onPodDeleted(obj any) {
@@ -120,22 +91,19 @@ func (a *Agent) onNode(obj any) {
 }
 
 // onClaimUpdate wakes the claim's pods as onClaim does, and, when the
-// claim's capacity changed, its running pods too: a ReadWriteMany volume
-// that another node finished expanding is expanded on this node as well,
-// with no resize status left on the claim to say so.
+// claim's capacity changed (mounting.CapacityChanged), its live pods too.
 func (a *Agent) onClaimUpdate(old, cur any) {
 	o, okOld := old.(*corev1.PersistentVolumeClaim)
 	c, okCur := cur.(*corev1.PersistentVolumeClaim)
 	if !okOld || !okCur || o.ResourceVersion == c.ResourceVersion {
 		return
 	}
-	if o.Status.Capacity.Storage().Equal(*c.Status.Capacity.Storage()) {
+	if !mounting.CapacityChanged(o, c) {
 		a.onClaim(c)
 		return
 	}
-	objs, _ := a.podIndex.ByIndex(byClaim, c.Namespace+"/"+c.Name)
-	for _, obj := range objs {
-		if pod, ok := obj.(*corev1.Pod); ok && a.nodes[pod.Spec.NodeName] != nil && pod.DeletionTimestamp == nil {
+	for _, pod := range a.podsUsing(c.Namespace + "/" + c.Name) {
+		if a.nodes[pod.Spec.NodeName] != nil && mounting.WantsMount(pod) {
 			a.podQ.Add(pod.Namespace + "/" + pod.Name)
 		}
 	}
@@ -172,18 +140,31 @@ func (a *Agent) onAttachment(obj any) {
 }
 
 func (a *Agent) queueClaimUsers(claim string) {
-	objs, _ := a.podIndex.ByIndex(byClaim, claim)
-	for _, obj := range objs {
-		a.onPod(obj)
+	for _, pod := range a.podsUsing(claim) {
+		a.onPod(pod)
 	}
 }
 
 // queueWaiting queues the node's pods that are not running yet.
 func (a *Agent) queueWaiting(node string) {
-	objs, _ := a.podIndex.ByIndex(byNode, node)
-	for _, obj := range objs {
-		a.onPod(obj)
+	pods, err := informerindex.PodsOn(a.podIndex, node)
+	if err != nil {
+		utilruntime.HandleError(err)
 	}
+	for _, pod := range pods {
+		a.onPod(pod)
+	}
+}
+
+// podsUsing lists the pods using the claim "namespace/name". An error
+// (the index is missing: the informer was not asked for through
+// informerindex) is reported, and the pods are not woken.
+func (a *Agent) podsUsing(claim string) []*corev1.Pod {
+	pods, err := informerindex.PodsUsing(a.podIndex, claim)
+	if err != nil {
+		utilruntime.HandleError(err)
+	}
+	return pods
 }
 
 // resync revisits every node and every pod of ours not running yet.
@@ -192,16 +173,4 @@ func (a *Agent) resync(context.Context) {
 		a.nodeQ.Add(name)
 		a.queueWaiting(name)
 	}
-}
-
-// podsOf lists the pods bound to a node.
-func (a *Agent) podsOf(node string) []*corev1.Pod {
-	objs, _ := a.podIndex.ByIndex(byNode, node)
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, obj := range objs {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			out = append(out, pod)
-		}
-	}
-	return out
 }

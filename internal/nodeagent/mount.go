@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/volplane/volplane/internal/controller/secrets"
-
-	"github.com/volplane/volplane/internal/csierror"
-
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/mounting"
 )
 
@@ -22,23 +20,17 @@ import (
 func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
 	dir := n.layout.StagingDir(v.Driver, v.Handle)
-	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment}
-	if size, ok := v.Claim.Status.Capacity[corev1.ResourceStorage]; ok {
-		data.Size = size.String() // the size the node starts from, as the kubelet's actual state
-	}
+	data := mounting.StagingRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
 		return err
 	}
 	if e.Info.Stage {
-		secrets, err := a.nodeSecrets(ctx, "NodeStageSecretRef", v.PV.Spec.CSI.NodeStageSecretRef)
-		if err != nil {
+		req := n.layout.StageRequest(w, v)
+		var err error
+		if req.Secrets, err = a.nodeSecrets(ctx, "NodeStageSecretRef", v.PV.Spec.CSI.NodeStageSecretRef); err != nil {
 			return err
 		}
-		err = e.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
-			VolumeId: v.Handle, PublishContext: publishContext(w, v),
-			StagingTargetPath: n.layout.StagingPath(v.Driver, v.Handle),
-			VolumeCapability:  capability(v.PV), VolumeContext: v.PV.Spec.CSI.VolumeAttributes, Secrets: secrets})
-		if err != nil {
+		if err := e.NodeStageVolume(ctx, req); err != nil {
 			return fmt.Errorf("rpc NodeStageVolume: %w", err)
 		}
 	}
@@ -50,20 +42,15 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 // NodePublishVolume, record that it succeeded.
 func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
-	secrets, err := a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef)
-	if err != nil {
+	req := n.layout.PublishRequest(w, pod.UID, v)
+	var err error
+	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef); err != nil {
 		return err
 	}
 	dir := n.layout.TargetDir(pod.UID, v.PV.Name)
-	data := mounting.VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: n.name, AttachmentID: v.Attachment, Mode: "Persistent"}
+	data := mounting.PublicationRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
 		return err
-	}
-	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: publishContext(w, v),
-		TargetPath: n.layout.TargetPath(pod.UID, v.PV.Name), VolumeCapability: capability(v.PV),
-		Readonly: v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes, Secrets: secrets}
-	if e.Info.Stage {
-		req.StagingTargetPath = n.layout.StagingPath(v.Driver, v.Handle)
 	}
 	if err := e.NodePublishVolume(ctx, req); err != nil {
 		return fmt.Errorf("rpc NodePublishVolume: %w", err)
@@ -85,7 +72,7 @@ func (a *Agent) nodeSecrets(ctx context.Context, field string, ref *corev1.Secre
 }
 
 // unpublish is the kubelet's TearDown; the record goes once the driver
-// unpublished.
+// unpublished (NotFound: it was not published, the work is done).
 func (a *Agent) unpublish(ctx context.Context, n *nodeState, p mounting.Published) error {
 	e, err := n.endpoint(p.Driver)
 	if err != nil {
@@ -120,42 +107,4 @@ func (n *nodeState) endpoint(driver string) (*csi.Endpoint, error) {
 		return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers of node %s", driver, n.name)
 	}
 	return e, nil
-}
-
-// publishContext is the attachment's metadata (the attacher's publish
-// context) for an attachable volume.
-func publishContext(w mounting.World, v *mounting.Volume) map[string]string {
-	if va := w.Attachments[v.Attachment]; v.Attachable && va != nil {
-		return va.Status.AttachmentMetadata
-	}
-	return nil
-}
-
-// capability is the kubelet's volume capability for a PV: block or mount
-// (fsType, mount options), and the access mode of its first access mode.
-func capability(pv *corev1.PersistentVolume) *csipb.VolumeCapability {
-	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: accessMode(pv)}}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
-		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
-		return c
-	}
-	c.AccessType = &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
-		FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions}}
-	return c
-}
-
-func accessMode(pv *corev1.PersistentVolume) csipb.VolumeCapability_AccessMode_Mode {
-	mode := corev1.ReadWriteOnce
-	if len(pv.Spec.AccessModes) > 0 {
-		mode = pv.Spec.AccessModes[0]
-	}
-	switch mode {
-	case corev1.ReadOnlyMany:
-		return csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
-	case corev1.ReadWriteMany:
-		return csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
-	case corev1.ReadWriteOncePod:
-		return csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
-	}
-	return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 }

@@ -5,59 +5,53 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/mounting"
 )
 
-// maxTeardownRounds bounds the teardown of one sync: unpublish, then
-// unstage what that freed, then remove the pod directories that emptied.
-const maxTeardownRounds = 3
-
-// syncNode tears down what no live pod needs, writes the node's
-// volumesInUse, and completes the deletion of pods whose teardown is done.
-func (a *Agent) syncNode(ctx context.Context, name string) error {
+// syncNode tears down what no live pod needs, deciding again after each
+// round that did something (up to mounting.MaxTeardownRounds), then writes
+// what the last plan says (Plan.Node): the node's volumesInUse, or the
+// completed deletions of pods whose teardown is done.
+func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) {
 	n := a.nodes[name]
 	if n == nil {
-		return nil
+		return loop.Done(), nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var plan mounting.Plan
-	var node *corev1.Node
 	for round := 0; ; round++ {
-		w, nd, err := a.world(n)
+		w, err := a.world(n)
 		if err != nil {
-			return err
+			return loop.Done(), err
 		}
-		plan, node = mounting.Decide(w), nd
-		acted, err := a.teardown(ctx, n, plan)
-		if err != nil {
-			return err
+		plan = mounting.Decide(w)
+		if err := a.teardown(ctx, n, plan); err != nil {
+			return loop.Done(), err
 		}
-		if !acted || round == maxTeardownRounds {
+		if !plan.TearsDown() || round == mounting.MaxTeardownRounds {
 			break
 		}
 	}
-	if node.Name == "" {
-		return nil // not registered (yet): nothing to report or finish
+	switch plan.Node {
+	case mounting.ReportInUse:
+		return loop.Done(), a.patchVolumesInUse(ctx, name, plan.VolumesInUse)
+	case mounting.FinishPods:
+		return loop.Done(), a.finish(ctx, plan.Finish)
 	}
-	if !slices.Equal(plan.VolumesInUse, node.Status.VolumesInUse) {
-		// Finishing waits for the informer's copy of the patched status,
-		// whose event queues this node again.
-		return a.patchVolumesInUse(ctx, name, plan.VolumesInUse)
-	}
-	return a.finish(ctx, plan.Finish)
+	return loop.Done(), nil
 }
 
-// teardown unpublishes, unstages and removes pod directories as planned,
-// and says whether it did anything.
-func (a *Agent) teardown(ctx context.Context, n *nodeState, plan mounting.Plan) (bool, error) {
+// teardown unpublishes, then unstages, then removes pod directories, as
+// planned; an error of one does not stop the others.
+func (a *Agent) teardown(ctx context.Context, n *nodeState, plan mounting.Plan) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
 	for _, p := range plan.Unpublish {
@@ -71,8 +65,7 @@ func (a *Agent) teardown(ctx context.Context, n *nodeState, plan mounting.Plan) 
 	for _, uid := range plan.RemovePodDirs {
 		errs = append(errs, removeEmptyTree(n.layout.PodDir(uid)))
 	}
-	acted := len(plan.Unpublish)+len(plan.Unstage)+len(plan.RemovePodDirs) > 0
-	return acted, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // patchVolumesInUse writes node.status.volumesInUse with a patch of that

@@ -2,29 +2,36 @@ package nodeagent
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/protection"
 )
 
 // world gathers what the node's decision rests on: the informers' objects
 // and what the node's disk holds. The pure core reads the objects only.
-func (a *Agent) world(n *nodeState) (mounting.World, *corev1.Node, error) {
+func (a *Agent) world(n *nodeState) (mounting.World, error) {
 	node, err := a.nodeList.Get(n.name)
 	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{}
 	} else if err != nil {
-		return mounting.World{}, nil, fmt.Errorf("node %s: %w", n.name, err)
+		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	disk, err := scan(n.layout)
 	if err != nil {
-		return mounting.World{}, nil, fmt.Errorf("node %s: %w", n.name, err)
+		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
 	}
-	w := mounting.World{Node: n.name, Pods: a.podsOf(n.name), Reported: node.Status.VolumesInUse,
+	pods, err := informerindex.PodsOn(a.podIndex, n.name)
+	if err != nil {
+		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	w := mounting.World{Node: n.name, Registered: node.Name != "", Pods: pods, Reported: node.Status.VolumesInUse,
 		Attached: map[corev1.UniqueVolumeName]bool{},
 		Claims:   map[string]*corev1.PersistentVolumeClaim{}, Volumes: map[string]*corev1.PersistentVolume{},
 		CSIDrivers: map[string]*storagev1.CSIDriver{}, Drivers: map[string]mounting.Driver{},
@@ -36,17 +43,15 @@ func (a *Agent) world(n *nodeState) (mounting.World, *corev1.Node, error) {
 	for name, e := range n.endpoints {
 		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand}
 	}
-	a.addObjects(&w)
-	return w, node, nil
+	return w, a.addObjects(&w)
 }
 
 // addObjects adds the claims and volumes the node's pods use, the CSI
 // drivers, and the node's attachments.
-func (a *Agent) addObjects(w *mounting.World) {
+func (a *Agent) addObjects(w *mounting.World) error {
 	for _, pod := range w.Pods {
-		claims, _ := podClaims(pod)
-		for _, key := range claims {
-			obj, ok, _ := a.claimByKey(key)
+		for _, key := range protection.ClaimKeys(pod) {
+			obj, ok := a.claimByKey(key)
 			if !ok {
 				continue
 			}
@@ -60,20 +65,22 @@ func (a *Agent) addObjects(w *mounting.World) {
 	for _, d := range drivers {
 		w.CSIDrivers[d.Name] = d
 	}
-	vas, _ := a.vas.List(labels.Everything())
-	for _, va := range vas {
-		if va.Spec.NodeName == w.Node {
-			w.Attachments[va.Name] = va
-		}
+	vas, err := informerindex.AttachmentsOn(a.vaIndex, w.Node)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", w.Node, err)
 	}
+	for _, va := range vas {
+		w.Attachments[va.Name] = va
+	}
+	return nil
 }
 
-func (a *Agent) claimByKey(key string) (*corev1.PersistentVolumeClaim, bool, error) {
-	for i := range len(key) {
-		if key[i] == '/' {
-			c, err := a.claims.PersistentVolumeClaims(key[:i]).Get(key[i+1:])
-			return c, err == nil, err
-		}
+// claimByKey reads the claim "namespace/name" from the informer.
+func (a *Agent) claimByKey(key string) (*corev1.PersistentVolumeClaim, bool) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return nil, false
 	}
-	return nil, false, nil
+	c, err := a.claims.PersistentVolumeClaims(ns).Get(name)
+	return c, err == nil
 }

@@ -9,6 +9,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // accessibility says where the volume may live: exactly the selected node's
@@ -231,4 +232,36 @@ func CheckPin(e Endpoint, segs []map[string]string) error {
 		allowed = append(allowed, strings.TrimSuffix(segmentID(seg), ","))
 	}
 	return &PinMisfit{Node: e.NodeID, At: e.Topology, Allowed: allowed}
+}
+
+// PinnedEndpoint is the index in eps, driver's endpoints, of the endpoint an earlier attempt
+// asked (the pin, a node ID), where a volume of this claim's name may
+// already exist. If it is not served now the claim waits (a retryable
+// error): asking another could make a second volume. A pin outside segs
+// (PinSegments) is one no attempt wrote: the error is a *PinMisfit, and
+// the pin is not used.
+func PinnedEndpoint(driver string, eps []Endpoint, pin string, segs []map[string]string) (int, error) {
+	for i, e := range eps {
+		if e.NodeID != pin {
+			continue
+		}
+		if err := CheckPin(e, segs); err != nil {
+			return -1, err
+		}
+		return i, nil
+	}
+	return -1, fmt.Errorf("an earlier attempt asked the %s endpoint of node %q, which is not served now; waiting for it", driver, pin)
+}
+
+// SelectedNodeGone is the claim's selected node name when the Node object
+// is gone: the segment the driver's endpoint on it reported (node ID = node
+// name), so that a claim whose node went away can still be cleaned up;
+// without one it is a final error, and the scheduler must choose again.
+func SelectedNodeGone(name string, eps []Endpoint) (*v1.Node, error) {
+	for _, e := range eps {
+		if e.NodeID == name && len(e.Topology) > 0 {
+			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: e.Topology}}, nil
+		}
+	}
+	return nil, Final(fmt.Errorf("selected node %q does not exist", name))
 }

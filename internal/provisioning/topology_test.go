@@ -1,6 +1,8 @@
 package provisioning
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -45,5 +47,36 @@ func TestOutsideTopology(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A pinned claim goes to its pin's endpoint only, if served and within
+// where the claim's volume may live.
+func TestPinnedEndpoint(t *testing.T) {
+	eps := []Endpoint{{Driver: testDriver, NodeID: "a", Topology: map[string]string{topoKey: "a"}},
+		{Driver: testDriver, NodeID: "b", Topology: map[string]string{topoKey: "b"}}}
+	if i, err := PinnedEndpoint(testDriver, eps, "b", nil); err != nil || i != 1 {
+		t.Errorf("pin b: %d, %v; want endpoint 1", i, err)
+	}
+	if _, err := PinnedEndpoint(testDriver, eps, "c", nil); err == nil || !strings.Contains(err.Error(), `endpoint of node "c", which is not served now`) {
+		t.Errorf("pin to a node not served: %v", err)
+	}
+	var misfit *PinMisfit
+	if _, err := PinnedEndpoint(testDriver, eps, "b", []map[string]string{{topoKey: "a"}}); !errors.As(err, &misfit) || misfit.Node != "b" {
+		t.Errorf("pin outside the allowed segments: %v", err)
+	}
+}
+
+// A selected node that is gone is known by its driver's segment, or the
+// scheduler must choose again.
+func TestSelectedNodeGone(t *testing.T) {
+	eps := []Endpoint{{NodeID: "a", Topology: map[string]string{topoKey: "a"}}, {NodeID: "b"}}
+	if n, err := SelectedNodeGone("a", eps); err != nil || n.Labels[topoKey] != "a" {
+		t.Errorf("node a: %v, %v", n, err)
+	}
+	for _, name := range []string{"b", "c"} {
+		if _, err := SelectedNodeGone(name, eps); !IsFinal(err) {
+			t.Errorf("node %s: %v, want a final error", name, err)
+		}
 	}
 }

@@ -61,15 +61,15 @@ func decideAttach(in Input) Decision {
 		return d
 	}
 	if spec.CSI == nil {
-		return refuse(ReasonVolumeNotCSI, false, errors.New("pv spec contained non-csi source that was not migrated"))
+		return refuse(ReasonVolumeNotCSI, Attach, errors.New("pv spec contained non-csi source that was not migrated"))
 	}
 	capability, err := Capability(spec, in.Capabilities.SingleNodeMultiWriter)
 	if err != nil {
-		return refuse(ReasonBadCapability, false, err)
+		return refuse(ReasonBadCapability, Attach, err)
 	}
 	nodeID, err := NodeID(in.CSINode, driver, va.Spec.NodeName)
 	if err != nil {
-		return refuse(ReasonNodeIDUnknown, false, err)
+		return refuse(ReasonNodeIDUnknown, Attach, err)
 	}
 	if !slices.Contains(va.Finalizers, attachment.Finalizer(driver)) || va.Annotations[attachment.NodeIDAnnotation] != nodeID {
 		return Decision{Step: Annotate, Reason: ReasonUnannotated, NodeID: nodeID}
@@ -88,14 +88,14 @@ func decideAttach(in Input) Decision {
 func attachSource(in Input) (*v1.PersistentVolumeSpec, Decision, bool) {
 	spec, err := source(in)
 	if err != nil {
-		return nil, refuseSource(err, false), false
+		return nil, refuseSource(err, Attach), false
 	}
 	pv := in.Volume
 	if pv == nil || in.Attachment.Spec.Source.PersistentVolumeName == nil {
 		return spec, Decision{}, true // inline: there is no PV to protect
 	}
 	if pv.DeletionTimestamp != nil {
-		return nil, refuse(ReasonVolumeDeleting, false, fmt.Errorf("PersistentVolume %q is marked for deletion", pv.Name)), false
+		return nil, refuse(ReasonVolumeDeleting, Attach, fmt.Errorf("PersistentVolume %q is marked for deletion", pv.Name)), false
 	}
 	if !slices.Contains(pv.Finalizers, attachment.Finalizer(in.Attachment.Spec.Attacher)) {
 		return nil, Decision{Step: AddVolumeFinalizer, Reason: ReasonVolumeUnprotected}, false
@@ -110,17 +110,17 @@ func decideDetach(in Input) Decision {
 	}
 	spec, err := source(in)
 	if err != nil {
-		return refuseSource(err, true)
+		return refuseSource(err, Detach)
 	}
 	if spec.CSI == nil {
-		return refuse(ReasonVolumeNotCSI, true, errors.New("pv spec contained non-csi source that was not migrated"))
+		return refuse(ReasonVolumeNotCSI, Detach, errors.New("pv spec contained non-csi source that was not migrated"))
 	}
 	nodeID, err := NodeID(in.CSINode, driver, va.Spec.NodeName)
 	if id, ok := va.Annotations[attachment.NodeIDAnnotation]; err != nil && ok {
 		nodeID, err = id, nil
 	}
 	if err != nil {
-		return refuse(ReasonNodeIDUnknown, true, err)
+		return refuse(ReasonNodeIDUnknown, Detach, err)
 	}
 	return Decision{Step: Unpublish, Reason: ReasonReady, NodeID: nodeID, SecretRef: spec.CSI.ControllerPublishSecretRef,
 		Unpublish: &csipb.ControllerUnpublishVolumeRequest{VolumeId: spec.CSI.VolumeHandle, NodeId: nodeID}}
@@ -134,11 +134,11 @@ func (e errVolumeNotFound) Error() string {
 	return fmt.Sprintf("persistentvolume %q not found", e.name)
 }
 
-func refuseSource(err error, detach bool) Decision {
+func refuseSource(err error, op Operation) Decision {
 	if errors.As(err, new(errVolumeNotFound)) {
-		return refuse(ReasonVolumeNotFound, detach, err)
+		return refuse(ReasonVolumeNotFound, op, err)
 	}
-	return refuse(ReasonBadSource, detach, err)
+	return refuse(ReasonBadSource, op, err)
 }
 
 // source is the volume spec the attachment is for: the named PV's, or the

@@ -72,7 +72,7 @@ func TestDecideWalksAnAttachmentToAttachedOneStepAtATime(t *testing.T) {
 			if got := errText(d.Err); got != tc.errText {
 				t.Errorf("error %q, want %q", got, tc.errText)
 			}
-			if d.Detach {
+			if d.Operation == Detach {
 				t.Error("an attach decision marked as detach")
 			}
 		})
@@ -184,7 +184,7 @@ func TestDecideDetachUnpublishesWhileOurFinalizerIsThere(t *testing.T) {
 			if d.Step != tc.step || errText(d.Err) != tc.errText {
 				t.Fatalf("got %s, want %s (%q)", d, tc.step, tc.errText)
 			}
-			if d.Step == Refuse && !d.Detach {
+			if d.Step == Refuse && d.Operation != Detach {
 				t.Error("a detach error not marked as one")
 			}
 			if d.Step == Unpublish && (d.Unpublish.GetNodeId() != tc.nodeID || d.Unpublish.GetVolumeId() != "vol-1") {

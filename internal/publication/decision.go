@@ -41,7 +41,8 @@ const (
 	// remove the attachment's finalizer and clear its status.
 	Unpublish
 	// Refuse: the step cannot be taken; save Decision.Err to
-	// status.attachError (or detachError when Decision.Detach) and retry.
+	// status.attachError (or detachError when Decision.Operation is
+	// Detach) and retry.
 	Refuse
 )
 
@@ -90,8 +91,9 @@ type Decision struct {
 	SecretRef *v1.SecretReference
 	// Err is the error to save (Step Refuse).
 	Err error
-	// Detach: the attachment is being deleted; errors go to detachError.
-	Detach bool
+	// Operation is Detach when the attachment is being deleted: errors go
+	// to detachError then, to attachError otherwise.
+	Operation Operation
 }
 
 func (d Decision) String() string {
@@ -101,6 +103,22 @@ func (d Decision) String() string {
 	return fmt.Sprintf("%s: %s", d.Step, d.Reason)
 }
 
-func refuse(r Reason, detach bool, err error) Decision {
-	return Decision{Step: Refuse, Reason: r, Err: err, Detach: detach}
+func refuse(r Reason, op Operation, err error) Decision {
+	return Decision{Step: Refuse, Reason: r, Err: err, Operation: op}
+}
+
+// Operation is what an attachment is undergoing: an attach, or a detach
+// once it is being deleted. It says where an error is saved.
+type Operation int
+
+const (
+	Attach Operation = iota
+	Detach
+)
+
+func (o Operation) String() string {
+	if o == Detach {
+		return "Detach"
+	}
+	return "Attach"
 }

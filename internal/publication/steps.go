@@ -135,13 +135,13 @@ func Detached(va *storagev1.VolumeAttachment) *storagev1.VolumeAttachment {
 }
 
 // WithError is the attachment with err saved in status.attachError, or in
-// status.detachError when detach. An attach error carries the gRPC code
+// status.detachError for a Detach. An attach error carries the gRPC code
 // the driver answered with (errorCode), a detach error none, as in the
 // reference.
-func WithError(va *storagev1.VolumeAttachment, err error, detach bool, now time.Time) *storagev1.VolumeAttachment {
+func WithError(va *storagev1.VolumeAttachment, err error, op Operation, now time.Time) *storagev1.VolumeAttachment {
 	out := va.DeepCopy()
 	ve := &storagev1.VolumeError{Message: err.Error(), Time: metav1.NewTime(now)}
-	if detach {
+	if op == Detach {
 		out.Status.DetachError = ve
 		return out
 	}

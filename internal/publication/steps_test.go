@@ -84,16 +84,16 @@ func TestStepsReturnCopiesOrNil(t *testing.T) {
 func TestAttachErrorsCarryTheDriversCodeDetachErrorsNone(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	grpcErr := status.Error(codes.ResourceExhausted, "full")
-	a := WithError(va(), grpcErr, false, now)
+	a := WithError(va(), grpcErr, Attach, now)
 	e := a.Status.AttachError
 	if e == nil || e.Message != "rpc error: code = ResourceExhausted desc = full" || e.ErrorCode == nil ||
 		*e.ErrorCode != int32(codes.ResourceExhausted) || !e.Time.Time.Equal(now) {
 		t.Fatalf("attach error %+v", e)
 	}
-	if e := WithError(va(), errors.New("CSINode x does not contain driver y"), false, now).Status.AttachError; e.ErrorCode != nil {
+	if e := WithError(va(), errors.New("CSINode x does not contain driver y"), Attach, now).Status.AttachError; e.ErrorCode != nil {
 		t.Errorf("a local error got code %d", *e.ErrorCode)
 	}
-	d := WithError(va(), grpcErr, true, now).Status
+	d := WithError(va(), grpcErr, Detach, now).Status
 	if d.DetachError == nil || d.DetachError.ErrorCode != nil || d.AttachError != nil {
 		t.Errorf("detach error %+v", d)
 	}
@@ -102,7 +102,7 @@ func TestAttachErrorsCarryTheDriversCodeDetachErrorsNone(t *testing.T) {
 func TestOnlyErrorsChangedKeepsTheBackoff(t *testing.T) {
 	old := va()
 	old.ResourceVersion = "1"
-	withErr := WithError(old, errors.New("x"), false, time.Now())
+	withErr := WithError(old, errors.New("x"), Attach, time.Now())
 	withErr.ResourceVersion = "2"
 	if !OnlyErrorsChanged(old, withErr) {
 		t.Error("an attach error alone woke the attachment")

@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/cluster"
 )
 
 // LoopDeps are what a test builds one loop from.
@@ -33,11 +36,24 @@ type LoopRun struct {
 	err    error
 }
 
+// Build builds one loop from what a test gives it.
+type Build func(LoopDeps) (interface{ Run(context.Context) error }, error)
+
 // StartLoop builds a loop with build and runs it until the test ends;
 // crashAt > 0 stops it right after that many writes.
-func StartLoop(t testing.TB, crashAt int, build func(LoopDeps) (interface{ Run(context.Context) error }, error)) *LoopRun {
+func StartLoop(t testing.TB, crashAt int, build Build) *LoopRun {
 	t.Helper()
-	cp := ControlPlane(t)
+	r, err := RunLoop(ControlPlane(t), crashAt, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// RunLoop is StartLoop for a loop that outlives one test (a package's
+// TestMain setup runs it for all its tests): the caller stops it.
+func RunLoop(cp *cluster.ControlPlane, crashAt int, build Build) (*LoopRun, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &LoopRun{Writes: NewWriteLog(crashAt, cancel), cancel: cancel, ended: make(chan struct{})}
 	cfg := rest.CopyConfig(cp.RESTConfig)
@@ -46,7 +62,7 @@ func StartLoop(t testing.TB, crashAt int, build func(LoopDeps) (interface{ Run(c
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		cancel()
-		t.Fatal(err)
+		return nil, err
 	}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
@@ -57,7 +73,7 @@ func StartLoop(t testing.TB, crashAt int, build func(LoopDeps) (interface{ Run(c
 	if err != nil {
 		cancel()
 		events.Shutdown()
-		t.Fatal(err)
+		return nil, err
 	}
 	factory.Start(ctx.Done())
 	go func() {
@@ -66,8 +82,7 @@ func StartLoop(t testing.TB, crashAt int, build func(LoopDeps) (interface{ Run(c
 		events.Shutdown()
 		close(r.ended)
 	}()
-	t.Cleanup(r.Stop)
-	return r
+	return r, nil
 }
 
 // Stop stops the loop and waits until it has returned.
@@ -81,3 +96,14 @@ func (r *LoopRun) Ended() <-chan struct{} { return r.ended }
 
 // Err is the loop's error, once Ended is closed.
 func (r *LoopRun) Err() error { return r.err }
+
+// EndedEarly says why the loop ended, or nil while it runs: for the alive
+// check of Eventually.
+func (r *LoopRun) EndedEarly() error {
+	select {
+	case <-r.ended:
+		return fmt.Errorf("the loop ended: %v", r.err)
+	default:
+		return nil
+	}
+}

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // Stack is what `volplane up` runs on the control plane, for tests and
@@ -109,25 +107,25 @@ type agentRun struct {
 	done   chan error
 }
 
-// StartAgent starts the node agent of every node (after StopAgent).
+// StartAgent starts the node agent of every node (after StopAgent), as
+// `volplane up` runs it: the node agent's row of a manager, here a manager
+// of its own with that row alone, so that the agent restarts apart from
+// the loops. Its client (and its informers') is unthrottled and goes
+// through AgentREST.
 func (s *Stack) StartAgent() error {
 	rc := rest.CopyConfig(s.CP.RESTConfig)
 	rc.QPS, rc.Burst = -1, 0
 	if s.cfg.AgentREST != nil {
 		s.cfg.AgentREST(rc)
 	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	cfg := nodeagent.Config{Client: client, DataDir: s.cfg.DataDir, Nodes: s.Drivers.AgentNodes(s.CP.Nodes)}
-	agent, err := nodeagent.New(cfg)
-	if err != nil {
+	cfg := manager.Config{REST: rc, NodeAgent: &manager.NodeAgent{
+		DataDir: s.cfg.DataDir, Nodes: s.Drivers.AgentNodes(s.CP.Nodes), REST: rc}}
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.agent = &agentRun{cancel: cancel, done: make(chan error, 1)}
-	go func(done chan error) { done <- agent.Run(ctx) }(s.agent.done)
+	go func(done chan error) { done <- manager.Run(ctx, cfg) }(s.agent.done)
 	return nil
 }
 

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client, a namespace, and a storage class name
@@ -39,6 +41,17 @@ func newEnv(t *testing.T) *env {
 		e.deleteVolumes()
 	})
 	return e
+}
+
+// checkInvariants fails the test if the cluster holds a state the binder
+// must never produce (invariants.Bindings): a PV claimed by two Bound
+// claims, or a Bound claim whose PV does not point back at it.
+func checkInvariants(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	support.Holds(t, 0, func() []string {
+		s := support.ReadState(t, client)
+		return invariants.Bindings(s.Claims, s.PVs)
+	})
 }
 
 // Builders: defaults plus modifiers.

@@ -14,6 +14,7 @@ import (
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // sharedBinder is the binder most tests run against. Tests that need a
@@ -22,7 +23,7 @@ import (
 var sharedBinder *binderRun
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
+	support.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
 		sharedBinder = startBinder(cp.RESTConfig, 4)
 		return func() { sharedBinder.stop() }, nil
 	})

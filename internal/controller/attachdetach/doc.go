@@ -32,6 +32,12 @@
 // status.attached; the loop sees it through the attachment informer and
 // then reports the volume and records SuccessfulAttachVolume once.
 //
+// Reads go through the process's shared indexes (internal/informerindex):
+// pods by node and by claim, attachments by node and by PV, PVs by unique
+// volume name. A sync returns its retry to the runner (loop.Result): a
+// plan waiting out an unmount asks for the node again when the wait ends
+// (loop.After); a failed write is an error, retried with backoff.
+//
 // The reference's desired-state populator (a periodic relist that repairs
 // the desired state) is the loop's resync: every node is queued again
 // every ResyncPeriod.

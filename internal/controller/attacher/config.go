@@ -4,8 +4,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
@@ -33,6 +35,11 @@ type Config struct {
 	// Timeout bounds one ControllerPublish/Unpublish call (the
 	// external-attacher's --timeout: 15s).
 	Timeout time.Duration
+	// Metrics, if set, takes the loop's stuck-key metrics (loop.Runner).
+	Metrics prometheus.Registerer
+	// Clock stamps the errors saved in attachments and times failing keys
+	// (default the real clock).
+	Clock clock.PassiveClock
 }
 
 // The external-attacher's defaults.
@@ -55,6 +62,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return c, nil
 }

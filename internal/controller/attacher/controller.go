@@ -14,21 +14,21 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/publication"
 )
-
-// byVolume indexes VolumeAttachments by the PV they name.
-const byVolume = "volplane-attacher-pv"
 
 // Controller is the attacher loop. Build it with New, start it with Run.
 type Controller struct {
 	client   kubernetes.Interface
 	pool     *csi.Pool
 	timeout  time.Duration
+	clock    clock.PassiveClock
 	vas      storagelisters.VolumeAttachmentLister
 	vaIndex  cache.Indexer
 	pvs      corelisters.PersistentVolumeLister
@@ -49,7 +49,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: cfg.Client, pool: cfg.Pool, timeout: cfg.Timeout,
+	c := &Controller{client: cfg.Client, pool: cfg.Pool, timeout: cfg.Timeout, clock: cfg.Clock,
 		vaQ:      loop.NewQueue("attacher-va", cfg.RetryStart, cfg.RetryMax),
 		pvQ:      loop.NewQueue("attacher-pv", cfg.RetryStart, cfg.RetryMax),
 		newestVA: loop.NewNewest[*storagev1.VolumeAttachment](),
@@ -58,10 +58,11 @@ func New(cfg Config) (*Controller, error) {
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	nodeInf := cfg.Informers.Storage().V1().CSINodes()
 	c.vas, c.pvs, c.csiNodes = vaInf.Lister(), pvInf.Lister(), nodeInf.Lister()
-	if err := vaInf.Informer().AddIndexers(cache.Indexers{byVolume: volumeOf}); err != nil {
-		return nil, fmt.Errorf("attacher: index: %w", err)
+	indexed, err := informerindex.VolumeAttachments(cfg.Informers)
+	if err != nil {
+		return nil, fmt.Errorf("attacher: %w", err)
 	}
-	c.vaIndex = vaInf.Informer().GetIndexer()
+	c.vaIndex = indexed.GetIndexer()
 	synced, err := loop.Register(
 		loop.Handler{Informer: vaInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onAttachment, UpdateFunc: c.onAttachmentUpdate, DeleteFunc: c.onAttachmentDeleted}},
@@ -73,9 +74,10 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("attacher: %w", err)
 	}
 	c.runner = &loop.Runner{Name: "Attacher", Synced: synced, Workers: cfg.Workers,
-		Queues:       []loop.Queue{{Q: c.vaQ, Sync: loop.ErrorOnly(c.syncAttachment)}, {Q: c.pvQ, Sync: loop.ErrorOnly(c.syncVolume)}},
+		Queues:       []loop.Queue{{Q: c.vaQ, Sync: c.syncAttachment}, {Q: c.pvQ, Sync: c.syncVolume}},
 		Resync:       c.resync,
-		ResyncPeriod: cfg.ResyncPeriod}
+		ResyncPeriod: cfg.ResyncPeriod,
+		Metrics:      cfg.Metrics, Clock: cfg.Clock}
 	return c, nil
 }
 
@@ -87,14 +89,6 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // Ready reports whether the caches are synced and the workers run.
 func (c *Controller) Ready() bool { return c.runner.Ready() }
-
-func volumeOf(obj any) ([]string, error) {
-	va, ok := obj.(*storagev1.VolumeAttachment)
-	if !ok || va.Spec.Source.PersistentVolumeName == nil {
-		return nil, nil
-	}
-	return []string{*va.Spec.Source.PersistentVolumeName}, nil
-}
 
 // ours says whether the attachment is for a driver of the pool.
 func (c *Controller) ours(va *storagev1.VolumeAttachment) bool {

@@ -74,7 +74,7 @@ func writes(client *fake.Clientset) []string {
 
 func TestAttachmentOfADriverWithoutPublishIsOneStatusWrite(t *testing.T) {
 	c, client := newTest(t, false, testVA(), testPV())
-	if err := c.syncAttachment(context.Background(), "va1"); err != nil {
+	if _, err := c.syncAttachment(context.Background(), "va1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := writes(client); !slices.Equal(got, []string{"patch volumeattachments/status"}) {
@@ -93,14 +93,14 @@ func TestAttachmentOfADriverWithoutPublishIsOneStatusWrite(t *testing.T) {
 		}
 	}
 	client.ClearActions()
-	if err := c.syncAttachment(context.Background(), "va1"); err != nil || len(writes(client)) != 0 {
+	if _, err := c.syncAttachment(context.Background(), "va1"); err != nil || len(writes(client)) != 0 {
 		t.Errorf("second sync: %v, writes %v", err, writes(client))
 	}
 }
 
 func TestAttachmentOfAnotherDriverIsLeftAlone(t *testing.T) {
 	c, client := newTest(t, true, testVA(func(va *storagev1.VolumeAttachment) { va.Spec.Attacher = "other" }), testPV())
-	if err := c.syncAttachment(context.Background(), "va1"); err != nil || len(writes(client)) != 0 {
+	if _, err := c.syncAttachment(context.Background(), "va1"); err != nil || len(writes(client)) != 0 {
 		t.Errorf("sync: %v, writes %v", err, writes(client))
 	}
 }
@@ -108,7 +108,7 @@ func TestAttachmentOfAnotherDriverIsLeftAlone(t *testing.T) {
 func TestMissingCSINodeIsSavedAsTheAttachError(t *testing.T) {
 	protected := func(pv *v1.PersistentVolume) { pv.Finalizers = []string{attachment.Finalizer(drv)} }
 	c, client := newTest(t, true, testVA(), testPV(protected))
-	err := c.syncAttachment(context.Background(), "va1")
+	_, err := c.syncAttachment(context.Background(), "va1")
 	if err == nil {
 		t.Fatal("no error to back off on")
 	}
@@ -147,11 +147,11 @@ func TestPVFinalizerGoesOnlyWhenNoAttachmentNamesThePV(t *testing.T) {
 		pv.Finalizers = []string{"kubernetes.io/pv-protection", attachment.Finalizer(drv)}
 	}
 	c, client := newTest(t, true, testPV(deleting), testVA())
-	if err := c.syncVolume(context.Background(), "pv1"); err != nil || len(writes(client)) != 0 {
+	if _, err := c.syncVolume(context.Background(), "pv1"); err != nil || len(writes(client)) != 0 {
 		t.Fatalf("named PV: %v, writes %v", err, writes(client))
 	}
 	c, client = newTest(t, true, testPV(deleting))
-	if err := c.syncVolume(context.Background(), "pv1"); err != nil {
+	if _, err := c.syncVolume(context.Background(), "pv1"); err != nil {
 		t.Fatal(err)
 	}
 	var patch string

@@ -9,7 +9,7 @@
 // Nouns: Config (everything the loop needs), Controller (the loop), the
 // attachment queue (VolumeAttachments whose spec.attacher is a driver of
 // the pool) and the volume queue (PVs being deleted that carry one of our
-// finalizers).
+// finalizers, released once informerindex.AttachmentsOf finds none).
 //
 // Writes, exactly the reference's: the PV finalizer by JSON Patch (test
 // then add), the VolumeAttachment's finalizer and node-ID annotation in one
@@ -22,8 +22,8 @@
 // driver without PUBLISH_UNPUBLISH_VOLUME gets one status write and no
 // finalizer. No Kubernetes events are recorded: the reference records none.
 //
-// Failures are saved in the status and retried with per-attachment
-// exponential backoff (1s to 5m). Updates that only change attachError or
+// Failures are saved in the status and returned to the runner, which
+// retries them with per-attachment exponential backoff (1s to 5m). Updates that only change attachError or
 // detachError (our own reports) do not queue the attachment again, which
 // would undo the backoff.
 package attacher

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/volplane/volplane/internal/controller/secrets"
-
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
 )
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -101,9 +100,10 @@ func (c *Controller) markDetached(ctx context.Context, va *storagev1.VolumeAttac
 	return err
 }
 
-// saveError writes the error into status.attachError or detachError.
-func (c *Controller) saveError(ctx context.Context, va *storagev1.VolumeAttachment, err error, detach bool) error {
-	want := publication.WithError(va, err, detach, time.Now())
+// saveError writes the error into status.attachError, or detachError for
+// a Detach.
+func (c *Controller) saveError(ctx context.Context, va *storagev1.VolumeAttachment, err error, op publication.Operation) error {
+	want := publication.WithError(va, err, op, c.clock.Now())
 	_, perr := c.patch(ctx, va, statusPatch(va, want), "status")
 	return perr
 }

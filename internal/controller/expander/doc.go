@@ -30,7 +30,8 @@
 // annotation volume.kubernetes.io/storage-resizer=<CSI driver> by a
 // strategic-merge patch of the claim's status subresource (which keeps
 // metadata changes) carrying the resourceVersion read, as the reference's
-// SetClaimResizer does; a failure records Warning ExternalExpanding "error
+// SetClaimResizer does (resizing.WriteClaim under claimstatus.IfUnchanged,
+// the one claim status write of the resize family); a failure records Warning ExternalExpanding "error
 // setting resizer annotation to pvc <ns/name>, with error <err>" and is
 // retried. Unlike the reference, a claim that already carries the
 // annotation is not patched again (the reference sends a patch that

@@ -2,17 +2,16 @@ package expander
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/expansion"
 )
 
@@ -72,14 +71,6 @@ func (c *Controller) volume(name string) (*v1.PersistentVolume, error) {
 // with the resourceVersion read, as the reference's SetClaimResizer does:
 // a claim changed since is refused (a conflict, retried).
 func (c *Controller) annotate(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]string{expansion.HandOffResizerAnnotation: driver},
-	}})
-	if err != nil {
-		return fmt.Errorf("resizer annotation patch: %w", err)
-	}
-	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
-		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err := resizing.WriteClaim(ctx, c.client, claim, expansion.WithResizer(claim, driver), claimstatus.IfUnchanged)
 	return err
 }

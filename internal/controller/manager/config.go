@@ -74,6 +74,10 @@ type Config struct {
 	// Only those two loops may run so, without leader election: every
 	// node runs its own.
 	NodeDeployment *provisioner.NodeDeployment
+	// NodeAgent, if set, also runs the node agent of simulated nodes
+	// (`volplane up`, the test harness) over the same informers. It is not
+	// one of --controllers: a real cluster's nodes have kubelets.
+	NodeAgent *NodeAgent
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.
@@ -105,8 +109,13 @@ func (c Config) Validate() error {
 	if c.REST == nil {
 		return errors.New("no cluster configuration")
 	}
-	if len(c.Controllers) == 0 {
+	if len(c.Controllers) == 0 && c.NodeAgent == nil {
 		return errors.New("no controllers selected")
+	}
+	if c.NodeAgent != nil {
+		if err := c.NodeAgent.validate(c); err != nil {
+			return err
+		}
 	}
 	for _, name := range c.Controllers {
 		if !slices.Contains(Known(), name) {

@@ -13,6 +13,12 @@
 // before the loops start, and /readyz answers ok only once every selected
 // loop has synced its caches.
 //
+// The node agent (internal/nodeagent) is such a row, selected by
+// Config.NodeAgent: `volplane up` runs it beside the loops over the same
+// informers and indexes (it writes through a client of its own, user agent
+// volplane-node-agent); `up --without-loops` and the test harness run a
+// manager with that row alone.
+//
 // The heartbeat: while the provisioner runs (on the leader only, with
 // leader election), it keeps a heartbeat Lease (internal/heartbeat) for
 // every driver name its CSI endpoints report, in LeaderElectNamespace

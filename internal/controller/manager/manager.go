@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if cfg.MetricsAddr != "" {
-		srv, addr, err := serveMetrics(cfg.MetricsAddr, cfg.Profiling, reg, loops)
+		srv, addr, err := serveMetrics(cfg, reg, loops)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,10 @@ func newBroadcaster(ctx context.Context, cfg *rest.Config) (record.EventBroadcas
 	return b, nil
 }
 
-func serveMetrics(addr string, profiling bool, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {
+// serveMetrics serves /metrics, /healthz and /readyz on cfg.MetricsAddr,
+// and Go's profiles too with cfg.Profiling.
+func serveMetrics(cfg Config, reg *prometheus.Registry, l *loops) (*http.Server, string, error) {
+	addr := cfg.MetricsAddr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics address %s: %w", addr, err)
@@ -233,7 +236,7 @@ func serveMetrics(addr string, profiling bool, reg *prometheus.Registry, l *loop
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	if profiling {
+	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -11,7 +11,7 @@ import (
 // show internals, so --profiling is off unless an operator turns it on.
 func TestProfilesAreServedOnlyWithProfiling(t *testing.T) {
 	for _, profiling := range []bool{false, true} {
-		srv, addr, err := serveMetrics("127.0.0.1:0", profiling, prometheus.NewRegistry(), &loops{})
+		srv, addr, err := serveMetrics(Config{MetricsAddr: "127.0.0.1:0", Profiling: profiling}, prometheus.NewRegistry(), &loops{})
 		if err != nil {
 			t.Fatal(err)
 		}

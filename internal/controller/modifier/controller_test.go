@@ -23,6 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/resizing"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -101,6 +102,13 @@ func testPV(handle string) *v1.PersistentVolume {
 // its own newer copies from the informer's).
 func (b *bed) sync() error {
 	b.t.Helper()
+	_, err := b.syncResult()
+	return err
+}
+
+// syncResult is sync with what the sync asked of the runner.
+func (b *bed) syncResult() (loop.Result, error) {
+	b.t.Helper()
 	b.eventually("the informers catch up", func() string {
 		c, err := b.client.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "claim1", metav1.GetOptions{})
 		if err != nil {
@@ -119,8 +127,7 @@ func (b *bed) sync() error {
 		}
 		return ""
 	})
-	_, err := b.c.syncClaim(context.Background(), "ns/claim1")
-	return err
+	return b.c.syncClaim(context.Background(), "ns/claim1")
 }
 
 // writes are the API writes since the last ClearActions.
@@ -295,8 +302,8 @@ func TestRefusedParametersAreInfeasibleAndRetriedSlowly(t *testing.T) {
 	if events := b.drained(); len(events) != 2 || !strings.HasPrefix(events[1], "Warning VolumeModifyFailed rpc error: code = InvalidArgument") {
 		t.Errorf("events %q", events)
 	}
-	if err := b.sync(); err != nil || d.calls() != 1 {
-		t.Errorf("a sync within the slow retry: %v, %d calls (want none more)", err, d.calls())
+	if res, err := b.syncResult(); err != nil || d.calls() != 1 || res.RequeueAfter() != resizing.DefaultRetryMax {
+		t.Errorf("a sync within the slow retry: %v, %d calls (want none more), again after %s", err, d.calls(), res.RequeueAfter())
 	}
 	b.clock.SetTime(b.clock.Now().Add(resizing.DefaultRetryMax))
 	if err := b.sync(); status.Code(err) != codes.InvalidArgument || d.calls() != 2 {
@@ -370,8 +377,12 @@ func TestDriverWithoutModifyIsReportedOnTheClaim(t *testing.T) {
 	handle := d.createVolume(t, "v1", nil)
 	d.ep.Info.Modify = false // as if the driver did not report MODIFY_VOLUME
 	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), testPV(handle), standard, fast)
-	if err := b.sync(); err != nil {
+	res, err := b.syncResult()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.RequeueAfter() != resizing.DefaultRetryMax {
+		t.Errorf("again after %s, want the slow retry", res.RequeueAfter())
 	}
 	c := b.claim()
 	e := condition(c, v1.PersistentVolumeClaimVolumeModifyVolumeError)
@@ -386,8 +397,8 @@ func TestDriverWithoutModifyIsReportedOnTheClaim(t *testing.T) {
 		t.Errorf("events %q, want %q", events, want)
 	}
 	b.client.ClearActions()
-	if err := b.sync(); err != nil || len(b.writes()) != 0 || len(b.drained()) != 0 || d.calls() != 0 {
-		t.Errorf("a second sync: %v, writes %v, %d calls", err, b.writes(), d.calls())
+	if res, err := b.syncResult(); err != nil || len(b.writes()) != 0 || len(b.drained()) != 0 || d.calls() != 0 || res.RequeueAfter() <= 0 {
+		t.Errorf("a second sync: %v, writes %v, %d calls, again after %s", err, b.writes(), d.calls(), res.RequeueAfter())
 	}
 }
 
@@ -431,7 +442,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	d := serveDriver(t)
 	handle := d.createVolume(t, "v1", nil)
 	pv := testPV(handle)
-	pv.Annotations = map[string]string{annModifySecretName: "creds", annModifySecretNamespace: "ns"}
+	pv.Annotations = map[string]string{modification.AnnModifySecretName: "creds", modification.AnnModifySecretNamespace: "ns"}
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"k": []byte("v")}}
 	b := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast, secret)
 	if err := b.sync(); err != nil {
@@ -440,7 +451,7 @@ func TestModifySecretFromThePV(t *testing.T) {
 	if got := d.last.GetSecrets(); got["k"] != "v" {
 		t.Errorf("secrets %v", got)
 	}
-	pv.Annotations[annModifySecretName] = "missing"
+	pv.Annotations[modification.AnnModifySecretName] = "missing"
 	b2 := newBed(t, csi.NewPool(d.ep), testClaim("fast"), pv, fast)
 	err := b2.sync()
 	if err == nil || !strings.Contains(err.Error(), "error getting secret missing in namespace ns") {

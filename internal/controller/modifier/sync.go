@@ -8,7 +8,6 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/claimstatus"
@@ -23,6 +22,8 @@ import (
 // with backoff (the claim keeps its InProgress mark).
 var errClassMissing = errors.New("the target VolumeAttributesClass does not exist")
 
+// syncClaim reads one claim, its PV and classes, asks modification.Decide,
+// and acts; a slow retry or a wait is returned as loop.After.
 func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, error) {
 	claim, err := c.Claim(key)
 	if err != nil || claim == nil {
@@ -88,7 +89,7 @@ func (c *Controller) modify(ctx context.Context, key string, claim *v1.Persisten
 	driver := pv.Spec.CSI.Driver
 	if d.Start {
 		c.Memory.Calling(key)
-		marked, err := c.WriteClaim(ctx, key, claim, modification.MarkModifyInProgress(claim, c.now()), claimstatus.IfUnchanged)
+		marked, err := c.WriteClaim(ctx, key, claim, modification.MarkModifyInProgress(claim, c.MarkTime()), claimstatus.IfUnchanged)
 		if err != nil {
 			return fmt.Errorf("mark PVC %q as modify volume in progress failed: %w", claim.Name, err)
 		}
@@ -117,7 +118,7 @@ func (c *Controller) callDriver(ctx context.Context, claim *v1.PersistentVolumeC
 	if err != nil {
 		return fmt.Errorf("no endpoint to modify volume %s through: %w", pv.Name, err)
 	}
-	secrets, err := c.secrets(ctx, pv)
+	secrets, err := c.Secrets(ctx, modification.SecretRef(pv))
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (c *Controller) failed(ctx context.Context, key string, claim *v1.Persisten
 	outcome := modifyOutcome(callErr)
 	c.Memory.Answered(key, outcome, c.Clock.Now())
 	infeasible := outcome == resizing.EndedInfeasible
-	if _, err := c.WriteClaim(ctx, key, claim, modification.MarkModifyFailed(claim, callErr, infeasible, c.now()), claimstatus.IfUnchanged); err != nil {
+	if _, err := c.WriteClaim(ctx, key, claim, modification.MarkModifyFailed(claim, callErr, infeasible, c.MarkTime()), claimstatus.IfUnchanged); err != nil {
 		return fmt.Errorf("mark PVC %q as modify volume failed, errored with: %w", claim.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("ControllerModifyVolume failed", "class", target,
@@ -192,7 +193,7 @@ func (c *Controller) unsupported(ctx context.Context, key string, claim *v1.Pers
 	driver := pv.Spec.CSI.Driver
 	// As the driver's Unimplemented answer would be: over, and infeasible.
 	c.Memory.Answered(key, resizing.EndedInfeasible, c.Clock.Now())
-	want := modification.MarkModifyUnsupported(claim, driver, c.now())
+	want := modification.MarkModifyUnsupported(claim, driver, c.MarkTime())
 	if want == nil {
 		return loop.After(c.SlowRetry), nil
 	}
@@ -202,6 +203,3 @@ func (c *Controller) unsupported(ctx context.Context, key string, claim *v1.Pers
 	}
 	return loop.After(c.SlowRetry), nil
 }
-
-// now is the time of a mark.
-func (c *Controller) now() metav1.Time { return metav1.NewTime(c.Clock.Now()) }

@@ -13,7 +13,8 @@
 //
 // Claims are processed per namespace, as the reference does since v1.31:
 // everything queued for a namespace is taken at once, the informer cache is
-// asked first, and claims no cached pod uses are confirmed against one live
+// asked first (pods by claim, informerindex.PodsUsing, the index every loop
+// of the process shares), and claims no cached pod uses are confirmed against one live
 // LIST of the namespace's pods, made at most once per batch. The writes of a
 // batch then go out in parallel (the reference makes them one by one).
 //

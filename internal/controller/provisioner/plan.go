@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
@@ -115,31 +114,23 @@ func (c *Controller) topologyInput(claim *v1.PersistentVolumeClaim, class *stora
 }
 
 // pinnedPlan sends the request to the endpoint an earlier attempt asked
-// (AnnEndpointNode), narrowed to that endpoint's topology, since that is
-// where a volume of this name may already exist. If that endpoint is not
-// served now the claim waits (a retryable error): asking another could
-// make a second volume. A pin outside the selected node or the class's
-// allowed topologies is one no attempt wrote (provisioning.CheckPin): it is an error of
-// type *provisioning.PinMisfit, never used.
+// (provisioning.PinnedEndpoint), narrowed to that endpoint's topology,
+// since that is where a volume of this name may already exist.
 func (c *Controller) pinnedPlan(p plan, in provisioning.RequestFacts, driver, node string) (plan, error) {
 	segs, err := provisioning.PinSegments(in)
 	if err != nil {
 		return plan{}, err
 	}
-	for _, e := range c.pool.Endpoints(driver) {
-		if e.Info.NodeID != node {
-			continue
-		}
-		if err := provisioning.CheckPin(endpointOf(e), segs); err != nil {
-			return plan{}, err
-		}
-		if p.request.AccessibilityRequirements != nil && len(e.Info.Topology) > 0 {
-			p.request.AccessibilityRequirements = provisioning.NarrowedTo(endpointOf(e))
-		}
-		p.endpoint = e
-		return p, nil
+	eps := c.pool.Endpoints(driver)
+	i, err := provisioning.PinnedEndpoint(driver, endpointsOf(eps), node, segs)
+	if err != nil {
+		return plan{}, err
 	}
-	return plan{}, fmt.Errorf("an earlier attempt asked the %s endpoint of node %q, which is not served now; waiting for it", driver, node)
+	if p.request.AccessibilityRequirements != nil && len(eps[i].Info.Topology) > 0 {
+		p.request.AccessibilityRequirements = provisioning.NarrowedTo(endpointOf(eps[i]))
+	}
+	p.endpoint = eps[i]
+	return p, nil
 }
 
 // fallbacks are the plans to try, in the claim's order of preference, when
@@ -160,11 +151,8 @@ func (c *Controller) fallbacks(driver string, p plan) []plan {
 	return out
 }
 
-// selectedNode is the claim's selected node, nil without one. A node the
-// lister does not know is taken from the endpoint of the driver that runs
-// on it (node ID = node name), so that a claim whose node went away can
-// still be cleaned up; otherwise it is a final error: the scheduler must
-// choose again.
+// selectedNode is the claim's selected node, nil without one; a node the
+// lister does not know is provisioning.SelectedNodeGone's.
 func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string) (*v1.Node, error) {
 	name := claim.Annotations[annSelectedNode]
 	if name == "" {
@@ -177,12 +165,7 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 	if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	for _, d := range c.pool.Endpoints(driver) {
-		if d.Info.NodeID == name && len(d.Info.Topology) > 0 {
-			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.Info.Topology}}, nil
-		}
-	}
-	return nil, provisioning.Final(fmt.Errorf("selected node %q does not exist", name))
+	return provisioning.SelectedNodeGone(name, endpointsOf(c.pool.Endpoints(driver)))
 }
 
 // sourceVolume resolves a clone source to its PV (nil without a source):

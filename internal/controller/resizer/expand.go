@@ -7,13 +7,11 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/resizing"
-	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/expansion"
@@ -26,7 +24,7 @@ import (
 // step already done (after a crash, or a retry) writes nothing.
 func (c *Controller) expand(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) (loop.Result, error) {
 	driver := pv.Spec.CSI.Driver
-	claim, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeInProgress(claim, d.Size, c.now()), claimstatus.IfUnchanged)
+	claim, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeInProgress(claim, d.Size, c.MarkTime()), claimstatus.IfUnchanged)
 	if err != nil {
 		return loop.Done(), fmt.Errorf("marking pvc %s as resizing failed: %w", key, err)
 	}
@@ -42,7 +40,7 @@ func (c *Controller) expand(ctx context.Context, key string, claim *v1.Persisten
 		return loop.Done(), fmt.Errorf("error updating pv %q by resizer: %w", pv.Name, err)
 	}
 	if nodeRequired {
-		if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkNodeResizePending(claim, c.now()), claimstatus.IfUnchanged); err != nil {
+		if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkNodeResizePending(claim, c.MarkTime()), claimstatus.IfUnchanged); err != nil {
 			return loop.Done(), fmt.Errorf("mark PVC %s as node expansion required failed: %w", key, err)
 		}
 		c.Recorders.Event(driver, claim, v1.EventTypeNormal, expansion.EventFileSystemResizeRequired, expansion.MessageFileSystemResizeRequired)
@@ -77,7 +75,7 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 	if err != nil {
 		return size, false, fmt.Errorf("failed to get capabilities of volume %s with %w", pv.Name, err)
 	}
-	secrets, err := c.secrets(ctx, pv.Spec.CSI.ControllerExpandSecretRef)
+	secrets, err := c.Secrets(ctx, pv.Spec.CSI.ControllerExpandSecretRef) // read live, as the reference does
 	if err != nil {
 		return size, false, err
 	}
@@ -109,7 +107,7 @@ func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.Persi
 // refused size loops neither in writes nor in events.
 func (c *Controller) refuse(ctx context.Context, key string, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d expansion.Decision) error {
 	sizeErr := quantity.TooLarge(d.Size)
-	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, c.now())
+	want := expansion.MarkControllerResizeFailed(claim, sizeErr, true, c.MarkTime())
 	if want == nil {
 		return nil // refused and told already
 	}
@@ -140,7 +138,7 @@ func (c *Controller) failed(ctx context.Context, key string, claim *v1.Persisten
 	infeasible := outcome == resizing.EndedInfeasible
 	logger.V(2).Info("ControllerExpandVolume failed", "infeasible", infeasible, "err", callErr)
 	// A failure mark lands whatever changed, as the reference's does.
-	if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, c.now()), claimstatus.Always); err != nil {
+	if _, err := c.WriteClaim(ctx, key, claim, expansion.MarkControllerResizeFailed(claim, callErr, infeasible, c.MarkTime()), claimstatus.Always); err != nil {
 		resizeErr = fmt.Errorf("resizing failed in controller with %w but failed to update PVC %s with: %v", callErr, key, err)
 	}
 	c.Recorders.Event(driver, claim, v1.EventTypeWarning, expansion.EventResizeFailed, resizeErr.Error())
@@ -163,15 +161,3 @@ func expandOutcome(err error) resizing.Outcome {
 	}
 	return resizing.Ended
 }
-
-// secrets reads the controllerExpandSecretRef live, as the reference does.
-func (c *Controller) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	out, err := secrets.Read(ctx, c.Client, ref)
-	if err != nil {
-		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
-	}
-	return out, nil
-}
-
-// now is the time of a mark.
-func (c *Controller) now() metav1.Time { return metav1.NewTime(c.Clock.Now()) }

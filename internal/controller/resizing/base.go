@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/controller/secrets"
 )
 
 // Base is what the resizer and the modifier are each built on: the Config
@@ -45,7 +47,7 @@ func NewBase(cfg Config, name, queue string) (*Base, error) {
 	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
-	return &Base{Config: cfg, Recorders: cfg.Recorders(),
+	return &Base{Config: cfg, Recorders: cfg.recorders(),
 		Claims: claimInf.Lister(), PVs: pvInf.Lister(),
 		ClaimInformer: claimInf.Informer(), PVInformer: pvInf.Informer(),
 		Queue:       loop.NewQueue(queue, cfg.RetryStart, cfg.RetryMax),
@@ -62,6 +64,20 @@ func (b *Base) Runner(name string, synced []cache.InformerSynced,
 		Queues: []loop.Queue{{Q: b.Queue, Sync: sync}}, Resync: resync, ResyncPeriod: b.ResyncPeriod,
 		Metrics: b.Metrics, Clock: b.Clock}
 }
+
+// Secrets reads the data of the secret ref names for a driver call (nil
+// without a reference), its error in the external-resizer's words.
+func (b *Base) Secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
+	out, err := secrets.Read(ctx, b.Client, ref)
+	if err != nil {
+		return nil, fmt.Errorf("error getting secret %s in namespace %s: %w", ref.Name, ref.Namespace, err)
+	}
+	return out, nil
+}
+
+// MarkTime is the time a claim's condition records: now, on the Config's
+// clock.
+func (b *Base) MarkTime() metav1.Time { return metav1.NewTime(b.Clock.Now()) }
 
 // Claim is the newest copy of the key's claim; nil, and no error, when
 // the claim is gone or the key is not a claim's.

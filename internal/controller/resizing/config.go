@@ -103,9 +103,9 @@ func (c Config) Holds(pv *v1.PersistentVolume) bool {
 	return provisioning.ForVolume(provisioning.Local{Node: c.NodeName, Topology: eps[0].Info.Topology}, pv).Ours
 }
 
-// Recorders are the event recorders of the pool's drivers, by driver name;
+// recorders are the event recorders of the pool's drivers, by driver name;
 // empty without a Recorder.
-func (c Config) Recorders() Recorders {
+func (c Config) recorders() Recorders {
 	out := Recorders{}
 	if c.Recorder == nil {
 		return out

@@ -9,11 +9,16 @@
 // Nouns:
 //
 //   - Config: the dependencies and settings of either loop (Holds: which
-//     PVs it serves; Recorders: an event recorder per driver).
+//     PVs it serves; Recorders: an event recorder per driver, from
+//     EventComponent, the external-resizer's event source; RecorderFrom
+//     builds Config.Recorder over a broadcaster).
 //   - Base: what either loop is built on (its Config, the claim and PV
 //     listers, the queue, the Newest copies of its own writes, its Memory)
 //     and the steps both take: reading a claim and its PV, the claim and PV
-//     event handlers, the resync, the runner, the writes.
+//     event handlers (a loop's own writes wake nothing), the resync, the
+//     runner (its syncs return loop.Result: a slow retry is loop.After),
+//     the secret read, the time of a mark, the writes (WriteClaim,
+//     PatchVolume).
 //   - Memory: what a loop knows of its earlier driver calls, per claim key,
 //     lost on restart as the reference's: whether the last call ended
 //     (an Outcome), whether it was refused as the volume is in use, and

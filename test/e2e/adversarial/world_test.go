@@ -11,8 +11,6 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +26,7 @@ import (
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // canary is the file written into each victim volume, and what it holds.
@@ -269,9 +268,9 @@ func (w *world) deleteStrayVolumes() {
 		}
 		b := s.Backends[0]
 		for _, id := range b.VolumeIDs {
-			conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := support.Dial(endpoint)
 			if err != nil {
-				w.t.Errorf("dial %s: %v", endpoint, err)
+				w.t.Error(err)
 				continue
 			}
 			_, err = csipb.NewControllerClient(conn).DeleteVolume(w.ctx, &csipb.DeleteVolumeRequest{VolumeId: id})

@@ -44,19 +44,9 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) alive() error {
-	select {
-	case err := <-bed.ended:
-		bed.ended <- err
-		return fmt.Errorf("the loop ended: %v", err)
-	default:
-		return nil
-	}
-}
-
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	stacktest.Eventually(e.t, what, cond, e.alive)
+	stacktest.Eventually(e.t, what, cond, bed.loop.EndedEarly)
 }
 
 func (e *env) must(err error, what string) {

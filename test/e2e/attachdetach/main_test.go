@@ -16,16 +16,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/attachdetach"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // unmountWait replaces the reference's 6 minutes.
@@ -34,36 +30,25 @@ const unmountWait = 4 * time.Second
 // bed is the package's test bed.
 var bed struct {
 	registry *prometheus.Registry
-	// ended receives what the loop's Run returned.
-	ended chan error
+	loop     *stacktest.LoopRun
 }
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
+	support.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	factory := informers.NewSharedInformerFactory(cp.Client, 0)
 	bed.registry = prometheus.NewRegistry()
-	c, err := attachdetach.New(attachdetach.Config{
-		Client: cp.Client, Informers: factory, Metrics: bed.registry,
-		Recorder: events.NewRecorder(scheme.Scheme, v1.EventSource{Component: attachment.EventComponent}),
-		Workers:  2, ResyncPeriod: 2 * time.Second, MaxWaitForUnmount: unmountWait,
+	var err error
+	bed.loop, err = stacktest.RunLoop(cp, 0, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+		return attachdetach.New(attachdetach.Config{
+			Client: d.Client, Informers: d.Informers, Metrics: bed.registry,
+			Recorder: d.Recorder(attachment.EventComponent),
+			Workers:  2, ResyncPeriod: 2 * time.Second, MaxWaitForUnmount: unmountWait,
+		})
 	})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	bed.ended = make(chan error, 1)
-	go func() { bed.ended <- c.Run(ctx) }()
-	factory.Start(ctx.Done())
-	return func() {
-		cancel()
-		<-bed.ended
-		factory.Shutdown()
-		events.Shutdown()
-	}, nil
+	return bed.loop.Stop, nil
 }

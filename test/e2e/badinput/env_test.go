@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -18,6 +17,7 @@ import (
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client and a namespace.
@@ -50,15 +50,7 @@ type claimOpt func(*corev1.PersistentVolumeClaim)
 // claim is a 1Gi ReadWriteOnce claim of the default (Immediate, node-local)
 // class, changed by opts.
 func (e *env) claim(name string, opts ...claimOpt) *corev1.PersistentVolumeClaim {
-	c := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(bundle.ImmediateClass),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	c := support.Claim(e.ns, name, bundle.ImmediateClass, "1Gi")
 	for _, o := range opts {
 		o(c)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client and a namespace.
@@ -103,13 +104,7 @@ func hostPath(name string) corev1.PersistentVolumeSource {
 // claim creates a claim of class and size, RWO.
 func (e *env) claim(name, size, class string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()
-	c := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class),
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
-	}
-	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{})
+	c, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, support.Claim(e.ns, name, class, size), metav1.CreateOptions{})
 	e.must(err)
 	return c
 }
@@ -122,16 +117,7 @@ func (e *env) deleteClaim(name string) {
 // pod creates a pod on node using claim.
 func (e *env) pod(name, node, claim string) {
 	e.t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node},
-			Containers: []corev1.Container{{Name: "app", Image: "busybox:1.37",
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-		},
-	}
-	_, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	_, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, support.Pod(e.ns, name, node, claim), metav1.CreateOptions{})
 	e.must(err)
 }
 

@@ -66,13 +66,7 @@ func (e *env) start(crashAt int) *stacktest.LoopRun {
 // before it is created.
 func (e *env) claim(name, class, size string, mods ...func(*corev1.PersistentVolumeClaim)) (*corev1.PersistentVolumeClaim, string) {
 	e.t.Helper()
-	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
-	for _, m := range mods {
-		m(c)
-	}
+	c := support.Claim(e.ns, name, class, size, mods...)
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create claim: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/inspect"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client, a namespace, and the cluster-scoped
@@ -185,14 +186,7 @@ type claimOpt func(*corev1.PersistentVolumeClaim)
 // claim creates a claim of class, RWO.
 func (e *env) claim(name, size, class string, opts ...claimOpt) {
 	e.t.Helper()
-	c := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
-		},
-	}
+	c := support.Claim(e.ns, name, class, size)
 	for _, o := range opts {
 		o(c)
 	}
@@ -229,19 +223,7 @@ func (e *env) getVolume(name string) *corev1.PersistentVolume {
 // node that does not exist keeps it unscheduled.
 func (e *env) pod(name, node, claim string) {
 	e.t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "busybox:1.37",
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-		},
-	}
-	if node != "" {
-		p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
-	}
-	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, support.Pod(e.ns, name, node, claim), metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

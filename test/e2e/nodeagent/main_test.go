@@ -7,13 +7,11 @@ package nodeagent
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -28,7 +26,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/nodeagent"
-	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 var bed struct {
@@ -104,46 +102,33 @@ func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 // attached first.
 const attachDriverName = "attach.csi.volplane.io"
 
-func TestMain(m *testing.M) { stacktest.Main(m, 2, setUp) }
+func TestMain(m *testing.M) { support.Main(m, 2, setUp) }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-na-")
+	drivers, err := support.NewDrivers("vp-na-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var stopped []chan error
+	ctx := context.Background()
 	teardown := func() {
 		if bed.agent != nil {
 			bed.agent.stop()
 		}
-		cancel()
-		for _, s := range stopped {
-			<-s
-		}
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
-	bed.cp, bed.dir, bed.mounter = cp, dir, hostpath.NewFakeMounter()
+	bed.cp, bed.dir, bed.mounter = cp, drivers.Dir, hostpath.NewFakeMounter()
 	bed.endpoints, bed.drivers = map[string]string{}, map[string]*csi.Endpoint{}
 	for _, node := range cp.Nodes {
-		endpoint := "unix://" + filepath.Join(dir, node+".sock")
-		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
-			DataDir: filepath.Join(dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
-		if err != nil {
-			teardown()
-			return nil, err
-		}
-		s := make(chan error, 1)
-		stopped = append(stopped, s)
-		go func() { s <- drv.Run(ctx) }()
-		e, err := dialWhenServing(ctx, endpoint)
+		endpoint := drivers.Endpoint(node)
+		e, err := serve(ctx, drivers, hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
+			DataDir: filepath.Join(drivers.Dir, "hostpath", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 		if err != nil {
 			teardown()
 			return nil, err
 		}
 		bed.endpoints[node], bed.drivers[node] = endpoint, e
 	}
-	if err := startAttachDriver(ctx, cp.Nodes[0], &stopped); err != nil {
+	if err := startAttachDriver(ctx, drivers, cp.Nodes[0]); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -167,13 +152,12 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	return teardown, nil
 }
 
-func dialWhenServing(ctx context.Context, endpoint string) (*csi.Endpoint, error) {
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		e, err := csi.Dial(ctx, endpoint, nil)
-		if err == nil || time.Now().After(deadline) {
-			return e, err
-		}
+// serve runs a driver and dials it once it answers.
+func serve(ctx context.Context, drivers *support.Drivers, cfg hostpath.Config) (*csi.Endpoint, error) {
+	if _, err := drivers.Serve(cfg); err != nil {
+		return nil, err
 	}
+	return csi.Dial(ctx, cfg.Endpoint, nil)
 }
 
 // running is an agent running in the background.
@@ -203,17 +187,10 @@ func startAgent() (*running, error) {
 
 func (r *running) stop() { r.cancel(); <-r.done }
 
-func startAttachDriver(ctx context.Context, node string, stopped *[]chan error) error {
-	endpoint := "unix://" + filepath.Join(bed.dir, "attach.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
-		AttachRequired: true, DataDir: filepath.Join(bed.dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
-	if err != nil {
-		return err
-	}
-	s := make(chan error, 1)
-	*stopped = append(*stopped, s)
-	go func() { s <- drv.Run(ctx) }()
-	bed.attachEndpoint = endpoint
-	bed.attachDriver, err = dialWhenServing(ctx, endpoint)
+func startAttachDriver(ctx context.Context, drivers *support.Drivers, node string) error {
+	bed.attachEndpoint = drivers.Endpoint("attach")
+	var err error
+	bed.attachDriver, err = serve(ctx, drivers, hostpath.Config{Endpoint: bed.attachEndpoint, NodeID: node, Capacity: 1 << 30, Name: attachDriverName,
+		AttachRequired: true, DataDir: filepath.Join(drivers.Dir, "attach", node), Mounter: bed.mounter, Interceptor: bed.tap.intercept})
 	return err
 }

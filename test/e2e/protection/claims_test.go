@@ -2,9 +2,10 @@ package protection
 
 import (
 	"fmt"
-	"k8s.io/client-go/util/retry"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/retry"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // The finalizers, as users see them.
@@ -89,11 +87,7 @@ func (e *env) createClaim(name, class string) *corev1.PersistentVolumeClaim {
 }
 
 func claimSpec(class string) corev1.PersistentVolumeClaimSpec {
-	return corev1.PersistentVolumeClaimSpec{
-		StorageClassName: ptr.To(class),
-		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-	}
+	return support.Claim("", "", class, "1Mi").Spec
 }
 
 // findClaim returns the claim, or nil if it does not exist.
@@ -262,14 +256,6 @@ func (e *env) removePods() {
 }
 
 // Backend.
-
-func dialCSI(endpoint string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
-	}
-	return conn, nil
-}
 
 // backendHas says whether any node's driver holds the volume.
 func (e *env) backendHas(id string) bool {

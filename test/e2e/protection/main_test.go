@@ -12,7 +12,6 @@ package protection
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // The classes the tests use, made once.
@@ -51,44 +51,35 @@ var bed struct {
 var everyLoop = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
+	support.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	dir, err := os.MkdirTemp("", "vp-prot-") // short: unix socket paths are limited
+	drivers, err := support.NewDrivers("vp-prot-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var stopped []chan error
+	ctx := context.Background()
 	teardown := func() {
 		if bed.loops != nil {
 			_ = bed.loops.Stop()
 		}
-		cancel()
-		for _, s := range stopped {
-			<-s
-		}
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
 	bed.rest = cp.RESTConfig
 	for _, node := range cp.Nodes {
-		endpoint := "unix://" + filepath.Join(dir, node+".sock")
-		drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
-			DataDir: filepath.Join(dir, node), Mounter: hostpath.NewFakeMounter()})
+		endpoint := drivers.Endpoint(node)
+		if _, err := drivers.Serve(hostpath.Config{Endpoint: endpoint, NodeID: node, Capacity: 1 << 30,
+			DataDir: filepath.Join(drivers.Dir, node), Mounter: hostpath.NewFakeMounter()}); err != nil {
+			teardown()
+			return nil, err
+		}
+		conn, err := support.Dial(endpoint)
 		if err != nil {
 			teardown()
 			return nil, err
 		}
-		s := make(chan error, 1)
-		stopped = append(stopped, s)
-		go func() { s <- drv.Run(ctx) }()
-		client, err := waitServing(ctx, endpoint)
-		if err != nil {
-			teardown()
-			return nil, err
-		}
-		bed.endpoints, bed.drivers = append(bed.endpoints, endpoint), append(bed.drivers, client)
+		bed.endpoints, bed.drivers = append(bed.endpoints, endpoint), append(bed.drivers, csi.NewControllerClient(conn))
 	}
 	if err := registerStorage(ctx, cp); err != nil {
 		teardown()
@@ -96,23 +87,6 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	}
 	bed.loops = startLoops(everyLoop...)
 	return teardown, nil
-}
-
-func waitServing(ctx context.Context, endpoint string) (csi.ControllerClient, error) {
-	conn, err := dialCSI(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	client := csi.NewControllerClient(conn)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := client.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
-		if err == nil {
-			return client, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("driver at %s not serving: %w", endpoint, err)
-		}
-	}
 }
 
 func registerStorage(ctx context.Context, cp *cluster.ControlPlane) error {

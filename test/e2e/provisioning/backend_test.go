@@ -1,12 +1,9 @@
 package provisioning
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/volplane/volplane/internal/hostpath"
 )
@@ -23,14 +20,6 @@ type backendVolume struct {
 }
 
 func (v backendVolume) String() string { return v.node + ":" + v.id }
-
-func dialCSI(endpoint string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
-	}
-	return conn, nil
-}
 
 // backendVolumes lists every volume of every node's driver.
 func (e *env) backendVolumes() []backendVolume {

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // Strings users and tools depend on, spelled out. On claims:
@@ -35,9 +36,10 @@ type env struct {
 	client  kubernetes.Interface
 	ns      string
 	earlier map[string]bool
-	// brokenBefore are the PVs already without their backend volume when
-	// the test began: the test that broke them reported them.
-	brokenBefore map[types.UID]bool
+	// left is what the cluster already broke when the test began (the
+	// backend volumes there, the PVs already without their volume): the
+	// test that broke it reported it.
+	left invariants.Leftovers
 }
 
 func newEnv(t *testing.T) *env {
@@ -45,16 +47,37 @@ func newEnv(t *testing.T) *env {
 	cp := stacktest.ControlPlane(t)
 	e := &env{t: t, ctx: context.Background(), client: cp.Client, ns: stacktest.Namespace(t)}
 	e.earlier = map[string]bool{}
-	before := e.snapshot()
-	for _, v := range before.backend {
+	for _, v := range e.backendVolumes() {
 		e.earlier[v.id] = true
 	}
-	e.brokenBefore = brokenPVs(before)
+	e.left = invariants.Before(support.ReadState(t, e.client, endpoints()...))
 	t.Cleanup(func() {
 		e.checkInvariants()
 		e.removeEverything()
 	})
 	return e
+}
+
+// settleTimeout is how long the checker lets work in flight (a deletion
+// between its steps) finish before it reports what is still wrong.
+const settleTimeout = 5 * time.Second
+
+// checkInvariants fails the test if the cluster and the backend hold a
+// state the loops must never leave behind at rest (invariants.Bindings and
+// invariants.Backends, but for what the test began with):
+//   - a PV that is the volume of two Bound claims;
+//   - a Bound claim whose PV is missing or does not point back at it;
+//   - a backend volume made during the test with no PV for it (leaked), or
+//     on a node its PV is not accessible from (a second copy);
+//   - any PV of the driver, whatever its claim or reclaim policy, whose
+//     backend volume is gone while the PV is not being deleted (data
+//     deleted under a PV that still promises it).
+func (e *env) checkInvariants() {
+	e.t.Helper()
+	support.Holds(e.t, settleTimeout, func() []string {
+		s := support.ReadState(e.t, e.client, endpoints()...)
+		return append(invariants.Bindings(s.Claims, s.PVs), invariants.Backends(s, e.left)...)
+	})
 }
 
 // Waits. Short polls, never sleeps on the happy path.

@@ -10,12 +10,9 @@ package provisioning
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +23,7 @@ import (
 
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // nodeCapacity is what each node's driver may hand out in total: small, so
@@ -55,35 +52,29 @@ var bed struct {
 }
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, 2, setUp)
+	support.Main(m, 2, setUp)
 }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
-	// Under /tmp, not the test's temp dir: a unix socket path must stay short.
-	dir, err := os.MkdirTemp("", "vp-prov-")
+	drivers, err := support.NewDrivers("vp-prov-")
 	if err != nil {
 		return nil, err
 	}
-	ctx, stopDrivers := context.WithCancel(context.Background())
 	teardown := func() {
 		if bed.shared != nil {
 			_ = bed.shared.Stop()
 		}
-		stopDrivers()
-		for _, d := range bed.drivers {
-			d.wait()
-		}
-		_ = os.RemoveAll(dir)
+		drivers.Stop()
 	}
 	for _, node := range cp.Nodes {
-		d, err := serveDriver(ctx, node, filepath.Join(dir, node))
+		d, err := serveDriver(drivers, node)
 		if err != nil {
 			teardown()
 			return nil, err
 		}
 		bed.drivers = append(bed.drivers, d)
 	}
-	if err := registerStorage(ctx, cp.Client); err != nil {
+	if err := registerStorage(context.Background(), cp.Client); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -128,57 +119,22 @@ type nodeDriver struct {
 	node     string
 	endpoint string
 	csi      csi.ControllerClient
-	stopped  chan error
 }
 
-func serveDriver(ctx context.Context, node, dir string) (*nodeDriver, error) {
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{
-		Endpoint: endpoint, NodeID: node, Capacity: nodeCapacity, DataDir: filepath.Join(dir, "data"),
+func serveDriver(drivers *support.Drivers, node string) (*nodeDriver, error) {
+	endpoint := drivers.Endpoint(node)
+	if _, err := drivers.Serve(hostpath.Config{
+		Endpoint: endpoint, NodeID: node, Capacity: nodeCapacity, DataDir: filepath.Join(drivers.Dir, node),
 		AttachRequired: true,
 		Interceptor:    driverCalls.intercept,
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("driver of %s: %w", node, err)
 	}
-	d := &nodeDriver{node: node, endpoint: endpoint, stopped: make(chan error, 1)}
-	go func() { d.stopped <- drv.Run(ctx) }()
-	conn, err := dialCSI(endpoint)
+	conn, err := support.Dial(endpoint)
 	if err != nil {
 		return nil, err
 	}
-	d.csi = csi.NewControllerClient(conn)
-	return d, d.waitServing(ctx)
-}
-
-// waitServing returns once the driver answers over its socket.
-func (d *nodeDriver) waitServing(ctx context.Context) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := d.csi.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
-		if err == nil {
-			return nil
-		}
-		select {
-		case runErr := <-d.stopped:
-			return fmt.Errorf("driver of %s stopped: %w", d.node, runErr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("driver of %s not serving at %s: %w", d.node, d.endpoint, err)
-		}
-	}
-}
-
-func (d *nodeDriver) wait() {
-	select {
-	case err := <-d.stopped:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(os.Stderr, "driver of %s: %v\n", d.node, err)
-		}
-	case <-time.After(10 * time.Second):
-		fmt.Fprintf(os.Stderr, "driver of %s did not stop\n", d.node)
-	}
+	return &nodeDriver{node: node, endpoint: endpoint, csi: csi.NewControllerClient(conn)}, nil
 }
 
 // endpoints are the CSI endpoints the provisioner is given: every node's.

@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // CSI migration end to end: the bundled driver, served under the name of
@@ -148,30 +148,22 @@ func (e *env) volumesOf(d *nodeDriver) []string {
 // us-east-1a until the test ends; its volumes are removed with it.
 func serveEBSStandIn(t *testing.T) *nodeDriver {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vp-ebs-")
+	drivers, err := support.NewDrivers("vp-ebs-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	drv, err := hostpath.New(hostpath.Config{Endpoint: endpoint, NodeID: ebsZone, Capacity: nodeCapacity,
-		DataDir: filepath.Join(dir, "data"), Name: ebsDriver, TopologyKey: ebsZoneKey})
-	if err != nil {
+	t.Cleanup(drivers.Stop)
+	endpoint := drivers.Endpoint("csi")
+	if _, err := drivers.Serve(hostpath.Config{Endpoint: endpoint, NodeID: ebsZone, Capacity: nodeCapacity,
+		DataDir: filepath.Join(drivers.Dir, "data"), Name: ebsDriver, TopologyKey: ebsZoneKey}); err != nil {
 		t.Fatal(err)
 	}
-	d := &nodeDriver{node: ebsZone, endpoint: endpoint, stopped: make(chan error, 1)}
-	go func() { d.stopped <- drv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); d.wait(); _ = os.RemoveAll(dir) })
-	conn, err := dialCSI(endpoint)
+	conn, err := support.Dial(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	d.csi = csi.NewControllerClient(conn)
-	if err := d.waitServing(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return &nodeDriver{node: ebsZone, endpoint: endpoint, csi: csi.NewControllerClient(conn)}
 }
 
 // runLoopsWith runs the binder and the provisioner, serving these CSI

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 )
@@ -94,4 +97,15 @@ func (d *Drivers) Stop() {
 		}
 	}
 	_ = os.RemoveAll(d.Dir)
+}
+
+// Dial is a plain gRPC connection to a driver's socket, for the CSI calls
+// a test makes itself, as an administrator would (ListVolumes,
+// DeleteVolume), beside the loops' own clients.
+func Dial(endpoint string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
+	}
+	return conn, nil
 }

@@ -10,15 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/util/podutils"
-	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // env is one test's world: a client and a namespace.
@@ -44,14 +43,7 @@ func (e *env) eventually(what string, cond func() string) {
 // claim creates a claim of class with access mode mode.
 func (e *env) claim(name, class string, mode corev1.PersistentVolumeAccessMode) {
 	e.t.Helper()
-	c := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	c := support.Claim(e.ns, name, class, "1Gi", support.Modes(mode))
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -60,19 +52,7 @@ func (e *env) claim(name, class string, mode corev1.PersistentVolumeAccessMode) 
 // pod creates a pod on node using claim (no claim: no volume of ours).
 func (e *env) pod(name, node, claim string) {
 	e.t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"kubernetes.io/hostname": node},
-			Containers:   []corev1.Container{{Name: "app", Image: "busybox:1.37"}},
-		},
-	}
-	if claim != "" {
-		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
-		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	}
-	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, support.Pod(e.ns, name, node, claim), metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -1,6 +1,3 @@
-// Package stacktest gives a test package one embedded control plane, started
-// in TestMain and shared by its tests, plus small helpers (a fresh namespace
-// per test) so that tests stay independent while paying the start-up once.
 package stacktest
 
 import (
