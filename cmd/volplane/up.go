@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volplane/volplane/internal/nodeagent"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
@@ -117,7 +119,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// informers; without loops (soak tests run them in `volplane
 	// controller` processes) it runs the node agent alone.
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
-	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: drivers.AgentNodes(cp.Nodes)}
+	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {
 		mcfg.Controllers, mcfg.CSIEndpoints, mcfg.MetricsAddr, mcfg.Ready = nil, nil, "", nil

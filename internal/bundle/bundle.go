@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath"
-	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // The StorageClasses registered for the bundled drivers.
@@ -138,16 +137,6 @@ func (b *Drivers) run(ctx context.Context, cfg hostpath.Config, what string) err
 		}
 	})
 	return nil
-}
-
-// AgentNodes are the nodes for the node agent: each with the sockets of
-// the node services serving it.
-func (b *Drivers) AgentNodes(names []string) []nodeagent.Node {
-	out := make([]nodeagent.Node, 0, len(names))
-	for _, name := range names {
-		out = append(out, nodeagent.Node{Name: name, Endpoints: b.NodeEndpoints[name]})
-	}
-	return out
 }
 
 // Failed carries the error of a driver that stopped on its own.

@@ -52,6 +52,17 @@ type Node struct {
 	Endpoints []string
 }
 
+// NodesServedBy are the named nodes, each with the node services that
+// endpoints (node → sockets) lists for it, as the bundled drivers report
+// them.
+func NodesServedBy(names []string, endpoints map[string][]string) []Node {
+	out := make([]Node, 0, len(names))
+	for _, name := range names {
+		out = append(out, Node{Name: name, Endpoints: endpoints[name]})
+	}
+	return out
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.DataDir == "" {
 		return c, errors.New("node agent: Client and DataDir are required")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/volplane/volplane/internal/nodeagent"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -119,7 +121,7 @@ func (s *Stack) StartAgent() error {
 		s.cfg.AgentREST(rc)
 	}
 	cfg := manager.Config{REST: rc, NodeAgent: &manager.NodeAgent{
-		DataDir: s.cfg.DataDir, Nodes: s.Drivers.AgentNodes(s.CP.Nodes), REST: rc}}
+		DataDir: s.cfg.DataDir, Nodes: nodeagent.NodesServedBy(s.CP.Nodes, s.Drivers.NodeEndpoints), REST: rc}}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestTheRunnerRecordsEachSync(t *testing.T) {
 	recent := NewRecent()
 	r := &Runner{Name: "Test", Workers: 1}
 	q.Add("a")
-	r.processNext(t.Context(), Queue{Q: q, Recent: recent, Sync: ErrorOnly(func(context.Context, string) error { return nil })}, newStuckKeys("Test", nil, 0, nil))
+	r.processNext(t.Context(), Queue{Q: q, Recent: recent, Sync: errorOnly(func(context.Context, string) error { return nil })}, newStuckKeys("Test", nil, 0, nil))
 	if recent.Stale("a", time.Hour) {
 		t.Error("a synced key is stale")
 	}

@@ -1,9 +1,6 @@
 package loop
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Result is what a sync asks of its runner for the key it handled, beside
 // its error. The runner owns every retry: no sync queues its own key again.
@@ -61,8 +58,3 @@ func (r Result) RequeueAfter() time.Duration { return r.after }
 
 // Reason is why a Terminal result gave up; nil otherwise.
 func (r Result) Reason() error { return r.terminal }
-
-// ErrorOnly adapts a sync that only ever returns an error (nil is Done).
-func ErrorOnly(sync func(ctx context.Context, key string) error) func(context.Context, string) (Result, error) {
-	return func(ctx context.Context, key string) (Result, error) { return Done(), sync(ctx, key) }
-}

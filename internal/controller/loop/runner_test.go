@@ -19,7 +19,7 @@ func TestRunnerSyncsRetriesAndStops(t *testing.T) {
 	calls := map[string]int{}
 	q := NewQueue("test", time.Millisecond, 10*time.Millisecond)
 	r := &Runner{Name: "Test", Workers: 2, Synced: []cache.InformerSynced{func() bool { return true }},
-		Queues: []Queue{{Q: q, Sync: ErrorOnly(func(_ context.Context, key string) error {
+		Queues: []Queue{{Q: q, Sync: errorOnly(func(_ context.Context, key string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			calls[key]++
@@ -66,7 +66,7 @@ func TestPanickingSyncIsRecoveredAndRetried(t *testing.T) {
 	succeeded := make(chan string, 10)
 	q := NewQueue("test", time.Millisecond, 10*time.Millisecond)
 	r := &Runner{Name: "Test", Workers: 1, Synced: []cache.InformerSynced{func() bool { return true }},
-		Queues: []Queue{{Q: q, Sync: ErrorOnly(func(_ context.Context, key string) error {
+		Queues: []Queue{{Q: q, Sync: errorOnly(func(_ context.Context, key string) error {
 			mu.Lock()
 			calls[key]++
 			first := calls[key] == 1
@@ -111,7 +111,7 @@ func TestPanickingSyncIsRecoveredAndRetried(t *testing.T) {
 func TestPanickingResyncIsRecovered(t *testing.T) {
 	ran := make(chan struct{}, 2)
 	r := &Runner{Name: "Test", Workers: 1, Synced: []cache.InformerSynced{func() bool { return true }},
-		Queues: []Queue{{Q: NewQueue("test", time.Millisecond, time.Millisecond), Sync: ErrorOnly(func(context.Context, string) error { return nil })}},
+		Queues: []Queue{{Q: NewQueue("test", time.Millisecond, time.Millisecond), Sync: errorOnly(func(context.Context, string) error { return nil })}},
 		Resync: func(context.Context) { ran <- struct{}{}; panic("boom in resync") }, ResyncPeriod: time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -128,4 +128,9 @@ func TestPanickingResyncIsRecovered(t *testing.T) {
 	if r.Panics() < 2 {
 		t.Errorf("Panics() = %d, want at least 2", r.Panics())
 	}
+}
+
+// errorOnly is a sync that only ever returns an error (nil is Done).
+func errorOnly(sync func(ctx context.Context, key string) error) func(context.Context, string) (Result, error) {
+	return func(ctx context.Context, key string) (Result, error) { return Done(), sync(ctx, key) }
 }

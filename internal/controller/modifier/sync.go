@@ -74,13 +74,7 @@ func (c *Controller) facts(key string, claim *v1.PersistentVolumeClaim) modifica
 
 // modifying are the driver's endpoints with MODIFY_VOLUME.
 func (c *Controller) modifying(driver string) []*csi.Endpoint {
-	var out []*csi.Endpoint
-	for _, e := range c.Pool.Endpoints(driver) {
-		if e.Info.Modify {
-			out = append(out, e)
-		}
-	}
-	return out
+	return c.Capable(driver, func(i csi.Info) bool { return i.Modify })
 }
 
 // modify marks the claim InProgress when the modification starts, asks

@@ -58,12 +58,7 @@ func (c *Controller) expand(ctx context.Context, key string, claim *v1.Persisten
 // whose controller cannot expand (node EXPAND_VOLUME only) is not called:
 // the node does it all (the reference's trivial resizer).
 func (c *Controller) callDriver(ctx context.Context, driver string, pv *v1.PersistentVolume, size resource.Quantity) (resource.Quantity, bool, error) {
-	var expanding []*csi.Endpoint
-	for _, e := range c.Pool.Endpoints(driver) {
-		if e.Info.ControllerExpand {
-			expanding = append(expanding, e)
-		}
-	}
+	expanding := c.Capable(driver, func(i csi.Info) bool { return i.ControllerExpand })
 	if len(expanding) == 0 {
 		return size, true, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/secrets"
+	"github.com/volplane/volplane/internal/csi"
 )
 
 // Base is what the resizer and the modifier are each built on: the Config
@@ -63,6 +64,18 @@ func (b *Base) Runner(name string, synced []cache.InformerSynced,
 	return &loop.Runner{Name: name, Synced: synced, Workers: b.Workers,
 		Queues: []loop.Queue{{Q: b.Queue, Sync: sync}}, Resync: resync, ResyncPeriod: b.ResyncPeriod,
 		Metrics: b.Metrics, Clock: b.Clock}
+}
+
+// Capable are the driver's endpoints whose probe says able: those a call
+// may go to (csi.Pool.ForVolume then picks the one holding the volume).
+func (b *Base) Capable(driver string, able func(csi.Info) bool) []*csi.Endpoint {
+	var out []*csi.Endpoint
+	for _, e := range b.Pool.Endpoints(driver) {
+		if able(e.Info) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Secrets reads the data of the secret ref names for a driver call (nil
