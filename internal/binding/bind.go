@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -232,4 +233,21 @@ func copyStringPtr(s *string) *string {
 	}
 	c := *s
 	return &c
+}
+
+// BindStillHolds checks, on the newest copy of pv, that a decision to bind
+// claim to it still holds: the PV is free or already this claim's, and no
+// other claim has reserved it (reservedBy: the key of the claim holding it
+// in memory, "" for none). A claim naming its volume in spec.volumeName
+// decides without a reservation, so without this check its bind could
+// overwrite the claimRef another worker's bind has just written. The error
+// says why, and that deciding again is the way on.
+func BindStillHolds(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim, reservedBy string) error {
+	if ref := pv.Spec.ClaimRef; ref != nil && !IsBoundToClaim(pv, claim) {
+		return fmt.Errorf("bind %s: the volume was taken by claim %s meanwhile; deciding again", pv.Name, ClaimRefKey(ref))
+	}
+	if reservedBy != "" && reservedBy != ClaimKey(claim) {
+		return fmt.Errorf("bind %s: the volume is reserved by claim %s; deciding again", pv.Name, reservedBy)
+	}
+	return nil
 }

@@ -206,3 +206,26 @@ func TestSetVolumePhaseLeavesThePhaseAloneWhenEmpty(t *testing.T) {
 		t.Errorf("empty phase wants a write: %+v", out.Status)
 	}
 }
+
+// A bind decided earlier holds only while the newest copy of its volume is
+// free or already the claim's, and no other claim has reserved it.
+func TestBindStillHolds(t *testing.T) {
+	claim := newClaim("c", "1Gi")
+	for _, c := range []struct {
+		name       string
+		pv         *v1.PersistentVolume
+		reservedBy string
+		holds      bool
+	}{
+		{"free", newPV("pv1", "1Gi"), "", true},
+		{"reserved by the claim", newPV("pv1", "1Gi"), "default/c", true},
+		{"reserved by another", newPV("pv1", "1Gi"), "default/other", false},
+		{"bound to the claim", newPV("pv1", "1Gi", boundTo("default", "c")), "", true},
+		{"taken by another", newPV("pv1", "1Gi", boundTo("default", "other")), "", false},
+	} {
+		err := binding.BindStillHolds(c.pv, claim, c.reservedBy)
+		if (err == nil) != c.holds {
+			t.Errorf("%s: %v, want holds=%v", c.name, err, c.holds)
+		}
+	}
+}

@@ -29,6 +29,8 @@
 //     (DecidePhase): a new volume a claim takes is left to the bind.
 //   - ScrubInput / ScrubDecision: the steps of a Recycle (DecideScrub), the
 //     recycler pod (RecyclerPod) and the sources it can scrub (ScrubSource).
+//   - At rest (ClaimAtRest, VolumeAtRest): objects whose next change can
+//     only come from an event, which a periodic resync skips.
 //   - DeletionTiming: how a volume decision bears on the timing of its
 //     volume's deletion (TimeDeletion), for the reference's operation metrics.
 //   - Steps (BindVolumeSpec, BindVolumeStatus, BindClaimSpec, BindClaimStatus,

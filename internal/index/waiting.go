@@ -14,7 +14,7 @@ import (
 // binding not completed), and which of them a free PV has woken. A free PV
 // wakes one claim it fits, not all of them: with a thousand claims waiting,
 // waking all for every new PV would be a thousand syncs per PV. A woken claim
-// that did not take its PV hands it back (release), and the PV wakes the
+// that did not take its PV hands it back (Release), and the PV wakes the
 // next claim.
 //
 // Which claim a PV wakes: among the claims it fits, the one with the largest
@@ -146,8 +146,8 @@ func (w *Waiting) add(wc *waitingClaim) {
 	w.place(wc)
 }
 
-// Remove forgets a claim that was deleted; its wake-ups stay until its
-// sync releases them.
+// Remove takes a claim out (deleted, or changing class); its wake-ups stay
+// until its sync releases them.
 func (w *Waiting) Remove(key string) {
 	wc, ok := w.byKey[key]
 	if !ok {

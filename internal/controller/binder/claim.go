@@ -179,21 +179,13 @@ func (c *Controller) bind(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	return nil
 }
 
-// stillFor checks, under the PV's lock and on the newest copy of the PV, that
-// the decision to bind still holds: the PV is free or already this claim's,
-// and no other claim has reserved it. A claim naming its volume in
-// spec.volumeName decides without a reservation, so without this check it
-// could overwrite the claimRef another worker's bind has just written. The
-// error requeues the claim, which then decides from the newer copy.
+// stillFor checks, under the PV's lock and on the newest copy of the PV,
+// that the decision to bind still holds (binding.BindStillHolds, with the
+// PV's reservation read from the index). The error requeues the claim,
+// which then decides from the newer copy.
 func (c *Controller) stillFor(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) error {
-	if ref := pv.Spec.ClaimRef; ref != nil && !binding.IsBoundToClaim(pv, claim) {
-		return fmt.Errorf("bind %s: the volume was taken by claim %s meanwhile; deciding again", pv.Name, binding.ClaimRefKey(ref))
-	}
 	c.mu.Lock()
-	holder, held := c.index.ReservedBy(pv.Name)
+	holder, _ := c.index.ReservedBy(pv.Name)
 	c.mu.Unlock()
-	if held && holder != binding.ClaimKey(claim) {
-		return fmt.Errorf("bind %s: the volume is reserved by claim %s; deciding again", pv.Name, holder)
-	}
-	return nil
+	return binding.BindStillHolds(pv, claim, holder)
 }
