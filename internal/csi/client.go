@@ -218,11 +218,7 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 
 // CreateVolume calls the driver with a timeout of its own.
 func (e *Endpoint) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.Volume, error) {
-	ctx, cancel := context.WithTimeout(ctx, createTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := e.controller.CreateVolume(ctx, req)
-	e.metrics.observe(e.Info.Driver, "CreateVolume", err, start)
+	resp, err := timed(ctx, e, "CreateVolume", createTimeout, e.controller.CreateVolume, req)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +228,8 @@ func (e *Endpoint) CreateVolume(ctx context.Context, req *csi.CreateVolumeReques
 // DeleteVolume calls the driver with a timeout of its own; secrets are the
 // provisioner secret's data (nil without one).
 func (e *Endpoint) DeleteVolume(ctx context.Context, volumeID string, secrets map[string]string) error {
-	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
-	defer cancel()
-	start := time.Now()
-	_, err := e.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: volumeID, Secrets: secrets})
-	e.metrics.observe(e.Info.Driver, "DeleteVolume", err, start)
+	_, err := timed(ctx, e, "DeleteVolume", deleteTimeout, e.controller.DeleteVolume,
+		&csi.DeleteVolumeRequest{VolumeId: volumeID, Secrets: secrets})
 	return err
 }
 
@@ -258,4 +251,16 @@ func (e *Endpoint) ListVolumes(ctx context.Context) ([]*csi.ListVolumesResponse_
 			return out, nil
 		}
 	}
+}
+
+// timed makes one call of the driver under timeout and observes it in the
+// metrics under method.
+func timed[Req, Resp any](ctx context.Context, e *Endpoint, method string, timeout time.Duration,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := rpc(ctx, req)
+	e.metrics.observe(e.Info.Driver, method, err, start)
+	return resp, err
 }

@@ -15,11 +15,7 @@ const resizeTimeout = 10 * time.Second
 // driver reports (0 if it reports none) and whether the node must expand
 // the volume too.
 func (e *Endpoint) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (capacity int64, nodeExpansionRequired bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, resizeTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := e.controller.ControllerExpandVolume(ctx, req)
-	e.metrics.observe(e.Info.Driver, "ControllerExpandVolume", err, start)
+	resp, err := timed(ctx, e, "ControllerExpandVolume", resizeTimeout, e.controller.ControllerExpandVolume, req)
 	if err != nil {
 		return 0, false, err
 	}
@@ -29,10 +25,6 @@ func (e *Endpoint) ControllerExpandVolume(ctx context.Context, req *csi.Controll
 // ControllerModifyVolume applies mutable parameters (a
 // VolumeAttributesClass's parameters) to a volume.
 func (e *Endpoint) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, resizeTimeout)
-	defer cancel()
-	start := time.Now()
-	_, err := e.controller.ControllerModifyVolume(ctx, req)
-	e.metrics.observe(e.Info.Driver, "ControllerModifyVolume", err, start)
+	_, err := timed(ctx, e, "ControllerModifyVolume", resizeTimeout, e.controller.ControllerModifyVolume, req)
 	return err
 }
