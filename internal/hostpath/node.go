@@ -27,14 +27,7 @@ type nodeServer struct {
 // way.
 func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if err := checkName("volume ID", id); err != nil {
-		return nil, err
-	}
-	path, err := s.d.newNodePath("staging target path", req.GetStagingTargetPath())
-	if err != nil {
-		return nil, err
-	}
-	t, err := checkCapability(req.GetVolumeCapability(), s.d.cfg.Network)
+	path, t, err := s.d.checkMountRequest(id, "staging target path", req.GetStagingTargetPath(), req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
 	}

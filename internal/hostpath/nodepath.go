@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -119,4 +120,22 @@ func otherClaim(st *state, real string, self claimRef) string {
 		}
 	}
 	return ""
+}
+
+// checkMountRequest checks what NodeStageVolume and NodePublishVolume both
+// carry, in the order the spec's errors are tried: the volume ID, the path
+// the call makes (field names it in errors) and the capability.
+func (d *Driver) checkMountRequest(id, field, p string, c *csi.VolumeCapability) (nodePath, accessType, error) {
+	if err := checkName("volume ID", id); err != nil {
+		return nodePath{}, "", err
+	}
+	path, err := d.newNodePath(field, p)
+	if err != nil {
+		return nodePath{}, "", err
+	}
+	t, err := checkCapability(c, d.cfg.Network)
+	if err != nil {
+		return nodePath{}, "", err
+	}
+	return path, t, nil
 }

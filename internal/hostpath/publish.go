@@ -18,14 +18,7 @@ import (
 // half way.
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if err := checkName("volume ID", id); err != nil {
-		return nil, err
-	}
-	target, err := s.d.newNodePath("target path", req.GetTargetPath())
-	if err != nil {
-		return nil, err
-	}
-	t, err := checkCapability(req.GetVolumeCapability(), s.d.cfg.Network)
+	target, t, err := s.d.checkMountRequest(id, "target path", req.GetTargetPath(), req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
 	}
