@@ -138,11 +138,12 @@ func leave(r Reason, detail string) ClaimVerdict {
 // whose driver an earlier attempt asked may go on (a volume may exist
 // there). The pin is on a user-writable claim: the node it names checks it
 // against the selected node and the class's allowed topologies before use
-// (internal/controller/provisioner, checkPin) and removes one that does not
-// fit, which hands the claim to the selected node here. Then the selected node (an in-progress claim without a pin was
-// started by a driver without node ID, on the node selected). An unassigned claim is raced for only if
-// it is Immediate, immediate binding is on, and this node can serve it:
-// its Node carries the driver's segment and the class allows it.
+// (CheckPin) and removes one that does not fit, which hands the claim to
+// the selected node here. Then the selected node (an in-progress claim
+// without a pin was started by a driver without node ID, on the node
+// selected). An unassigned claim is raced for only if it is Immediate,
+// immediate binding is on, and this node can serve it: its Node carries
+// the driver's segment and the class allows it.
 func ForClaim(l Local, f ClaimFacts) ClaimVerdict {
 	selected := f.Claim.Annotations[volumehelpers.AnnSelectedNode]
 	switch {

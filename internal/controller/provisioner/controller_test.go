@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +59,17 @@ func newWorldOf(t *testing.T, serve func(testing.TB, string, int64) string, objs
 		t.Fatal(err)
 	}
 	w := &world{t: t, ctx: ctx, client: fake.NewClientset(objs...), pool: pool, recorder: record.NewFakeRecorder(100)}
+	// The API server gives every write a newer resourceVersion, by which
+	// the loop tells its own writes from older informer copies
+	// (loop.Newest); the fake keeps whatever the object carried.
+	var rv atomic.Int64
+	rv.Store(1000)
+	w.client.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if m, err := meta.Accessor(a.(k8stesting.UpdateAction).GetObject()); err == nil {
+			m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+		return false, nil, nil
+	})
 	t.Cleanup(func() { cancel(); _ = pool.Close() })
 	return w
 }

@@ -153,7 +153,7 @@ func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVo
 	}
 	klog.FromContext(ctx).V(2).Info("Finalizer back on a PV under Delete")
 	if _, ok := c.memory.madePVs.Get(out.Name); ok {
-		c.memory.madePVs.Observe(out.Name, out)
+		c.memory.madePVs.Wrote(out.Name, out)
 	}
 	return nil
 }
@@ -179,6 +179,6 @@ func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid t
 	if err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	c.memory.madePVs.Observe(out.Name, out)
+	c.memory.madePVs.Wrote(out.Name, out)
 	return nil
 }

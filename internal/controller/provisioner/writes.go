@@ -22,7 +22,7 @@ func (c *Controller) updateClaim(ctx context.Context, upd *v1.PersistentVolumeCl
 	if err != nil {
 		return nil, fmt.Errorf("update claim %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
-	return c.memory.newClaim.Observe(binding.ClaimKey(out), out), nil
+	return c.memory.newClaim.Wrote(binding.ClaimKey(out), out), nil
 }
 
 // addFinalizer persists that a backend volume may exist from now on, which
@@ -70,7 +70,7 @@ func (c *Controller) dropFinalizer(ctx context.Context, claim *v1.PersistentVolu
 func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	out, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if err == nil {
-		c.memory.madePVs.Observe(out.Name, out)
+		c.memory.madePVs.Wrote(out.Name, out)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -83,6 +83,6 @@ func (c *Controller) createVolume(ctx context.Context, claim *v1.PersistentVolum
 	if ref := have.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
 		return provisioning.Final(fmt.Errorf("PV %s exists and was not made for this claim", pv.Name))
 	}
-	c.memory.madePVs.Observe(have.Name, have)
+	c.memory.madePVs.Wrote(have.Name, have)
 	return nil
 }
