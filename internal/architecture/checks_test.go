@@ -108,6 +108,27 @@ func sync(q interface{ AddAfter(string, int) }, inf interface{ AddIndexers(any) 
 	}
 }
 
+func TestRunnerCheckFires(t *testing.T) {
+	const src = `package fake
+
+import "github.com/volplane/volplane/internal/controller/loop"
+
+func build(reg any) []*loop.Runner {
+	return []*loop.Runner{{Name: "counted", Metrics: reg}, {Name: "uncounted"},
+		&loop.Runner{Name: "uncounted too"}}
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "fake.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runnerFindings(check(module+"/internal/controller/fake", fset, []*ast.File{f}))
+	if len(got) != 2 || got[0].at != "fake.go:6" || got[1].at != "fake.go:7" {
+		t.Errorf("want findings at fake.go:6 and fake.go:7, got %v", got)
+	}
+}
+
 // The import rules on made-up packages.
 func TestImportRulesFire(t *testing.T) {
 	pkgs := []pkg{

@@ -20,7 +20,8 @@
 //     start a goroutine, log, keep state in a package-level var
 //     (purity_test.go); and, in every package, the calls that have one home
 //     only: AddAfter/AddRateLimited (the loop runner owns retry) and
-//     AddIndexers (informerindex is the one registry) (onehome_test.go).
+//     AddIndexers (informerindex is the one registry), and every
+//     loop.Runner given the metrics registry (onehome_test.go).
 //   - pending: the one table of violations known today, each with who is
 //     expected to remove it (pending_test.go). A violation not in it fails;
 //     an entry that no longer happens fails too, so the table only shrinks.

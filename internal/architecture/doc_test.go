@@ -93,7 +93,7 @@ func TestDocumentNamesTheRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(names(importRules), names(testImportRules)...)
-	all = append(all, ruleClock, ruleHost, ruleGoroutine, ruleLog, ruleState, "every package says what it is")
+	all = append(all, ruleClock, ruleHost, ruleGoroutine, ruleLog, ruleState, "every package says what it is", ruleRunnerMetrics)
 	for _, h := range oneHome {
 		all = append(all, h.rule)
 	}

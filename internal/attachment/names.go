@@ -52,6 +52,9 @@ func VolumeOf(pv *corev1.PersistentVolume) (corev1.UniqueVolumeName, bool) {
 
 var unsafeDriverChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
+// FinalizerPrefix starts every attacher finalizer (Finalizer).
+const FinalizerPrefix = "external-attacher/"
+
 // Finalizer is the finalizer the attacher of driver puts on a
 // VolumeAttachment and on its PersistentVolume while the volume may be
 // attached: "external-attacher/" + the driver name with every character
@@ -63,5 +66,5 @@ func Finalizer(driver string) string {
 	if len(s) > 0 && s[len(s)-1] == '-' {
 		s += "X"
 	}
-	return "external-attacher/" + s
+	return FinalizerPrefix + s
 }

@@ -84,10 +84,11 @@ func NotFound(err error) bool { return status.Code(err) == codes.NotFound }
 // of that name exists with other parameters.
 func AlreadyExists(err error) bool { return status.Code(err) == codes.AlreadyExists }
 
-// InUse says whether NodeExpandVolume was refused with FailedPrecondition:
-// the CSI spec's "volume in use", a volume that cannot grow while staged or
-// published. The kubelet then stops expanding it online and lets pods mount
-// it all the same.
+// InUse says whether an expansion was refused with FailedPrecondition: the
+// CSI spec's "volume in use", a volume that cannot grow while staged or
+// published. For NodeExpandVolume the kubelet then stops expanding it
+// online and lets pods mount it all the same; for ControllerExpandVolume
+// the resizer remembers the refusal until the volume is unused.
 func InUse(err error) bool { return status.Code(err) == codes.FailedPrecondition }
 
 // ExpandInfeasible says whether a resize was refused in a way retrying the

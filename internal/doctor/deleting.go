@@ -7,21 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/provisioning"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
-)
-
-// The finalizers other loops put on claims and volumes that doctor names.
-const (
-	// provisioningFinalizer is on a claim while a backend volume may exist
-	// for it without a PV (internal/controller/provisioner.ClaimFinalizer).
-	provisioningFinalizer = "provisioning.volplane.io/in-progress"
-	// attacherPrefix starts the attacher's finalizers (attachment.Finalizer).
-	attacherPrefix = "external-attacher/"
 )
 
 // holder is what one finalizer waits for, and how to end the wait.
@@ -85,7 +79,7 @@ func claimHolder(s *Snapshot, c *v1.PersistentVolumeClaim, fin string) holder {
 		}
 		return holder{says: "no pod uses it, so the pvc-protection loop should remove it (is a controller running it?)",
 			fixes: []Fix{removeFinalizer("pvc", c.Namespace, &c.ObjectMeta, fin, "safe: no pod uses the claim")}}
-	case provisioningFinalizer:
+	case provisioning.ClaimFinalizer:
 		return holder{says: "the provisioner must first delete the volume it may have created for the claim (is it running?)",
 			fixes: []Fix{explainClaim(c), removeFinalizer("pvc", c.Namespace, &c.ObjectMeta, fin,
 				"may leave a backend volume behind, which doctor then reports as orphaned")}}
@@ -109,7 +103,7 @@ func volumeHolder(s *Snapshot, pv *v1.PersistentVolume, fin string, grace time.D
 		return holder{says: "the provisioner must first delete its backend volume (is it running? does the driver fail?)",
 			fixes: []Fix{{Says: "see the deleter's last error", Command: "volplane explain pv " + pv.Name},
 				removeFinalizer("pv", "", &pv.ObjectMeta, fin, "leaves the backend volume behind, which doctor then reports as orphaned")}}
-	case strings.HasPrefix(fin, attacherPrefix):
+	case strings.HasPrefix(fin, attachment.FinalizerPrefix):
 		return attacherHolder(s, pv, fin, grace)
 	}
 	return otherHolder("pv", "", &pv.ObjectMeta, fin)
@@ -155,7 +149,7 @@ func reclaimRisk(pv *v1.PersistentVolume) string {
 }
 
 func attachmentHolder(va *storagev1.VolumeAttachment, fin string) holder {
-	if strings.HasPrefix(fin, attacherPrefix) {
+	if strings.HasPrefix(fin, attachment.FinalizerPrefix) {
 		return holder{says: fmt.Sprintf("the attacher of %s must first detach the volume from %s (is it running? does the driver fail?)",
 			va.Spec.Attacher, va.Spec.NodeName),
 			fixes: []Fix{removeFinalizer("volumeattachment", "", &va.ObjectMeta, fin,

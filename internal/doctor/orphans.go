@@ -13,6 +13,7 @@ import (
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // orphanedBackendVolumes: volumes a driver listed both before and after
@@ -65,7 +66,7 @@ func claimsInFlight(s *Snapshot, driver string) []*v1.PersistentVolumeClaim {
 		if class := s.FindClass(binding.ClaimClass(c)); provisioner == "" && class != nil {
 			provisioner = class.Provisioner
 		}
-		finalizer := slices.Contains(c.Finalizers, provisioningFinalizer) && (provisioner == "" || provisioner == driver)
+		finalizer := slices.Contains(c.Finalizers, provisioning.ClaimFinalizer) && (provisioner == "" || provisioner == driver)
 		if waiting || finalizer {
 			out = append(out, c)
 		}

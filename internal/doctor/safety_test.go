@@ -16,6 +16,7 @@ import (
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/protection"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // The tests of this file show that no fix doctor prints can lose data
@@ -113,7 +114,7 @@ func TestAVolumeStuckDeletingIsNotDetachedWhileItsNodeUsesIt(t *testing.T) {
 }
 
 func TestOrphansAreAdoptedOnlyWhenNoClaimMayBeMakingThem(t *testing.T) {
-	inFlight := func(c *v1.PersistentVolumeClaim) { c.Finalizers = append(c.Finalizers, provisioningFinalizer) }
+	inFlight := func(c *v1.PersistentVolumeClaim) { c.Finalizers = append(c.Finalizers, provisioning.ClaimFinalizer) }
 	handed := func(driver string) claimOpt {
 		return func(c *v1.PersistentVolumeClaim) {
 			c.Annotations = map[string]string{"volume.kubernetes.io/storage-provisioner": driver}

@@ -24,13 +24,6 @@ const (
 	TopologyKey = "topology.volplane.io/node"
 )
 
-// unixPrefix is the only endpoint scheme served: the kubelet and the CSI
-// sidecars talk to drivers over unix sockets.
-const unixPrefix = endpoint.Scheme
-
-// maxSocketPath is the longest path a unix socket may have.
-const maxSocketPath = endpoint.MaxSocketPath
-
 // Config is everything a Driver needs; New checks it.
 type Config struct {
 	// Endpoint is where CSI is served: "unix://" followed by an absolute path.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"google.golang.org/grpc"
+
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 // sanityAccessTypeEnv tells TestSanitySuite, in a child process, which
@@ -79,12 +81,12 @@ func TestSanitySuite(t *testing.T) {
 	// socket it can be. So the test dials itself, after a pause that keeps
 	// the connection "connecting" until csi-test watches. A "passthrough"
 	// address makes csi-test keep this dialer instead of adding its own.
-	sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.Endpoint, unixPrefix)
+	sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.Endpoint, endpoint.Scheme)
 	sc.DialOptions = append(sc.DialOptions, grpc.WithContextDialer(slowUnixDial))
 	if network {
 		sc.ControllerAddress = sc.Address
 		sc.ControllerDialOptions = append(sc.ControllerDialOptions, grpc.WithContextDialer(slowUnixDial))
-		sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.NodeEndpoints[testNode], unixPrefix)
+		sc.Address = "passthrough:///" + strings.TrimPrefix(r.cfg.NodeEndpoints[testNode], endpoint.Scheme)
 	}
 	sc.TargetPath = filepath.Join(dir, "target")
 	sc.StagingPath = filepath.Join(dir, "staging")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 const (
@@ -44,14 +46,14 @@ func listenUnix(path string) (net.Listener, error) {
 	// one it happens to draw, so the same path always gets the same answer.
 	dir := filepath.Dir(path)
 	switch bound := filepath.Join(dir, privateBindName); {
-	case len(bound) <= maxSocketPath:
+	case len(bound) <= endpoint.MaxSocketPath:
 		return listenPrivate(path)
 	case isPrivateDir(dir):
 		return listenInPrivateDir(path)
 	default:
 		return nil, fmt.Errorf("listen: socket %s: its directory is open to other users and the path is too long to bind "+
 			"the socket privately first (up to %d bytes, at most %d); use a shorter path or a directory only its owner can enter",
-			path, len(bound), maxSocketPath)
+			path, len(bound), endpoint.MaxSocketPath)
 	}
 }
 
@@ -104,10 +106,10 @@ func listenPrivate(path string) (_ net.Listener, err error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	bound := filepath.Join(private, "s")
-	if len(bound) > maxSocketPath {
+	if len(bound) > endpoint.MaxSocketPath {
 		return nil, fmt.Errorf("listen: socket %s: its directory is open to other users and the path is too long to bind "+
 			"the socket privately first (%d bytes, at most %d); use a shorter path or a directory only its owner can enter",
-			path, len(bound), maxSocketPath)
+			path, len(bound), endpoint.MaxSocketPath)
 	}
 	lis, err := net.Listen("unix", bound)
 	if err != nil {

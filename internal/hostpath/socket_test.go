@@ -12,6 +12,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 // permissiveUmask sets the umask to 0 for the test, as a careless service
@@ -75,7 +77,7 @@ func TestSocketInASharedDirIsPrivate(t *testing.T) {
 // longSocketDir is a directory under dir whose path is so long that a
 // socket in it cannot be bound in a private subdirectory first.
 func longSocketDir(dir string) string {
-	return filepath.Join(dir, strings.Repeat("d", maxSocketPath-len(privateBindName)-len(dir)))
+	return filepath.Join(dir, strings.Repeat("d", endpoint.MaxSocketPath-len(privateBindName)-len(dir)))
 }
 
 // TestLongSocketPathInAPrivateDirIsPrivate: a socket in a directory too long
@@ -87,7 +89,7 @@ func TestLongSocketPathInAPrivateDirIsPrivate(t *testing.T) {
 	cfg := testConfig(dir, NewFakeMounter())
 	sockDir := longSocketDir(dir)
 	sock := filepath.Join(sockDir, "c.sock")
-	if len(sock) > maxSocketPath || len(filepath.Join(sockDir, privateBindName)) <= maxSocketPath {
+	if len(sock) > endpoint.MaxSocketPath || len(filepath.Join(sockDir, privateBindName)) <= endpoint.MaxSocketPath {
 		t.Fatalf("socket path %s does not need the in-place bind", sock)
 	}
 	leaveStaleSocket(t, sock)

@@ -147,8 +147,9 @@ type ExpandFailure struct {
 }
 
 // Failed decides what the failed NodeExpandVolume of the volume pv means.
-// Final is the meaning the node has used so far (the external-provisioner's:
-// ResourceExhausted is final); the kubelet's own is csierror.OperationFinal.
+// An error ends the expansion in the kubelet's meaning (its csi_client
+// isFinalError: csierror.OperationFinal, where ResourceExhausted may still
+// be running); only then is the claim marked NodeResizeError.
 func (e *Expansion) Failed(pv string, err error) ExpandFailure {
 	f := ExpandFailure{EventReason: VolumeResizeFailed,
 		EventMessage: fmt.Sprintf("NodeExpandVolume.NodeExpandVolume failed for volume %q : %v", pv, err),
@@ -157,7 +158,7 @@ func (e *Expansion) Failed(pv string, err error) ExpandFailure {
 		f.EventReason = FailedMount
 		f.EventMessage = fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : %v", pv, err)
 	}
-	if e.Mode == ExpandAndFinish && csierror.Final(err) {
+	if e.Mode == ExpandAndFinish && csierror.OperationFinal(err) {
 		f.MarkFailed, f.Infeasible = true, csierror.ExpandInfeasible(err)
 	}
 	return f

@@ -71,13 +71,23 @@ func ClaimKeys(pod *v1.Pod) []string {
 	return keys
 }
 
+// PodEvent is what an informer said of a pod.
+type PodEvent int
+
+const (
+	// PodChanged: the pod was added or updated.
+	PodChanged PodEvent = iota
+	// PodDeleted: the pod is gone.
+	PodDeleted
+)
+
 // PodEventMayRelease says whether an event about this pod can free a claim
 // being deleted, so its claims are worth a sync (the reference's
 // enqueuePVCs filter): the pod was deleted, has terminated, is being
 // deleted with every container stopped, or is not scheduled. A live,
 // scheduled pod only ever keeps claims.
-func PodEventMayRelease(pod *v1.Pod, deleted bool) bool {
-	return deleted || pod.Spec.NodeName == "" || binding.PodTerminated(pod)
+func PodEventMayRelease(pod *v1.Pod, e PodEvent) bool {
+	return e == PodDeleted || pod.Spec.NodeName == "" || binding.PodTerminated(pod)
 }
 
 // ClaimFacts is what a claim decision rests on.

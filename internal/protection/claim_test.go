@@ -104,19 +104,19 @@ func TestPodEventMayRelease(t *testing.T) {
 	cases := []struct {
 		name    string
 		pod     *v1.Pod
-		deleted bool
+		event   PodEvent
 		want    bool
 	}{
-		{"updated running pod", pod(withClaim("pvc1"), running), false, false},
-		{"updated pending scheduled pod", pod(withClaim("pvc1")), false, false},
-		{"deleted running pod", pod(withClaim("pvc1"), running), true, true},
-		{"updated finished pod", pod(withClaim("pvc1"), phase(v1.PodSucceeded)), false, true},
-		{"updated unscheduled pod", pod(withClaim("pvc1"), unscheduled), false, true},
-		{"pod being deleted, containers stopped", pod(withClaim("pvc1"), podDeleting(30)), false, true},
-		{"pod being deleted, a container running", pod(withClaim("pvc1"), running, podDeleting(30)), false, false},
+		{"updated running pod", pod(withClaim("pvc1"), running), PodChanged, false},
+		{"updated pending scheduled pod", pod(withClaim("pvc1")), PodChanged, false},
+		{"deleted running pod", pod(withClaim("pvc1"), running), PodDeleted, true},
+		{"updated finished pod", pod(withClaim("pvc1"), phase(v1.PodSucceeded)), PodChanged, true},
+		{"updated unscheduled pod", pod(withClaim("pvc1"), unscheduled), PodChanged, true},
+		{"pod being deleted, containers stopped", pod(withClaim("pvc1"), podDeleting(30)), PodChanged, true},
+		{"pod being deleted, a container running", pod(withClaim("pvc1"), running, podDeleting(30)), PodChanged, false},
 	}
 	for _, tc := range cases {
-		if got := PodEventMayRelease(tc.pod, tc.deleted); got != tc.want {
+		if got := PodEventMayRelease(tc.pod, tc.event); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/volplane/volplane/internal/modification"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,13 +46,12 @@ var secretKinds = []SecretKind{ProvisionerSecret, controllerPublishSecret, nodeS
 	nodePublishSecret, controllerExpandSecret, nodeExpandSecret, controllerModifySecret}
 
 // PV annotations recording the secrets for later calls: DeleteVolume reads
-// the provisioner secret from them (empty values: none), ControllerModify
-// the modify secret (only set when the class names one).
+// the provisioner secret from them (empty values: none). ControllerModify
+// reads the modify secret from modification.AnnModifySecret* (only set when
+// the class names one).
 const (
 	annDeletionSecretName       = "volume.kubernetes.io/provisioner-deletion-secret-name"
 	annDeletionSecretNamespace  = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
-	annModifySecretName         = "volume.kubernetes.io/controller-modify-secret-name"
-	annModifySecretNamespace    = "volume.kubernetes.io/controller-modify-secret-namespace"
 	tokenPVName, tokenClaimName = "pv.name", "pvc.name"
 	tokenClaimNamespace         = "pvc.namespace"
 )
@@ -259,7 +260,7 @@ func RecordSecrets(pv *v1.PersistentVolume, refs SecretRefs) {
 	}
 	pv.Annotations[annDeletionSecretName], pv.Annotations[annDeletionSecretNamespace] = del.Name, del.Namespace
 	if m := refs[controllerModifySecret]; m != nil {
-		pv.Annotations[annModifySecretName], pv.Annotations[annModifySecretNamespace] = m.Name, m.Namespace
+		pv.Annotations[modification.AnnModifySecretName], pv.Annotations[modification.AnnModifySecretNamespace] = m.Name, m.Namespace
 	}
 }
 

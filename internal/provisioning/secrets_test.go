@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/modification"
 )
 
 // The templates and errors of the external-provisioner v6.3.0
@@ -100,7 +102,7 @@ func TestRecordSecretsOnThePV(t *testing.T) {
 	src := pv.Spec.CSI
 	got := fmt.Sprint(src.NodePublishSecretRef, src.ControllerPublishSecretRef, src.NodeStageSecretRef, src.ControllerExpandSecretRef, src.NodeExpandSecretRef,
 		pv.Annotations[annDeletionSecretName], pv.Annotations[annDeletionSecretNamespace],
-		pv.Annotations[annModifySecretName], pv.Annotations[annModifySecretNamespace])
+		pv.Annotations[modification.AnnModifySecretName], pv.Annotations[modification.AnnModifySecretNamespace])
 	want := fmt.Sprint(&v1.SecretReference{Name: "pub", Namespace: "ns"}, (*v1.SecretReference)(nil), (*v1.SecretReference)(nil),
 		(*v1.SecretReference)(nil), (*v1.SecretReference)(nil), "prov", "ns", "mod", "ns")
 	if got != want {
@@ -114,7 +116,7 @@ func TestRecordSecretsOnThePV(t *testing.T) {
 	if !hasName || !hasNS || name != "" || ns != "" {
 		t.Errorf("without secrets the deletion annotations must be set empty: %v", none.Annotations)
 	}
-	if _, ok := none.Annotations[annModifySecretName]; ok {
+	if _, ok := none.Annotations[modification.AnnModifySecretName]; ok {
 		t.Errorf("modify annotations without a modify secret: %v", none.Annotations)
 	}
 }

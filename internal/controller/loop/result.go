@@ -6,6 +6,9 @@ import "time"
 // its error. The runner owns every retry: no sync queues its own key again.
 //
 //   - Done: nothing more until an event or the resync brings the key back.
+//   - Again: sync the key again at once (its own write changed what the
+//     next step decides, and the informer's event of an own write wakes
+//     nothing).
 //   - After(d): sync the key again after d, unless an event does sooner.
 //   - Terminal(reason): the key failed in a way retrying will not fix (the
 //     driver refused for good, the user must change the object): it is not
@@ -16,12 +19,16 @@ import "time"
 // exponential backoff; a key that keeps failing beyond the runner's
 // StuckAfter is logged at error level once and counted too.
 type Result struct {
+	again    bool
 	after    time.Duration
 	terminal error
 }
 
 // Done is the Result of a sync that finished its key.
 func Done() Result { return Result{} }
+
+// Again is the Result of a sync that wants its key again at once.
+func Again() Result { return Result{again: true} }
 
 // After is the Result of a sync that wants its key again after d; d <= 0 is
 // Done.
@@ -36,10 +43,12 @@ func After(d time.Duration) Result {
 // an event brings it back. A nil reason is Done.
 func Terminal(reason error) Result { return Result{terminal: reason} }
 
-// Sooner is whichever of r and o wants the key again first: a Terminal
-// gives way to any retry, Done to any After.
+// Sooner is whichever of r and o wants the key again first: Again before
+// any After, a Terminal gives way to any retry, Done to any After.
 func (r Result) Sooner(o Result) Result {
 	switch {
+	case r.again || o.again:
+		return Again()
 	case r.after > 0 && o.after > 0:
 		return After(min(r.after, o.after))
 	case r.after > 0:
@@ -52,8 +61,11 @@ func (r Result) Sooner(o Result) Result {
 	return o
 }
 
-// RequeueAfter is how long until the key is synced again; 0 for Done and
-// Terminal.
+// Immediately says whether the key is synced again at once (Again).
+func (r Result) Immediately() bool { return r.again }
+
+// RequeueAfter is how long until the key is synced again; 0 for Done,
+// Again and Terminal.
 func (r Result) RequeueAfter() time.Duration { return r.after }
 
 // Reason is why a Terminal result gave up; nil otherwise.

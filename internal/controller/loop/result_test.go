@@ -30,6 +30,9 @@ func TestSoonerPrefersTheEarliestRetry(t *testing.T) {
 			t.Errorf("%v.Sooner(%v) = %v", tc.a, tc.b, got)
 		}
 	}
+	if !Again().Sooner(After(time.Second)).Immediately() || !After(time.Second).Sooner(Again()).Immediately() {
+		t.Error("Again is not the soonest")
+	}
 	if After(0) != Done() || After(-time.Second) != Done() || Terminal(nil) != Done() {
 		t.Error("an empty After or Terminal is not Done")
 	}

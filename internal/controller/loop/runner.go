@@ -147,8 +147,11 @@ func (r *Runner) processNext(ctx context.Context, q Queue, stuck *stuckKeys) boo
 	if stuck.succeeded(key) {
 		logger.Info("Sync succeeded again", "loop", r.Name, "key", key)
 	}
-	if d := res.RequeueAfter(); d > 0 {
-		q.Q.AddAfter(key, d)
+	switch {
+	case res.Immediately():
+		q.Q.Add(key)
+	case res.RequeueAfter() > 0:
+		q.Q.AddAfter(key, res.RequeueAfter())
 	}
 	return true
 }

@@ -8,7 +8,7 @@ import "github.com/volplane/volplane/internal/controller/expander"
 // one small write, and the reference offers no setting either.
 func newExpander(w wiring) ([]Runnable, error) {
 	e, err := expander.New(expander.Config{
-		Client: w.Client, Informers: w.Informers, Recorder: w.Recorder(expander.EventComponent),
+		Client: w.Client, Informers: w.Informers, Recorder: w.Recorder(expander.EventComponent), Metrics: w.Metrics,
 	})
 	if err != nil {
 		return nil, err

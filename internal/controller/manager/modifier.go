@@ -17,5 +17,6 @@ func newModifier(w wiring) (*modifier.Controller, error) {
 			return w.Recorder(resizing.EventComponent(driver))
 		},
 		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(),
+		Metrics: w.Metrics,
 	})
 }

@@ -18,7 +18,7 @@ func newProvisioner(w wiring) ([]Runnable, error) {
 		Recorder: func(driver string) record.EventRecorder {
 			return w.Recorder(provisioner.EventComponent(driver))
 		},
-		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod,
+		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, Metrics: w.Metrics,
 		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
 		NodeDeployment:    cfg.NodeDeployment,
 	})

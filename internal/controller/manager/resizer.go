@@ -17,6 +17,7 @@ func newResizer(w wiring) ([]Runnable, error) {
 			return w.Recorder(resizing.EventComponent(driver))
 		},
 		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(),
+		Metrics: w.Metrics,
 	})
 	if err != nil {
 		return nil, err

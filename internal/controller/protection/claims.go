@@ -54,9 +54,9 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimDeleted}},
 		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.onPod(obj, false) },
+			AddFunc:    func(obj any) { c.onPod(obj, protection.PodChanged) },
 			UpdateFunc: c.onPodUpdate,
-			DeleteFunc: func(obj any) { c.onPod(obj, true) }}},
+			DeleteFunc: func(obj any) { c.onPod(obj, protection.PodDeleted) }}},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("pvc-protection: %w", err)
@@ -101,9 +101,9 @@ func (c *ClaimLoop) onClaimDeleted(obj any) {
 }
 
 // onPod queues the claims of a pod whose event may free them.
-func (c *ClaimLoop) onPod(obj any, deleted bool) {
+func (c *ClaimLoop) onPod(obj any, e protection.PodEvent) {
 	pod, ok := loop.As[*v1.Pod](obj)
-	if !ok || !protection.PodEventMayRelease(pod, deleted) {
+	if !ok || !protection.PodEventMayRelease(pod, e) {
 		return
 	}
 	for _, key := range protection.ClaimKeys(pod) {
@@ -115,10 +115,10 @@ func (c *ClaimLoop) onPod(obj any, deleted bool) {
 // another of the same name (a new UID); the old pod then counts as deleted,
 // or a claim only it kept would wait forever.
 func (c *ClaimLoop) onPodUpdate(old, cur any) {
-	c.onPod(cur, false)
+	c.onPod(cur, protection.PodChanged)
 	if o, ok := old.(*v1.Pod); ok {
 		if n, ok := cur.(*v1.Pod); ok && o.UID != n.UID {
-			c.onPod(o, true)
+			c.onPod(o, protection.PodDeleted)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, er
 	}
 	switch d.action {
 	case provisioning.ClaimProvision:
-		return loop.Done(), c.provision(ctx, claim, class)
+		return c.provision(ctx, claim, class)
 	case provisioning.ClaimPopulator:
 		c.leaveToPopulator(ctx, claim)
 	case provisioning.ClaimRace:
@@ -126,11 +126,11 @@ func (c *Controller) leaveToPopulator(ctx context.Context, claim *v1.PersistentV
 
 // provision runs the three persisted steps: the in-progress finalizer, the
 // backend volume, the PV; then drops the finalizer.
-func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
+func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (loop.Result, error) {
 	driver := provisioning.ClaimDriver(claim)
 	c.announce(claim, driver)
 	if err := provisioning.Refusal(claim); err != nil {
-		return c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
+		return loop.Done(), c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
 	}
 	p, err := c.plan(ctx, claim, class, driver, forCreate)
 	var misfit *provisioning.PinMisfit
@@ -138,35 +138,34 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 		return c.ignorePin(ctx, claim, driver, misfit)
 	}
 	if err != nil {
-		return c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
+		return loop.Done(), c.failed(ctx, claim, driver, err, provisioning.BeforeCreate(err, claim))
 	}
 	// Decided before the pin below is written: only a claim that no earlier
 	// attempt pinned, and that waits for no selected node, may move on.
 	movable := claim.Annotations[provisioning.AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
 	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
-		return err
+		return loop.Done(), err
 	}
 	vol, err := c.create(ctx, claim, p)
 	if movable && csierror.OutOfRoom(err) {
 		claim, p, vol, err = c.fallBack(ctx, claim, driver, p, err)
 	}
-	return c.provisioned(ctx, claim, class, driver, p, vol, err)
+	return loop.Done(), c.provisioned(ctx, claim, class, driver, p, vol, err)
 }
 
 // ignorePin drops an endpoint pin that no attempt can have written (see
 // pinnedPlan) from the claim, says so, and has the claim planned again
 // without it: the new plan pins the endpoint it chooses. The write changes
-// only the marks, which wakes nobody (onClaimUpdated), hence the requeue.
-func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, misfit *provisioning.PinMisfit) error {
+// only the marks, which wakes nobody (onClaimUpdated), hence Again.
+func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, misfit *provisioning.PinMisfit) (loop.Result, error) {
 	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventRecordRejected, "ignored %v; choosing the endpoint again", misfit)
 	upd := claim.DeepCopy()
 	delete(upd.Annotations, provisioning.AnnEndpointNode)
 	if _, err := c.updateClaim(ctx, upd); err != nil {
-		return err
+		return loop.Done(), err
 	}
 	klog.FromContext(ctx).V(2).Info("Ignored an endpoint pin outside the claim's topology", "pin", misfit.Node)
-	c.queues.claims.Add(binding.ClaimKey(claim))
-	return nil
+	return loop.Again(), nil
 }
 
 // create is create, remembered (createMemory) until its outcome settles.

@@ -135,8 +135,7 @@ func (c *Controller) race(ctx context.Context, key string, claim *v1.PersistentV
 	}
 	c.memory.races.won(claim.UID)
 	logger.V(2).Info("Became the claim's owner", "node", c.node.NodeName)
-	c.queues.claims.Add(key)
-	return loop.Done(), nil
+	return loop.Again(), nil
 }
 
 // raceMemory is what a node remembers of its races: when it first saw each
