@@ -42,7 +42,7 @@ func BenchmarkBinderStaticPairs(b *testing.B) {
 		binder := startBinder(unthrottled, writers)
 		watch.waitFor(b, pairs)
 		elapsed := time.Since(began)
-		binder.stop()
+		binder.Stop()
 		binds := float64(pairs) / elapsed.Seconds()
 		times := watch.times()
 		b.ReportMetric(ceiling, "ceiling-binds/s")
@@ -68,7 +68,7 @@ func BenchmarkBinderThrottled(b *testing.B) {
 		watch := watchBinds(e)
 		binder := startBinder(rc, 4)
 		watch.waitFor(b, pairs)
-		binder.stop()
+		binder.Stop()
 		times := watch.times()
 		steady := times[pairs-1].Sub(times[skip-1]).Seconds()
 		b.ReportMetric(float64(pairs-skip)/steady, "binds/s")
@@ -98,7 +98,7 @@ func BenchmarkBinderArrivalLatency(b *testing.B) {
 		}
 		tick.Stop()
 		watch.waitFor(b, n)
-		binder.stop()
+		binder.Stop()
 		// Claims are interchangeable: the i-th bind answers the i-th PV.
 		lat := make([]time.Duration, n)
 		for i, t := range watch.times() {

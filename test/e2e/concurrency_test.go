@@ -23,7 +23,7 @@ func TestClaimsRacingForFewerVolumesNeverShareOne(t *testing.T) {
 	parallel(tooBig, func(i int) { e.createClaim(e.claim(fmt.Sprintf("big-%02d", i), "5Gi")) })
 
 	racing := startBinder(stacktest.ControlPlane(t).RESTConfig, 16)
-	defer racing.stop()
+	defer racing.Stop()
 
 	e.eventually("every PV bound", func() string {
 		list, err := e.client.CoreV1().PersistentVolumes().List(e.ctx, metav1.ListOptions{LabelSelector: "e2e-ns=" + e.ns})
@@ -80,7 +80,7 @@ func TestNamedAndMatchedClaimsRacingNeverShareAVolume(t *testing.T) {
 	parallel(2*pvs, func(i int) { e.createClaim(e.claim(fmt.Sprintf("auto-%02d", i), "1Gi")) })
 
 	racing := startBinder(stacktest.ControlPlane(t).RESTConfig, 16)
-	defer racing.stop()
+	defer racing.Stop()
 
 	e.eventually("every PV bound to one claim that points back", func() string {
 		list, err := e.client.CoreV1().PersistentVolumes().List(e.ctx, metav1.ListOptions{LabelSelector: "e2e-ns=" + e.ns})

@@ -36,13 +36,13 @@ func TestBindInterruptedAfterEachWriteIsCompletedByTheNextBinder(t *testing.T) {
 				}
 				return ""
 			})
-			if err := first.stop(); err != nil {
+			if err := first.Stop(); err != nil {
 				t.Fatalf("crashing binder: %v", err)
 			}
 			assertPartialBind(e, writes, chosen.Name)
 
 			second := startBinder(stacktest.ControlPlane(t).RESTConfig, 4)
-			defer second.stop()
+			defer second.Stop()
 			e.waitBound("data", chosen.Name)
 			other := e.waitPVPhase(e.ns+"-other", v1.VolumeAvailable)
 			if other.Spec.ClaimRef != nil {

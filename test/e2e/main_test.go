@@ -20,49 +20,29 @@ import (
 // sharedBinder is the binder most tests run against. Tests that need a
 // binder of their own (crash points, races, benchmarks) stop it first and
 // start it again when done.
-var sharedBinder *binderRun
+var sharedBinder *stacktest.Loops
 
 func TestMain(m *testing.M) {
 	support.Main(m, 2, func(cp *cluster.ControlPlane) (func(), error) {
 		sharedBinder = startBinder(cp.RESTConfig, 4)
-		return func() { sharedBinder.stop() }, nil
+		return func() { _ = sharedBinder.Stop() }, nil
 	})
 }
 
-// binderRun is one binder running in this process, as `volplane up` runs it
-// but with a short resync so that tests of the safety net stay quick.
-type binderRun struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func startBinder(rc *rest.Config, workers int) *binderRun {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &binderRun{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		r.done <- manager.Run(ctx, manager.Config{
-			REST: rc, Controllers: []string{manager.Binder},
-			Workers: workers, ResyncPeriod: 2 * time.Second,
-		})
-	}()
-	return r
-}
-
-// stop cancels the binder and waits for it; safe to call twice.
-func (r *binderRun) stop() error {
-	if r.done == nil {
-		return nil
-	}
-	r.cancel()
-	err := <-r.done
-	r.done = nil
-	return err
+// startBinder runs one binder in this process, as `volplane up` runs it
+// but with a short resync so that tests of the safety net stay quick; its
+// Stop may be called twice.
+func startBinder(rc *rest.Config, workers int) *stacktest.Loops {
+	return stacktest.StartLoops(manager.Config{
+		REST: rc, Controllers: []string{manager.Binder},
+		Workers: workers, ResyncPeriod: 2 * time.Second,
+	})
 }
 
 // withoutSharedBinder stops the shared binder for the rest of the test.
 func withoutSharedBinder(t testing.TB) {
 	cp := stacktest.ControlPlane(t)
-	if err := sharedBinder.stop(); err != nil {
+	if err := sharedBinder.Stop(); err != nil {
 		t.Fatalf("stop shared binder: %v", err)
 	}
 	t.Cleanup(func() { sharedBinder = startBinder(cp.RESTConfig, 4) })

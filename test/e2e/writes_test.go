@@ -23,7 +23,7 @@ func TestBindingAFreshVolumeTakesFourWrites(t *testing.T) {
 			rc := counter.config(stacktest.ControlPlane(t).RESTConfig)
 			if !before {
 				b := startBinder(rc, 4)
-				defer b.stop()
+				defer b.Stop()
 			}
 			e.createClaim(e.claim("data", "1Gi"))
 			if !before {
@@ -32,7 +32,7 @@ func TestBindingAFreshVolumeTakesFourWrites(t *testing.T) {
 			e.createPV(e.pv("fresh", "1Gi"))
 			if before {
 				b := startBinder(rc, 4)
-				defer b.stop()
+				defer b.Stop()
 			}
 			e.waitBound("data", e.ns+"-fresh")
 			if n := counter.done.Load(); n != 4 {

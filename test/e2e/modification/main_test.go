@@ -23,9 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -52,13 +50,9 @@ var bed struct {
 	driver   *hostpath.Driver
 	endpoint string
 	loops    *stacktest.Loops
-	modifier *loopRun
-}
-
-// loopRun is the modifier running in the background.
-type loopRun struct {
-	cancel context.CancelFunc
-	done   chan error
+	// pool is the modifier's client of the driver, for each of its runs.
+	pool     *csi.Pool
+	modifier *stacktest.LoopRun
 }
 
 func TestMain(m *testing.M) {
@@ -73,8 +67,10 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	ctx := context.Background()
 	teardown := func() {
 		if bed.modifier != nil {
-			bed.modifier.cancel()
-			<-bed.modifier.done
+			bed.modifier.Stop()
+		}
+		if bed.pool != nil {
+			_ = bed.pool.Close()
 		}
 		if bed.loops != nil {
 			_ = bed.loops.Stop()
@@ -94,7 +90,11 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	}
 	bed.loops = stacktest.StartLoops(manager.Config{REST: cp.RESTConfig, CSIEndpoints: []string{bed.endpoint},
 		Controllers: []string{manager.Binder, manager.Provisioner}, Workers: 4, ResyncPeriod: 2 * time.Second})
-	if bed.modifier, err = startModifier(cp.Client); err != nil {
+	if bed.pool, err = csi.DialPool(ctx, []string{bed.endpoint}, nil); err != nil {
+		teardown()
+		return nil, err
+	}
+	if bed.modifier, err = startModifier(cp); err != nil {
 		teardown()
 		return nil, err
 	}
@@ -126,31 +126,9 @@ func registerStorage(ctx context.Context, client kubernetes.Interface) error {
 
 // startModifier runs the modifier over the driver, recording events to
 // the API server as the manager would.
-func startModifier(client kubernetes.Interface) (*loopRun, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := csi.DialPool(ctx, []string{bed.endpoint}, nil)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	events := record.NewBroadcaster()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	factory := informers.NewSharedInformerFactory(client, 0)
-	m, err := modifier.New(modifier.Config{Client: client, Informers: factory, Pool: pool, Workers: 2,
-		Recorder: resizing.RecorderFrom(events)})
-	if err != nil {
-		cancel()
-		_ = pool.Close()
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	r := &loopRun{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		err := m.Run(ctx)
-		factory.Shutdown()
-		events.Shutdown()
-		_ = pool.Close()
-		r.done <- err
-	}()
-	return r, nil
+func startModifier(cp *cluster.ControlPlane) (*stacktest.LoopRun, error) {
+	return stacktest.RunLoop(cp, 0, func(d stacktest.LoopDeps) (interface{ Run(context.Context) error }, error) {
+		return modifier.New(modifier.Config{Client: d.Client, Informers: d.Informers, Pool: bed.pool, Workers: 2,
+			Recorder: func(driver string) record.EventRecorder { return d.Recorder(resizing.EventComponent(driver)) }})
+	})
 }

@@ -44,11 +44,8 @@ func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
 	stacktest.Eventually(e.t, what, cond, func() error {
 		if bed.modifier != nil {
-			select {
-			case err := <-bed.modifier.done:
-				bed.modifier.done <- err
-				return fmt.Errorf("the modifier ended: %v", err)
-			default:
+			if err := bed.modifier.EndedEarly(); err != nil {
+				return fmt.Errorf("the modifier: %w", err)
 			}
 		}
 		return bed.loops.EndedEarly()
@@ -396,8 +393,8 @@ func TestClaimWithARefusedClassStaysPending(t *testing.T) {
 // test's own modifier, a class change is applied the same way.
 func TestTheResizerLoopModifies(t *testing.T) {
 	e := newEnv(t)
-	bed.modifier.cancel()
-	if err := <-bed.modifier.done; err != nil {
+	bed.modifier.Stop()
+	if err := bed.modifier.Err(); err != nil {
 		t.Fatalf("stopping the modifier: %v", err)
 	}
 	bed.modifier = nil
@@ -409,7 +406,7 @@ func TestTheResizerLoopModifies(t *testing.T) {
 			t.Errorf("resizer loop: %v", err)
 		}
 		var err error
-		if bed.modifier, err = startModifier(cp.Client); err != nil {
+		if bed.modifier, err = startModifier(cp); err != nil {
 			t.Fatalf("restarting the modifier: %v", err)
 		}
 	})
