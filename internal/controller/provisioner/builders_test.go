@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Builders with defaults plus modifiers: a Pending RWO claim of 1Mi in
@@ -48,7 +49,9 @@ func selectedNode(n string) func(*v1.PersistentVolumeClaim) {
 	return func(c *v1.PersistentVolumeClaim) { c.Annotations[volumehelpers.AnnSelectedNode] = n }
 }
 
-func withFinalizer(c *v1.PersistentVolumeClaim) { c.Finalizers = append(c.Finalizers, ClaimFinalizer) }
+func withFinalizer(c *v1.PersistentVolumeClaim) {
+	c.Finalizers = append(c.Finalizers, provisioning.ClaimFinalizer)
+}
 
 func deleting(c *v1.PersistentVolumeClaim) { c.DeletionTimestamp = &metav1.Time{} }
 

@@ -137,7 +137,7 @@ func TestClaimWithSelectorIsRefused(t *testing.T) {
 	if n := p.creations(); n != 0 || len(w.backend()) != 0 || w.pv("pvc-uid-1") != nil {
 		t.Errorf("CreateVolume called %d times, backend %v", n, w.backend())
 	}
-	if c := w.claim(); hasFinalizer(c.Finalizers, ClaimFinalizer) {
+	if c := w.claim(); hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) {
 		t.Errorf("finalizers %v", c.Finalizers)
 	}
 }
@@ -159,7 +159,7 @@ func TestPopulatorClaimIsLeftToItsPopulator(t *testing.T) {
 	switch {
 	case c.Annotations[annSelectedNode] != "a":
 		t.Errorf("selected node %q, want a kept", c.Annotations[annSelectedNode])
-	case hasFinalizer(c.Finalizers, ClaimFinalizer):
+	case hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer):
 		t.Errorf("finalizers %v", c.Finalizers)
 	case p.creations() != 0 || w.pv("pvc-uid-1") != nil:
 		t.Errorf("CreateVolume called %d times", p.creations())
@@ -181,7 +181,7 @@ func TestOutOfRoomAnswerAfterTheVolumeWasMadeLeaksNothing(t *testing.T) {
 	w.start()
 	w.eventually("provisioned", func() string {
 		c := w.claim()
-		if w.pv("pvc-uid-1") == nil || hasFinalizer(c.Finalizers, ClaimFinalizer) {
+		if w.pv("pvc-uid-1") == nil || hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) {
 			return fmt.Sprintf("no PV yet; events %v", w.events)
 		}
 		return ""
@@ -212,7 +212,7 @@ func TestOutOfRoomOnTheSelectedNodeAsksForAnotherNode(t *testing.T) {
 		switch {
 		case c.Annotations[annSelectedNode] != "":
 			return "selected node still " + c.Annotations[annSelectedNode]
-		case hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "":
+		case hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) || c.Annotations[provisioning.AnnEndpointNode] != "":
 			return fmt.Sprintf("still pinned: %v %v", c.Finalizers, c.Annotations)
 		}
 		return w.eventOrder(announced, "Warning ProvisioningFailed rpc error: code = ResourceExhausted desc = ")
@@ -307,7 +307,7 @@ func TestMissingProvisionerSecretFailsProvisioning(t *testing.T) {
 	w.eventually("ProvisioningFailed", func() string {
 		return w.eventOrder(announced, `Warning ProvisioningFailed error getting secret nope in namespace ns: secrets "nope" not found`)
 	})
-	if n := p.creations(); n != 0 || hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if n := p.creations(); n != 0 || hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Errorf("CreateVolume called %d times; finalizers %v", n, w.claim().Finalizers)
 	}
 }
@@ -325,7 +325,7 @@ func TestCleanupAfterAnOutOfRoomAnswerDeletesTheVolumeMade(t *testing.T) {
 		if b := w.backend(); len(b) != 0 {
 			return fmt.Sprintf("backend %v", b)
 		}
-		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		if hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 			return "finalizer still there"
 		}
 		return ""

@@ -17,7 +17,7 @@ import (
 )
 
 func pinnedTo(node string) func(*v1.PersistentVolumeClaim) {
-	return func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnEndpointNode] = node }
+	return func(c *v1.PersistentVolumeClaim) { c.Annotations[provisioning.AnnEndpointNode] = node }
 }
 
 // The request recorded on the claim holds what rebuilds it without class or
@@ -36,7 +36,7 @@ func TestRecordedRequestKeepsNoSecretsAndNoTopology(t *testing.T) {
 	if strings.Contains(rec, "hunter2") {
 		t.Errorf("the record %s holds a secret", rec)
 	}
-	got, ok, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = rec }))
+	got, ok, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[provisioning.AnnCreateRequest] = rec }))
 	switch {
 	case err != nil || !ok:
 		t.Fatalf("recordedRequest = %v, %v", ok, err)
@@ -47,7 +47,7 @@ func TestRecordedRequestKeepsNoSecretsAndNoTopology(t *testing.T) {
 	case got.GetSecrets() != nil || got.GetAccessibilityRequirements() != nil:
 		t.Errorf("secrets or topology recorded: %v", got)
 	}
-	if _, _, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = "{" })); err == nil {
+	if _, _, err := provisioning.RecordedRequest(claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[provisioning.AnnCreateRequest] = "{" })); err == nil {
 		t.Error("a broken record must be an error, not an empty request")
 	}
 }
@@ -65,7 +65,7 @@ func TestClassDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNoVolume(t
 	w.start()
 	w.eventually("the backend volume made, the request recorded", func() string {
 		c := w.claim()
-		if b := w.backend(); len(b) != 1 || !hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnCreateRequest] == "" {
+		if b := w.backend(); len(b) != 1 || !hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) || c.Annotations[provisioning.AnnCreateRequest] == "" {
 			return fmt.Sprintf("backend %v, finalizers %v, annotations %v", b, c.Finalizers, c.Annotations)
 		}
 		return ""
@@ -108,7 +108,7 @@ func TestCleanupThatCannotMatchTheVolumeKeepsTheFinalizer(t *testing.T) {
 		}
 		return ""
 	})
-	if b := w.backend(); len(b) != 2 || !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if b := w.backend(); len(b) != 2 || !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Errorf("backend %v, finalizers %v: the volume may exist, so the finalizer must stay", b, w.claim().Finalizers)
 	}
 }
@@ -125,7 +125,7 @@ func TestUnpinnedCleanupWithoutClassIsReported(t *testing.T) {
 		}
 		return ""
 	})
-	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Error("finalizer removed though the volume may exist")
 	}
 }
@@ -177,7 +177,7 @@ func TestRefusedRebuiltRequestKeepsTheFinalizer(t *testing.T) {
 		}
 		return ""
 	})
-	if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Error("finalizer removed on a refusal that proves nothing")
 	}
 }

@@ -167,7 +167,7 @@ func TestProvisionsOnePreboundVolume(t *testing.T) {
 		switch {
 		case pv == nil:
 			return "no PV"
-		case hasFinalizer(w.claim().Finalizers, ClaimFinalizer):
+		case hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer):
 			return "claim still has the in-progress finalizer"
 		case !w.sawEvent("Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid-1"):
 			return fmt.Sprintf("events %v", w.events)
@@ -194,7 +194,7 @@ func TestFailingPVCreateThenDeletedClaimLeavesNoVolume(t *testing.T) {
 		if b := w.backend(); len(b) != 1 {
 			return fmt.Sprintf("backend %v", b)
 		}
-		if !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		if !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 			return "no finalizer"
 		}
 		return ""
@@ -208,7 +208,7 @@ func TestFailingPVCreateThenDeletedClaimLeavesNoVolume(t *testing.T) {
 		if b := w.backend(); len(b) != 0 {
 			return fmt.Sprintf("backend %v", b)
 		}
-		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		if hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 			return "finalizer still there"
 		}
 		return ""
@@ -228,7 +228,7 @@ func TestFinalErrorRemovesSelectedNode(t *testing.T) {
 		switch {
 		case c.Annotations[annSelectedNode] != "":
 			return "selected-node still " + c.Annotations[annSelectedNode]
-		case hasFinalizer(c.Finalizers, ClaimFinalizer):
+		case hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer):
 			return "finalizer left"
 		case !w.sawEvent(`Warning ProvisioningFailed `):
 			return fmt.Sprintf("events %v", w.events)
@@ -247,7 +247,7 @@ func TestExistingPVOnlyDropsTheFinalizer(t *testing.T) {
 	w := newWorld(t, claim(withFinalizer), class(), made)
 	w.start()
 	w.eventually("finalizer gone", func() string {
-		if hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+		if hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 			return "finalizer still there"
 		}
 		return ""
@@ -317,7 +317,7 @@ func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
 		if pv == nil {
 			return "PV deleted"
 		}
-		if hasFinalizer(pv.Finalizers, VolumeFinalizer) {
+		if hasFinalizer(pv.Finalizers, provisioning.VolumeFinalizer) {
 			return "finalizer still there"
 		}
 		return ""
@@ -342,7 +342,7 @@ func TestUnsupportedDataSourceIsNamed(t *testing.T) {
 		}
 		return ""
 	})
-	if b := w.backend(); len(b) != 0 || hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if b := w.backend(); len(b) != 0 || hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Errorf("backend %v finalizers %v; want nothing", b, w.claim().Finalizers)
 	}
 }
@@ -369,12 +369,12 @@ func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
 		switch {
 		case len(b) != 1:
 			return fmt.Sprintf("backend %v", b)
-		case !hasFinalizer(c.Finalizers, ClaimFinalizer):
+		case !hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer):
 			return "no in-progress finalizer"
-		case c.Annotations[AnnEndpointNode]+"/" != b[0][:len(c.Annotations[AnnEndpointNode])+1]:
-			return fmt.Sprintf("pinned to %q, volume %s", c.Annotations[AnnEndpointNode], b[0])
+		case c.Annotations[provisioning.AnnEndpointNode]+"/" != b[0][:len(c.Annotations[provisioning.AnnEndpointNode])+1]:
+			return fmt.Sprintf("pinned to %q, volume %s", c.Annotations[provisioning.AnnEndpointNode], b[0])
 		}
-		first = c.Annotations[AnnEndpointNode]
+		first = c.Annotations[provisioning.AnnEndpointNode]
 		return ""
 	})
 	if err := w.client.CoreV1().Nodes().Delete(w.ctx, first, metav1.DeleteOptions{}); err != nil {
@@ -387,7 +387,7 @@ func TestRetryAfterTheNodesChangedAsksTheSameEndpoint(t *testing.T) {
 		switch {
 		case w.pv("pvc-uid-1") == nil:
 			return "no PV"
-		case hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "":
+		case hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) || c.Annotations[provisioning.AnnEndpointNode] != "":
 			return fmt.Sprintf("finalizers %v annotations %v", c.Finalizers, c.Annotations)
 		}
 		return ""
@@ -422,7 +422,7 @@ func TestFullPreferredNodeFallsBackToTheNextNode(t *testing.T) {
 		switch {
 		case pv == nil:
 			return fmt.Sprintf("no PV; events %v", w.events)
-		case hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "":
+		case hasFinalizer(c.Finalizers, provisioning.ClaimFinalizer) || c.Annotations[provisioning.AnnEndpointNode] != "":
 			return "claim still pinned"
 		}
 		if got := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != other {

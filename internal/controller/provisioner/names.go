@@ -1,17 +1,5 @@
 package provisioner
 
-import "github.com/volplane/volplane/internal/provisioning"
-
-// The names the provisioner writes on claims and PVs live with the rules
-// that read them (internal/provisioning); these are the same constants for
-// callers that know the loop (tests, tools).
-const (
-	ClaimFinalizer   = provisioning.ClaimFinalizer
-	AnnEndpointNode  = provisioning.AnnEndpointNode
-	AnnCreateRequest = provisioning.AnnCreateRequest
-	VolumeFinalizer  = provisioning.VolumeFinalizer
-)
-
 // eventComponentSuffix follows the driver's name in the event source, as
 // the external-provisioner's "<driver>_<identity>".
 const eventComponentSuffix = "_volplane"

@@ -42,7 +42,7 @@ func TestForgedRequestNamingAnotherClaimsVolumeIsNeverReplayed(t *testing.T) {
 	forged := `{"name":"pvc-victim","capacityRange":{"requiredBytes":"1"},"volumeCapabilities":[{"mount":{},"accessMode":{"mode":"SINGLE_NODE_WRITER"}}]}`
 	w := newWorld(t, claim(withFinalizer, deleting, pinnedTo("a"), func(c *v1.PersistentVolumeClaim) {
 		c.Spec.StorageClassName = ptr.To("no-such-class")
-		c.Annotations[AnnCreateRequest] = forged
+		c.Annotations[provisioning.AnnCreateRequest] = forged
 	}))
 	vol := w.createOn("a", victim)
 	w.start()
@@ -194,7 +194,7 @@ func TestRetainSwitchedBackToDeleteGetsTheFinalizerBack(t *testing.T) {
 	w := newWorld(t, pv)
 	w.start()
 	w.eventually("finalizer back", func() string {
-		if p := w.pv(pv.Name); !hasFinalizer(p.Finalizers, VolumeFinalizer) {
+		if p := w.pv(pv.Name); !hasFinalizer(p.Finalizers, provisioning.VolumeFinalizer) {
 			return fmt.Sprintf("finalizers %v", p.Finalizers)
 		}
 		return ""
@@ -240,12 +240,12 @@ func TestCleanupNeverAsksAPinOutsideTheClassTopology(t *testing.T) {
 	w := newTappedWorld(t, p, claim(withFinalizer, deleting, pinnedTo("b")), class(onlyA))
 	w.start()
 	w.eventually("ProvisioningCleanupFailed", func() string {
-		if !w.sawEvent(`Warning ProvisioningCleanupFailed failed to delete the volume that may have been provisioned for the claim: the endpoint pin ` + AnnEndpointNode + `="b"`) {
+		if !w.sawEvent(`Warning ProvisioningCleanupFailed failed to delete the volume that may have been provisioned for the claim: the endpoint pin ` + provisioning.AnnEndpointNode + `="b"`) {
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""
 	})
-	if n := p.creations(); n != 0 || !hasFinalizer(w.claim().Finalizers, ClaimFinalizer) {
+	if n := p.creations(); n != 0 || !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Errorf("CreateVolume called %d times, finalizers %v", n, w.claim().Finalizers)
 	}
 }
@@ -255,7 +255,7 @@ func TestCleanupNeverAsksAPinOutsideTheClassTopology(t *testing.T) {
 // replays only what was sent.
 func TestForgedRecordOnANewClaimIsReplaced(t *testing.T) {
 	forged := `{"name":"pvc-victim","capacityRange":{"requiredBytes":"1"}}`
-	w := newWorld(t, claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[AnnCreateRequest] = forged }), class())
+	w := newWorld(t, claim(func(c *v1.PersistentVolumeClaim) { c.Annotations[provisioning.AnnCreateRequest] = forged }), class())
 	var recorded string
 	w.client.PrependReactor("create", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("injected: PV create refused")
@@ -263,7 +263,7 @@ func TestForgedRecordOnANewClaimIsReplaced(t *testing.T) {
 	w.start()
 	w.eventually("the provisioner's own request recorded", func() string {
 		c := w.claim()
-		recorded = c.Annotations[AnnCreateRequest]
+		recorded = c.Annotations[provisioning.AnnCreateRequest]
 		if req, ok, err := provisioning.RecordedRequest(c); err != nil || !ok || req.GetName() != "pvc-uid-1" {
 			return fmt.Sprintf("record %s", recorded)
 		}

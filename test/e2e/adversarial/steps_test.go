@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/binding"
-	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // boundClaim is the tenant's claim name of class, once Bound.
@@ -46,7 +46,7 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 		w.evilClaim("elsewhere", waitClass, volumeNamed(w.data.pv.Name), forged(w.data.pv.Name, hostpath.DriverName, w.data.node))
 		w.eventually("claim elsewhere cleaned up, or its cleanup refused", func() string {
 			c := w.claim(evilNS, "elsewhere")
-			if !slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) || w.warning(evilNS, c.UID, "ProvisioningCleanupFailed") != "" {
+			if !slices.Contains(c.Finalizers, provisioning.ClaimFinalizer) || w.warning(evilNS, c.UID, "ProvisioningCleanupFailed") != "" {
 				return ""
 			}
 			return fmt.Sprintf("finalizers %v", c.Finalizers)
@@ -60,7 +60,7 @@ func TestProvisionerMarksAtEachStep(t *testing.T) {
 		w := begin(t)
 		w.evilClaim("waiting", waitClass, forged(w.shared.pv.Name, hostpath.NetworkDriverName, ""))
 		w.evilUpdate("waiting", func(c *corev1.PersistentVolumeClaim) {
-			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioner.ClaimFinalizer })
+			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioning.ClaimFinalizer })
 		})
 		// Put back naming the victim's node-local volume; no selected node,
 		// so the claim keeps waiting and nothing races the delete.
@@ -91,7 +91,7 @@ func TestRecordedRequestCloningTheVictimsVolume(t *testing.T) {
 			w.evilClaim("copy", tc.class)
 			w.evilUpdate("copy", func(c *corev1.PersistentVolumeClaim) {
 				forged("", tc.driver, v.node)(c)
-				c.Annotations[provisioner.AnnCreateRequest] = fmt.Sprintf(`{"name":"pvc-%s","capacityRange":{"requiredBytes":"1"},`+
+				c.Annotations[provisioning.AnnCreateRequest] = fmt.Sprintf(`{"name":"pvc-%s","capacityRange":{"requiredBytes":"1"},`+
 					`"volumeCapabilities":[{"mount":{},"accessMode":{"mode":"SINGLE_NODE_WRITER"}}],"volumeContentSource":{"volume":{"volumeId":%q}}}`,
 					c.UID, v.pv.Spec.CSI.VolumeHandle)
 			})

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 func bound(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound }
@@ -36,13 +36,13 @@ func TestForgedEndpointPinPlacesNoVolumeElsewhere(t *testing.T) {
 		why         string
 	}{
 		{"outside the class's allowedTopologies", firstNodeClass,
-			annotated(provisioner.AnnEndpointNode, second), "the class allows " + first + " only"},
+			annotated(provisioning.AnnEndpointNode, second), "the class allows " + first + " only"},
 		{"off the selected node", waitClass,
-			annotated(annSelectedNode, first, provisioner.AnnEndpointNode, second), "the claim's selected node is " + first},
+			annotated(annSelectedNode, first, provisioning.AnnEndpointNode, second), "the claim's selected node is " + first},
 		{"with the in-progress finalizer, off the selected node", waitClass,
 			func(c *corev1.PersistentVolumeClaim) {
-				annotated(annSelectedNode, first, provisioner.AnnEndpointNode, second)(c)
-				withFinalizer(provisioner.ClaimFinalizer)(c)
+				annotated(annSelectedNode, first, provisioning.AnnEndpointNode, second)(c)
+				withFinalizer(provisioning.ClaimFinalizer)(c)
 			}, "the claim's selected node is " + first},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

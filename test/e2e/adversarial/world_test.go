@@ -22,9 +22,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/checkup"
-	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/invariants"
+	"github.com/volplane/volplane/internal/provisioning"
 	"github.com/volplane/volplane/internal/stacktest"
 	"github.com/volplane/volplane/test/e2e/support"
 )
@@ -81,7 +81,7 @@ func (w *world) victim(name, class string) victimVolume {
 			return wrong
 		}
 		c := w.claim(victimNS, name)
-		if _, ok := c.Annotations[provisioner.AnnCreateRequest]; ok || slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) {
+		if _, ok := c.Annotations[provisioning.AnnCreateRequest]; ok || slices.Contains(c.Finalizers, provisioning.ClaimFinalizer) {
 			return fmt.Sprintf("the provisioner's marks are still on it: finalizers %v", c.Finalizers)
 		}
 		return ""
@@ -138,7 +138,7 @@ func (w *world) tenantLeaves() {
 		}
 		var left []string
 		for _, c := range list.Items {
-			if slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) && w.warning(evilNS, c.UID, "ProvisioningCleanupFailed") != "" {
+			if slices.Contains(c.Finalizers, provisioning.ClaimFinalizer) && w.warning(evilNS, c.UID, "ProvisioningCleanupFailed") != "" {
 				w.dropFinalizer(&c)
 			}
 			left = append(left, fmt.Sprintf("%s %v", c.Name, c.Finalizers))
@@ -164,7 +164,7 @@ func (w *world) tenantLeaves() {
 // dropFinalizer is the tenant removing the in-progress finalizer.
 func (w *world) dropFinalizer(c *corev1.PersistentVolumeClaim) {
 	c = c.DeepCopy()
-	c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioner.ClaimFinalizer })
+	c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioning.ClaimFinalizer })
 	if _, err := tenant.CoreV1().PersistentVolumeClaims(evilNS).Update(w.ctx, c, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		w.t.Errorf("the tenant removes the finalizer of %s: %v", c.Name, err)
 	}
@@ -178,8 +178,8 @@ func (w *world) cleanUp() {
 		_ = w.admin.CoreV1().Pods(ns).DeleteCollection(w.ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 		list, _ := w.admin.CoreV1().PersistentVolumeClaims(ns).List(w.ctx, metav1.ListOptions{})
 		for _, c := range list.Items {
-			if slices.Contains(c.Finalizers, provisioner.ClaimFinalizer) && c.Status.Phase != corev1.ClaimBound {
-				c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioner.ClaimFinalizer })
+			if slices.Contains(c.Finalizers, provisioning.ClaimFinalizer) && c.Status.Phase != corev1.ClaimBound {
+				c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == provisioning.ClaimFinalizer })
 				_, _ = w.admin.CoreV1().PersistentVolumeClaims(ns).Update(w.ctx, &c, metav1.UpdateOptions{})
 			}
 		}
@@ -453,10 +453,10 @@ func forgedRequest(pv string) string {
 // pv, through driver, on the endpoint of node ("" for none).
 func forged(pv, driver, node string) func(*corev1.PersistentVolumeClaim) {
 	return func(c *corev1.PersistentVolumeClaim) {
-		withFinalizer(provisioner.ClaimFinalizer)(c)
-		annotated(annStorageProvisioner, driver, provisioner.AnnCreateRequest, forgedRequest(pv))(c)
+		withFinalizer(provisioning.ClaimFinalizer)(c)
+		annotated(annStorageProvisioner, driver, provisioning.AnnCreateRequest, forgedRequest(pv))(c)
 		if node != "" {
-			annotated(provisioner.AnnEndpointNode, node)(c)
+			annotated(provisioning.AnnEndpointNode, node)(c)
 		}
 	}
 }
