@@ -102,10 +102,10 @@ func TestClaimKeysIncludeEphemeralVolumes(t *testing.T) {
 // scheduled, unfinished pod only ever keeps claims, so it is skipped.
 func TestPodEventMayRelease(t *testing.T) {
 	cases := []struct {
-		name    string
-		pod     *v1.Pod
-		event   PodEvent
-		want    bool
+		name  string
+		pod   *v1.Pod
+		event PodEvent
+		want  bool
 	}{
 		{"updated running pod", pod(withClaim("pvc1"), running), PodChanged, false},
 		{"updated pending scheduled pod", pod(withClaim("pvc1")), PodChanged, false},
