@@ -22,9 +22,8 @@
 //     only: AddAfter/AddRateLimited (the loop runner owns retry) and
 //     AddIndexers (informerindex is the one registry), and every
 //     loop.Runner given the metrics registry (onehome_test.go).
-//   - pending: the one table of violations known today, each with who is
-//     expected to remove it (pending_test.go). A violation not in it fails;
-//     an entry that no longer happens fails too, so the table only shrinks.
+//   - no exceptions: every finding fails (report_test.go); a rule the tree
+//     does not meet yet is added with the change that makes it true.
 //
 // A package-level var in a pure package is allowed when it is a table:
 // given its value at its declaration (errors.New sentinels, compiled

@@ -120,13 +120,8 @@ func TestFloorsNameNoMissingPackage(t *testing.T) {
 		have[rel(p.ImportPath)] = true
 	}
 	for path := range floors {
-		if !have[path] && !planned[path] {
+		if !have[path] {
 			t.Errorf("floors names %s, which is no package of the module: drop it", path)
-		}
-	}
-	for path := range planned {
-		if have[path] {
-			t.Errorf("planned names %s, which exists now: drop it from planned", path)
 		}
 	}
 }
@@ -136,7 +131,3 @@ func TestFloorsNameNoMissingPackage(t *testing.T) {
 var notDecisions = map[string]string{
 	"internal/keyedmutex": "a lock per key, shared by the binder and the bundled driver: it holds its state by design",
 }
-
-// planned are packages floors names before they exist, while the helpers
-// of issue 24 make them (the lead empties this with pending).
-var planned = map[string]bool{}

@@ -49,7 +49,7 @@ func TestPureCoresDecideOnly(t *testing.T) {
 		}
 		found = append(found, purityFindings(srcs[path])...)
 	}
-	report(t, found, []string{ruleClock, ruleHost, ruleGoroutine, ruleState, ruleLog})
+	report(t, found)
 }
 
 func purityFindings(s *source) []finding {
