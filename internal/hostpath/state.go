@@ -1,0 +1,281 @@
+package hostpath
+
+import (
+	"fmt"
+	"maps"
+	"time"
+)
+
+// stateVersion is written into the state file; a driver refuses a file
+// written by a newer one rather than losing what it does not understand.
+// Version 2 records stagings per node (version 1 had one staging per
+// volume, on the volume's node); a version 1 file is read and migrated.
+// Version 3 adds the sizes network volumes have on each node (NodeSizes),
+// which a version 2 driver would drop on its next write; a version 2 file
+// reads as is (no node sizes recorded yet).
+const stateVersion = 3
+
+type accessType string
+
+const (
+	accessMount accessType = "mount"
+	accessBlock accessType = "block"
+)
+
+// volume is one volume and everything done with it.
+type volume struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	CapacityBytes int64      `json:"capacityBytes"`
+	AccessType    accessType `json:"accessType"`
+	// NodeID is the node a node-local volume lives on; "" for a network
+	// volume, reachable from every node.
+	NodeID    string        `json:"nodeID"`
+	Source    contentSource `json:"source,omitzero"`
+	CreatedAt time.Time     `json:"createdAt"`
+	// MutableParameters are those of CreateVolume, changed by
+	// ControllerModifyVolume (modify.go).
+	MutableParameters map[string]string `json:"mutableParameters,omitempty"`
+	// Attachments are the nodes ControllerPublishVolume attached it to.
+	Attachments map[string]attachment `json:"attachments,omitempty"`
+	// Stagings are keyed by node: one is set while the volume is staged on
+	// that node, from before the driver mounts anything: the node calls
+	// undo only what is recorded. A node-local volume has at most one, on
+	// its own node; a network volume one per node it is staged on.
+	Stagings map[string]staging `json:"stagings,omitempty"`
+	// LegacyStaging is the one staging a version 1 state recorded; readState
+	// moves it into Stagings, so it is never set otherwise.
+	LegacyStaging *staging `json:"staging,omitempty"`
+	// Publications are keyed by target path as the CO gave it (a path of
+	// this host, so unique across the nodes served); each is recorded before
+	// its mount, like a staging.
+	Publications map[string]publication `json:"publications,omitempty"`
+	// NodeSizes (network volumes only) is, per node, the size of the
+	// volume's filesystem as that node has it: the volume's size when the
+	// node first staged it, raised to the volume's size by NodeExpandVolume.
+	// A network filesystem is grown on the node that mounts it, so after
+	// ControllerExpandVolume a node sees the old size until it expands.
+	// Records outlive unstaging (the filesystem keeps its size) and go with
+	// the volume.
+	NodeSizes map[string]int64 `json:"nodeSizes,omitempty"`
+}
+
+// nodeSize is the size node sees the volume at: its NodeSizes record, or
+// the volume's size where there is none (node-local volumes, and nodes that
+// never staged the volume).
+func (v *volume) nodeSize(node string) int64 {
+	if n, ok := v.NodeSizes[node]; ok {
+		return n
+	}
+	return v.CapacityBytes
+}
+
+// staging returns the staging of the volume on node, or nil.
+func (v *volume) staging(node string) *staging {
+	s, ok := v.Stagings[node]
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// publishedOn reports whether a publication of the volume is on node.
+func (v *volume) publishedOn(node string) bool {
+	for _, p := range v.Publications {
+		if p.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// migrate brings a volume read from an older state up to this version: the
+// legacy staging and the publications without a node were on the volume's
+// node, the only one a version 1 driver served.
+func (v *volume) migrate() {
+	if v.LegacyStaging != nil {
+		if v.Stagings == nil {
+			v.Stagings = map[string]staging{}
+		}
+		v.Stagings[v.NodeID] = *v.LegacyStaging
+		v.LegacyStaging = nil
+	}
+	for target, p := range v.Publications {
+		if p.Node == "" {
+			p.Node = v.NodeID
+			v.Publications[target] = p
+		}
+	}
+}
+
+// contentSource is what a volume was created from; at most one field is set.
+type contentSource struct {
+	SnapshotID string `json:"snapshotID,omitempty"`
+	VolumeID   string `json:"volumeID,omitempty"`
+}
+
+type attachment struct {
+	ReadOnly bool `json:"readOnly"`
+	// Mode is the access mode the volume was attached with ("" in a
+	// version 1 state, whose volumes were all single-node).
+	Mode string `json:"mode,omitempty"`
+}
+
+type staging struct {
+	// Path is the staging path as the CO gave it.
+	Path string `json:"path"`
+	// RealPath is Path with its symlinks resolved: where the driver mounted.
+	RealPath string `json:"realPath,omitempty"`
+	// Device is the loop device of a staged block volume.
+	Device string `json:"device,omitempty"`
+}
+
+// realPath is where the staging is; a state written before RealPath
+// existed mounted at Path itself.
+func (s *staging) realPath() string {
+	if s.RealPath == "" {
+		return s.Path
+	}
+	return s.RealPath
+}
+
+type publication struct {
+	// Node is the node whose node service published it.
+	Node     string `json:"node,omitempty"`
+	ReadOnly bool   `json:"readOnly"`
+	Mode     string `json:"mode"`
+	// RealPath is the target path with its symlinks resolved: where the
+	// driver mounted.
+	RealPath string `json:"realPath,omitempty"`
+}
+
+// realPath is where the publication at target is (see staging.realPath).
+func (p publication) realPath(target string) string {
+	if p.RealPath == "" {
+		return target
+	}
+	return p.RealPath
+}
+
+// inUse says why the volume cannot be deleted now, or "".
+func (v *volume) inUse() string {
+	switch {
+	case len(v.Publications) > 0:
+		return "it is published on the node"
+	case len(v.Stagings) > 0:
+		return "it is staged on the node"
+	case len(v.Attachments) > 0:
+		return "it is attached to a node"
+	}
+	return ""
+}
+
+type snapshot struct {
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	SourceVolumeID string     `json:"sourceVolumeID"`
+	SizeBytes      int64      `json:"sizeBytes"`
+	AccessType     accessType `json:"accessType"`
+	CreatedAt      time.Time  `json:"createdAt"`
+}
+
+// state is the content of the state file.
+type state struct {
+	Version   int                  `json:"version"`
+	Volumes   map[string]*volume   `json:"volumes"`
+	Snapshots map[string]*snapshot `json:"snapshots"`
+}
+
+// clone is a deep copy of the state, for update to change and swap in.
+// (A copy through JSON cost an encode and a decode of every volume per
+// change: most of the driver's CPU once it holds a thousand volumes.)
+// Every map of a volume holds plain values, so cloning the maps is deep.
+func (s *state) clone() *state {
+	out := &state{Version: s.Version,
+		Volumes: make(map[string]*volume, len(s.Volumes)), Snapshots: make(map[string]*snapshot, len(s.Snapshots))}
+	for id, v := range s.Volumes {
+		c := *v
+		c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
+		c.NodeSizes = maps.Clone(v.NodeSizes)
+		c.MutableParameters = maps.Clone(v.MutableParameters)
+		if v.LegacyStaging != nil {
+			legacy := *v.LegacyStaging
+			c.LegacyStaging = &legacy
+		}
+		out.Volumes[id] = &c
+	}
+	for id, snap := range s.Snapshots {
+		c := *snap
+		out.Snapshots[id] = &c
+	}
+	return out
+}
+
+func emptyState() *state {
+	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}}
+}
+
+// claimedBytes is what volumes and snapshots take from Config.Capacity.
+func (s *state) claimedBytes() int64 {
+	var n int64
+	for _, v := range s.Volumes {
+		n += v.CapacityBytes
+	}
+	for _, snap := range s.Snapshots {
+		n += snap.SizeBytes
+	}
+	return n
+}
+
+// foreignVolume returns a volume that belongs to a node other than node;
+// for a network driver (node ""), a volume of any node.
+func (s *state) foreignVolume(node string) *volume {
+	for _, v := range s.Volumes {
+		if v.NodeID != node {
+			return v
+		}
+	}
+	return nil
+}
+
+// foreignProblem says why a driver configured as cfg must not serve the
+// volumes of st, or "": the data dir of a node-local driver holds that
+// node's volumes only, a network driver's network volumes only.
+func foreignProblem(st *state, cfg Config) string {
+	v := st.foreignVolume(cfg.NodeID)
+	switch {
+	case v == nil:
+		return ""
+	case cfg.Network:
+		return fmt.Sprintf("data dir %s holds volume %s of node %q, but this driver serves network volumes: "+
+			"a node-local volume cannot become a network one", cfg.DataDir, v.ID, v.NodeID)
+	case v.NodeID == "":
+		return fmt.Sprintf("data dir %s holds network volume %s, but this driver is node %q: "+
+			"network volumes are served by a network driver only", cfg.DataDir, v.ID, cfg.NodeID)
+	}
+	return fmt.Sprintf("data dir %s holds volume %s of node %q, but this driver is node %q: volumes cannot move between nodes",
+		cfg.DataDir, v.ID, v.NodeID, cfg.NodeID)
+}
+
+func (s *state) attachedTo(node string) int64 {
+	var n int64
+	for _, v := range s.Volumes {
+		if _, ok := v.Attachments[node]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// put records *v under key in the state map *m, making the map on first
+// use, or forgets key when v is nil.
+func put[V any](m *map[string]V, key string, v *V) {
+	if v == nil {
+		delete(*m, key)
+		return
+	}
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = *v
+}
