@@ -43,24 +43,6 @@ func After(d time.Duration) Result {
 // an event brings it back. A nil reason is Done.
 func Terminal(reason error) Result { return Result{terminal: reason} }
 
-// Sooner is whichever of r and o wants the key again first: Again before
-// any After, a Terminal gives way to any retry, Done to any After.
-func (r Result) Sooner(o Result) Result {
-	switch {
-	case r.again || o.again:
-		return Again()
-	case r.after > 0 && o.after > 0:
-		return After(min(r.after, o.after))
-	case r.after > 0:
-		return r
-	case o.after > 0:
-		return o
-	case r.terminal != nil:
-		return r
-	}
-	return o
-}
-
 // Immediately says whether the key is synced again at once (Again).
 func (r Result) Immediately() bool { return r.again }
 

@@ -11,28 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func TestSoonerPrefersTheEarliestRetry(t *testing.T) {
-	stop := errors.New("refused")
-	for _, tc := range []struct {
-		a, b Result
-		want time.Duration
-		gone bool
-	}{
-		{Done(), Done(), 0, false},
-		{Done(), After(time.Second), time.Second, false},
-		{After(2 * time.Second), After(time.Second), time.Second, false},
-		{Terminal(stop), After(time.Minute), time.Minute, false},
-		{Terminal(stop), Done(), 0, true},
-		{Done(), Terminal(stop), 0, true},
-	} {
-		got := tc.a.Sooner(tc.b)
-		if got.RequeueAfter() != tc.want || (got.Reason() != nil) != tc.gone {
-			t.Errorf("%v.Sooner(%v) = %v", tc.a, tc.b, got)
-		}
-	}
-	if !Again().Sooner(After(time.Second)).Immediately() || !After(time.Second).Sooner(Again()).Immediately() {
-		t.Error("Again is not the soonest")
-	}
+func TestEmptyResultsAreDone(t *testing.T) {
 	if After(0) != Done() || After(-time.Second) != Done() || Terminal(nil) != Done() {
 		t.Error("an empty After or Terminal is not Done")
 	}
