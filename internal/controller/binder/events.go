@@ -33,9 +33,12 @@ const (
 // whose situation differs from the last one this kind of sync recorded
 // under its reason. The sync's waiting events replace what was remembered.
 func dueEvents(m *loop.EventMemory, uid types.UID, scope string, events []binding.Event) []binding.Event {
-	situations := map[string]string{}
+	var situations map[string]string
 	for _, e := range events {
 		if e.Repeats {
+			if situations == nil {
+				situations = map[string]string{}
+			}
 			situations[e.Reason] = e.SituationKey()
 		}
 	}

@@ -40,31 +40,31 @@ func (m *EventMemory) Due(uid types.UID, scope, slot, situation string) bool {
 
 // Settle replaces what the scope remembers with situations (slot →
 // situation), the whole set one sync decided, and returns the slots whose
-// situation is news. A slot the sync no longer decided is forgotten, so a
-// situation that comes back is news again.
+// situation is news (nil: none). A slot the sync no longer decided is
+// forgotten, so a situation that comes back is news again. Settle keeps
+// situations as it is: the caller hands it over and does not change it.
 func (m *EventMemory) Settle(uid types.UID, scope string, situations map[string]string) map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before := m.last[uid][scope]
-	news := map[string]bool{}
+	var news map[string]bool
 	for slot, situation := range situations {
 		if prev, ok := before[slot]; !ok || prev != situation {
+			if news == nil {
+				news = map[string]bool{}
+			}
 			news[slot] = true
 		}
 	}
-	if len(situations) == 0 {
+	switch {
+	case len(situations) > 0:
+		m.scopes(uid)[scope] = situations
+	case before != nil:
 		delete(m.last[uid], scope)
 		if len(m.last[uid]) == 0 {
 			delete(m.last, uid)
 		}
-		return news
 	}
-	kept := make(map[string]string, len(situations))
-	for slot, situation := range situations {
-		kept[slot] = situation
-	}
-	m.slots(uid, scope) // creates the object's entry
-	m.last[uid][scope] = kept
 	return news
 }
 
@@ -82,12 +82,17 @@ func (m *EventMemory) Len() int {
 	return len(m.last)
 }
 
-func (m *EventMemory) slots(uid types.UID, scope string) map[string]string {
+func (m *EventMemory) scopes(uid types.UID) map[string]map[string]string {
 	scopes := m.last[uid]
 	if scopes == nil {
 		scopes = map[string]map[string]string{}
 		m.last[uid] = scopes
 	}
+	return scopes
+}
+
+func (m *EventMemory) slots(uid types.UID, scope string) map[string]string {
+	scopes := m.scopes(uid)
 	slots := scopes[scope]
 	if slots == nil {
 		slots = map[string]string{}
