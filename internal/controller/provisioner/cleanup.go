@@ -9,8 +9,6 @@ import (
 	"github.com/volplane/volplane/internal/provisioning"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +103,7 @@ func deleteBackend(ctx context.Context, p plan, exact bool) error {
 	// a driver that made the volume anyway is confirmed before it counts.
 	vol, err := create(ctx, p)
 	switch {
-	case status.Code(err) == codes.AlreadyExists:
+	case csierror.AlreadyExists(err):
 		return fmt.Errorf("volume %s exists but does not match the request rebuilt to find it (%w); delete it on the backend, then remove the finalizer %s from the claim",
 			p.request.GetName(), err, provisioning.ClaimFinalizer)
 	case csierror.Final(err) && !exact:
