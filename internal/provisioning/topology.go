@@ -147,8 +147,6 @@ func segmentID(seg map[string]string) string {
 	return b.String()
 }
 
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
-
 // OutsideTopology says why a new volume cannot be asked of e, or nil. The
 // pool falls back to the driver's first endpoint when none is in the
 // requisite topology (a class's allowedTopologies naming no served node,
