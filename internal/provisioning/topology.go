@@ -71,9 +71,9 @@ func SelectedOutsideClass(node string, seg map[string]string, allowed []v1.Topol
 		if within(seg, a) {
 			return nil
 		}
-		ids = append(ids, strings.TrimSuffix(segmentID(a), ","))
+		ids = append(ids, segmentText(a))
 	}
-	return Final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
+	return Final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, segmentText(seg), ids))
 }
 
 func hashUID(uid string) uint32 {
@@ -139,6 +139,8 @@ func allowedSegments(terms []v1.TopologySelectorTerm) []map[string]string {
 	return out
 }
 
+// segmentID is seg as "k=v," for every key in order: a key of maps and of
+// sorting (segmentText is how messages show it).
 func segmentID(seg map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(seg)) {
@@ -146,6 +148,9 @@ func segmentID(seg map[string]string) string {
 	}
 	return b.String()
 }
+
+// segmentText is seg as messages show it: "k=v,k=v".
+func segmentText(seg map[string]string) string { return strings.TrimSuffix(segmentID(seg), ",") }
 
 // OutsideTopology says why a new volume cannot be asked of e, or nil. The
 // pool falls back to the driver's first endpoint when none is in the
@@ -164,7 +169,7 @@ func OutsideTopology(e Endpoint, req *csipb.TopologyRequirement) error {
 		if within(e.Topology, t.GetSegments()) {
 			return nil
 		}
-		asked = append(asked, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
+		asked = append(asked, segmentText(t.GetSegments()))
 	}
 	return fmt.Errorf("no node served by driver %s is in the topology the claim may use: %s", e.Driver, strings.Join(asked, "; "))
 }
@@ -191,7 +196,7 @@ type PinMisfit struct {
 
 func (e *PinMisfit) Error() string {
 	return fmt.Sprintf("the endpoint pin %s=%q names a node at %s, outside where the claim's volume may live (%s)",
-		AnnEndpointNode, e.Node, strings.TrimSuffix(segmentID(e.At), ","), strings.Join(e.Allowed, "; "))
+		AnnEndpointNode, e.Node, segmentText(e.At), strings.Join(e.Allowed, "; "))
 }
 
 // PinSegments are the segments an endpoint pin may lie in: the selected
@@ -227,7 +232,7 @@ func CheckPin(e Endpoint, segs []map[string]string) error {
 		if within(e.Topology, seg) {
 			return nil
 		}
-		allowed = append(allowed, strings.TrimSuffix(segmentID(seg), ","))
+		allowed = append(allowed, segmentText(seg))
 	}
 	return &PinMisfit{Node: e.NodeID, At: e.Topology, Allowed: allowed}
 }
