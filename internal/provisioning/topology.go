@@ -21,9 +21,9 @@ func accessibility(in RequestFacts) (*csipb.TopologyRequirement, error) {
 		return nil, nil
 	}
 	if in.Selected != nil {
-		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
-		if !ok {
-			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+		seg, err := selectedSegment(in)
+		if err != nil {
+			return nil, err
 		}
 		if err := SelectedOutsideClass(in.Selected.Name, seg, in.Class.AllowedTopologies); err != nil {
 			return nil, err
@@ -208,13 +208,23 @@ func PinSegments(in RequestFacts) ([]map[string]string, error) {
 	case len(in.TopologyKeys) == 0:
 		return nil, nil
 	case in.Selected != nil:
-		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
-		if !ok {
-			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+		seg, err := selectedSegment(in)
+		if err != nil {
+			return nil, err
 		}
 		return []map[string]string{seg}, nil
 	}
 	return allowedSegments(in.Class.AllowedTopologies), nil
+}
+
+// selectedSegment is the selected node's segment; a node without a label
+// for every topology key is a final error.
+func selectedSegment(in RequestFacts) (map[string]string, error) {
+	seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
+	if !ok {
+		return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+	}
+	return seg, nil
 }
 
 // CheckPin says why the pinned endpoint e is not one a provisioning
