@@ -44,12 +44,10 @@ func ClaimDriver(claim *v1.PersistentVolumeClaim) string {
 	return claim.Annotations[volumehelpers.AnnBetaStorageProvisioner]
 }
 
-func hasFinalizer(finalizers []string, f string) bool { return slices.Contains(finalizers, f) }
-
 // DecideClaim decides a claim sync.
 func DecideClaim(f ClaimFacts) ClaimAction {
 	c := f.Claim
-	inProgress := hasFinalizer(c.Finalizers, ClaimFinalizer)
+	inProgress := slices.Contains(c.Finalizers, ClaimFinalizer)
 	switch {
 	case inProgress && f.PVExists:
 		return ClaimFinish
@@ -177,7 +175,7 @@ func DecideVolume(pv *v1.PersistentVolume, serves func(string) bool) VolumeActio
 	if VolumeDriver(pv, serves) == "" {
 		return VolumeNone
 	}
-	ours := hasFinalizer(pv.Finalizers, VolumeFinalizer)
+	ours := slices.Contains(pv.Finalizers, VolumeFinalizer)
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
 	case v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimRecycle:
 		if ours {

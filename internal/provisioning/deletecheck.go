@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,7 +29,7 @@ func WhyNotDelete(cached, live *v1.PersistentVolume) string {
 		return "the PV names no claim"
 	case !sameClaim(live.Spec.ClaimRef, cached.Spec.ClaimRef):
 		return fmt.Sprintf("the PV now names claim %s/%s (UID %s)", live.Spec.ClaimRef.Namespace, live.Spec.ClaimRef.Name, live.Spec.ClaimRef.UID)
-	case live.DeletionTimestamp != nil && !hasFinalizer(live.Finalizers, VolumeFinalizer):
+	case live.DeletionTimestamp != nil && !slices.Contains(live.Finalizers, VolumeFinalizer):
 		return "the PV is being deleted without our finalizer"
 	}
 	return ""

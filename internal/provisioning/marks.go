@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"strconv"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,7 +24,7 @@ func RecordPasses(claim *v1.PersistentVolumeClaim, req *csipb.CreateVolumeReques
 
 // MarkedInProgress: the claim carries any of what Unpin removes.
 func MarkedInProgress(c *v1.PersistentVolumeClaim) bool {
-	return hasFinalizer(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "" || c.Annotations[AnnCreateRequest] != ""
+	return slices.Contains(c.Finalizers, ClaimFinalizer) || c.Annotations[AnnEndpointNode] != "" || c.Annotations[AnnCreateRequest] != ""
 }
 
 // OnlyMarksChanged says whether cur differs from old in the in-progress
@@ -43,7 +44,7 @@ func OnlyMarksChanged(old, cur *v1.PersistentVolumeClaim) bool {
 
 // marks are the claim's in-progress marks, comparable.
 func marks(c *v1.PersistentVolumeClaim) [3]string {
-	return [3]string{strconv.FormatBool(hasFinalizer(c.Finalizers, ClaimFinalizer)), c.Annotations[AnnEndpointNode], c.Annotations[AnnCreateRequest]}
+	return [3]string{strconv.FormatBool(slices.Contains(c.Finalizers, ClaimFinalizer)), c.Annotations[AnnEndpointNode], c.Annotations[AnnCreateRequest]}
 }
 
 // Unpin removes the in-progress finalizer, the endpoint pin and the
@@ -63,11 +64,11 @@ func Unpin(upd *v1.PersistentVolumeClaim) {
 func MarkInProgress(claim *v1.PersistentVolumeClaim, node string, req *csipb.CreateVolumeRequest) (*v1.PersistentVolumeClaim, error) {
 	needsPin := node != "" && claim.Annotations[AnnEndpointNode] == ""
 	needsRecord := !RecordPasses(claim, req)
-	if hasFinalizer(claim.Finalizers, ClaimFinalizer) && !needsPin && !needsRecord {
+	if slices.Contains(claim.Finalizers, ClaimFinalizer) && !needsPin && !needsRecord {
 		return nil, nil
 	}
 	upd := claim.DeepCopy()
-	if !hasFinalizer(upd.Finalizers, ClaimFinalizer) {
+	if !slices.Contains(upd.Finalizers, ClaimFinalizer) {
 		upd.Finalizers = append(upd.Finalizers, ClaimFinalizer)
 	}
 	if upd.Annotations == nil {

@@ -155,7 +155,7 @@ func TestBuildRequest(t *testing.T) {
 func segments(ts []*csipb.Topology) []string {
 	var out []string
 	for _, t := range ts {
-		out = append(out, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
+		out = append(out, segmentText(t.GetSegments()))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/binding"
 )
@@ -36,19 +37,12 @@ func Clonable(claim *v1.PersistentVolumeClaim) error {
 // DataSource prefers dataSourceRef, which may name a namespace.
 func DataSource(claim *v1.PersistentVolumeClaim) (kind, name, group, ns string) {
 	if r := claim.Spec.DataSourceRef; r != nil {
-		return r.Kind, r.Name, deref(r.APIGroup), deref(r.Namespace)
+		return r.Kind, r.Name, ptr.Deref(r.APIGroup, ""), ptr.Deref(r.Namespace, "")
 	}
 	if r := claim.Spec.DataSource; r != nil {
-		return r.Kind, r.Name, deref(r.APIGroup), ""
+		return r.Kind, r.Name, ptr.Deref(r.APIGroup, ""), ""
 	}
 	return "", "", "", ""
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func qualified(kind, group string) string {

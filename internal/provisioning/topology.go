@@ -21,9 +21,9 @@ func accessibility(in RequestFacts) (*csipb.TopologyRequirement, error) {
 		return nil, nil
 	}
 	if in.Selected != nil {
-		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
-		if !ok {
-			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+		seg, err := selectedSegment(in)
+		if err != nil {
+			return nil, err
 		}
 		if err := SelectedOutsideClass(in.Selected.Name, seg, in.Class.AllowedTopologies); err != nil {
 			return nil, err
@@ -71,9 +71,9 @@ func SelectedOutsideClass(node string, seg map[string]string, allowed []v1.Topol
 		if within(seg, a) {
 			return nil
 		}
-		ids = append(ids, strings.TrimSuffix(segmentID(a), ","))
+		ids = append(ids, segmentText(a))
 	}
-	return Final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, strings.TrimSuffix(segmentID(seg), ","), ids))
+	return Final(fmt.Errorf("selected node %q topology %s is not in the class's allowed topologies %v", node, segmentText(seg), ids))
 }
 
 func hashUID(uid string) uint32 {
@@ -139,6 +139,8 @@ func allowedSegments(terms []v1.TopologySelectorTerm) []map[string]string {
 	return out
 }
 
+// segmentID is seg as "k=v," for every key in order: a key of maps and of
+// sorting (segmentText is how messages show it).
 func segmentID(seg map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(seg)) {
@@ -147,7 +149,8 @@ func segmentID(seg map[string]string) string {
 	return b.String()
 }
 
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+// segmentText is seg as messages show it: "k=v,k=v".
+func segmentText(seg map[string]string) string { return strings.TrimSuffix(segmentID(seg), ",") }
 
 // OutsideTopology says why a new volume cannot be asked of e, or nil. The
 // pool falls back to the driver's first endpoint when none is in the
@@ -166,7 +169,7 @@ func OutsideTopology(e Endpoint, req *csipb.TopologyRequirement) error {
 		if within(e.Topology, t.GetSegments()) {
 			return nil
 		}
-		asked = append(asked, strings.TrimSuffix(segmentID(t.GetSegments()), ","))
+		asked = append(asked, segmentText(t.GetSegments()))
 	}
 	return fmt.Errorf("no node served by driver %s is in the topology the claim may use: %s", e.Driver, strings.Join(asked, "; "))
 }
@@ -193,7 +196,7 @@ type PinMisfit struct {
 
 func (e *PinMisfit) Error() string {
 	return fmt.Sprintf("the endpoint pin %s=%q names a node at %s, outside where the claim's volume may live (%s)",
-		AnnEndpointNode, e.Node, strings.TrimSuffix(segmentID(e.At), ","), strings.Join(e.Allowed, "; "))
+		AnnEndpointNode, e.Node, segmentText(e.At), strings.Join(e.Allowed, "; "))
 }
 
 // PinSegments are the segments an endpoint pin may lie in: the selected
@@ -205,13 +208,23 @@ func PinSegments(in RequestFacts) ([]map[string]string, error) {
 	case len(in.TopologyKeys) == 0:
 		return nil, nil
 	case in.Selected != nil:
-		seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
-		if !ok {
-			return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+		seg, err := selectedSegment(in)
+		if err != nil {
+			return nil, err
 		}
 		return []map[string]string{seg}, nil
 	}
 	return allowedSegments(in.Class.AllowedTopologies), nil
+}
+
+// selectedSegment is the selected node's segment; a node without a label
+// for every topology key is a final error.
+func selectedSegment(in RequestFacts) (map[string]string, error) {
+	seg, ok := nodeSegment(in.Selected, in.TopologyKeys)
+	if !ok {
+		return nil, Final(fmt.Errorf("selected node %q has no label for every topology key %v of the driver", in.Selected.Name, in.TopologyKeys))
+	}
+	return seg, nil
 }
 
 // CheckPin says why the pinned endpoint e is not one a provisioning
@@ -229,7 +242,7 @@ func CheckPin(e Endpoint, segs []map[string]string) error {
 		if within(e.Topology, seg) {
 			return nil
 		}
-		allowed = append(allowed, strings.TrimSuffix(segmentID(seg), ","))
+		allowed = append(allowed, segmentText(seg))
 	}
 	return &PinMisfit{Node: e.NodeID, At: e.Topology, Allowed: allowed}
 }

@@ -1,6 +1,9 @@
 package provisioning
 
 import (
+	"maps"
+	"slices"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -69,7 +72,7 @@ func nodeAffinity(tops []*csipb.Topology) *v1.VolumeNodeAffinity {
 	var terms []v1.NodeSelectorTerm
 	for _, t := range tops {
 		var term v1.NodeSelectorTerm
-		for _, k := range sortedKeys(t.GetSegments()) {
+		for _, k := range slices.Sorted(maps.Keys(t.GetSegments())) {
 			term.MatchExpressions = append(term.MatchExpressions, v1.NodeSelectorRequirement{
 				Key: k, Operator: v1.NodeSelectorOpIn, Values: []string{t.GetSegments()[k]}})
 		}

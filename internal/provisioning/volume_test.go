@@ -27,7 +27,7 @@ func TestBuildVolume(t *testing.T) {
 		t.Errorf("claimRef %v", pv.Spec.ClaimRef)
 	case pv.Spec.Capacity.Storage().Value() != 2<<20:
 		t.Errorf("capacity %v, want the driver's", pv.Spec.Capacity)
-	case pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !hasFinalizer(pv.Finalizers, VolumeFinalizer):
+	case pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || !slices.Contains(pv.Finalizers, VolumeFinalizer):
 		t.Errorf("policy %s finalizers %v", pv.Spec.PersistentVolumeReclaimPolicy, pv.Finalizers)
 	case pv.Spec.CSI.VolumeHandle != "h1" || pv.Spec.CSI.FSType != "xfs" || pv.Spec.CSI.VolumeAttributes["k"] != "v":
 		t.Errorf("csi %v", pv.Spec.CSI)

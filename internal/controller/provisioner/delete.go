@@ -28,9 +28,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (loop.Result, 
 	if err != nil {
 		return loop.Done(), err
 	}
-	if _, ok := c.memory.madePVs.Get(name); ok {
-		pv = c.memory.madePVs.Observe(name, pv)
-	}
+	pv = c.memory.madePVs.Observe(name, pv)
 	action, why := c.volumeActionOf(pv)
 	logger := klog.FromContext(ctx).WithValues("pv", klog.KObj(pv))
 	if action != provisioning.VolumeNone {
