@@ -33,11 +33,15 @@ const (
 // whose situation differs from the last one this kind of sync recorded
 // under its reason. The sync's waiting events replace what was remembered.
 func dueEvents(m *loop.EventMemory, uid types.UID, scope string, events []binding.Event) []binding.Event {
-	situations := map[string]string{}
+	var situations map[string]string // nil, as for none, on most syncs
 	for _, e := range events {
-		if e.Repeats {
-			situations[e.Reason] = e.SituationKey()
+		if !e.Repeats {
+			continue
 		}
+		if situations == nil {
+			situations = map[string]string{}
+		}
+		situations[e.Reason] = e.SituationKey()
 	}
 	news := m.Settle(uid, scope, situations)
 	var out []binding.Event
