@@ -31,7 +31,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}

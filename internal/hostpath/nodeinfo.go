@@ -127,7 +127,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 			return nil, err
 		}
 	}
-	unlock, err := s.d.locks.lock(ctx, req.GetVolumeId())
+	unlock, err := s.d.lock(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}
