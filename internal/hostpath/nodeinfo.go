@@ -167,7 +167,7 @@ func (d *Driver) recordNodeExpansion(vol *volume, node string) error {
 		return nil
 	}
 	err := d.store.update(func(st *state) error {
-		setNodeSize(st.Volumes[vol.ID], node, vol.CapacityBytes)
+		put(&st.Volumes[vol.ID].NodeSizes, node, &vol.CapacityBytes)
 		return nil
 	})
 	if err != nil {
