@@ -30,7 +30,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, volID)
+	unlock, err := s.d.lock(ctx, volID)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 			return nil, err
 		}
 	}
-	unlock, err := s.d.locks.lock(ctx, volID)
+	unlock, err := s.d.lock(ctx, volID)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/volplane/volplane/internal/keyedmutex"
 )
 
 // TestConcurrentCreatesNeverOvercommit races more volume creations than the
@@ -87,7 +89,7 @@ func raceCalls(n int, call func(i int) error) map[codes.Code]int {
 }
 
 func TestKeyedMutexGivesUpWithTheContext(t *testing.T) {
-	k := newKeyedMutex()
+	k := &Driver{locks: keyedmutex.New()}
 	unlock, err := k.lock(context.Background(), "b", "a", "a", "")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestKeyedMutexGivesUpWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlockA()
-	if n := k.keys.Len(); n != 0 {
+	if n := k.locks.Len(); n != 0 {
 		t.Errorf("%d keys left behind", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/volplane/volplane/internal/endpoint"
+	"github.com/volplane/volplane/internal/keyedmutex"
 
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -119,7 +120,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Mounter == nil {
 		cfg.Mounter = NewMounter()
 	}
-	return &Driver{cfg: cfg, socket: socket, nodeSockets: nodeSockets, disk: layout{root: dataDir}, locks: newKeyedMutex(),
+	return &Driver{cfg: cfg, socket: socket, nodeSockets: nodeSockets, disk: layout{root: dataDir}, locks: keyedmutex.New(),
 		faults: newFaultInjector(cfg.Faults)}, nil
 }
 

@@ -56,7 +56,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, want.ID, want.Source.SnapshotID, want.Source.VolumeID)
+	unlock, err := s.d.lock(ctx, want.ID, want.Source.SnapshotID, want.Source.VolumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -5,22 +5,15 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/volplane/volplane/internal/keyedmutex"
 )
 
-// keyedMutex serializes the calls that touch one volume or snapshot while
-// calls on different ones run in parallel (keyedmutex.Mutex; a clone takes
-// the new volume and its source at once).
-type keyedMutex struct{ keys *keyedmutex.Mutex }
-
-func newKeyedMutex() *keyedMutex { return &keyedMutex{keys: keyedmutex.New()} }
-
-// lock takes every non-empty key or none. If ctx ends first, the call fails
-// with Aborted, which the CSI spec reserves for "an operation is pending for
-// this volume".
-func (k *keyedMutex) lock(ctx context.Context, keys ...string) (unlock func(), err error) {
-	unlock, err = k.keys.Lock(ctx, keys...)
+// lock serializes the calls that touch one volume or snapshot while calls on
+// different ones run in parallel (d.locks; a clone takes the new volume and
+// its source at once). It takes every non-empty key or none. If ctx ends
+// first, the call fails with Aborted, which the CSI spec reserves for "an
+// operation is pending for this volume".
+func (d *Driver) lock(ctx context.Context, keys ...string) (unlock func(), err error) {
+	unlock, err = d.locks.Lock(ctx, keys...)
 	if err != nil {
 		return nil, status.Error(codes.Aborted, err.Error())
 	}
@@ -30,7 +23,7 @@ func (k *keyedMutex) lock(ctx context.Context, keys ...string) (unlock func(), e
 // lockedVolume locks the volume id and returns it with the unlock to call,
 // or NotFound (and nothing locked) when the driver has no such volume.
 func (d *Driver) lockedVolume(ctx context.Context, id string) (*volume, func(), error) {
-	unlock, err := d.locks.lock(ctx, id)
+	unlock, err := d.lock(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,7 +31,7 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (d *Driver) setStaging(id, node string, s *staging) error {
 		v := st.Volumes[id]
 		put(&v.Stagings, node, s)
 		if _, known := v.NodeSizes[node]; s != nil && d.cfg.Network && !known {
-			setNodeSize(v, node, v.CapacityBytes)
+			put(&v.NodeSizes, node, &v.CapacityBytes)
 		}
 		return nil
 	})
@@ -242,12 +242,4 @@ func ensureFile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// setNodeSize records that node has v at size bytes.
-func setNodeSize(v *volume, node string, size int64) {
-	if v.NodeSizes == nil {
-		v.NodeSizes = map[string]int64{}
-	}
-	v.NodeSizes[node] = size
 }

@@ -127,7 +127,7 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 			return nil, err
 		}
 	}
-	unlock, err := s.d.locks.lock(ctx, req.GetVolumeId())
+	unlock, err := s.d.lock(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (d *Driver) recordNodeExpansion(vol *volume, node string) error {
 		return nil
 	}
 	err := d.store.update(func(st *state) error {
-		setNodeSize(st.Volumes[vol.ID], node, vol.CapacityBytes)
+		put(&st.Volumes[vol.ID].NodeSizes, node, &vol.CapacityBytes)
 		return nil
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/keyedmutex"
 )
 
 // gracePeriod bounds how long Run waits for calls in flight (a snapshot copy
@@ -33,7 +35,7 @@ type Driver struct {
 	// the controller's socket in node-local mode.
 	nodeSockets map[string]string
 	disk        layout
-	locks       *keyedMutex
+	locks       *keyedmutex.Mutex
 	// store is loaded by open, before the first call is served.
 	store *store
 	// realDataDir is DataDir with symlinks resolved, set by open: node

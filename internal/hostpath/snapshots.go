@@ -23,7 +23,7 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 		return nil, err
 	}
 	id := snapshotIDFor(name)
-	unlock, err := s.d.locks.lock(ctx, id, srcID)
+	unlock, err := s.d.lock(ctx, id, srcID)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 	if err := checkName("snapshot ID", id); err != nil {
 		return nil, err
 	}
-	unlock, err := s.d.locks.lock(ctx, id)
+	unlock, err := s.d.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}

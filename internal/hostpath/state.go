@@ -94,10 +94,7 @@ func (v *volume) publishedOn(node string) bool {
 // node, the only one a version 1 driver served.
 func (v *volume) migrate() {
 	if v.LegacyStaging != nil {
-		if v.Stagings == nil {
-			v.Stagings = map[string]staging{}
-		}
-		v.Stagings[v.NodeID] = *v.LegacyStaging
+		put(&v.Stagings, v.NodeID, v.LegacyStaging)
 		v.LegacyStaging = nil
 	}
 	for target, p := range v.Publications {

@@ -80,7 +80,7 @@ func (x *Index) heldByOther(pvName, claimKey string) bool {
 // smallestFree seeks the smallest free PV of the claim's shape in one group
 // that is large enough and matches the selector.
 func (x *Index) smallestFree(r *binding.Request, modes binding.ModeSet) item {
-	t, ok := x.trees[shape{class: r.Class, volumeMode: r.VolumeMode, attributesClass: r.AttributesClass, modes: modes}]
+	t, ok := x.trees[shape{family: requestFamily(r), modes: modes}]
 	if !ok {
 		return item{}
 	}

@@ -13,13 +13,29 @@ import (
 	"github.com/volplane/volplane/internal/resourceversion"
 )
 
-// shape is what a free PV must share with a claim before size and labels
-// matter: PVs of one shape form one tree.
-type shape struct {
+// family is what a free PV must share exactly with a claim (binding.Check):
+// class, volume mode and attributes class.
+type family struct {
 	class           string
 	volumeMode      v1.PersistentVolumeMode
 	attributesClass string
-	modes           binding.ModeSet
+}
+
+func volumeFamily(pv *v1.PersistentVolume) family {
+	return family{class: binding.VolumeClass(pv), volumeMode: binding.VolumeMode(pv), attributesClass: binding.VolumeAttributesClass(pv)}
+}
+
+func requestFamily(r *binding.Request) family {
+	return family{class: r.Class, volumeMode: r.VolumeMode, attributesClass: r.AttributesClass}
+}
+
+// shape is what a free PV must share with a claim before size and labels
+// matter: its family and the access modes it offers (a claim: asks for).
+// PVs of one shape form one tree; so do the waiting claims of one shape
+// (Waiting's partitions).
+type shape struct {
+	family
+	modes binding.ModeSet
 }
 
 // item is a tree entry. The PV rides along so a hit needs no second lookup.
@@ -106,14 +122,10 @@ func (x *Index) Upsert(pv *v1.PersistentVolume) {
 	}
 	x.unplace(pv.Name)
 	e := &entry{
-		pv: pv,
-		shape: shape{
-			class:           binding.VolumeClass(pv),
-			volumeMode:      binding.VolumeMode(pv),
-			attributesClass: binding.VolumeAttributesClass(pv),
-		},
-		item: item{capacity: binding.Capacity(pv), name: pv.Name, pv: pv},
-		free: pv.Spec.ClaimRef == nil && pv.DeletionTimestamp == nil && binding.FreePhase(pv.Status.Phase),
+		pv:    pv,
+		shape: shape{family: volumeFamily(pv)},
+		item:  item{capacity: binding.Capacity(pv), name: pv.Name, pv: pv},
+		free:  pv.Spec.ClaimRef == nil && pv.DeletionTimestamp == nil && binding.FreePhase(pv.Status.Phase),
 	}
 	e.shape.modes, _ = binding.ModesOf(pv.Spec.AccessModes)
 	if ref := pv.Spec.ClaimRef; ref != nil {

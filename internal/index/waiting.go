@@ -67,7 +67,7 @@ type Waiting struct {
 type waitingClaim struct {
 	key     string
 	claim   *v1.PersistentVolumeClaim
-	shape   claimShape
+	shape   shape
 	request resource.Quantity
 	// seq is the arrival order: smaller came first.
 	seq uint64
@@ -91,12 +91,9 @@ func NewWaiting() *Waiting {
 func newWaitingClaim(key string, claim *v1.PersistentVolumeClaim) *waitingClaim {
 	r := binding.NewRequest(claim)
 	return &waitingClaim{
-		key:   key,
-		claim: claim,
-		shape: claimShape{
-			family: family{class: r.Class, volumeMode: r.VolumeMode, attributesClass: r.AttributesClass},
-			modes:  r.Modes,
-		},
+		key:      key,
+		claim:    claim,
+		shape:    shape{family: requestFamily(r), modes: r.Modes},
 		request:  r.Size,
 		hopeless: r.UnknownModes || r.SelectorErr != nil,
 	}

@@ -8,24 +8,12 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 )
 
-// family is what a free PV must share exactly with a claim (binding.Check):
-// class, volume mode and attributes class. Partitions are grouped by family
+// A claim's partition is its shape: its family and the access modes it asks
+// for. A PV serves the partitions of its family whose modes it offers
+// (binding.Check: the PV's modes include the claim's), the way the index
+// keeps free PVs by the modes they offer. Partitions are grouped by family
 // rather than by class alone so that a class used with many attributes
 // classes does not make every wake look at all of them.
-type family struct {
-	class           string
-	volumeMode      v1.PersistentVolumeMode
-	attributesClass string
-}
-
-// claimShape is a claim's partition: its family and the access modes it
-// asks for. A PV serves the partitions of its family whose modes it offers
-// (binding.Check: the PV's modes include the claim's), the way the index
-// keeps free PVs by the modes they offer.
-type claimShape struct {
-	family
-	modes binding.ModeSet
-}
 
 // slot is where a placed claim sits, by how many PVs woke it: idle (none),
 // busy (one: a new PV may still wait on it) or full (two or more: in no
@@ -119,8 +107,7 @@ func (w *Waiting) unplace(wc *waitingClaim) {
 // eachPartition calls f with every partition whose claims pv could serve
 // by shape.
 func (w *Waiting) eachPartition(pv *v1.PersistentVolume, f func(*partition)) {
-	parts := w.shapes[family{class: binding.VolumeClass(pv), volumeMode: binding.VolumeMode(pv),
-		attributesClass: binding.VolumeAttributesClass(pv)}]
+	parts := w.shapes[volumeFamily(pv)]
 	offered, _ := binding.ModesOf(pv.Spec.AccessModes)
 	for modes, p := range parts {
 		if offered.Includes(modes) {
