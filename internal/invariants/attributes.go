@@ -14,12 +14,9 @@ import (
 // the driver holds every parameter of that class for the volume (classes
 // are the cluster's VolumeAttributesClasses; one gone is not checked).
 func Attributes(s State, classes []storagev1.VolumeAttributesClass) []string {
-	byName := pvsByName(s.PVs)
 	var out []string
-	for i := range s.Claims {
-		c := &s.Claims[i]
-		pv := byName[c.Spec.VolumeName]
-		if c.Status.Phase != v1.ClaimBound || c.Status.ModifyVolumeStatus != nil || pv == nil || pv.Spec.CSI == nil || !s.lists(pv.Spec.CSI.Driver) {
+	for c, pv := range s.boundClaims() {
+		if c.Status.ModifyVolumeStatus != nil {
 			continue
 		}
 		name, pvClass := c.Namespace+"/"+c.Name, ptr.Deref(pv.Spec.VolumeAttributesClassName, "")

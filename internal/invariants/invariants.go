@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 
@@ -376,6 +377,25 @@ func (s State) held() map[Volume]bool {
 		}
 	}
 	return out
+}
+
+// boundClaims yields every Bound claim whose PV is there and names a
+// listed driver's CSI volume, with that PV: the claims Resized and
+// Attributes hold to their promises at rest.
+func (s State) boundClaims() iter.Seq2[*v1.PersistentVolumeClaim, *v1.PersistentVolume] {
+	return func(yield func(*v1.PersistentVolumeClaim, *v1.PersistentVolume) bool) {
+		byName := pvsByName(s.PVs)
+		for i := range s.Claims {
+			c := &s.Claims[i]
+			pv := byName[c.Spec.VolumeName]
+			if c.Status.Phase != v1.ClaimBound || pv == nil || pv.Spec.CSI == nil || !s.lists(pv.Spec.CSI.Driver) {
+				continue
+			}
+			if !yield(c, pv) {
+				return
+			}
+		}
+	}
 }
 
 func pvsByName(pvs []v1.PersistentVolume) map[string]*v1.PersistentVolume {
