@@ -7,13 +7,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/volplane/volplane/internal/endpoint"
-
 	"github.com/spf13/cobra"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 // exitFindings is doctor's exit code when it found problems (1 is any

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/volplane/volplane/internal/nodeagent"
-
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
@@ -20,6 +18,7 @@ import (
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/volplane/volplane/internal/endpoint"
-
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/endpoint"
 	"github.com/volplane/volplane/internal/hostpath"
 )
 

@@ -8,14 +8,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/volplane/volplane/internal/endpoint"
-
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 // Timeouts of one call each. CreateVolume may copy a whole source volume,

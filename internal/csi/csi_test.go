@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volplane/volplane/internal/csierror"
-
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 )

@@ -7,15 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/volplane/volplane/internal/attachment"
-	"github.com/volplane/volplane/internal/provisioning"
-
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // holder is what one finalizer waits for, and how to end the wait.

@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,12 +15,9 @@ import (
 // the driver holds every parameter of that class for the volume (classes
 // are the cluster's VolumeAttributesClasses; one gone is not checked).
 func Attributes(s State, classes []storagev1.VolumeAttributesClass) []string {
-	byName := pvsByName(s.PVs)
 	var out []string
-	for i := range s.Claims {
-		c := &s.Claims[i]
-		pv := byName[c.Spec.VolumeName]
-		if c.Status.Phase != v1.ClaimBound || c.Status.ModifyVolumeStatus != nil || pv == nil || pv.Spec.CSI == nil || !s.lists(pv.Spec.CSI.Driver) {
+	for c, pv := range s.boundClaims() {
+		if c.Status.ModifyVolumeStatus != nil {
 			continue
 		}
 		name, pvClass := c.Namespace+"/"+c.Name, ptr.Deref(pv.Spec.VolumeAttributesClassName, "")
@@ -41,15 +39,14 @@ func Attributes(s State, classes []storagev1.VolumeAttributesClass) []string {
 // heldBy says how the driver's parameters for pv's volume miss a parameter
 // of class ("" if they do not, or the class is gone).
 func (s State) heldBy(pv *v1.PersistentVolume, class string, classes []storagev1.VolumeAttributesClass) string {
-	for _, vac := range classes {
-		if class == "" || vac.Name != class {
-			continue
-		}
-		held := s.parameters(Volume{pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle})
-		for k, v := range vac.Parameters {
-			if held[k] != v {
-				return fmt.Sprintf("PV %s has class %s but the driver holds %s=%q", pv.Name, class, k, held[k])
-			}
+	i := slices.IndexFunc(classes, func(vac storagev1.VolumeAttributesClass) bool { return vac.Name == class })
+	if class == "" || i < 0 {
+		return ""
+	}
+	held := s.parameters(Volume{pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle})
+	for k, v := range classes[i].Parameters {
+		if held[k] != v {
+			return fmt.Sprintf("PV %s has class %s but the driver holds %s=%q", pv.Name, class, k, held[k])
 		}
 	}
 	return ""

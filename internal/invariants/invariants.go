@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 
@@ -82,7 +83,7 @@ func Check(s State, e Expect) []string {
 	var out []string
 	out = append(out, bindings(s)...)
 	out = append(out, terminating(s)...)
-	out = append(out, backends(s, e.Left)...)
+	out = append(out, Backends(s, e.Left)...)
 	out = append(out, retained(s, e)...)
 	out = append(out, reclaimed(s, e)...)
 	out = append(out, attachments(s)...)
@@ -136,13 +137,6 @@ func terminating(s State) []string {
 	return out
 }
 
-// Backends are the backends' invariants alone: every PV's backend volume
-// is there (on the node its affinity names), and every backend volume
-// belongs to a PV, but for what left names.
-func Backends(s State, left Leftovers) []string {
-	return backends(s, left)
-}
-
 // Before is what s already breaks, for a test beginning on it: every
 // backend volume and every PV whose volume is gone.
 func Before(s State) Leftovers {
@@ -156,10 +150,12 @@ func Before(s State) Leftovers {
 	return out
 }
 
-// backends compares PVs with what the backends hold, both ways. A PV being
-// deleted may have lost its volume already (the provisioner deletes the
-// volume first): one that stays is terminating's to report.
-func backends(s State, left Leftovers) []string {
+// Backends are the backends' invariants alone: every PV's backend volume
+// is there (on the node its affinity names), and every backend volume
+// belongs to a PV, but for what left names. A PV being deleted may have
+// lost its volume already (the provisioner deletes the volume first): one
+// that stays is terminating's to report.
+func Backends(s State, left Leftovers) []string {
 	broken := map[types.UID]bool{}
 	for _, uid := range left.Broken {
 		broken[uid] = true
@@ -376,6 +372,25 @@ func (s State) held() map[Volume]bool {
 		}
 	}
 	return out
+}
+
+// boundClaims yields every Bound claim whose PV is there and names a
+// listed driver's CSI volume, with that PV: the claims Resized and
+// Attributes hold to their promises at rest.
+func (s State) boundClaims() iter.Seq2[*v1.PersistentVolumeClaim, *v1.PersistentVolume] {
+	return func(yield func(*v1.PersistentVolumeClaim, *v1.PersistentVolume) bool) {
+		byName := pvsByName(s.PVs)
+		for i := range s.Claims {
+			c := &s.Claims[i]
+			pv := byName[c.Spec.VolumeName]
+			if c.Status.Phase != v1.ClaimBound || pv == nil || pv.Spec.CSI == nil || !s.lists(pv.Spec.CSI.Driver) {
+				continue
+			}
+			if !yield(c, pv) {
+				return
+			}
+		}
+	}
 }
 
 func pvsByName(pvs []v1.PersistentVolume) map[string]*v1.PersistentVolume {

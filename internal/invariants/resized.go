@@ -3,7 +3,6 @@ package invariants
 import (
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -13,14 +12,8 @@ import (
 // PV is grown only after its volume), and a claim that asks for nothing
 // more carries no resize status.
 func Resized(s State) []string {
-	byName := pvsByName(s.PVs)
 	var out []string
-	for i := range s.Claims {
-		c := &s.Claims[i]
-		pv := byName[c.Spec.VolumeName]
-		if c.Status.Phase != v1.ClaimBound || pv == nil || pv.Spec.CSI == nil || !s.lists(pv.Spec.CSI.Driver) {
-			continue
-		}
+	for c, pv := range s.boundClaims() {
 		name := c.Namespace + "/" + c.Name
 		pvSize, claimSize := pv.Spec.Capacity.Storage(), c.Status.Capacity.Storage()
 		if claimSize.Cmp(*pvSize) > 0 {

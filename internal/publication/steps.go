@@ -6,14 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/volplane/volplane/internal/csierror"
-
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/csierror"
 )
 
 // The steps below never modify their arguments (they may come from an

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/volplane/volplane/internal/nodeagent"
-
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/nodeagent"
 )
 
 // Stack is what `volplane up` runs on the control plane, for tests and

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 )
@@ -76,7 +77,7 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 
 func (c *Controller) onClaim(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
-		c.enqueueClaimUsers(claim.Namespace + "/" + claim.Name)
+		c.enqueueClaimUsers(binding.ClaimKey(claim))
 	}
 }
 
@@ -91,7 +92,7 @@ func (c *Controller) onVolume(obj any) {
 
 func (c *Controller) enqueueUsersOf(pv *v1.PersistentVolume) {
 	if ref := pv.Spec.ClaimRef; ref != nil {
-		c.enqueueClaimUsers(ref.Namespace + "/" + ref.Name)
+		c.enqueueClaimUsers(binding.ClaimRefKey(ref))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
@@ -138,7 +139,7 @@ func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		// The index is registered in New; a lookup cannot fail.
-		users, _ := informerindex.PodsUsing(c.pods, ref.Namespace+"/"+ref.Name)
+		users, _ := informerindex.PodsUsing(c.pods, binding.ClaimRefKey(ref))
 		f.Users[pv.Name] = append(f.Users[pv.Name], users...)
 	}
 }

@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/volplane/volplane/internal/endpoint"
-
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/controller/binder"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/endpoint"
 )
 
 // The loops by the names --controllers takes. The protection,

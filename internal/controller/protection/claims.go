@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
@@ -87,7 +88,7 @@ func (c *ClaimLoop) onClaim(obj any) {
 	if !ok {
 		return
 	}
-	key := claim.Namespace + "/" + claim.Name
+	key := binding.ClaimKey(claim)
 	claim = c.newest.Observe(key, claim)
 	if protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None {
 		c.enqueue(key)
@@ -96,7 +97,7 @@ func (c *ClaimLoop) onClaim(obj any) {
 
 func (c *ClaimLoop) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
-		c.newest.Forget(claim.Namespace + "/" + claim.Name)
+		c.newest.Forget(binding.ClaimKey(claim))
 	}
 }
 

@@ -46,7 +46,7 @@ func (c *ClaimLoop) write(ctx context.Context, w write) error {
 	case err != nil:
 		return fmt.Errorf("adding protection finalizer to PVC %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	c.newest.Wrote(claim.Namespace+"/"+claim.Name, out)
+	c.newest.Wrote(binding.ClaimKey(claim), out)
 	if remove {
 		logger.V(3).Info("Removed protection finalizer from PVC", "pvc", klog.KObj(claim), "reason", w.decision.Reason)
 	} else {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/endpoint"
 	"github.com/volplane/volplane/internal/hostpath"
 )
 
@@ -49,7 +50,7 @@ func NewDrivers(prefix string) (*Drivers, error) {
 
 // Endpoint is the address of the socket name in Dir.
 func (d *Drivers) Endpoint(name string) string {
-	return "unix://" + filepath.Join(d.Dir, name+".sock")
+	return endpoint.Format(filepath.Join(d.Dir, name+".sock"))
 }
 
 // Serve runs the driver of cfg until Stop and returns once it answers on
