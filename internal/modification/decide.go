@@ -118,7 +118,7 @@ func Decide(f Facts) Decision {
 	}
 	inProgress := st != nil && st.Status == v1.PersistentVolumeClaimModifyVolumeInProgress
 	if spec == "" && !inProgress {
-		if hasCondition(claim, v1.PersistentVolumeClaimVolumeModifyingVolume) {
+		if Modifying(claim) {
 			return Decision{Action: Rollback, Reason: ReasonCancel}
 		}
 		return Decision{Reason: ReasonRolledBack}
@@ -180,9 +180,11 @@ func AtRest(claim *v1.PersistentVolumeClaim) bool {
 	return claim.Status.ModifyVolumeStatus == nil && SpecClass(claim) == CurrentClass(claim)
 }
 
-func hasCondition(claim *v1.PersistentVolumeClaim, t v1.PersistentVolumeClaimConditionType) bool {
+// Modifying says whether the claim carries a ModifyingVolume condition: a
+// modification's trace a cancel clears.
+func Modifying(claim *v1.PersistentVolumeClaim) bool {
 	for _, c := range claim.Status.Conditions {
-		if c.Type == t {
+		if c.Type == v1.PersistentVolumeClaimVolumeModifyingVolume {
 			return true
 		}
 	}
