@@ -15,8 +15,9 @@ type Facts struct {
 	Claim *v1.PersistentVolumeClaim
 	// Volume is the PV the claim is bound to; nil if it does not exist.
 	Volume *v1.PersistentVolume
-	// Serves says whether the loop serves a driver.
-	Serves func(driver string) bool
+	// Served: the loop serves the PV's volume (its driver, and in node
+	// deployment its node).
+	Served bool
 	// CanModify: the PV's driver has MODIFY_VOLUME.
 	CanModify bool
 	// Classes are the VolumeAttributesClasses the claim names (spec and
@@ -105,7 +106,7 @@ func Decide(f Facts) Decision {
 		return Decision{Reason: ReasonNotBound}
 	case pv == nil:
 		return Decision{Reason: ReasonNoVolume}
-	case pv.Spec.CSI == nil || !f.Serves(pv.Spec.CSI.Driver):
+	case pv.Spec.CSI == nil || !f.Served:
 		return Decision{Reason: ReasonNotServed}
 	case !expansion.BoundTo(pv, claim):
 		// spec.volumeName is the claim's user's word; only the binder's
