@@ -22,6 +22,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	csitranslation "k8s.io/csi-translation-lib"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // HandOffResizerAnnotation names the CSI driver that is to expand a claim of
@@ -120,10 +122,8 @@ func HandOffAnnotateFailedMessage(key string, err error) string {
 // HandOffAnnotateFailed is the Warning event for a failed write of the
 // resizer annotation to claim.
 func HandOffAnnotateFailed(claim *v1.PersistentVolumeClaim, err error) HandOffEvent {
-	return handWarning(HandOffAnnotateFailedMessage(handKey(claim), err))
+	return handWarning(HandOffAnnotateFailedMessage(binding.ClaimKey(claim), err))
 }
-
-func handKey(claim *v1.PersistentVolumeClaim) string { return claim.Namespace + "/" + claim.Name }
 
 // DecideHandOff decides what the expander does for claim, whose PV
 // (spec.volumeName) is pv, nil when not found. It reads and never changes
@@ -189,7 +189,7 @@ func handMigrated(claim *v1.PersistentVolumeClaim, plugin string) HandOff {
 		err = errors.New("no CSI driver name")
 	}
 	if err != nil {
-		msg := HandOffNoCSINameMessage(handKey(claim), err)
+		msg := HandOffNoCSINameMessage(binding.ClaimKey(claim), err)
 		return HandOff{Reason: HandReasonNoCSIName, Events: append(events, handWarning(msg)), Retry: errors.New(msg)}
 	}
 	h := HandOff{Reason: HandReasonMigrated, Events: events}

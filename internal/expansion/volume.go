@@ -3,6 +3,8 @@ package expansion
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/volplane/volplane/internal/binding"
 )
 
 // GrowVolume is the PV with spec.capacity[storage] = capacity, or nil when
@@ -34,8 +36,9 @@ func NeedsResize(claim *v1.PersistentVolumeClaim) bool {
 // names the claim's namespace, name and UID. A claim's spec.volumeName is
 // written by its user and may name any PV; only the binder's claimRef
 // makes that volume the claim's to expand or modify. The resizer and the
-// modifier both check it here, before acting on a claim's volume.
+// modifier both check it here, before acting on a claim's volume. Unlike
+// binding.IsBoundToClaim it takes no claimRef without a UID: a PV
+// pre-bound by name is not bound yet.
 func BoundTo(pv *v1.PersistentVolume, claim *v1.PersistentVolumeClaim) bool {
-	ref := pv.Spec.ClaimRef
-	return ref != nil && ref.UID != "" && ref.UID == claim.UID && ref.Namespace == claim.Namespace && ref.Name == claim.Name
+	return pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" && binding.IsBoundToClaim(pv, claim)
 }

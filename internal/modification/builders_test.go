@@ -69,7 +69,7 @@ func vac(name string) *storagev1.VolumeAttributesClass {
 }
 
 func facts(c *v1.PersistentVolumeClaim, mods ...func(*Facts)) Facts {
-	f := Facts{Claim: c, Volume: volume(), Serves: func(d string) bool { return d == driver }, CanModify: true,
+	f := Facts{Claim: c, Volume: volume(), Served: true, CanModify: true,
 		Classes: map[string]*storagev1.VolumeAttributesClass{"standard": vac("standard"), "fast": vac("fast")}}
 	for _, m := range mods {
 		m(&f)

@@ -15,8 +15,9 @@ type Facts struct {
 	Claim *v1.PersistentVolumeClaim
 	// Volume is the PV the claim is bound to; nil if it does not exist.
 	Volume *v1.PersistentVolume
-	// Serves says whether the loop serves a driver.
-	Serves func(driver string) bool
+	// Served: the loop serves the PV's volume (its driver, and in node
+	// deployment its node).
+	Served bool
 	// CanModify: the PV's driver has MODIFY_VOLUME.
 	CanModify bool
 	// Classes are the VolumeAttributesClasses the claim names (spec and
@@ -105,7 +106,7 @@ func Decide(f Facts) Decision {
 		return Decision{Reason: ReasonNotBound}
 	case pv == nil:
 		return Decision{Reason: ReasonNoVolume}
-	case pv.Spec.CSI == nil || !f.Serves(pv.Spec.CSI.Driver):
+	case pv.Spec.CSI == nil || !f.Served:
 		return Decision{Reason: ReasonNotServed}
 	case !expansion.BoundTo(pv, claim):
 		// spec.volumeName is the claim's user's word; only the binder's
@@ -118,7 +119,7 @@ func Decide(f Facts) Decision {
 	}
 	inProgress := st != nil && st.Status == v1.PersistentVolumeClaimModifyVolumeInProgress
 	if spec == "" && !inProgress {
-		if hasCondition(claim, v1.PersistentVolumeClaimVolumeModifyingVolume) {
+		if Modifying(claim) {
 			return Decision{Action: Rollback, Reason: ReasonCancel}
 		}
 		return Decision{Reason: ReasonRolledBack}
@@ -180,9 +181,11 @@ func AtRest(claim *v1.PersistentVolumeClaim) bool {
 	return claim.Status.ModifyVolumeStatus == nil && SpecClass(claim) == CurrentClass(claim)
 }
 
-func hasCondition(claim *v1.PersistentVolumeClaim, t v1.PersistentVolumeClaimConditionType) bool {
+// Modifying says whether the claim carries a ModifyingVolume condition: a
+// modification's trace a cancel clears.
+func Modifying(claim *v1.PersistentVolumeClaim) bool {
 	for _, c := range claim.Status.Conditions {
-		if c.Type == t {
+		if c.Type == v1.PersistentVolumeClaimVolumeModifyingVolume {
 			return true
 		}
 	}

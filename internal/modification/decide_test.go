@@ -22,7 +22,7 @@ func TestDecide(t *testing.T) {
 			facts(claim(wants("fast")), func(f *Facts) { f.Volume = nil }),
 			Decision{Reason: ReasonNoVolume}},
 		{"another driver's volume is not ours",
-			facts(claim(wants("fast")), func(f *Facts) { f.Volume.Spec.CSI.Driver = "other" }),
+			facts(claim(wants("fast")), func(f *Facts) { f.Volume.Spec.CSI.Driver, f.Served = "other", false }),
 			Decision{Reason: ReasonNotServed}},
 		{"the spec class is the current one and nothing is in progress",
 			facts(claim()),

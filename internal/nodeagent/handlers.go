@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/mounting"
@@ -102,7 +103,7 @@ func (a *Agent) onClaimUpdate(old, cur any) {
 		a.onClaim(c)
 		return
 	}
-	for _, pod := range a.podsUsing(c.Namespace + "/" + c.Name) {
+	for _, pod := range a.podsUsing(binding.ClaimKey(c)) {
 		if a.nodes[pod.Spec.NodeName] != nil && mounting.WantsMount(pod) {
 			a.podQ.Add(pod.Namespace + "/" + pod.Name)
 		}
@@ -111,13 +112,13 @@ func (a *Agent) onClaimUpdate(old, cur any) {
 
 func (a *Agent) onClaim(obj any) {
 	if c, ok := loop.As[*corev1.PersistentVolumeClaim](obj); ok {
-		a.queueClaimUsers(c.Namespace + "/" + c.Name)
+		a.queueClaimUsers(binding.ClaimKey(c))
 	}
 }
 
 func (a *Agent) onVolume(obj any) {
 	if pv, ok := loop.As[*corev1.PersistentVolume](obj); ok && pv.Spec.ClaimRef != nil {
-		a.queueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+		a.queueClaimUsers(binding.ClaimRefKey(pv.Spec.ClaimRef))
 	}
 }
 
@@ -132,7 +133,7 @@ func (a *Agent) onAttachment(obj any) {
 	}
 	if name := va.Spec.Source.PersistentVolumeName; name != nil {
 		if pv, err := a.volumes.Get(*name); err == nil && pv.Spec.ClaimRef != nil {
-			a.queueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+			a.queueClaimUsers(binding.ClaimRefKey(pv.Spec.ClaimRef))
 			return
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 )
 
@@ -59,7 +60,7 @@ func (c *Controller) Ready() bool { return c.runner.Ready() }
 // included, as the reference does.
 func (c *Controller) onClaim(obj any) {
 	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok && claim.Status.Phase == v1.ClaimBound {
-		c.q.Add(claim.Namespace + "/" + claim.Name)
+		c.q.Add(binding.ClaimKey(claim))
 	}
 }
 

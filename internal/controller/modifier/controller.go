@@ -58,16 +58,7 @@ func restless(claim *v1.PersistentVolumeClaim) bool {
 	if claim.Status.Phase != v1.ClaimBound {
 		return false
 	}
-	return !modification.AtRest(claim) || hasModifying(claim)
-}
-
-func hasModifying(claim *v1.PersistentVolumeClaim) bool {
-	for _, cond := range claim.Status.Conditions {
-		if cond.Type == v1.PersistentVolumeClaimVolumeModifyingVolume {
-			return true
-		}
-	}
-	return false
+	return !modification.AtRest(claim) || modification.Modifying(claim)
 }
 
 // onClass wakes the claims that wait for a class created late.

@@ -53,7 +53,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, er
 
 // facts reads what Decide needs from the listers and the loop's memory.
 func (c *Controller) facts(key string, claim *v1.PersistentVolumeClaim) modification.Facts {
-	f := modification.Facts{Claim: claim, Volume: c.Volume(claim), Serves: c.Pool.Serves,
+	f := modification.Facts{Claim: claim, Volume: c.Volume(claim),
 		Classes: map[string]*storagev1.VolumeAttributesClass{},
 		// Not known to have ended: after a restart nothing is known.
 		Uncertain:     !c.Memory.Ended(key),
@@ -61,8 +61,7 @@ func (c *Controller) facts(key string, claim *v1.PersistentVolumeClaim) modifica
 	if f.Volume != nil && f.Volume.Spec.CSI != nil {
 		f.CanModify = len(c.modifying(f.Volume.Spec.CSI.Driver)) > 0
 		// In node deployment another node's volume is not served here.
-		held := c.Holds(f.Volume)
-		f.Serves = func(string) bool { return held }
+		f.Served = c.Holds(f.Volume)
 	}
 	for _, name := range []string{modification.SpecClass(claim), modification.TargetClass(claim)} {
 		if class, err := c.classes.Get(name); name != "" && err == nil {

@@ -93,14 +93,14 @@ func (c Config) WithDefaults(loop string) (Config, error) {
 // driver in Pool, and in node deployment only one whose node affinity the
 // node's driver's segment meets (provisioning.ForVolume).
 func (c Config) Holds(pv *v1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil || !c.Pool.Serves(pv.Spec.CSI.Driver) {
+	if pv.Spec.CSI == nil {
 		return false
 	}
-	if c.NodeName == "" {
-		return true
+	info, served := c.Pool.Info(pv.Spec.CSI.Driver)
+	if !served || c.NodeName == "" {
+		return served
 	}
-	eps := c.Pool.Endpoints(pv.Spec.CSI.Driver)
-	return provisioning.ForVolume(provisioning.Local{Node: c.NodeName, Topology: eps[0].Info.Topology}, pv).Ours
+	return provisioning.ForVolume(provisioning.Local{Node: c.NodeName, Topology: info.Topology}, pv).Ours
 }
 
 // recorders are the event recorders of the pool's drivers, by driver name;
