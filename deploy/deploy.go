@@ -10,12 +10,16 @@ import (
 	"io/fs"
 	"path"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/volplane/volplane/deploy/crd"
 )
 
 //go:embed *.yaml
@@ -27,24 +31,26 @@ var manifests embed.FS
 func Objects() ([]runtime.Object, error) {
 	const dir = "/deploy"
 	disk := filesys.MakeFsInMemory()
-	names, err := fs.Glob(manifests, "*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		data, err := manifests.ReadFile(name)
+	for sub, files := range map[string]fs.FS{".": manifests, "crd": crd.Files} {
+		names, err := fs.Glob(files, "*.yaml")
 		if err != nil {
 			return nil, err
 		}
-		if err := disk.WriteFile(path.Join(dir, name), data); err != nil {
-			return nil, err
+		for _, name := range names {
+			data, err := fs.ReadFile(files, name)
+			if err != nil {
+				return nil, err
+			}
+			if err := disk.WriteFile(path.Join(dir, sub, name), data); err != nil {
+				return nil, err
+			}
 		}
 	}
 	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(disk, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build deploy/: %w", err)
 	}
-	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	decode := serializer.NewCodecFactory(decoding).UniversalDeserializer()
 	var out []runtime.Object
 	for _, res := range built.Resources() {
 		doc, err := res.AsYAML()
@@ -63,6 +69,14 @@ func Objects() ([]runtime.Object, error) {
 	}
 	return out, nil
 }
+
+// decoding knows client-go's types and CustomResourceDefinitions.
+var decoding = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
 
 // Of returns the objects of type T (say *appsv1.Deployment), in order.
 func Of[T runtime.Object](objs []runtime.Object) []T {

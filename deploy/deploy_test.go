@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -212,7 +211,7 @@ func TestEverythingNamespacedIsWhereItBelongs(t *testing.T) {
 	workloads := map[string]bool{"ServiceAccount": true, "Deployment": true, "DaemonSet": true}
 	roles := map[string]bool{"Role": true, "RoleBinding": true}
 	for _, o := range objs {
-		kinds, _, err := scheme.Scheme.ObjectKinds(o)
+		kinds, _, err := decoding.ObjectKinds(o)
 		if err != nil {
 			t.Fatal(err)
 		}

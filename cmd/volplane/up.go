@@ -108,10 +108,15 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	if err := bundle.Register(ctx, cp.Client); err != nil {
 		return err
 	}
+	if err := bundle.RegisterSnapshots(ctx, cp.RESTConfig); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each, network CSI driver %s for all.\n",
 		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName, hostpath.NetworkDriverName)
 	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer), %s (network, attached to the pod's node, Immediate).\n",
 		bundle.ImmediateClass, bundle.WaitClass, bundle.NetworkClass)
+	fmt.Fprintf(out, "VolumeSnapshotClasses: %s, %s (each its driver's default); VolumeGroupSnapshotClass: %s.\n",
+		bundle.SnapshotClass, bundle.NetworkSnapshotClass, bundle.GroupSnapshotClass)
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	// One manager runs the loops and the node agent over one set of

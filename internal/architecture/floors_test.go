@@ -42,6 +42,7 @@ var floors = map[string]floor{
 	"internal/metriclabel":     leaf,
 	"internal/keyedmutex":      leaf, // a lock, not a decision: see notDecisions
 	"internal/endpoint":        leaf,
+	"internal/snapshotapi":     leaf,
 
 	"internal/binding":      pure,
 	"internal/index":        pure,
@@ -82,6 +83,7 @@ var floors = map[string]floor{
 	"test/e2e/support":               harness,
 
 	"deploy":                driver, // the manifests, embedded: what is shipped, like the driver
+	"deploy/crd":            driver, // the snapshot API's definitions, as deploy/ applies them
 	"cmd/volplane":          command,
 	"bench":                 command,
 	"internal/architecture": test,

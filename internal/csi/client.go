@@ -56,6 +56,13 @@ type Info struct {
 	// ControllerModifyVolume.
 	ControllerExpand bool
 	Modify           bool
+	// Snapshot: CREATE_DELETE_SNAPSHOT; ListSnapshots: LIST_SNAPSHOTS (the
+	// sidecar checks a pre-provisioned snapshot's readiness with it);
+	// GetSnapshot: GET_SNAPSHOT.
+	Snapshot, ListSnapshots, GetSnapshot bool
+	// GroupSnapshot: the GroupController service has
+	// CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT.
+	GroupSnapshot bool
 	// OnlineExpansion and OfflineExpansion are the plugin's VolumeExpansion
 	// capability: whether a volume may grow while in use by a node.
 	OnlineExpansion, OfflineExpansion bool
@@ -82,6 +89,7 @@ type Endpoint struct {
 	conn       *grpc.ClientConn
 	controller csi.ControllerClient
 	node       csi.NodeClient
+	group      csi.GroupControllerClient
 	metrics    *Metrics
 }
 
@@ -105,7 +113,8 @@ func Dial(ctx context.Context, address string, metrics *Metrics) (*Endpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("csi endpoint %s: %w", address, err)
 	}
-	e := &Endpoint{Address: address, conn: conn, controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn), metrics: metrics}
+	e := &Endpoint{Address: address, conn: conn, controller: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn),
+		group: csi.NewGroupControllerClient(conn), metrics: metrics}
 	if err := e.waitConnected(ctx); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -189,6 +198,23 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.ControllerExpand = true
 		case csi.ControllerServiceCapability_RPC_MODIFY_VOLUME:
 			info.Modify = true
+		case csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT:
+			info.Snapshot = true
+		case csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS:
+			info.ListSnapshots = true
+		case csi.ControllerServiceCapability_RPC_GET_SNAPSHOT:
+			info.GetSnapshot = true
+		}
+	}
+	gc, err := e.group.GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+	case err != nil:
+		return info, fmt.Errorf("GroupControllerGetCapabilities: %w", err)
+	}
+	for _, c := range gc.GetCapabilities() {
+		if c.GetRpc().GetType() == csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT {
+			info.GroupSnapshot = true
 		}
 	}
 	ni, err := e.node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})

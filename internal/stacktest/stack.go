@@ -64,6 +64,10 @@ func StartStack(ctx context.Context, cp *cluster.ControlPlane, cfg StackConfig) 
 		s.Drivers.Stop()
 		return nil, err
 	}
+	if err := bundle.RegisterSnapshots(ctx, cp.RESTConfig); err != nil {
+		s.Drivers.Stop()
+		return nil, err
+	}
 	if err := s.StartAgent(); err != nil {
 		s.Drivers.Stop()
 		return nil, err

@@ -29,6 +29,11 @@ const (
 	// Expander is kube-controller-manager's persistentvolume-expander: it
 	// hands grown claims to the external resizer and calls no driver.
 	Expander = "expander"
+	// Snapshot is the snapshot-controller's role (VolumeSnapshot and
+	// VolumeGroupSnapshot binding); Snapshotter the csi-snapshotter
+	// sidecar's (the driver's snapshot and group snapshot calls).
+	Snapshot    = "snapshot"
+	Snapshotter = "snapshotter"
 )
 
 // Config says which loops to run against which cluster.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -26,6 +28,11 @@ type wiring struct {
 	// Informers is the one shared factory: a type is listed and watched
 	// once per process, whatever the number of loops reading it.
 	Informers informers.SharedInformerFactory
+	// Snapshots writes the snapshot API (JSON: custom resources speak no
+	// protobuf), within the same QPS budget as Client; SnapshotInformers is
+	// its one shared factory, started with Informers.
+	Snapshots         snapclient.Interface
+	SnapshotInformers snapinformers.SharedInformerFactory
 	// Events records through a client of its own (newBroadcaster).
 	Events record.EventBroadcaster
 	// Metrics is the process's registry, served on /metrics; loops hand it

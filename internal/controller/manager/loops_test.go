@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -29,7 +31,9 @@ func TestEveryKnownRowBuildsOverOneWiring(t *testing.T) {
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	pool := csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: "d.csi.test", Controller: true, ControllerExpand: true}})
+	snaps := snapfake.NewSimpleClientset()
 	w := wiring{Config: cfg, Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
+		Snapshots: snaps, SnapshotInformers: snapinformers.NewSharedInformerFactory(snaps, 0),
 		Events: events, Metrics: prometheus.NewRegistry(), Pool: pool}
 	l := &loops{want: len(rows)}
 	runs, err := build(w, rows, l)

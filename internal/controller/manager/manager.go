@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -148,13 +150,21 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(loop.StripManagedFields))
 	// Nodes: the provisioner's topology, and the binder's to come.
 	factory.Core().V1().Nodes().Informer()
-	w := wiring{Config: cfg, Client: client, Informers: factory, Events: events, Metrics: reg, Pool: pool}
+	snaps, err := snapclient.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("snapshot client: %w", err)
+	}
+	snapFactory := snapinformers.NewSharedInformerFactoryWithOptions(snaps, 0, snapinformers.WithTransform(loop.StripManagedFields))
+	w := wiring{Config: cfg, Client: client, Informers: factory, Snapshots: snaps, SnapshotInformers: snapFactory,
+		Events: events, Metrics: reg, Pool: pool}
 	runs, err := build(w, selectedRows(cfg), l)
 	if err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	snapFactory.Start(ctx.Done())
+	defer snapFactory.Shutdown()
 	return runAll(ctx, runs)
 }
 
