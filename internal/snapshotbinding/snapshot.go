@@ -353,6 +353,9 @@ func decideDynamic(f SnapshotFacts, p Plan, class *snapv1.VolumeSnapshotClass) P
 // sourceVolume is the snapshot's claim's volume, checked both ways.
 func sourceVolume(f SnapshotFacts) (*corev1.PersistentVolume, error) {
 	s, claim, pv := f.Snapshot, f.Claim, f.Volume
+	if claim != nil && (claim.Namespace != s.Namespace || claim.Name != ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, "")) {
+		claim = nil // only ever the snapshot's own claim
+	}
 	if claim == nil {
 		return nil, fmt.Errorf("failed to retrieve PVC %s from the lister: %q", ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, ""),
 			fmt.Sprintf("persistentvolumeclaim %q not found", ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, "")))
