@@ -31,7 +31,7 @@ func snapshotWiring(client *fake.Clientset, elsewhere string) wiring {
 	return wiring{Config: Config{SnapshotControllerElsewhere: elsewhere}, Client: client,
 		Informers: informers.NewSharedInformerFactory(client, 0), Snapshots: snaps,
 		SnapshotInformers: snapinformers.NewSharedInformerFactory(snaps, 0),
-		Events: record.NewBroadcaster(), Metrics: prometheus.NewRegistry()}
+		Events:            record.NewBroadcaster(), Metrics: prometheus.NewRegistry()}
 }
 
 // Without the snapshot CRDs the row fails at build, naming deploy/crd,
