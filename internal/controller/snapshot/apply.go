@@ -23,7 +23,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 	// 1. The claim released.
 	if p.Claim == snapshotbinding.ClaimRemoveFinalizer {
 		if err := c.claimFinalizer(ctx, f.Claim, false); err != nil {
-			c.recorder.Event(s, corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
+			c.recorder.Event(ref(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
 			return fmt.Errorf("snapshot %s: release claim %s: %w", key(s), f.Claim.Name, err)
 		}
 		logger.V(2).Info("Source claim released", "snapshot", klog.KObj(s), "pvc", f.Claim.Name)
@@ -38,7 +38,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 		got, err := c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
 			if len(p.AddFinalizers) > 0 {
-				c.recorder.Event(s, corev1.EventTypeWarning, "SnapshotFinalizerError", fmt.Sprintf("Failed to check and update snapshot: %s", err))
+				c.recorder.Event(ref(s), corev1.EventTypeWarning, "SnapshotFinalizerError", fmt.Sprintf("Failed to check and update snapshot: %s", err))
 			}
 			return fmt.Errorf("snapshot %s: update: %w", key(s), err)
 		}
@@ -59,7 +59,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 	if p.Create != nil {
 		_, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Create(ctx, p.Create, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			c.recorder.Event(s, corev1.EventTypeWarning, "CreateSnapshotContentFailed",
+			c.recorder.Event(ref(s), corev1.EventTypeWarning, "CreateSnapshotContentFailed",
 				fmt.Sprintf("Error creating volume snapshot content object for snapshot %s: %v.", key(s), err))
 			return fmt.Errorf("snapshot %s: create content %s: %w", key(s), p.Create.Name, err)
 		}
@@ -75,7 +75,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 		uid := f.Content.UID
 		err := c.snaps.SnapshotV1().VolumeSnapshotContents().Delete(ctx, f.Content.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.recorder.Event(s, corev1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
+			c.recorder.Event(ref(s), corev1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
 			return fmt.Errorf("failed to delete VolumeSnapshotContent %s from API server: %q", f.Content.Name, err)
 		}
 		logger.V(2).Info("Content deleted", "snapshot", klog.KObj(s), "content", f.Content.Name)
@@ -100,7 +100,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 	}
 	// 8. Events.
 	for _, e := range p.Events {
-		c.recorder.Event(s, e.Type, e.Reason, e.Message)
+		c.recorder.Event(ref(s), e.Type, e.Reason, e.Message)
 	}
 	return nil
 }
@@ -152,4 +152,17 @@ func (c *Controller) markBeingDeleted(ctx context.Context, content *snapv1.Volum
 	_, err := c.patch(ctx, content.Name, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{snapshotapi.BeingDeleted: "yes"}}})
 	return err
+}
+
+// ref is the snapshot as events name it (the snapshot API is not in
+// client-go's scheme, which the recorder would ask for the kind).
+func ref(s *snapv1.VolumeSnapshot) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: snapshotapi.KindSnapshot, APIVersion: snapshotapi.Group + "/v1",
+		Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion}
+}
+
+// contentRef is the content as events name it.
+func contentRef(c *snapv1.VolumeSnapshotContent) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "VolumeSnapshotContent", APIVersion: snapshotapi.Group + "/v1",
+		Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion}
 }

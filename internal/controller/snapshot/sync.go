@@ -176,7 +176,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	p := snapshotbinding.DecideContent(f)
 	klog.FromContext(ctx).V(4).Info("Content decided", "content", name, "reason", p.Reason)
 	for _, e := range p.Events {
-		c.recorder.Event(content, e.Type, e.Reason, e.Message)
+		c.recorder.Event(contentRef(content), e.Type, e.Reason, e.Message)
 	}
 	if p.AddFinalizer {
 		if content, err = c.addContentFinalizer(ctx, content); err != nil {
