@@ -136,3 +136,27 @@ func TestGroupSnapshotLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// A group is taken whole or not at all: one that does not fit in the
+// capacity fails with ResourceExhausted and leaves no member, on disk or
+// recorded.
+func TestGroupSnapshotBeyondCapacityLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(shortTempDir(t), NewFakeMounter())
+	cfg.Capacity = 3 << 30
+	r := startDriver(t, cfg)
+	vols := makeSourceVolumes(t, r, "a", "b")
+	_, err := r.group.CreateVolumeGroupSnapshot(ctx, &csi.CreateVolumeGroupSnapshotRequest{Name: "g", SourceVolumeIds: vols})
+	wantCode(t, err, codes.ResourceExhausted)
+	if list := must[*csi.ListSnapshotsResponse](t)(r.controller.ListSnapshots(ctx, &csi.ListSnapshotsRequest{})); len(list.Entries) != 0 {
+		t.Errorf("ListSnapshots = %v, want nothing", list.Entries)
+	}
+	if entries, err := (layout{root: cfg.DataDir}).dataEntries(); err != nil || len(entries) != 2 {
+		t.Errorf("data on disk: %v, %v; want the 2 volumes only", entries, err)
+	}
+	// One member fits.
+	g := must[*csi.CreateVolumeGroupSnapshotResponse](t)(r.group.CreateVolumeGroupSnapshot(ctx, &csi.CreateVolumeGroupSnapshotRequest{Name: "g1", SourceVolumeIds: vols[:1]})).GroupSnapshot
+	if len(g.Snapshots) != 1 {
+		t.Errorf("group of one = %v", g)
+	}
+}
