@@ -61,3 +61,34 @@ func TestCrashDuringGroupSnapshotRecordsNoHalfGroup(t *testing.T) {
 		}
 	}
 }
+
+// A driver killed while deleting a group, after removing some members'
+// data and before recording the deletion, still records the whole group;
+// the CO's retried deletion finishes it and leaves nothing.
+func TestCrashDuringGroupDeletionIsFinishedByTheRetry(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(shortTempDir(t), NewFakeMounter())
+	r := startDriver(t, cfg)
+	vols := makeSourceVolumes(t, r, "a", "b")
+	g := must[*csi.CreateVolumeGroupSnapshotResponse](t)(r.group.CreateVolumeGroupSnapshot(ctx,
+		&csi.CreateVolumeGroupSnapshotRequest{Name: "g", SourceVolumeIds: vols})).GroupSnapshot
+	r.stop(t)
+	if err := removeData(filepath.Join(cfg.DataDir, "snapshots", g.Snapshots[0].SnapshotId)); err != nil {
+		t.Fatal(err)
+	}
+
+	r = startDriver(t, cfg)
+	got := must[*csi.GetVolumeGroupSnapshotResponse](t)(r.group.GetVolumeGroupSnapshot(ctx,
+		&csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: g.GroupSnapshotId})).GroupSnapshot
+	if len(got.Snapshots) != 2 {
+		t.Fatalf("group after the crash = %v, want it recorded whole", got)
+	}
+	must[*csi.DeleteVolumeGroupSnapshotResponse](t)(r.group.DeleteVolumeGroupSnapshot(ctx,
+		&csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: g.GroupSnapshotId, SnapshotIds: memberIDs(g)}))
+	if list := must[*csi.ListSnapshotsResponse](t)(r.controller.ListSnapshots(ctx, &csi.ListSnapshotsRequest{})); len(list.Entries) != 0 {
+		t.Errorf("after the retried deletion: %v, want no snapshot", list.Entries)
+	}
+	if entries, err := (layout{root: cfg.DataDir}).dataEntries(); err != nil || len(entries) != 2 {
+		t.Errorf("data on disk: %v, %v; want the 2 volumes only", entries, err)
+	}
+}
