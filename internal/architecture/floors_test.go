@@ -59,6 +59,8 @@ var floors = map[string]floor{
 	"internal/doctor":       pure,
 	"internal/invariants":   pure,
 
+	"internal/snapshotbinding": pure,
+
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
 	"internal/checkup": ioHalf,
