@@ -99,6 +99,7 @@ func table() []row {
 		{name: Attacher, needs: NeedsDrivers, build: newAttacher},
 		{name: Expander, build: newExpander},
 		{name: Resizer, needs: NeedsDrivers, build: newResizer},
+		{name: Snapshotter, needs: NeedsDrivers, build: newSnapshotter},
 		{name: NodeAgentLoop, selected: func(c Config) bool { return c.NodeAgent != nil }, build: newNodeAgent},
 	}
 }
