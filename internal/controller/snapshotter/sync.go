@@ -148,7 +148,7 @@ func (c *Controller) check(ctx context.Context, content *snapv1.VolumeSnapshotCo
 	}
 	info, _ := c.cfg.Pool.Info(content.Spec.Driver)
 	_, snap, err := c.cfg.Pool.FindSnapshot(ctx, content.Spec.Driver, id, creds)
-	if err == nil && snap == nil && info.ListSnapshots {
+	if (err == nil && snap == nil && info.ListSnapshots) || errors.Is(err, csi.ErrSnapshotNotFound) {
 		err = fmt.Errorf("can not find snapshot for snapshotID %s", id)
 	}
 	if err != nil {
