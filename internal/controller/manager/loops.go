@@ -100,6 +100,7 @@ func table() []row {
 		{name: Expander, build: newExpander},
 		{name: Resizer, needs: NeedsDrivers, build: newResizer},
 		{name: Snapshot, build: newSnapshot},
+		{name: Snapshotter, needs: NeedsDrivers, build: newSnapshotter},
 		{name: NodeAgentLoop, selected: func(c Config) bool { return c.NodeAgent != nil }, build: newNodeAgent},
 	}
 }
