@@ -58,6 +58,7 @@ var floors = map[string]floor{
 	"internal/explain":      pure,
 	"internal/doctor":       pure,
 	"internal/invariants":   pure,
+	"internal/grouping":     pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
