@@ -280,3 +280,10 @@ func failContent(c *vgsv1.VolumeGroupSnapshotContent, now time.Time, reason, mes
 func DeleteFailed() Event {
 	return warning("GroupSnapshotDeleteError", "Failed to delete group snapshot")
 }
+
+// CreateRefused is the status and events for a group the loop cannot ask
+// the driver for (no single endpoint holds its volumes, its secret cannot
+// be read): GroupSnapshotCreationFailed, as a failed create.
+func CreateRefused(c *vgsv1.VolumeGroupSnapshotContent, err error, now time.Time) CSIPlan {
+	return failContent(c, now, "GroupSnapshotCreationFailed", fmt.Sprintf("Failed to create group snapshot: %v", err))
+}
