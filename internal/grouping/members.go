@@ -30,7 +30,10 @@ func decideMembers(f GroupFacts, class *vgsv1.VolumeGroupSnapshotClass) (Plan, b
 	groupHandle := *c.Status.VolumeGroupSnapshotHandle
 	var secret *v1.SecretReference
 	if class != nil {
-		s, err := SecretRef(class.Parameters, snapshotapi.GroupSecretNameParameter, snapshotapi.GroupSecretNamespaceParameter, c.Name, nil)
+		// Resolved with the group: the reference passes none here, so a
+		// class whose secret names ${volumegroupsnapshot.name} makes its
+		// content but never its members.
+		s, err := SecretRef(class.Parameters, snapshotapi.GroupSecretNameParameter, snapshotapi.GroupSecretNamespaceParameter, c.Name, f.Group)
 		if err != nil {
 			return wait(fmt.Errorf("getGroupSnapshotSecret: failed to get secret reference for group snapshot content %s: %v", c.Name, err)), true
 		}
@@ -38,10 +41,13 @@ func decideMembers(f GroupFacts, class *vgsv1.VolumeGroupSnapshotClass) (Plan, b
 	}
 	for _, info := range c.Status.VolumeSnapshotInfoList {
 		// The driver answers for the volumes it was asked about: a handle
-		// the content does not list is no member of this group.
+		// the content does not list is no member of this group. Checked
+		// for every member before any is made.
 		if info.VolumeHandle == "" || info.SnapshotHandle == "" || !slices.Contains(c.Spec.Source.VolumeHandles, info.VolumeHandle) {
 			return fail(f, true, "GroupSnapshotMemberInvalid", fmt.Sprintf("VolumeGroupSnapshotContent %s lists a snapshot %q of volume %q that is not one of its source volumes", c.Name, info.SnapshotHandle, info.VolumeHandle)), true
 		}
+	}
+	for _, info := range c.Status.VolumeSnapshotInfoList {
 		if p, ok := decideMember(f, info, groupHandle, secret); ok {
 			return p, true
 		}
