@@ -115,5 +115,9 @@ func doctorBackend(l Listing) doctor.Backend {
 		}
 		b.Volumes = append(b.Volumes, bv)
 	}
+	b.ListsSnapshots = l.ListsSnapshots
+	for _, snap := range l.Snapshots {
+		b.Snapshots = append(b.Snapshots, doctor.BackendSnapshot{ID: snap.GetSnapshotId(), Source: snap.GetSourceVolumeId(), SizeBytes: snap.GetSizeBytes()})
+	}
 	return b
 }

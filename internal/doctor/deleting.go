@@ -61,6 +61,9 @@ func deletingFinding(s *Snapshot, o Object, m *metav1.ObjectMeta, holderOf func(
 }
 
 func claimHolder(s *Snapshot, c *v1.PersistentVolumeClaim, fin string) holder {
+	if h, ok := snapshotClaimHolder(s, c, fin); ok {
+		return h
+	}
 	switch fin {
 	case protection.ClaimFinalizer:
 		var pods []string

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/explain"
@@ -35,18 +36,27 @@ const (
 	KindStuckDeleting Kind = "stuck-deleting"
 	// KindBindingInvariant: a broken binding invariant (internal/invariants).
 	KindBindingInvariant Kind = "binding-invariant"
+	// KindOrphanedBackendSnapshot: a driver holds a snapshot no
+	// VolumeSnapshotContent names.
+	KindOrphanedBackendSnapshot Kind = "orphaned-backend-snapshot"
+	// KindOrphanedContent: a VolumeSnapshotContent whose VolumeSnapshot is
+	// gone; information under policy Retain, a problem under Delete (nothing
+	// deletes it).
+	KindOrphanedContent Kind = "orphaned-snapshot-content"
 )
 
 // Kinds is every Kind, in the order a report lists them.
 func Kinds() []Kind {
 	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
-		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume}
+		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume,
+		KindOrphanedContent, KindOrphanedBackendSnapshot}
 }
 
 // Object names what a finding is about. Kind is the API kind
-// (PersistentVolumeClaim, PersistentVolume, VolumeAttachment) or
-// BackendVolume for a driver's volume, whose Name is its volume ID and
-// Driver and Node say where it is.
+// (PersistentVolumeClaim, PersistentVolume, VolumeAttachment,
+// VolumeSnapshot, VolumeSnapshotContent) or BackendVolume (BackendSnapshot)
+// for a driver's volume (snapshot), whose Name is its ID and Driver and
+// Node say where it is.
 type Object struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
@@ -136,6 +146,12 @@ type Snapshot struct {
 	// CSINodes say which nodes run which driver: the endpoints a complete
 	// listing of a node-local driver must include.
 	CSINodes []*storagev1.CSINode
+	// VolumeSnapshots and Contents are the snapshot API's objects;
+	// SnapshotsSkipped says why they were not read ("" when they were: the
+	// snapshot findings are then made).
+	VolumeSnapshots  []*snapv1.VolumeSnapshot
+	Contents         []*snapv1.VolumeSnapshotContent
+	SnapshotsSkipped string
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.
@@ -150,6 +166,12 @@ type Backend struct {
 	// listed again after it (nil: not listed again).
 	Volumes  []BackendVolume
 	Relisted map[string]bool
+	// ListsSnapshots says the driver lists its snapshots (LIST_SNAPSHOTS);
+	// Snapshots are then those listed before the cluster is read, and
+	// RelistedSnapshots the IDs listed again after it.
+	ListsSnapshots    bool
+	Snapshots         []BackendSnapshot
+	RelistedSnapshots map[string]bool
 }
 
 // BackendVolume is one volume of ListVolumes.
@@ -178,6 +200,9 @@ func Check(s *Snapshot, t Thresholds) Report {
 		fs = append(fs, orphanedBackendVolumes(s)...)
 	}
 	fs = append(fs, staleAttachments(s, t.AttachmentGrace)...)
+	snaps, notes := snapshotFindings(s, t)
+	fs = append(fs, snaps...)
+	r.Notes = append(r.Notes, notes...)
 	sortFindings(fs)
 	r.Findings = fs
 	if r.Findings == nil {
