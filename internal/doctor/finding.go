@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/explain"
@@ -146,11 +145,9 @@ type Snapshot struct {
 	// CSINodes say which nodes run which driver: the endpoints a complete
 	// listing of a node-local driver must include.
 	CSINodes []*storagev1.CSINode
-	// VolumeSnapshots and Contents are the snapshot API's objects;
-	// SnapshotsSkipped says why they were not read ("" when they were: the
-	// snapshot findings are then made).
-	VolumeSnapshots  []*snapv1.VolumeSnapshot
-	Contents         []*snapv1.VolumeSnapshotContent
+	// SnapshotsSkipped says why the snapshot API's objects (Facts'
+	// VolumeSnapshots and Contents) were not read; "" when they were, and
+	// the snapshot findings are then made.
 	SnapshotsSkipped string
 }
 

@@ -203,14 +203,6 @@ func restoringClaims(s *Snapshot, vs *snapv1.VolumeSnapshot) []*v1.PersistentVol
 	return out
 }
 
-func (s *Snapshot) findContent(name string) *snapv1.VolumeSnapshotContent {
-	i := slices.IndexFunc(s.Contents, func(c *snapv1.VolumeSnapshotContent) bool { return c.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return s.Contents[i]
-}
-
 // boundContent is the content the snapshot is bound to (status, else a
 // pre-provisioned spec name), if it exists.
 func (s *Snapshot) boundContent(vs *snapv1.VolumeSnapshot) (string, *snapv1.VolumeSnapshotContent) {
@@ -223,7 +215,7 @@ func (s *Snapshot) boundContent(vs *snapv1.VolumeSnapshot) (string, *snapv1.Volu
 	if name == "" {
 		return "", nil
 	}
-	return name, s.findContent(name)
+	return name, s.FindContent(name)
 }
 
 // snapshotOf is the live VolumeSnapshot a content is bound to (by UID).
