@@ -31,7 +31,7 @@ type DoctorConfig struct {
 	Thresholds  doctor.Thresholds
 	// Output is "table" or "json".
 	Output string
-	// Snapshots reads the snapshot API (default: SnapshotClient of the
+	// Snapshots reads the snapshot API (default: inspect.SnapshotClient of the
 	// client doctor is given; none for a fake, and the snapshot checks are
 	// skipped).
 	Snapshots snapclient.Interface
@@ -60,7 +60,7 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	}
 	snaps := cfg.Snapshots
 	if snaps == nil {
-		snaps = SnapshotClient(client)
+		snaps = inspect.SnapshotClient(client)
 	}
 	if err := readDoctorSnapshots(ctx, snaps, s); err != nil {
 		return doctor.Report{}, err
@@ -134,8 +134,8 @@ func readDoctorSnapshots(ctx context.Context, snaps snapclient.Interface, s *doc
 	}
 	api := snaps.SnapshotV1()
 	contents, err := api.VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
-	if NotInstalled(err) {
-		s.SnapshotsSkipped = NoSnapshotAPI
+	if inspect.NotInstalled(err) {
+		s.SnapshotsSkipped = inspect.NoSnapshotAPI
 		return nil
 	}
 	if err != nil {

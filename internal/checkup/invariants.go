@@ -7,15 +7,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/volplane/volplane/internal/inspect"
 	"github.com/volplane/volplane/internal/invariants"
 )
 
 // ReadInvariants takes what invariants.Check looks at: every claim, PV
 // and VolumeAttachment of the cluster, its VolumeSnapshots and contents
-// (through SnapshotClient(client); not read when client is a fake) and,
+// (through inspect.SnapshotClient(client); not read when client is a fake) and,
 // through ListVolumes, every endpoint's volumes and snapshots.
 func ReadInvariants(ctx context.Context, client kubernetes.Interface, endpoints []string) (invariants.State, error) {
-	return ReadInvariantsWith(ctx, client, SnapshotClient(client), endpoints)
+	return ReadInvariantsWith(ctx, client, inspect.SnapshotClient(client), endpoints)
 }
 
 func readInvariantObjects(ctx context.Context, client kubernetes.Interface) (invariants.State, error) {
