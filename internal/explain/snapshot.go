@@ -152,6 +152,9 @@ func Snapshot(vs *snapv1.VolumeSnapshot, f *Facts) SnapshotReport {
 	if name := contentNameOf(vs); name != "" {
 		c := f.FindContent(name)
 		r.Content = contentOf(name, c, f)
+		if c != nil && pointsAt(c, vs) && c.Spec.VolumeSnapshotRef.UID == vs.UID {
+			r.Content.SnapshotState = "Bound"
+		}
 		if c != nil {
 			r.Finalizers = finalizersOf("volumesnapshotcontent "+c.Name, c.Finalizers)
 		}
@@ -300,13 +303,20 @@ func snapshotSummary(vs *snapv1.VolumeSnapshot, r *SnapshotReport, f *Facts) str
 			return why
 		}
 	}
-	return contentWaits(vs, r)
+	return contentWaits(vs, r, f)
+}
+
+// pointsAt says whether a content's volumeSnapshotRef names vs (by
+// namespace and name, and by UID once it has one).
+func pointsAt(c *snapv1.VolumeSnapshotContent, vs *snapv1.VolumeSnapshot) bool {
+	ref := c.Spec.VolumeSnapshotRef
+	return ref.Namespace == vs.Namespace && ref.Name == vs.Name && (ref.UID == "" || ref.UID == vs.UID)
 }
 
 // dynamicSourceWaits: what a dynamic snapshot waits for before it has a
 // content: its claim, a CSI volume, its class; "" once it can have one.
 func dynamicSourceWaits(vs *snapv1.VolumeSnapshot, claimName string, r *SnapshotReport, f *Facts) string {
-	if r.Content != nil && r.Content.Exists {
+	if r.Content != nil && r.Content.Exists || vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		return ""
 	}
 	c := f.FindClaim(vs.Namespace, claimName)
@@ -349,7 +359,7 @@ func dynamicSourceWaits(vs *snapv1.VolumeSnapshot, claimName string, r *Snapshot
 }
 
 // contentWaits: what a snapshot with a content (or naming one) waits for.
-func contentWaits(vs *snapv1.VolumeSnapshot, r *SnapshotReport) string {
+func contentWaits(vs *snapv1.VolumeSnapshot, r *SnapshotReport, f *Facts) string {
 	c := r.Content
 	switch {
 	case c == nil:
@@ -358,7 +368,7 @@ func contentWaits(vs *snapv1.VolumeSnapshot, r *SnapshotReport) string {
 		return fmt.Sprintf("Not ready: its content %s is missing (SnapshotContentMissing).", c.Name)
 	case !c.Exists:
 		return fmt.Sprintf("Not ready: waiting for content %s, which does not exist.", c.Name)
-	case c.Snapshot != vs.Namespace+"/"+vs.Name || c.SnapshotState == "Replaced" || c.SnapshotState == "Missing":
+	case !pointsAt(f.FindContent(c.Name), vs):
 		return fmt.Sprintf("Not ready: its content %s is bound to another snapshot (%s): misbound (SnapshotMisbound).", c.Name, orNone(c.Snapshot))
 	case c.Error != "":
 		return Sentence("Not ready: the driver failed: " + strings.TrimSuffix(c.Error, "."))
