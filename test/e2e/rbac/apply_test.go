@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -16,6 +18,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
+
+// kinds knows every type deploy/ holds: client-go's and the snapshot API's
+// CustomResourceDefinitions.
+var kinds = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
 
 // apply creates deploy/'s objects in kustomize's order (namespace and
 // roles first). The workloads are only validated by the API server (a
@@ -37,11 +48,11 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 		case *appsv1.Deployment, *appsv1.DaemonSet:
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
-		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+		gvks, _, err := kinds.ObjectKinds(obj)
 		if err != nil {
 			return err
 		}
-		mapping, err := mapper.RESTMapping(kinds[0].GroupKind(), kinds[0].Version)
+		mapping, err := mapper.RESTMapping(gvks[0].GroupKind(), gvks[0].Version)
 		if err != nil {
 			return err
 		}
@@ -50,13 +61,13 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 			return err
 		}
 		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(kinds[0])
+		u.SetGroupVersionKind(gvks[0])
 		var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			client = dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
 		if _, err := client.Create(ctx, u, opts); err != nil {
-			return fmt.Errorf("create %s %s: %w", kinds[0].Kind, u.GetName(), err)
+			return fmt.Errorf("create %s %s: %w", gvks[0].Kind, u.GetName(), err)
 		}
 	}
 	return nil
