@@ -1,10 +1,16 @@
 package deploy
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/hostpath"
 )
 
 // The snapshot API's groups.
@@ -103,6 +109,41 @@ func TestOnlyTheControllerCreatesAndDeletesContents(t *testing.T) {
 			if allows(clusterRole(t, name).Rules, snapshotGroup, "volumesnapshots", verb) {
 				t.Errorf("%s may %s VolumeSnapshots: a tenant's object, patched only for the provisioner's finalizer", name, verb)
 			}
+		}
+	}
+}
+
+// The node-local driver's snapshot classes are those `volplane up`
+// registers, field for field (the network driver's is up's alone).
+func TestSnapshotClassesAreThoseUpRegisters(t *testing.T) {
+	objs := objects(t)
+	classes, groups := bundle.SnapshotClasses()
+	var want []*snapv1.VolumeSnapshotClass
+	for _, c := range classes {
+		if c.Driver == hostpath.DriverName {
+			want = append(want, c)
+		}
+	}
+	got := Of[*snapv1.VolumeSnapshotClass](objs)
+	if len(got) != len(want) {
+		t.Fatalf("VolumeSnapshotClasses %v, want %v", names(got), names(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || g.Driver != w.Driver || g.DeletionPolicy != w.DeletionPolicy ||
+			!maps.Equal(g.Parameters, w.Parameters) || !maps.Equal(g.Annotations, w.Annotations) {
+			t.Errorf("VolumeSnapshotClass %s differs from up's:\n got %+v\nwant %+v", w.Name, g, w)
+		}
+	}
+	gotGroups := Of[*groupv1.VolumeGroupSnapshotClass](objs)
+	if len(gotGroups) != len(groups) {
+		t.Fatalf("VolumeGroupSnapshotClasses %v, want %v", names(gotGroups), names(groups))
+	}
+	for i := range groups {
+		g, w := gotGroups[i], groups[i]
+		if g.Name != w.Name || g.Driver != w.Driver || g.DeletionPolicy != w.DeletionPolicy ||
+			!maps.Equal(g.Parameters, w.Parameters) || !maps.Equal(g.Annotations, w.Annotations) {
+			t.Errorf("VolumeGroupSnapshotClass %s differs from up's:\n got %+v\nwant %+v", w.Name, g, w)
 		}
 	}
 }

@@ -3,28 +3,30 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/volplane/volplane/deploy"
 )
 
-// kinds knows every type deploy/ holds: client-go's and the snapshot API's
-// CustomResourceDefinitions.
+// kinds knows every type deploy/ holds: client-go's, the snapshot API's
+// CustomResourceDefinitions and its classes.
 var kinds = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(scheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(deploy.Register(s))
 	return s
 }()
 
@@ -52,7 +54,7 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 		if err != nil {
 			return err
 		}
-		mapping, err := mapper.RESTMapping(gvks[0].GroupKind(), gvks[0].Version)
+		mapping, err := mappingOf(ctx, mapper, gvks[0])
 		if err != nil {
 			return err
 		}
@@ -71,4 +73,22 @@ func apply(ctx context.Context, rc *rest.Config, objs []runtime.Object) error {
 		}
 	}
 	return nil
+}
+
+// mappingOf maps a kind to its resource, waiting (a minute at most) for a
+// kind whose definition deploy/ has just created to be served.
+func mappingOf(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMapper, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	var mapping *meta.RESTMapping
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		var err error
+		if mapping, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			mapper.Reset()
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	return mapping, nil
 }
