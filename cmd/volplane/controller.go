@@ -167,6 +167,8 @@ explain reads it to say whether a claim's provisioner is running.`,
 		"with --node-deployment, the scale of the wait before claiming an Immediate claim: a random part of it when idle, one more for each claim won lately")
 	fl.DurationVar(&f.node.max, "node-deployment-max-delay", provisioner.DefaultNodeDeploymentMaxDelay,
 		"with --node-deployment, the longest wait before claiming an Immediate claim")
+	fl.StringVar(&f.cfg.SnapshotControllerElsewhere, "snapshot-controller-elsewhere", "refuse",
+		"what --controllers snapshot does on a cluster that already runs a snapshot-controller (its Lease snapshot-controller-leader renewed lately) or serves no v1 group snapshot API: refuse to start, or ignore it")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	return cmd
 }

@@ -60,6 +60,9 @@ var floors = map[string]floor{
 	"internal/invariants":   pure,
 	"internal/snapshotting": pure,
 
+	"internal/snapshotbinding": pure,
+	"internal/grouping":     pure,
+
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
 	"internal/checkup": ioHalf,

@@ -82,6 +82,11 @@ type Config struct {
 	// (`volplane up`, the test harness) over the same informers. It is not
 	// one of --controllers: a real cluster's nodes have kubelets.
 	NodeAgent *NodeAgent
+	// SnapshotControllerElsewhere says what the snapshot loop does when
+	// the cluster already runs a snapshot-controller or serves no v1 group
+	// snapshot API: "refuse" (also "") or "ignore"
+	// (snapshotbinding.Elsewhere).
+	SnapshotControllerElsewhere string
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.
@@ -135,6 +140,9 @@ func (c Config) Validate() error {
 		if _, err := endpoint.Parse(e); err != nil {
 			return err
 		}
+	}
+	if e := c.SnapshotControllerElsewhere; e != "" && e != "refuse" && e != "ignore" {
+		return fmt.Errorf("snapshot controller elsewhere %q: want refuse or ignore", e)
 	}
 	if err := c.validateNodeDeployment(); err != nil {
 		return err
