@@ -273,3 +273,17 @@ func TestDecideGroupRefusals(t *testing.T) {
 		t.Errorf("repeat: %+v", p)
 	}
 }
+
+func TestSegment(t *testing.T) {
+	seg := map[string]string{"b": "2", "a": "1"}
+	f := FormatSegment(seg)
+	if f != "a=1,b=2" {
+		t.Errorf("format %q", f)
+	}
+	if got, err := ParseSegment(f); err != nil || len(got) != 2 || got["a"] != "1" || got["b"] != "2" {
+		t.Errorf("parse %v %v", got, err)
+	}
+	if _, err := ParseSegment("nope"); err == nil {
+		t.Error("malformed accepted")
+	}
+}
