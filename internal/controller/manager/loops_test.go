@@ -31,6 +31,7 @@ func TestEveryKnownRowBuildsOverOneWiring(t *testing.T) {
 		t.Fatalf("selected rows %v, want %v", names, Known())
 	}
 	client := fake.NewClientset()
+	client.Resources = snapshotAPI()
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	pool := csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: "d.csi.test", Controller: true, ControllerExpand: true}})
