@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -150,48 +149,16 @@ func TestGroupOfClaimsByLabel(t *testing.T) {
 	deleteGroup(t, ns, g, gc, members)
 }
 
-// restoreMembers restores every member into a claim of its own. A
-// provisioner that cannot restore yet ("only PersistentVolumeClaim") is
-// logged, and its claims deleted so they hold nothing.
+// restoreMembers restores every member into a claim of its own.
 func restoreMembers(t *testing.T, ns string, members []string) {
 	t.Helper()
-	ctx, client := context.Background(), bed.stack.CP.Client
 	var claims []*corev1.PersistentVolumeClaim
 	for i, m := range members {
-		c := support.Claim(ns, fmt.Sprintf("restored-%d", i), bundle.ImmediateClass, "1Mi", func(c *corev1.PersistentVolumeClaim) {
+		claims = append(claims, support.Claim(ns, fmt.Sprintf("restored-%d", i), bundle.ImmediateClass, "1Mi", func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: m}
-		})
-		if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		claims = append(claims, c)
+		}))
 	}
-	unsupported := false
-	for _, c := range claims {
-		stacktest.Eventually(t, "claim "+c.Name+" restored", func() string {
-			got, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, c.Name, metav1.GetOptions{})
-			if err != nil {
-				return err.Error()
-			}
-			if got.Status.Phase == corev1.ClaimBound {
-				return ""
-			}
-			evs, _ := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + c.Name})
-			for _, e := range evs.Items {
-				if strings.Contains(e.Message, "only PersistentVolumeClaim") {
-					unsupported = true
-					return ""
-				}
-			}
-			return "claim is " + string(got.Status.Phase)
-		}, bed.stack.EndedEarly)
-	}
-	if unsupported {
-		t.Log("the provisioner does not restore from snapshots yet: restore not checked")
-		for _, c := range claims {
-			_ = client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, c.Name, metav1.DeleteOptions{})
-		}
-	}
+	boundClaims(t, claims...)
 }
 
 // refuseMemberDeletion deletes one member alone: it stays, held by its
