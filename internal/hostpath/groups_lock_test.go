@@ -43,7 +43,7 @@ func (p *pausedGroup) release() { close(p.resume) }
 // blockedCallTimeout is how long a call that must wait for the group is
 // given before the test takes it as blocked: the call, waiting on the
 // group's lock, ends with its deadline.
-const blockedCallTimeout = 300 * time.Millisecond
+const blockedCallTimeout = 200 * time.Millisecond
 
 func wantBlocked(t *testing.T, what string, call func(ctx context.Context) error) {
 	t.Helper()
@@ -112,6 +112,14 @@ func TestGroupSnapshotTakesEveryMemberUnderOneLock(t *testing.T) {
 				wantBlocked(t, "modifying "+v, func(ctx context.Context) error {
 					_, err := r.controller.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{
 						VolumeId: v, MutableParameters: map[string]string{ParamIOPS: "10"}})
+					return err
+				})
+				wantBlocked(t, "deleting "+v, func(ctx context.Context) error {
+					_, err := r.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v})
+					return err
+				})
+				wantBlocked(t, "snapshotting "+v, func(ctx context.Context) error {
+					_, err := r.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "alone-" + v, SourceVolumeId: v})
 					return err
 				})
 				wantBlocked(t, "detaching "+v, func(ctx context.Context) error {
