@@ -30,7 +30,7 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	}
 	defer e.Close()
 	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
-		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, OnlineExpansion: true,
+		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true,
 		Node: true, NodeID: "node-a", Stage: true, Expand: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
 	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
@@ -94,7 +94,7 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 	}
 	defer c.Close()
 	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true,
-		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, OnlineExpansion: true}
+		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true}
 	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
 		t.Errorf("controller Info = %+v, want %+v", c.Info, want)
 	}

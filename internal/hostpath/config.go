@@ -75,6 +75,10 @@ type Config struct {
 	// Faults, if enabled, makes controller calls fail, time out or wait
 	// on purpose (see Faults): for soak tests. Off (zero) in production.
 	Faults Faults
+	// memberCopied, if set, is called by CreateVolumeGroupSnapshot after it
+	// copied each member, with the driver's locks of the group held: for
+	// tests of what the group promises.
+	memberCopied func(volumeID string)
 }
 
 // New checks cfg and returns a Driver ready to Run. It claims nothing yet:

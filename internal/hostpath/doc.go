@@ -29,11 +29,46 @@
 //     whose driver created it and is accessible from that node only: its
 //     topology is {TopologyKey: NodeID}. A network volume has no node.
 //   - Snapshot: a full copy of a volume (directory tree, or sparse file) under
-//     DataDir/snapshots, ready as soon as CreateSnapshot returns. Snapshots are
-//     independent of their source: deleting the volume keeps the snapshot.
+//     DataDir/snapshots, ready as soon as CreateSnapshot returns, of mount and
+//     block volumes alike; GetSnapshot reads one (NotFound if there is
+//     none). Snapshots are independent of their source: deleting the volume
+//     keeps the snapshot. A volume restored from a snapshot has the size
+//     asked for if that is larger than the snapshot's (a block volume's file
+//     is grown, sparse), the snapshot's size otherwise, within the limit.
 //     A copy (snapshot or clone) of a volume in use never leaves the volume,
 //     however its pod swaps symlinks in while it runs: it walks with
 //     directory descriptors and O_NOFOLLOW, and copies links as links (copy.go).
+//   - Group snapshot (the GroupController service,
+//     CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT, in both modes): snapshots of
+//     several volumes of this driver taken together (groups.go). Its ID is
+//     "group-" and a hash of its name; each member is an ordinary snapshot
+//     (listed by ListSnapshots, found by GetSnapshot, restored by
+//     CreateVolume) whose group_snapshot_id names the group, and whose ID is
+//     a hash of the group's name and the source volume's ID, so a retried
+//     creation returns the same group and members. Every source volume must
+//     exist on this driver (on its node, for a node-local driver). A member
+//     cannot be deleted alone: DeleteSnapshot refuses it with
+//     InvalidArgument, as the CSI spec says for a snapshot that has a
+//     group_snapshot_id; DeleteVolumeGroupSnapshot deletes the group and its
+//     members, and only when the request's snapshot_ids are exactly the
+//     members (GetVolumeGroupSnapshot checks them too, when given).
+//     What a group promises, and no more: every member is copied while the
+//     driver holds the locks of the group, of every member and of every
+//     source volume, taken at once before the first copy and released after
+//     the group is recorded. Every driver call that changes a volume (expand,
+//     modify, delete, attach and detach, stage and unstage, publish and
+//     unpublish, node expansion, and a snapshot, clone or restore naming it)
+//     takes that volume's lock, so none of them runs between the first copy
+//     and the last: no member volume changes through the driver while the
+//     group is taken. The copies are not a point-in-time image of data a pod
+//     writes through a mount it already has: the driver does not stand
+//     between a pod and its files, so a workload that keeps writing during
+//     the group may be caught at different instants in different members
+//     (quiesce it first, as with any copy-based snapshot). The group and all
+//     its members are recorded in one write of the state file, after every
+//     copy: a driver killed half way has recorded nothing of the group (the
+//     data it copied is set aside at the next start, see the state file), and
+//     no call sees part of a group.
 //   - Attachment: the record that ControllerPublishVolume made a volume
 //     available to a node. Only kept when Config.AttachRequired; the node then
 //     stages only attached volumes.
@@ -52,7 +87,8 @@
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
 //   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
 //     stagings, publications and, for network volumes, the size each node
-//     has grown a volume to (version 3; a version 2 file reads as is, a
+//     has grown a volume to, and group snapshots (version 4; a version 3 or
+//     2 file reads as is, a
 //     version 1 file, from before stagings were kept per node, is read and
 //     migrated). It is rewritten atomically (temp file, fsync,
 //     rename, fsync of the directory) after every change, so a killed driver

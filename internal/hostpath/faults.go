@@ -42,7 +42,8 @@ type Faults struct {
 }
 
 // faultedMethods are the controller calls faults apply to: the ones the
-// provisioner, the attacher and the resizer make.
+// provisioner, the attacher, the resizer and the snapshotter make that
+// change something.
 var faultedMethods = map[string]func(req any) string{
 	csi.Controller_CreateVolume_FullMethodName: func(req any) string { return req.(*csi.CreateVolumeRequest).GetName() },
 	csi.Controller_DeleteVolume_FullMethodName: func(req any) string { return req.(*csi.DeleteVolumeRequest).GetVolumeId() },
@@ -56,6 +57,14 @@ var faultedMethods = map[string]func(req any) string{
 	},
 	csi.Controller_ControllerExpandVolume_FullMethodName: func(req any) string {
 		return req.(*csi.ControllerExpandVolumeRequest).GetVolumeId()
+	},
+	csi.Controller_CreateSnapshot_FullMethodName: func(req any) string { return req.(*csi.CreateSnapshotRequest).GetName() },
+	csi.Controller_DeleteSnapshot_FullMethodName: func(req any) string { return req.(*csi.DeleteSnapshotRequest).GetSnapshotId() },
+	csi.GroupController_CreateVolumeGroupSnapshot_FullMethodName: func(req any) string {
+		return req.(*csi.CreateVolumeGroupSnapshotRequest).GetName()
+	},
+	csi.GroupController_DeleteVolumeGroupSnapshot_FullMethodName: func(req any) string {
+		return req.(*csi.DeleteVolumeGroupSnapshotRequest).GetGroupSnapshotId()
 	},
 }
 

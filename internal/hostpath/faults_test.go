@@ -148,3 +148,34 @@ func TestDelayedFaultsDoTheCallLate(t *testing.T) {
 	_, err := r.controller.CreateVolume(ctx, createReq("pvc-2"))
 	wantCode(t, err, codes.Canceled)
 }
+
+// Snapshot and group calls are faulted too: a refused one does nothing, a
+// timed-out one is done, so the CO's retry finds it.
+func TestSnapshotAndGroupCallsAreFaulted(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range []Faults{{Unavailable: 1}, {TimedOut: 1}} {
+		cfg := testConfig(shortTempDir(t), NewFakeMounter())
+		plain := startDriver(t, cfg)
+		vols := makeSourceVolumes(t, plain, "a", "b")
+		plain.stop(t)
+		cfg.Faults = f
+		r := startDriver(t, cfg)
+		want, done := codes.Unavailable, 0
+		if f.TimedOut > 0 {
+			want, done = codes.DeadlineExceeded, 1
+		}
+		_, err := r.controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "s", SourceVolumeId: vols[0]})
+		wantCode(t, err, want)
+		_, err = r.group.CreateVolumeGroupSnapshot(ctx, &csi.CreateVolumeGroupSnapshotRequest{Name: "g", SourceVolumeIds: vols})
+		wantCode(t, err, want)
+		list := must[*csi.ListSnapshotsResponse](t)(r.controller.ListSnapshots(ctx, &csi.ListSnapshotsRequest{}))
+		if len(list.Entries) != 3*done {
+			t.Errorf("faults %v: %d snapshots, want %d", f, len(list.Entries), 3*done)
+		}
+		_, err = r.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: groupSnapshotIDFor("g")})
+		if (err == nil) != (done == 1) {
+			t.Errorf("faults %v: GetVolumeGroupSnapshot: %v", f, err)
+		}
+		r.stop(t)
+	}
+}

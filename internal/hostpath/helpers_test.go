@@ -64,6 +64,7 @@ type runningDriver struct {
 	done       chan error
 	conns      []*grpc.ClientConn
 	controller csi.ControllerClient
+	group      csi.GroupControllerClient
 	node       csi.NodeClient
 	nodes      map[string]csi.NodeClient
 	identity   csi.IdentityClient
@@ -84,6 +85,7 @@ func startDriver(t *testing.T, cfg Config) *runningDriver {
 	waitForSocket(t, d.socket, r.done)
 	conn := r.dial(t, cfg.Endpoint)
 	r.controller = csi.NewControllerClient(conn)
+	r.group = csi.NewGroupControllerClient(conn)
 	r.identity = csi.NewIdentityClient(conn)
 	r.nodes = map[string]csi.NodeClient{}
 	if !cfg.Network {

@@ -28,7 +28,8 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	// The plugin's capabilities, the same on every socket: in network mode
 	// a node's socket serves no controller, but the plugin has one (on its
 	// own socket), as a CSI driver deployed in two parts does.
-	caps := []*csi.PluginCapability{service(csi.PluginCapability_Service_CONTROLLER_SERVICE)}
+	caps := []*csi.PluginCapability{service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+		service(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE)}
 	// Network volumes are reachable from every node: no topology to honor.
 	if !s.d.cfg.Network {
 		caps = append(caps, service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS))

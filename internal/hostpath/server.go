@@ -226,6 +226,7 @@ func (d *Driver) newServer(logger klog.Logger, controller bool, node string) *gr
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})
 	if controller {
 		csi.RegisterControllerServer(srv, &controllerServer{d: d})
+		csi.RegisterGroupControllerServer(srv, &groupControllerServer{d: d})
 	}
 	if node != "" {
 		csi.RegisterNodeServer(srv, &nodeServer{d: d, node: node})

@@ -99,6 +99,14 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 	if snap == nil {
 		return &csi.DeleteSnapshotResponse{}, nil
 	}
+	// The CSI spec's rule for a snapshot reported with a group snapshot ID:
+	// it cannot be deleted alone, the CO must delete the whole group, and
+	// the SP refuses with InvalidArgument.
+	if snap.GroupSnapshotID != "" {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"snapshot %s is part of group snapshot %s and cannot be deleted alone: delete the group with DeleteVolumeGroupSnapshot",
+			id, snap.GroupSnapshotID)
+	}
 	path, err := s.d.disk.snapshotPath(id, snap.AccessType)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "snapshot path: %v", err)
@@ -114,6 +122,19 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 		return nil, status.Errorf(codes.Internal, "delete snapshot %s: %v", id, err)
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// GetSnapshot returns one snapshot, NotFound if there is none.
+func (s *controllerServer) GetSnapshot(_ context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if err := checkName("snapshot ID", id); err != nil {
+		return nil, err
+	}
+	snap := s.d.store.current().Snapshots[id]
+	if snap == nil {
+		return nil, status.Errorf(codes.NotFound, "snapshot %q does not exist", id)
+	}
+	return &csi.GetSnapshotResponse{Snapshot: csiSnapshot(snap)}, nil
 }
 
 // ListSnapshots lists snapshots, all or those matching the snapshot ID or
@@ -159,10 +180,11 @@ func snapshotFilter(req *csi.ListSnapshotsRequest) (func(*snapshot) bool, error)
 
 func csiSnapshot(snap *snapshot) *csi.Snapshot {
 	return &csi.Snapshot{
-		SnapshotId:     snap.ID,
-		SourceVolumeId: snap.SourceVolumeID,
-		SizeBytes:      snap.SizeBytes,
-		CreationTime:   timestamppb.New(snap.CreatedAt),
-		ReadyToUse:     true,
+		SnapshotId:      snap.ID,
+		SourceVolumeId:  snap.SourceVolumeID,
+		SizeBytes:       snap.SizeBytes,
+		CreationTime:    timestamppb.New(snap.CreatedAt),
+		ReadyToUse:      true,
+		GroupSnapshotId: snap.GroupSnapshotID,
 	}
 }

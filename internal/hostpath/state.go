@@ -3,6 +3,7 @@ package hostpath
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -12,8 +13,11 @@ import (
 // volume, on the volume's node); a version 1 file is read and migrated.
 // Version 3 adds the sizes network volumes have on each node (NodeSizes),
 // which a version 2 driver would drop on its next write; a version 2 file
-// reads as is (no node sizes recorded yet).
-const stateVersion = 3
+// reads as is (no node sizes recorded yet). Version 4 adds group snapshots
+// (GroupSnapshots, and the group of each member snapshot), which an older
+// driver would drop, letting a member be deleted alone; a version 3 file
+// reads as is (no groups).
+const stateVersion = 4
 
 type accessType string
 
@@ -174,6 +178,22 @@ type snapshot struct {
 	SizeBytes      int64      `json:"sizeBytes"`
 	AccessType     accessType `json:"accessType"`
 	CreatedAt      time.Time  `json:"createdAt"`
+	// GroupSnapshotID is the group snapshot this one is a member of, or "":
+	// a member is deleted with its group only (groups.go).
+	GroupSnapshotID string `json:"groupSnapshotID,omitempty"`
+}
+
+// groupSnapshot is a group of snapshots taken together (groups.go): one
+// member per source volume, recorded together with its members in one
+// write of the state.
+type groupSnapshot struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// SourceVolumeIDs are sorted; SnapshotIDs[i] is the member taken of
+	// SourceVolumeIDs[i].
+	SourceVolumeIDs []string  `json:"sourceVolumeIDs"`
+	SnapshotIDs     []string  `json:"snapshotIDs"`
+	CreatedAt       time.Time `json:"createdAt"`
 }
 
 // state is the content of the state file.
@@ -181,6 +201,8 @@ type state struct {
 	Version   int                  `json:"version"`
 	Volumes   map[string]*volume   `json:"volumes"`
 	Snapshots map[string]*snapshot `json:"snapshots"`
+	// GroupSnapshots are keyed by group snapshot ID.
+	GroupSnapshots map[string]*groupSnapshot `json:"groupSnapshots,omitempty"`
 }
 
 // clone is a deep copy of the state, for update to change and swap in.
@@ -205,11 +227,18 @@ func (s *state) clone() *state {
 		c := *snap
 		out.Snapshots[id] = &c
 	}
+	out.GroupSnapshots = make(map[string]*groupSnapshot, len(s.GroupSnapshots))
+	for id, g := range s.GroupSnapshots {
+		c := *g
+		c.SourceVolumeIDs, c.SnapshotIDs = slices.Clone(g.SourceVolumeIDs), slices.Clone(g.SnapshotIDs)
+		out.GroupSnapshots[id] = &c
+	}
 	return out
 }
 
 func emptyState() *state {
-	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}}
+	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{},
+		GroupSnapshots: map[string]*groupSnapshot{}}
 }
 
 // claimedBytes is what volumes and snapshots take from Config.Capacity.

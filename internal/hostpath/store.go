@@ -58,6 +58,9 @@ func readState(path string) (st *state, found bool, err error) {
 		return nil, false, fmt.Errorf("state file %s has version %d; this driver reads up to %d", path, st.Version, stateVersion)
 	}
 	st.Version = stateVersion
+	if st.GroupSnapshots == nil {
+		st.GroupSnapshots = map[string]*groupSnapshot{}
+	}
 	for _, v := range st.Volumes {
 		if v != nil {
 			v.migrate()

@@ -2,6 +2,8 @@ package hostpath
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -19,7 +21,8 @@ func TestStateCloneIsDeep(t *testing.T) {
 		NodeSizes:         map[string]int64{"node-1": 1},
 		MutableParameters: map[string]string{ParamTier: TierStandard},
 	}
-	orig.Snapshots["s"] = &snapshot{ID: "s", SourceVolumeID: "v"}
+	orig.Snapshots["s"] = &snapshot{ID: "s", SourceVolumeID: "v", GroupSnapshotID: "g"}
+	orig.GroupSnapshots["g"] = &groupSnapshot{ID: "g", SourceVolumeIDs: []string{"v"}, SnapshotIDs: []string{"s"}}
 	before, _ := json.Marshal(orig)
 	c := orig.clone()
 	if got, _ := json.Marshal(c); string(got) != string(before) {
@@ -34,6 +37,9 @@ func TestStateCloneIsDeep(t *testing.T) {
 	v.NodeSizes["node-2"] = 2
 	v.MutableParameters[ParamTier] = TierPremium
 	c.Snapshots["s"].SourceVolumeID = "changed"
+	c.GroupSnapshots["g"].SourceVolumeIDs[0] = "changed"
+	c.GroupSnapshots["g"].SnapshotIDs[0] = "changed"
+	c.GroupSnapshots["h"] = &groupSnapshot{ID: "h"}
 	c.Volumes["w"] = &volume{ID: "w"}
 	if after, _ := json.Marshal(orig); string(after) != string(before) {
 		t.Errorf("changing the clone changed the original:\n%s\nwas\n%s", after, before)
@@ -42,5 +48,25 @@ func TestStateCloneIsDeep(t *testing.T) {
 	// fields clone knows about.
 	if n := reflect.TypeFor[volume]().NumField(); n != 13 {
 		t.Errorf("volume has %d fields; check that clone copies every map, slice and pointer among them, then update this count", n)
+	}
+	if n := reflect.TypeFor[groupSnapshot]().NumField(); n != 5 {
+		t.Errorf("groupSnapshot has %d fields; check that clone copies every slice among them, then update this count", n)
+	}
+}
+
+// A version 3 state file, from before group snapshots, reads as is: its
+// snapshots are of no group, and there are no groups.
+func TestVersion3StateReadsWithoutGroups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	v3 := `{"version": 3, "volumes": {}, "snapshots": {"snap-1": {"id": "snap-1", "sourceVolumeID": "vol-1", "sizeBytes": 1, "accessType": "mount"}}}`
+	if err := os.WriteFile(path, []byte(v3), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, found, err := readState(path)
+	if err != nil || !found {
+		t.Fatalf("readState: %v, %v", found, err)
+	}
+	if st.Version != stateVersion || st.GroupSnapshots == nil || len(st.GroupSnapshots) != 0 || st.Snapshots["snap-1"].GroupSnapshotID != "" {
+		t.Errorf("state = %+v, want version %d with no groups", st, stateVersion)
 	}
 }

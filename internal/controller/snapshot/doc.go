@@ -1,0 +1,51 @@
+// Package snapshot runs the snapshot loop, the role of
+// external-snapshotter v8.6.0's snapshot-controller (pkg/common-controller,
+// the single-snapshot half; group snapshots have their own loop): it binds
+// VolumeSnapshots and VolumeSnapshotContents both ways, creates the
+// dynamic content snapcontent-<snapshot uid> from the source claim's
+// volume, keeps the reference's finalizers on the snapshot, the content
+// and the source claim, mirrors the content's status into the snapshot's
+// and deletes. What to do is decided by internal/snapshotbinding
+// (DecideSnapshot, DecideContent); this package reads, applies and records
+// events.
+//
+// Nouns: Config, Controller, two queues: snapshots (keys namespace/name)
+// and contents (keys name). The snapshotter loop (the sidecar's role)
+// makes the backend snapshot and writes the content's status.
+//
+// Reads: every object from the informer caches (snapshots, contents,
+// classes, claims, PVs, and the group snapshots and group contents when
+// the group API is served). The reference GETs the snapshot before each
+// status write; this loop writes with the resourceVersion it read and
+// retries a conflict. A snapshot's claim is only looked up in the
+// snapshot's namespace; the content a snapshot may be bound to is only the
+// one its spec (or UID) designates, and is used only once its
+// volumeSnapshotRef points back.
+//
+// Write order for a snapshot, each step only if the plan has it, stopping
+// at the first failure (retried with backoff):
+//  1. the source claim's pvc-as-source-protection finalizer removed (no
+//     snapshot of the claim is still being made);
+//  2. the snapshot updated: the default class into its spec, its
+//     finalizers added (as-source, and bound under Delete);
+//  3. the source claim's finalizer added (before its content exists);
+//  4. the content bound (pre-provisioned: the UID filled, with the
+//     resourceVersion read, so only the content checked is bound) or
+//     created (dynamic; AlreadyExists is reused);
+//  5. the content annotated being-deleted, then deleted (Delete policy);
+//  6. the snapshot's status written (mirrored from the content, or the
+//     error);
+//  7. the snapshot's finalizers removed (last: after its content was
+//     dealt with and its claim released);
+//  8. the plan's events recorded on the snapshot.
+//
+// For a content: its bound-protection finalizer added, then the
+// being-deleted annotation when its snapshot is being deleted; its
+// snapshot is queued on every change of the content.
+//
+// Queued: a snapshot on each change of it, of its content, of a claim it
+// snapshots or that restores from it, and of its group (deleted). Retries
+// back off per key from 1s to 5m, the reference's
+// --retry-interval-start/-max. Workers: 10, the reference's
+// --worker-threads.
+package snapshot

@@ -1,0 +1,195 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/snapshotbinding"
+)
+
+// syncSnapshot reads one snapshot's facts, decides and applies.
+func (c *Controller) syncSnapshot(ctx context.Context, key string) (loop.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return loop.Done(), nil
+	}
+	s, err := c.snapshots.VolumeSnapshots(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return loop.Done(), nil
+	}
+	if err != nil {
+		return loop.Done(), err
+	}
+	f, err := c.snapshotFacts(s)
+	if err != nil {
+		return loop.Done(), err
+	}
+	p := snapshotbinding.DecideSnapshot(f)
+	klog.FromContext(ctx).V(4).Info("Snapshot decided", "snapshot", klog.KObj(s), "reason", p.Reason,
+		"create", p.Create != nil, "bind", p.Bind != nil, "claim", p.Claim, "retry", p.Retry)
+	if err := c.apply(ctx, s, f, p); err != nil {
+		return loop.Done(), err
+	}
+	return loop.Done(), p.Retry
+}
+
+// snapshotFacts reads what DecideSnapshot needs from the caches.
+func (c *Controller) snapshotFacts(s *snapv1.VolumeSnapshot) (snapshotbinding.SnapshotFacts, error) {
+	f := snapshotbinding.SnapshotFacts{Now: c.clock.Now(), Snapshot: s}
+	var err error
+	if f.Content, err = c.content(snapshotbinding.Designated(s)); err != nil {
+		return f, err
+	}
+	if f.Classes, err = c.classes.List(labels.Everything()); err != nil {
+		return f, err
+	}
+	if claim := ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, ""); claim != "" {
+		// Only ever the snapshot's own namespace.
+		if f.Claim, err = c.claim(s.Namespace, claim); err != nil {
+			return f, err
+		}
+		if f.Claim != nil && f.Claim.Spec.VolumeName != "" {
+			pv, err := c.pvs.Get(f.Claim.Spec.VolumeName)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return f, err
+			}
+			if err == nil {
+				f.Volume = pv
+			}
+		}
+		if f.Siblings, err = c.siblings(s, claim); err != nil {
+			return f, err
+		}
+	}
+	if s.DeletionTimestamp != nil {
+		if f.Claims, err = c.claims.PersistentVolumeClaims(s.Namespace).List(labels.Everything()); err != nil {
+			return f, err
+		}
+		if f.GroupLive, err = c.groupLive(s); err != nil {
+			return f, err
+		}
+	}
+	if f.Content != nil && f.Content.Status != nil && f.Content.Status.VolumeGroupSnapshotHandle != nil {
+		f.GroupName, f.GroupMissing = c.groupOfHandle(s.Namespace, *f.Content.Status.VolumeGroupSnapshotHandle)
+	}
+	return f, nil
+}
+
+// content is the content of that name from the cache, nil if none.
+func (c *Controller) content(name string) (*snapv1.VolumeSnapshotContent, error) {
+	if name == "" {
+		return nil, nil
+	}
+	content, err := c.contents.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return content, err
+}
+
+func (c *Controller) claim(ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return claim, err
+}
+
+// siblings are the namespace's other snapshots of the claim with their
+// designated contents.
+func (c *Controller) siblings(s *snapv1.VolumeSnapshot, claim string) ([]snapshotbinding.Sibling, error) {
+	list, err := c.snapshots.VolumeSnapshots(s.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshotbinding.Sibling
+	for _, o := range list {
+		if o.UID == s.UID || ptr.Deref(o.Spec.Source.PersistentVolumeClaimName, "") != claim {
+			continue
+		}
+		content, err := c.content(snapshotbinding.Designated(o))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snapshotbinding.Sibling{Snapshot: o, Content: content})
+	}
+	return out, nil
+}
+
+// groupLive says the snapshot's group exists in its namespace.
+func (c *Controller) groupLive(s *snapv1.VolumeSnapshot) (bool, error) {
+	name := snapshotbinding.GroupOf(s)
+	if name == "" || c.groups == nil {
+		return false, nil
+	}
+	_, err := c.groups.VolumeGroupSnapshots(s.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// groupOfHandle is the group (of the namespace) whose group content has
+// that handle; missing if none.
+func (c *Controller) groupOfHandle(ns, handle string) (string, bool) {
+	if c.groupContents == nil {
+		return "", true
+	}
+	list, err := c.groupContents.List(labels.Everything())
+	if err != nil {
+		return "", true
+	}
+	for _, g := range list {
+		if g.Status != nil && ptr.Deref(g.Status.VolumeGroupSnapshotHandle, "") == handle && g.Spec.VolumeGroupSnapshotRef.Namespace == ns {
+			return g.Spec.VolumeGroupSnapshotRef.Name, false
+		}
+	}
+	return "", true
+}
+
+// syncContent reads one content and the snapshot it points at, decides
+// and applies.
+func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result, error) {
+	content, err := c.content(name)
+	if err != nil || content == nil {
+		return loop.Done(), err
+	}
+	f := snapshotbinding.ContentFacts{Content: content}
+	if r := content.Spec.VolumeSnapshotRef; r.Namespace != "" && r.Name != "" {
+		s, err := c.snapshots.VolumeSnapshots(r.Namespace).Get(r.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return loop.Done(), err
+		}
+		if err == nil {
+			f.Snapshot = s
+		}
+	}
+	p := snapshotbinding.DecideContent(f)
+	klog.FromContext(ctx).V(4).Info("Content decided", "content", name, "reason", p.Reason)
+	for _, e := range p.Events {
+		c.recorder.Event(contentRef(content), e.Type, e.Reason, e.Message)
+	}
+	if p.AddFinalizer {
+		if content, err = c.addContentFinalizer(ctx, content); err != nil {
+			return loop.Done(), fmt.Errorf("content %s: add finalizer: %w", name, err)
+		}
+	}
+	if p.MarkBeingDeleted {
+		if err := c.markBeingDeleted(ctx, content); err != nil {
+			return loop.Done(), fmt.Errorf("content %s: annotate being deleted: %w", name, err)
+		}
+	}
+	if p.RequeueSnapshot {
+		c.snapQ.Add(snapshotKey(content.Spec.VolumeSnapshotRef.Namespace, content.Spec.VolumeSnapshotRef.Name))
+	}
+	return loop.Done(), nil
+}

@@ -1,0 +1,77 @@
+package snapshotbinding
+
+import (
+	"errors"
+	"slices"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/volplane/volplane/internal/snapshotapi"
+)
+
+// ContentFacts is what the loop read for one VolumeSnapshotContent.
+type ContentFacts struct {
+	Content *snapv1.VolumeSnapshotContent
+	// Snapshot is the snapshot the content's volumeSnapshotRef names
+	// (namespace and name), nil if none.
+	Snapshot *snapv1.VolumeSnapshot
+}
+
+// ContentPlan is what the loop does for one content: add the
+// bound-protection finalizer, then annotate it being-deleted; it requeues
+// the snapshot whose status lags.
+type ContentPlan struct {
+	Reason           Reason
+	AddFinalizer     bool
+	MarkBeingDeleted bool
+	RequeueSnapshot  bool
+	Events           []Event
+}
+
+// DecideContent is the reference's syncContent. A content whose snapshot
+// is gone, or was recreated under the same name, is never deleted here
+// (the reference's data-loss guard: a content copied from another cluster
+// must not lose its backend snapshot).
+func DecideContent(f ContentFacts) ContentPlan {
+	c := f.Content
+	if (c.Spec.Source.VolumeHandle == nil) == (c.Spec.Source.SnapshotHandle == nil) {
+		// Immutable: no retry.
+		return ContentPlan{Reason: ContentInvalid, Events: []Event{warning("ContentValidationError",
+			errors.New("Exactly one of VolumeHandle and SnapshotHandle should be specified").Error())}}
+	}
+	if c.Spec.VolumeSnapshotRef.UID == "" {
+		return ContentPlan{Reason: ContentPreBound}
+	}
+	p := ContentPlan{Reason: ContentInSync}
+	if c.DeletionTimestamp == nil && !slices.Contains(c.Finalizers, snapshotapi.ContentFinalizer) {
+		p.AddFinalizer = true
+		p.Reason = ContentProtect
+	}
+	s := f.Snapshot
+	if s == nil {
+		if !p.AddFinalizer {
+			p.Reason = ContentSnapGone
+		}
+		return p
+	}
+	if s.UID != c.Spec.VolumeSnapshotRef.UID || s.Namespace != c.Spec.VolumeSnapshotRef.Namespace || s.Name != c.Spec.VolumeSnapshotRef.Name {
+		if !p.AddFinalizer {
+			p.Reason = ContentSnapNewer
+		}
+		return p
+	}
+	p.RequeueSnapshot = NeedsMirror(s, c)
+	if s.DeletionTimestamp != nil && (slices.Contains(s.Finalizers, snapshotapi.AsSourceFinalizer) || slices.Contains(s.Finalizers, snapshotapi.BoundFinalizer)) &&
+		!hasAnnotation(c.Annotations, snapshotapi.BeingDeleted) {
+		p.MarkBeingDeleted = true
+		p.Reason = ContentRelease
+	}
+	return p
+}
+
+// Warning and Normal are the event types, for tests.
+const (
+	Warning = corev1.EventTypeWarning
+	Normal  = corev1.EventTypeNormal
+)

@@ -1,0 +1,48 @@
+package snapshotbinding
+
+import (
+	"slices"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/snapshotapi"
+)
+
+func TestDecideContent(t *testing.T) {
+	s := dyn("snap", withClass("snaps"), boundTo("snapcontent-uid-snap", false), withFinalizers(snapshotapi.AsSourceFinalizer))
+	protected := func(c *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotContent {
+		c.Finalizers = []string{snapshotapi.ContentFinalizer}
+		return c
+	}
+	gone := s.DeepCopy()
+	deleting(gone)
+	recreated := s.DeepCopy()
+	recreated.UID = "uid-new"
+	deleting(recreated)
+	invalid := dynContent(s)
+	invalid.Spec.Source.SnapshotHandle = ptr.To("h")
+	for _, tc := range []struct {
+		name     string
+		content  *snapv1.VolumeSnapshotContent
+		snapshot *snapv1.VolumeSnapshot
+		want     ContentPlan
+	}{
+		{"both handles", invalid, s, ContentPlan{Reason: ContentInvalid, Events: []Event{{Warning, "ContentValidationError", "Exactly one of VolumeHandle and SnapshotHandle should be specified"}}}},
+		{"pre-bound, no uid: left to the snapshot", preContent("c", ns, "snap", ""), nil, ContentPlan{Reason: ContentPreBound}},
+		{"bound: protected", dynContent(s), s, ContentPlan{Reason: ContentProtect, AddFinalizer: true}},
+		{"snapshot gone: never deleted", protected(dynContent(s)), nil, ContentPlan{Reason: ContentSnapGone}},
+		{"snapshot recreated under the name: never touched", protected(dynContent(s)), recreated, ContentPlan{Reason: ContentSnapNewer}},
+		{"snapshot being deleted: annotated", protected(dynContent(s)), gone, ContentPlan{Reason: ContentRelease, MarkBeingDeleted: true}},
+		{"status lags: snapshot requeued", protected(withStatus(dynContent(s), true, 1, 1)), s, ContentPlan{Reason: ContentInSync, RequeueSnapshot: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideContent(ContentFacts{Content: tc.content, Snapshot: tc.snapshot})
+			if got.Reason != tc.want.Reason || got.AddFinalizer != tc.want.AddFinalizer || got.MarkBeingDeleted != tc.want.MarkBeingDeleted ||
+				got.RequeueSnapshot != tc.want.RequeueSnapshot || !slices.Equal(got.Events, tc.want.Events) {
+				t.Errorf("DecideContent = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
