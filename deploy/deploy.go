@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"path"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -70,13 +72,24 @@ func Objects() ([]runtime.Object, error) {
 	return out, nil
 }
 
-// decoding knows client-go's types and CustomResourceDefinitions.
+// decoding knows client-go's types, CustomResourceDefinitions and the
+// snapshot API's kinds.
 var decoding = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(scheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(Register(s))
 	return s
 }()
+
+// Register adds every type deploy/ holds to s: client-go's,
+// CustomResourceDefinitions and the snapshot API's.
+func Register(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{scheme.AddToScheme, apiextensionsv1.AddToScheme, snapv1.AddToScheme, groupv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Of returns the objects of type T (say *appsv1.Deployment), in order.
 func Of[T runtime.Object](objs []runtime.Object) []T {

@@ -91,6 +91,9 @@ func TestControllerIsHighlyAvailableAndUnprivileged(t *testing.T) {
 			t.Errorf("controller args %v lack %s", c.Args, want)
 		}
 	}
+	if !slices.Contains(c.Args, "--controllers=binder,pvc-protection,pv-protection,attachdetach,expander,snapshot") {
+		t.Errorf("controller args %v: want every central loop, the snapshot-controller's role included", c.Args)
+	}
 	probes := map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe}
 	for path, p := range probes {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.String() != "metrics" {
@@ -108,8 +111,9 @@ func TestControllerIsHighlyAvailableAndUnprivileged(t *testing.T) {
 
 // The node pod serves the driver privileged (it mounts for the kubelet)
 // with its mounts propagated to the host, registers it with the kubelet,
-// and runs the node-local provisioner beside it without any capability.
-func TestNodePodServesTheDriverItsProvisionerAndResizer(t *testing.T) {
+// and runs the node-local provisioner, resizer and snapshotter beside it
+// without any capability.
+func TestNodePodServesTheDriverItsProvisionerResizerAndSnapshotter(t *testing.T) {
 	ds := workload[*appsv1.DaemonSet](t, objects(t), "volplane-node")
 	pod := ds.Spec.Template.Spec
 	driver := container(t, pod, "driver")
@@ -134,7 +138,7 @@ func TestNodePodServesTheDriverItsProvisionerAndResizer(t *testing.T) {
 		t.Error("no volume for the kubelet's plugins_registry")
 	}
 	p := container(t, pod, "provisioner")
-	for _, want := range []string{"--controllers=provisioner,resizer", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false",
+	for _, want := range []string{"--controllers=provisioner,resizer,snapshotter", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false",
 		"--leader-elect-namespace=volplane-nodes"} {
 		if !slices.Contains(p.Args, want) {
 			t.Errorf("provisioner args %v lack %s", p.Args, want)

@@ -55,6 +55,15 @@ invariant. For information it lists Released Retain volumes whose claim is gone
 (kept as their policy says; ` + "`volplane release pv NAME --to NS/CLAIM`" + ` gives one
 to a claim).
 
+Snapshots: backend snapshots no VolumeSnapshotContent names (through CSI
+ListSnapshots of the same endpoints, before and after; offered for adoption as a
+pre-provisioned content of policy Retain, never deleted); contents whose
+VolumeSnapshot is gone (information under Retain; under Delete nothing deletes
+them); VolumeSnapshots and contents stuck deleting, with what holds each
+finalizer. A finalizer is offered for removal only when what it protects is gone
+(no Pending claim restores from the snapshot, its content is gone). On a cluster
+without the snapshot API a note says "snapshot API not installed".
+
 Every fix is safe to paste later, or says its risk first: a finalizer is removed
 by a JSON patch that tests the object's resourceVersion and the finalizer's
 index, so it fails once the object changed; a deletion that may lose data
@@ -81,11 +90,12 @@ kind then object.`,
 			if err := f.checkOutput(); err != nil {
 				return err
 			}
-			client, err := f.client()
+			clients, err := f.clients()
 			if err != nil {
 				return err
 			}
-			cfg := checkup.DoctorConfig{Endpoints: endpoints, Thresholds: th, Output: f.output}
+			client := clients.Kube
+			cfg := checkup.DoctorConfig{Endpoints: endpoints, Thresholds: th, Output: f.output, Snapshots: clients.Snapshots}
 			if !cmd.Flags().Changed("csi-endpoint") {
 				cfg.Endpoints, cfg.NoEndpoints = upEndpoints(kubeconfigPath(f.kubeconfig))
 			}

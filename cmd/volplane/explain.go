@@ -1,7 +1,9 @@
 package main
 
 import (
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/inspect"
 )
@@ -10,32 +12,60 @@ func newExplainCommand() *cobra.Command {
 	var f clusterFlags
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "explain (pvc NAMESPACE/NAME | pv NAME)",
-		Short: "Explain why a claim or volume is (not) bound, and what happens next",
+		Use:   "explain (pvc NAMESPACE/NAME | pv NAME | volumesnapshot NAMESPACE/NAME | volumesnapshotcontent NAME)",
+		Short: "Explain why a claim, volume or snapshot is (not) bound or ready, and what happens next",
 		Long: `Explain says what a PersistentVolumeClaim or PersistentVolume is waiting for, in
 one sentence, and why: every volume considered for a claim with the binder's own
 verdict, counted by reason; the class, its binding mode and whether anything
 serves its provisioner; the pods a WaitForFirstConsumer claim waits for;
 provisioning failures; once bound, the attach and mount state per node, a
 pending expansion or modification; and what holds a deletion. For a volume:
-why it is Available, Released or Failed and what its reclaim policy does next.`,
+why it is Available, Released or Failed and what its reclaim policy does next.
+
+For a VolumeSnapshot (vs): why it is not ready (its claim, its class or its
+driver's default class, its content, the driver's error, the snapshotter it
+waits for), its content, backend snapshot and restore size, its group, the
+claims that restore from it, and every finalizer on it and on its content with
+what it protects and who removes it. For a VolumeSnapshotContent (vsc): its
+backend snapshot, its snapshot and what holds its deletion.`,
 		Example: `  volplane explain pvc default/data
   volplane explain pvc data -n default -o json
-  volplane explain pv pvc-0b9c...`,
+  volplane explain pv pvc-0b9c...
+  volplane explain vs default/nightly
+  volplane explain volumesnapshotcontent snapcontent-4f1e...`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.checkOutput(); err != nil {
 				return err
 			}
-			client, err := f.client()
+			clients, err := f.clients()
 			if err != nil {
 				return err
 			}
-			return inspect.Explain(cmd.Context(), client, args[0], args[1], namespace, f.output, cmd.OutOrStdout())
+			return inspect.ExplainWith(cmd.Context(), clients, args[0], args[1], namespace, f.output, cmd.OutOrStdout())
 		},
 	}
 	f.addKubeconfig(cmd)
 	f.addOutput(cmd)
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of a claim given without one")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of a claim or snapshot given without one")
 	return cmd
+}
+
+// clients connects to the cluster the flags name, with the core and the
+// snapshot clientsets made from the same rest.Config.
+func (f *clusterFlags) clients() (inspect.Clients, error) {
+	rc, err := loadRESTConfig(userKubeconfig(f.kubeconfig))
+	if err != nil {
+		return inspect.Clients{}, err
+	}
+	rc.UserAgent = "volplane-cli"
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return inspect.Clients{}, err
+	}
+	snaps, err := snapclient.NewForConfig(rc)
+	if err != nil {
+		return inspect.Clients{}, err
+	}
+	return inspect.Clients{Kube: kube, Snapshots: snaps}, nil
 }

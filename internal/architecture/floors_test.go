@@ -58,8 +58,10 @@ var floors = map[string]floor{
 	"internal/explain":      pure,
 	"internal/doctor":       pure,
 	"internal/invariants":   pure,
+	"internal/snapshotting": pure,
 
 	"internal/snapshotbinding": pure,
+	"internal/grouping":        pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,

@@ -2,11 +2,14 @@ package checkup
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -28,6 +31,10 @@ type DoctorConfig struct {
 	Thresholds  doctor.Thresholds
 	// Output is "table" or "json".
 	Output string
+	// Snapshots reads the snapshot API (default: inspect.SnapshotClient of the
+	// client doctor is given; none for a fake, and the snapshot checks are
+	// skipped).
+	Snapshots snapclient.Interface
 	// Clock is what ages are measured to (default the real clock). Whether
 	// a provisioner is present is read at the real time whatever it says:
 	// its heartbeat is fresh or not now, in the live cluster.
@@ -49,6 +56,13 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	}
 	s, err := ReadCluster(ctx, client)
 	if err != nil {
+		return doctor.Report{}, err
+	}
+	snaps := cfg.Snapshots
+	if snaps == nil {
+		snaps = inspect.SnapshotClient(client)
+	}
+	if err := readDoctorSnapshots(ctx, snaps, s); err != nil {
 		return doctor.Report{}, err
 	}
 	if len(cfg.Endpoints) == 0 {
@@ -98,6 +112,47 @@ func relist(ctx context.Context, before []doctor.Backend, endpoints []string) ([
 		for _, v := range after[i].Volumes {
 			before[i].Relisted[v.ID] = true
 		}
+		before[i].RelistedSnapshots = map[string]bool{}
+		for _, snap := range after[i].Snapshots {
+			before[i].RelistedSnapshots[snap.ID] = true
+		}
 	}
 	return before, nil
+}
+
+// NoSnapshotClient is why the snapshot checks are skipped when doctor has
+// no way to read the snapshot API.
+const NoSnapshotClient = "no client of the snapshot API"
+
+// readDoctorSnapshots reads the contents, then the VolumeSnapshots (a
+// snapshot made meanwhile has its content made after it, so no content is
+// taken for one whose snapshot is gone), into s; or says why not.
+func readDoctorSnapshots(ctx context.Context, snaps snapclient.Interface, s *doctor.Snapshot) error {
+	if snaps == nil {
+		s.SnapshotsSkipped = NoSnapshotClient
+		return nil
+	}
+	api := snaps.SnapshotV1()
+	contents, err := api.VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+	if inspect.NotInstalled(err) {
+		s.SnapshotsSkipped = inspect.NoSnapshotAPI
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list volume snapshot contents: %w", err)
+	}
+	vs, err := api.VolumeSnapshots(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list volume snapshots: %w", err)
+	}
+	s.Contents, s.VolumeSnapshots = pointers(contents.Items), pointers(vs.Items)
+	return nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }

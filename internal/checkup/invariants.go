@@ -7,13 +7,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/volplane/volplane/internal/inspect"
 	"github.com/volplane/volplane/internal/invariants"
 )
 
 // ReadInvariants takes what invariants.Check looks at: every claim, PV
-// and VolumeAttachment of the cluster and, through ListVolumes, every
-// endpoint's volumes.
+// and VolumeAttachment of the cluster, its VolumeSnapshots and contents
+// (through inspect.SnapshotClient(client); not read when client is a fake) and,
+// through ListVolumes, every endpoint's volumes and snapshots.
 func ReadInvariants(ctx context.Context, client kubernetes.Interface, endpoints []string) (invariants.State, error) {
+	return ReadInvariantsWith(ctx, client, inspect.SnapshotClient(client), endpoints)
+}
+
+func readInvariantObjects(ctx context.Context, client kubernetes.Interface) (invariants.State, error) {
 	var s invariants.State
 	claims, err := client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -28,13 +34,6 @@ func ReadInvariants(ctx context.Context, client kubernetes.Interface, endpoints 
 		return s, fmt.Errorf("list VolumeAttachments: %w", err)
 	}
 	s.Claims, s.PVs, s.Attachments = claims.Items, pvs.Items, vas.Items
-	listings, err := ListVolumes(ctx, endpoints)
-	if err != nil {
-		return s, err
-	}
-	for _, l := range listings {
-		s.Backends = append(s.Backends, invariantBackend(l))
-	}
 	return s, nil
 }
 
@@ -59,6 +58,11 @@ func invariantBackend(l Listing) invariants.Backend {
 		if nodes := e.GetStatus().GetPublishedNodeIds(); len(nodes) > 0 {
 			b.Published[id] = nodes
 		}
+	}
+	b.ListsSnapshots = l.ListsSnapshots
+	for _, snap := range l.Snapshots {
+		b.Snapshots = append(b.Snapshots, invariants.BackendSnapshot{ID: snap.GetSnapshotId(),
+			Source: snap.GetSourceVolumeId(), Size: snap.GetSizeBytes()})
 	}
 	return b
 }

@@ -40,10 +40,15 @@ type Listing struct {
 	Endpoint string
 	Info     csi.Info
 	Entries  []*csipb.ListVolumesResponse_Entry
+	// ListsSnapshots: the driver has LIST_SNAPSHOTS, and Snapshots are
+	// every snapshot ListSnapshots lists there.
+	ListsSnapshots bool
+	Snapshots      []*csipb.Snapshot
 }
 
 // ListVolumes dials each CSI controller endpoint ("unix:///path") and
-// lists its volumes, every page: the one reader of the drivers' volumes,
+// lists its volumes, every page, and its snapshots when the driver lists
+// them (LIST_SNAPSHOTS): the one reader of the drivers' volumes,
 // for doctor (ReadBackends) and for the invariants (ReadInvariants).
 func ListVolumes(ctx context.Context, endpoints []string) ([]Listing, error) {
 	out := []Listing{}
@@ -72,7 +77,14 @@ func listVolumes(ctx context.Context, addr string) (Listing, error) {
 	if err != nil {
 		return Listing{}, fmt.Errorf("csi endpoint %s: ListVolumes: %w", addr, err)
 	}
-	return Listing{Endpoint: addr, Info: info, Entries: entries}, nil
+	l := Listing{Endpoint: addr, Info: info, Entries: entries}
+	if info.ListSnapshots {
+		if l.Snapshots, err = ep.ListSnapshots(ctx, &csipb.ListSnapshotsRequest{}); err != nil {
+			return Listing{}, fmt.Errorf("csi endpoint %s: ListSnapshots: %w", addr, err)
+		}
+		l.ListsSnapshots = true
+	}
+	return l, nil
 }
 
 // ReadBackends lists each CSI controller endpoint's volumes as doctor
@@ -102,6 +114,10 @@ func doctorBackend(l Listing) doctor.Backend {
 			bv.Accessible = append(bv.Accessible, t.GetSegments())
 		}
 		b.Volumes = append(b.Volumes, bv)
+	}
+	b.ListsSnapshots = l.ListsSnapshots
+	for _, snap := range l.Snapshots {
+		b.Snapshots = append(b.Snapshots, doctor.BackendSnapshot{ID: snap.GetSnapshotId(), Source: snap.GetSourceVolumeId(), SizeBytes: snap.GetSizeBytes()})
 	}
 	return b
 }

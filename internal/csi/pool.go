@@ -21,6 +21,8 @@ type Pool struct {
 	byDriver map[string][]*Endpoint
 	order    []string
 	nodeOnly []*Endpoint
+	// homes remembers which endpoint holds each snapshot (FindSnapshot).
+	homes *snapshotHomes
 }
 
 // DialPool dials every address; on any failure it closes what it opened and
@@ -42,7 +44,7 @@ func DialPool(ctx context.Context, addresses []string, metrics *Metrics) (*Pool,
 
 // NewPool groups already dialed endpoints.
 func NewPool(eps ...*Endpoint) *Pool {
-	p := &Pool{byDriver: map[string][]*Endpoint{}}
+	p := &Pool{byDriver: map[string][]*Endpoint{}, homes: newSnapshotHomes()}
 	for _, e := range eps {
 		if e.NodeOnly() {
 			p.nodeOnly = append(p.nodeOnly, e)

@@ -54,13 +54,20 @@ func deletingFinding(s *Snapshot, o Object, m *metav1.ObjectMeta, holderOf func(
 	for _, fin := range m.Finalizers {
 		h := holderOf(fin)
 		says = append(says, fmt.Sprintf("%s: %s", fin, h.says))
-		f.Fixes = append(f.Fixes, h.fixes...)
+		for _, fix := range h.fixes {
+			if !slices.ContainsFunc(f.Fixes, func(g Fix) bool { return g.Command == fix.Command }) {
+				f.Fixes = append(f.Fixes, fix) // two finalizers may wait for the same thing
+			}
+		}
 	}
 	f.Problem = fmt.Sprintf("Being deleted for %s, held by %s.", Age(s.Now.Sub(m.DeletionTimestamp.Time)), strings.Join(says, "; "))
 	return f
 }
 
 func claimHolder(s *Snapshot, c *v1.PersistentVolumeClaim, fin string) holder {
+	if h, ok := snapshotClaimHolder(s, c, fin); ok {
+		return h
+	}
 	switch fin {
 	case protection.ClaimFinalizer:
 		var pods []string

@@ -21,8 +21,14 @@
 // internal/attachment, the finalizer names from the packages that add
 // them.
 //
+// The snapshot API's findings (snapshots.go, snapdeleting.go): backend
+// snapshots no content names (adopted as Retain, never deleted), contents
+// whose VolumeSnapshot is gone, stuck deletions of snapshots and contents;
+// a finalizer is offered for removal only once what it protects is gone.
+//
 // Nouns: Snapshot (what is checked), Backend (one CSI controller
-// endpoint's volumes, listed before and after the cluster was read),
+// endpoint's volumes and snapshots, listed before and after the cluster
+// was read), BackendSnapshot (one snapshot ListSnapshots lists),
 // Finding (a Kind from a closed set, its Severity: a problem, or
 // information that does not count in the exit code; the Object, a
 // sentence, and the Fixes), Fix (a command to paste, what it does, and

@@ -35,18 +35,27 @@ const (
 	KindStuckDeleting Kind = "stuck-deleting"
 	// KindBindingInvariant: a broken binding invariant (internal/invariants).
 	KindBindingInvariant Kind = "binding-invariant"
+	// KindOrphanedBackendSnapshot: a driver holds a snapshot no
+	// VolumeSnapshotContent names.
+	KindOrphanedBackendSnapshot Kind = "orphaned-backend-snapshot"
+	// KindOrphanedContent: a VolumeSnapshotContent whose VolumeSnapshot is
+	// gone; information under policy Retain, a problem under Delete (nothing
+	// deletes it).
+	KindOrphanedContent Kind = "orphaned-snapshot-content"
 )
 
 // Kinds is every Kind, in the order a report lists them.
 func Kinds() []Kind {
 	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
-		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume}
+		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume,
+		KindOrphanedContent, KindOrphanedBackendSnapshot}
 }
 
 // Object names what a finding is about. Kind is the API kind
-// (PersistentVolumeClaim, PersistentVolume, VolumeAttachment) or
-// BackendVolume for a driver's volume, whose Name is its volume ID and
-// Driver and Node say where it is.
+// (PersistentVolumeClaim, PersistentVolume, VolumeAttachment,
+// VolumeSnapshot, VolumeSnapshotContent) or BackendVolume (BackendSnapshot)
+// for a driver's volume (snapshot), whose Name is its ID and Driver and
+// Node say where it is.
 type Object struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
@@ -136,6 +145,10 @@ type Snapshot struct {
 	// CSINodes say which nodes run which driver: the endpoints a complete
 	// listing of a node-local driver must include.
 	CSINodes []*storagev1.CSINode
+	// SnapshotsSkipped says why the snapshot API's objects (Facts'
+	// VolumeSnapshots and Contents) were not read; "" when they were, and
+	// the snapshot findings are then made.
+	SnapshotsSkipped string
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.
@@ -150,6 +163,12 @@ type Backend struct {
 	// listed again after it (nil: not listed again).
 	Volumes  []BackendVolume
 	Relisted map[string]bool
+	// ListsSnapshots says the driver lists its snapshots (LIST_SNAPSHOTS);
+	// Snapshots are then those listed before the cluster is read, and
+	// RelistedSnapshots the IDs listed again after it.
+	ListsSnapshots    bool
+	Snapshots         []BackendSnapshot
+	RelistedSnapshots map[string]bool
 }
 
 // BackendVolume is one volume of ListVolumes.
@@ -178,6 +197,9 @@ func Check(s *Snapshot, t Thresholds) Report {
 		fs = append(fs, orphanedBackendVolumes(s)...)
 	}
 	fs = append(fs, staleAttachments(s, t.AttachmentGrace)...)
+	snaps, notes := snapshotFindings(s, t)
+	fs = append(fs, snaps...)
+	r.Notes = append(r.Notes, notes...)
 	sortFindings(fs)
 	r.Findings = fs
 	if r.Findings == nil {

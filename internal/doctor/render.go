@@ -99,6 +99,12 @@ func (o Object) String() string {
 		return "pv " + o.Name
 	case ObjectAttachment:
 		return "volumeattachment " + o.Name
+	case ObjectSnapshot:
+		return "volumesnapshot " + o.Namespace + "/" + o.Name
+	case ObjectContent:
+		return "volumesnapshotcontent " + o.Name
+	case ObjectBackendSnapshot:
+		return "snapshot " + o.Name + " of " + o.Driver + onNode(o.Node)
 	}
 	return "volume " + o.Name + " of " + o.Driver + onNode(o.Node)
 }

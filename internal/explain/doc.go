@@ -11,6 +11,13 @@
 // reading: grouping and counting the verdicts, and one sentence that says
 // what the object waits for.
 //
+// For the snapshot API it explains a VolumeSnapshot (SnapshotReport: why
+// it is not ready, its content, the claims restoring from it, each
+// finalizer on it and its content with what it protects and who removes
+// it) and a VolumeSnapshotContent (ContentReport); whether a snapshotter
+// serves a driver is decided by SnapshotterPresence from the Leases the
+// caller read.
+//
 // Nouns: Facts (the snapshot), ClaimReport and VolumeReport (the answers),
 // Verdict (one volume or claim not chosen, with its reason), NodeUse (a
 // volume's attach and publish state on one node), Provisioner (whether

@@ -4,11 +4,13 @@ import (
 	"slices"
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
+	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
 // Facts is the snapshot a report is made from. The caller reads it from
@@ -28,6 +30,14 @@ type Facts struct {
 	// A name missing from the map was not checked.
 	Provisioners map[string]Provisioner
 	Now          time.Time
+	// VolumeSnapshots, Contents and SnapshotClasses are the snapshot API's
+	// objects (empty when it is not installed); Snapshotters says, per
+	// driver, whether a snapshotter serves it (a driver missing from the
+	// map was not checked).
+	VolumeSnapshots []*snapv1.VolumeSnapshot
+	Contents        []*snapv1.VolumeSnapshotContent
+	SnapshotClasses []*snapv1.VolumeSnapshotClass
+	Snapshotters    map[string]Provisioner
 }
 
 // Provisioner is whether anything serves a provisioner name, as the caller
@@ -73,6 +83,37 @@ func (f *Facts) FindVolume(name string) *v1.PersistentVolume { return named(f.Vo
 func (f *Facts) FindClass(name string) *storagev1.StorageClass { return named(f.Classes, name) }
 
 func (f *Facts) FindNode(name string) *v1.Node { return named(f.Nodes, name) }
+
+// FindSnapshot, FindContent and FindSnapshotClass look an object of the
+// snapshot API up by name; nil when the snapshot has none.
+func (f *Facts) FindSnapshot(namespace, name string) *snapv1.VolumeSnapshot {
+	for _, vs := range f.VolumeSnapshots {
+		if vs.Namespace == namespace && vs.Name == name {
+			return vs
+		}
+	}
+	return nil
+}
+
+func (f *Facts) FindContent(name string) *snapv1.VolumeSnapshotContent {
+	return named(f.Contents, name)
+}
+
+func (f *Facts) FindSnapshotClass(name string) *snapv1.VolumeSnapshotClass {
+	return named(f.SnapshotClasses, name)
+}
+
+// DefaultSnapshotClasses are the classes of driver marked default, as the
+// snapshot loop picks one for a snapshot that names none.
+func (f *Facts) DefaultSnapshotClasses(driver string) []*snapv1.VolumeSnapshotClass {
+	var out []*snapv1.VolumeSnapshotClass
+	for _, c := range f.SnapshotClasses {
+		if c.Driver == driver && c.Annotations[snapshotapi.DefaultClassAnnotation] == "true" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 func (f *Facts) driver(name string) *storagev1.CSIDriver { return named(f.Drivers, name) }
 

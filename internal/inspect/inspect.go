@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,10 +22,23 @@ import (
 	"github.com/volplane/volplane/internal/heartbeat"
 )
 
-// Explain explains one object of kind ("pvc" or "pv") in the output
-// format ("table" or "json").
+// Clients are the clients explain reads with: the core API and the
+// snapshot API (nil: snapshots cannot be explained).
+type Clients struct {
+	Kube      kubernetes.Interface
+	Snapshots snapclient.Interface
+}
+
+// Explain explains one object of kind ("pvc", "pv", "volumesnapshot" or
+// "volumesnapshotcontent") in the output format ("table" or "json"). The
+// snapshot API is read through SnapshotClient(client).
 func Explain(ctx context.Context, client kubernetes.Interface, kind, name, namespace, output string, w io.Writer) error {
-	report, err := Report(ctx, client, kind, name, namespace)
+	return ExplainWith(ctx, Clients{Kube: client, Snapshots: SnapshotClient(client)}, kind, name, namespace, output, w)
+}
+
+// ExplainWith is Explain with the clients given.
+func ExplainWith(ctx context.Context, c Clients, kind, name, namespace, output string, w io.Writer) error {
+	report, err := ReportWith(ctx, c, kind, name, namespace)
 	if err != nil {
 		return err
 	}
@@ -37,19 +51,32 @@ func Explain(ctx context.Context, client kubernetes.Interface, kind, name, names
 // Table is a report that prints itself for people.
 type Table interface{ Table(io.Writer) error }
 
-// Report makes the report on one object of kind ("pvc" or "pv"): an
-// explain.ClaimReport or an explain.VolumeReport.
+// Report makes the report on one object of kind ("pvc", "pv",
+// "volumesnapshot" or "volumesnapshotcontent", and their short names): an
+// explain.ClaimReport, VolumeReport, SnapshotReport or ContentReport.
 func Report(ctx context.Context, client kubernetes.Interface, kind, name, namespace string) (Table, error) {
+	return ReportWith(ctx, Clients{Kube: client, Snapshots: SnapshotClient(client)}, kind, name, namespace)
+}
+
+// ReportWith is Report with the clients given.
+func ReportWith(ctx context.Context, c Clients, kind, name, namespace string) (Table, error) {
 	switch strings.ToLower(kind) {
 	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
 		if ns, n, ok := strings.Cut(name, "/"); ok {
 			namespace, name = ns, n
 		}
-		return explainClaim(ctx, client, namespace, name)
+		return explainClaim(ctx, c.Kube, namespace, name)
 	case "pv", "pvs", "persistentvolume", "persistentvolumes":
-		return explainVolume(ctx, client, name)
+		return explainVolume(ctx, c.Kube, name)
+	case "vs", "volumesnapshot", "volumesnapshots":
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			namespace, name = ns, n
+		}
+		return explainSnapshot(ctx, c, namespace, name)
+	case "vsc", "volumesnapshotcontent", "volumesnapshotcontents":
+		return explainContent(ctx, c, name)
 	}
-	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME or pv NAME", kind)
+	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME or volumesnapshotcontent NAME", kind)
 }
 
 func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (explain.ClaimReport, error) {

@@ -11,7 +11,10 @@
 // promises. Resized and Attributes are the promises of expansion and of
 // VolumeAttributesClasses at rest. Outside and Unchanged add the promise
 // to a tenant: what lies outside their namespace is the same after they
-// acted.
+// acted. The snapshot promises (snapshots.go, checked when the State holds
+// the snapshot objects): every backend snapshot has a content, a Delete
+// content goes with its snapshot and leaves no backend snapshot, no claim
+// was restored from a snapshot that was not ready.
 //
 // Nouns: State (claims, PVs and what each backend holds), Backend (one
 // driver instance's volumes: a node-local driver's on its node, or a
@@ -19,5 +22,6 @@
 // size), Expect (what the test itself knows happened: volumes it created
 // with Retain, claims it deleted, what earlier tests left), Leftovers
 // (what a State already breaks, not to be reported again), Volume (a
-// driver's volume by handle).
+// driver's volume or snapshot by handle), BackendSnapshot (one snapshot a
+// driver lists), DeletedSnapshot (a VolumeSnapshot the test deleted).
 package invariants

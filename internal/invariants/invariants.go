@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,13 @@ type State struct {
 	// Backends are the volumes each driver instance holds. A PV of a driver
 	// with no Backend here is not compared with any backend.
 	Backends []Backend
+	// Snapshots and Contents are the cluster's VolumeSnapshots and
+	// VolumeSnapshotContents; SnapshotsRead says they were read (empty
+	// lists when the snapshot API is not installed): only then are the
+	// snapshot promises checked.
+	Snapshots     []snapv1.VolumeSnapshot
+	Contents      []snapv1.VolumeSnapshotContent
+	SnapshotsRead bool
 }
 
 // Backend is one driver instance's volumes.
@@ -40,6 +48,10 @@ type Backend struct {
 	// Parameters are the mutable parameters the driver holds for each
 	// volume, by volume ID, where the test knows them (CSI lists none).
 	Parameters map[string]map[string]string
+	// ListsSnapshots says the driver instance listed its snapshots
+	// (LIST_SNAPSHOTS); Snapshots are then every one it holds.
+	ListsSnapshots bool
+	Snapshots      []BackendSnapshot
 }
 
 // Expect is what the test knows beyond the cluster's state.
@@ -53,6 +65,8 @@ type Expect struct {
 	// Left is what the cluster already broke before the test began (an
 	// earlier test's, which reported it): not reported again.
 	Left Leftovers
+	// DeletedSnapshots are VolumeSnapshots the test deleted.
+	DeletedSnapshots []DeletedSnapshot
 }
 
 // Leftovers are the backend volumes there before a test, which it need not
@@ -60,9 +74,12 @@ type Expect struct {
 type Leftovers struct {
 	Volumes []Volume
 	Broken  []types.UID
+	// Snapshots are the backend snapshots there before the test (driver
+	// and snapshot ID).
+	Snapshots []Volume
 }
 
-// Volume is a backend volume: its driver and handle.
+// Volume is a backend volume (or snapshot): its driver and handle.
 type Volume struct {
 	Driver, Handle string
 }
@@ -87,6 +104,7 @@ func Check(s State, e Expect) []string {
 	out = append(out, retained(s, e)...)
 	out = append(out, reclaimed(s, e)...)
 	out = append(out, attachments(s)...)
+	out = append(out, snapshots(s, e)...)
 	sort.Strings(out)
 	return out
 }
@@ -146,6 +164,11 @@ func Before(s State) Leftovers {
 	}
 	for _, pv := range goneVolumes(s) {
 		out.Broken = append(out.Broken, pv.UID)
+	}
+	for _, b := range s.Backends {
+		for _, snap := range b.Snapshots {
+			out.Snapshots = append(out.Snapshots, Volume{b.Driver, snap.ID})
+		}
 	}
 	return out
 }

@@ -19,6 +19,14 @@
 //     in the in-tree form for a migrated class (CSIClass, AsCSI,
 //     VolumeDriver); SecretRefs, the class's secret references, resolved
 //     from their templates and recorded on the PV.
+//   - Data sources (ClaimSource, SourceRefusal): a claim of the claim's
+//     namespace to clone, or a VolumeSnapshot there to restore
+//     (RestoreSource, the external-provisioner's getSnapshotSource checks
+//     and messages, over a SnapshotRead the loop made live; SnapshotHandle,
+//     the snapshot derived through the content that points back;
+//     SnapshotHolder, the endpoint that holds a node-local snapshot); the
+//     source finalizers held while a volume is made from a source
+//     (SourceFinalizer, SourceHeld).
 //   - The records on claims (RecordFacts, WhyNotOurs, CheckPin) and the
 //     checks before a volume is deleted (WhyNotDelete, AttachmentBlocks).
 //   - Node deployment: Local, ClaimVerdict (Turn and Reason), VolumeVerdict
@@ -37,7 +45,11 @@
 // (docs/threat-model.md):
 //   - the recorded request (WhyNotOurs) must name pvc-<the claim's UID>,
 //     clone only the volume of the claim's own data source (a claim of its
-//     namespace and class whose PV is bound back to it), and carry the
+//     namespace and class whose PV is bound back to it), restore only the
+//     snapshot its data source gives now (re-derived from the
+//     VolumeSnapshot and the content pointing back to it, never read from
+//     the record: a snapshot that cannot be derived any more refuses the
+//     record), and carry the
 //     parameters of the claim's class and attributes class. Where the
 //     class is gone, parameters cannot be checked, and a driver may read a
 //     parameter as where a volume lives (a share, a directory): replaying a

@@ -10,6 +10,9 @@ type Driver struct {
 	Accessibility bool
 	// Clone: CLONE_VOLUME, so a volume may be made from another.
 	Clone bool
+	// Snapshot: CREATE_DELETE_SNAPSHOT, so a volume may be restored from
+	// a snapshot.
+	Snapshot bool
 	// Modify: MODIFY_VOLUME, so a volume takes mutable parameters
 	// (VolumeAttributesClasses).
 	Modify bool

@@ -76,10 +76,14 @@ type RecordFacts struct {
 	// resolves; Mutable are then its parameters.
 	MutableKnown bool
 	Mutable      map[string]string
-	// Source is the volume handle of the claim's data source, "" for a
-	// claim without one; SourceErr says why it cannot be told (the source
+	// Source is the volume handle of the claim's data source claim, ""
+	// for a claim without one; SourceErr says why it cannot be told (the source
 	// claim gone, not bound back, another namespace's).
-	Source    string
+	Source string
+	// Snapshot is the snapshot handle of the claim's data source
+	// VolumeSnapshot, re-derived (SnapshotHandle), "" for a claim without
+	// one; SourceErr then says why it cannot be told.
+	Snapshot  string
 	SourceErr error
 	// FormerSources, when the source cannot be told, are the handles of
 	// the driver's PVs whose claimRef names a claim of the data source's
@@ -93,7 +97,8 @@ type RecordFacts struct {
 // record it writes must pass them.
 func FactsOf(req *csipb.CreateVolumeRequest) RecordFacts {
 	return RecordFacts{Name: req.GetName(), ClassKnown: true, Params: req.GetParameters(),
-		MutableKnown: true, Mutable: req.GetMutableParameters(), Source: req.GetVolumeContentSource().GetVolume().GetVolumeId()}
+		MutableKnown: true, Mutable: req.GetMutableParameters(), Source: req.GetVolumeContentSource().GetVolume().GetVolumeId(),
+		Snapshot: req.GetVolumeContentSource().GetSnapshot().GetSnapshotId()}
 }
 
 // WhyNotOurs says why rec is not a request the provisioner could have
@@ -124,16 +129,19 @@ func WhyNotOurs(rec *csipb.CreateVolumeRequest, f RecordFacts) string {
 }
 
 // wrongSource says why a recorded content source is not the claim's own
-// data source's volume, "" if it is.
+// data source's volume or snapshot, "" if it is.
 func wrongSource(src *csipb.VolumeContentSource, f RecordFacts) string {
+	if src.GetSnapshot() != nil {
+		return wrongSnapshot(src.GetSnapshot().GetSnapshotId(), f)
+	}
 	id := src.GetVolume().GetVolumeId()
 	switch {
-	case src.GetSnapshot() != nil:
-		return "it restores a snapshot, which this provisioner never asks"
 	case src != nil && id == "":
 		return "its content source names no volume"
 	case id == "" && f.Source != "":
 		return fmt.Sprintf("it has no content source, but the claim's data source gives %q", f.Source)
+	case id == "" && f.Snapshot != "":
+		return fmt.Sprintf("it has no content source, but the claim's data source gives snapshot %q", f.Snapshot)
 	case id == "":
 		// Nothing to clone: a replay can only make (and delete) an empty
 		// volume of the claim's own name.
@@ -144,6 +152,24 @@ func wrongSource(src *csipb.VolumeContentSource, f RecordFacts) string {
 		return fmt.Sprintf("it clones volume %q, and the claim's data source cannot be checked: %v", id, f.SourceErr)
 	case id != f.Source:
 		return fmt.Sprintf("it clones volume %q, but the claim's data source gives %q", id, f.Source)
+	}
+	return ""
+}
+
+// wrongSnapshot says why a recorded snapshot source is not the snapshot
+// the claim's data source gives now (re-derived through its bound
+// content, SnapshotHandle), "" if it is. A snapshot that cannot be
+// derived any more is refused: the handle on the claim is the claim
+// user's to write, and a replay would restore (and then delete) a volume
+// made from whatever snapshot it names.
+func wrongSnapshot(id string, f RecordFacts) string {
+	switch {
+	case id == "":
+		return "its content source names no snapshot"
+	case f.SourceErr != nil:
+		return fmt.Sprintf("it restores snapshot %q, and the claim's data source cannot be checked: %v", id, f.SourceErr)
+	case id != f.Snapshot:
+		return fmt.Sprintf("it restores snapshot %q, but the claim's data source gives %q", id, f.Snapshot)
 	}
 	return ""
 }

@@ -28,7 +28,10 @@ type RequestFacts struct {
 	Nodes []*v1.Node
 	// SourceHandle is the volume handle of the claim to clone, "" if none.
 	SourceHandle string
-	// SourceAt, with a clone source, says whether a segment can reach the
+	// Snapshot is the snapshot handle to restore, "" if none (never
+	// together with SourceHandle).
+	Snapshot string
+	// SourceAt, with a clone or snapshot source, says whether a segment can reach the
 	// source volume (its PV's node affinity): a clone is made where its
 	// source lives, which node-local drivers need. nil: anywhere.
 	SourceAt func(segment map[string]string) bool
@@ -77,6 +80,9 @@ func BuildRequest(in RequestFacts) (*csipb.CreateVolumeRequest, error) {
 	if in.SourceHandle != "" {
 		req.VolumeContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
 			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: in.SourceHandle}}}
+	}
+	if in.Snapshot != "" {
+		req.VolumeContentSource = SnapshotContentSource(in.Snapshot)
 	}
 	if in.Driver.Accessibility {
 		if req.AccessibilityRequirements, err = accessibility(in); err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
 // NarrowedTo asks for exactly the endpoint's segment.
@@ -20,18 +21,44 @@ func NarrowedTo(e Endpoint) *csipb.TopologyRequirement {
 	}
 }
 
-// Clonable says why the claim's data source is not a claim this provisioner
-// clones from, nil if it is: only a PersistentVolumeClaim of the claim's
-// own namespace.
-func Clonable(claim *v1.PersistentVolumeClaim) error {
+// SourceKind is what a claim's data source asks of the provisioner.
+type SourceKind int
+
+const (
+	// NoSource: an empty volume.
+	NoSource SourceKind = iota
+	// CloneSource: a copy of another claim's volume.
+	CloneSource
+	// SnapshotSource: a volume restored from a VolumeSnapshot.
+	SnapshotSource
+)
+
+// ClaimSource says what the claim's data source is to this provisioner,
+// and its name: a claim of the claim's own namespace to clone, or a
+// VolumeSnapshot (group snapshot.storage.k8s.io) of that namespace to
+// restore. Anything else is a final error: another kind (a populator's
+// kind never gets here, see PopulatorKind), a VolumeSnapshot of another
+// API group, or a dataSourceRef naming another namespace. volplane does
+// not implement the CrossNamespaceVolumeDataSource gate (alpha, off by
+// default, and off in the embedded API server, which then drops the
+// field): a reference into another namespace is refused as the
+// external-provisioner refuses it with the gate off, whatever a
+// ReferenceGrant says, so no tenant's claim reads another's data.
+func ClaimSource(claim *v1.PersistentVolumeClaim) (SourceKind, string, error) {
 	kind, name, group, ns := DataSource(claim)
 	switch {
-	case kind != persistentVolumeClaimKind || group != "":
-		return Final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim", qualified(kind, group), name))
+	case kind == "":
+		return NoSource, "", nil
 	case ns != "" && ns != claim.Namespace:
-		return Final(fmt.Errorf("data source claim %s/%s is in another namespace", ns, name))
+		return NoSource, name, Final(errors.New("dataSourceRef namespace specified but the CrossNamespaceVolumeDataSource feature is disabled"))
+	case kind == persistentVolumeClaimKind && group == "":
+		return CloneSource, name, nil
+	case kind == volumeSnapshotKind && group == snapshotapi.Group:
+		return SnapshotSource, name, nil
+	case kind == volumeSnapshotKind:
+		return NoSource, name, Final(fmt.Errorf("the PVC source does not belong to the right APIGroup. Expected %s, Got %s", snapshotapi.Group, group))
 	}
-	return nil
+	return NoSource, name, Final(fmt.Errorf("data source %s %q is not supported: only PersistentVolumeClaim and VolumeSnapshot", qualified(kind, group), name))
 }
 
 // DataSource prefers dataSourceRef, which may name a namespace.
@@ -52,17 +79,22 @@ func qualified(kind, group string) string {
 	return kind + "." + group
 }
 
-// CloneRefusal says why the claim's data source cannot be cloned by
-// driver whatever its state, nil if it may be: it must be Clonable, and
-// the driver must have CLONE_VOLUME. Both are final.
-func CloneRefusal(claim *v1.PersistentVolumeClaim, driver Driver) error {
-	if err := Clonable(claim); err != nil {
-		return err
+// SourceRefusal says why the claim's data source cannot be used by driver
+// whatever its state, nil if it may be: it must be a ClaimSource, and the
+// driver must have CLONE_VOLUME for a clone, CREATE_DELETE_SNAPSHOT for a
+// restore (the external-provisioner's checkDriverCapabilities). All are
+// final.
+func SourceRefusal(claim *v1.PersistentVolumeClaim, driver Driver) (SourceKind, string, error) {
+	kind, name, err := ClaimSource(claim)
+	switch {
+	case err != nil:
+		return kind, name, err
+	case kind == CloneSource && !driver.Clone:
+		return kind, name, Final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver.Name))
+	case kind == SnapshotSource && !driver.Snapshot:
+		return kind, name, Final(errors.New("CSI driver does not support snapshot restore: controller CREATE_DELETE_SNAPSHOT capability is not reported"))
 	}
-	if !driver.Clone {
-		return Final(fmt.Errorf("driver %s cannot clone volumes (no CLONE_VOLUME capability)", driver.Name))
-	}
-	return nil
+	return kind, name, nil
 }
 
 // SourceClaimProblem says why src, the claim's data source claim, gives

@@ -72,10 +72,10 @@ type Config struct {
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
 	CSIEndpoints []string
-	// NodeDeployment, if set, runs the provisioner (and the resizer)
-	// beside one node's driver: CSIEndpoints are that node's, and only
+	// NodeDeployment, if set, runs the provisioner (and the resizer and
+	// the snapshotter) beside one node's driver: CSIEndpoints are that node's, and only
 	// its claims and volumes are served (provisioner.NodeDeployment).
-	// Only those two loops may run so, without leader election: every
+	// Only those loops (NodeLoops) may run so, without leader election: every
 	// node runs its own.
 	NodeDeployment *provisioner.NodeDeployment
 	// NodeAgent, if set, also runs the node agent of simulated nodes
@@ -161,7 +161,7 @@ func (c Config) Validate() error {
 
 // NodeLoops are the loops that may run in node deployment: those that
 // call a node-local driver for a node's own volumes.
-func NodeLoops() []string { return []string{Provisioner, Resizer} }
+func NodeLoops() []string { return []string{Provisioner, Resizer, Snapshotter} }
 
 func (c Config) validateNodeDeployment() error {
 	if c.NodeDeployment == nil {
@@ -172,8 +172,9 @@ func (c Config) validateNodeDeployment() error {
 	}
 	for _, name := range c.Controllers {
 		if !slices.Contains(NodeLoops(), name) {
-			return fmt.Errorf("node deployment runs only %s beside a node's driver; run %s in the central controller",
-				strings.Join(NodeLoops(), " and "), name)
+			loops := NodeLoops()
+			return fmt.Errorf("node deployment runs only %s and %s beside a node's driver; run %s in the central controller",
+				strings.Join(loops[:len(loops)-1], ", "), loops[len(loops)-1], name)
 		}
 	}
 	if c.LeaderElect {

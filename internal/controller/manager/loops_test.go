@@ -24,7 +24,10 @@ func TestEveryKnownRowBuildsOverOneWiring(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	rows := selectedRows(cfg)
-	if names := rowNames(rows); !slices.Equal(names, Known()) {
+	// Rows selected otherwise (the group snapshot rows run with the
+	// snapshot rows) are built too, but --controllers does not name them.
+	offered := slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.selected != nil })
+	if names := rowNames(offered); !slices.Equal(names, Known()) {
 		t.Fatalf("selected rows %v, want %v", names, Known())
 	}
 	client := fake.NewClientset()

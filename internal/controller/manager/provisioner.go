@@ -14,7 +14,7 @@ import (
 func newProvisioner(w wiring) ([]Runnable, error) {
 	cfg := w.Config
 	p, err := provisioner.New(provisioner.Config{
-		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
+		Client: w.Client, Snapshots: w.Snapshots, Informers: w.Informers, Pool: w.Pool,
 		Recorder: func(driver string) record.EventRecorder {
 			return w.Recorder(provisioner.EventComponent(driver))
 		},

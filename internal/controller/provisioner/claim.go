@@ -97,6 +97,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (loop.Result, er
 		return c.race(ctx, key, claim)
 	case provisioning.ClaimFinish:
 		c.memory.creates.settled(claim.UID)
+		if err := c.releaseSource(ctx, claim); err != nil {
+			return loop.Done(), err
+		}
 		_, err := c.dropFinalizer(ctx, claim)
 		return loop.Done(), err
 	case provisioning.ClaimCleanup:
@@ -144,6 +147,9 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	// attempt pinned, and that waits for no selected node, may move on.
 	movable := claim.Annotations[provisioning.AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
 	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
+		return loop.Done(), err
+	}
+	if err := c.protectSource(ctx, claim); err != nil {
 		return loop.Done(), err
 	}
 	vol, err := c.create(ctx, claim, p)
@@ -231,6 +237,9 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	// conflict with the binder's bind and be finished by a later sync.
 	klog.FromContext(ctx).V(2).Info("Provisioned", "pv", pv.Name, "driver", driver, "handle", vol.GetVolumeId())
 	c.event(claim, claim.UID, driver, v1.EventTypeNormal, provisioning.EventSucceeded, "Successfully provisioned volume %s", pv.Name)
+	if err := c.releaseSource(ctx, claim); err != nil {
+		return err
+	}
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
 }
@@ -242,6 +251,11 @@ func (c *Controller) failed(ctx context.Context, claim *v1.PersistentVolumeClaim
 	c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventFailed, "%v", err)
 	if out.Unpin {
 		c.memory.creates.settled(claim.UID) // nothing was made
+	}
+	if out.Unpin && provisioning.MarkedInProgress(claim) {
+		if rerr := c.releaseSource(ctx, claim); rerr != nil {
+			return fmt.Errorf("%w (and releasing its data source failed: %v)", err, rerr)
+		}
 	}
 	if upd := provisioning.AfterFailure(claim, out); upd != nil {
 		if _, werr := c.updateClaim(ctx, upd); werr != nil {

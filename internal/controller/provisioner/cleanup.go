@@ -30,6 +30,9 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 	switch {
 	case err == nil:
 		c.memory.creates.settled(claim.UID)
+		if err := c.releaseSource(ctx, claim); err != nil {
+			return err
+		}
 		_, err := c.dropFinalizer(ctx, claim)
 		return err
 	case !apierrors.IsNotFound(err):
@@ -47,6 +50,9 @@ func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClai
 	}
 	klog.FromContext(ctx).V(2).Info("Cleaned up the backend volume of a claim that went away", "driver", driver)
 	c.memory.creates.settled(claim.UID)
+	if err := c.releaseSource(ctx, claim); err != nil {
+		return err
+	}
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
 }
@@ -88,7 +94,7 @@ func (c *Controller) syncOrphan(ctx context.Context, key string) (loop.Result, e
 	}
 	logger.V(2).Info("Cleaned up the backend volume of a deleted claim whose create was unsettled", "driver", driver)
 	c.memory.creates.settled(uid)
-	return loop.Done(), nil
+	return loop.Done(), c.releaseSource(ctx, r.claim)
 }
 
 // deleteBackend replays the request that may have made the claim's volume:
@@ -142,7 +148,7 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 	if class != nil && !provisioning.ProvisionsFor(class, driver) {
 		class = nil // not the class of the driver the claim names: it gives nothing
 	}
-	req, recorded := c.trustedRecord(claim, class, driver)
+	req, recorded := c.trustedRecord(ctx, claim, class, driver)
 	if !recorded && class != nil {
 		if p, err := c.plan(ctx, claim, class, driver, forCleanup); err == nil {
 			return p, true, nil
@@ -184,7 +190,7 @@ func (c *Controller) cleanupPlan(ctx context.Context, claim *v1.PersistentVolume
 // check (provisioning.WhyNotOurs); ok is false without one. A record that fails, or
 // cannot be read, is never replayed: it is reported, and the volume is
 // looked for as if none were recorded, by requests named for this claim.
-func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (*csipb.CreateVolumeRequest, bool) {
+func (c *Controller) trustedRecord(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) (*csipb.CreateVolumeRequest, bool) {
 	req, ok, err := provisioning.RecordedRequest(claim)
 	var why string
 	switch {
@@ -193,7 +199,7 @@ func (c *Controller) trustedRecord(claim *v1.PersistentVolumeClaim, class *stora
 	case !ok:
 		return nil, false
 	default:
-		why = provisioning.WhyNotOurs(req, c.recordFacts(claim, class, driver))
+		why = provisioning.WhyNotOurs(req, c.recordFacts(ctx, claim, class, driver))
 	}
 	if why == "" {
 		return req, true

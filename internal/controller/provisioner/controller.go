@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/volplane/volplane/internal/controller/loop"
@@ -25,6 +27,10 @@ import (
 type Config struct {
 	// Client creates and deletes PVs and updates claims.
 	Client kubernetes.Interface
+	// Snapshots reads the VolumeSnapshots and contents claims restore
+	// from, and writes the provisioner's finalizer on those snapshots;
+	// nil refuses every restore.
+	Snapshots snapclient.Interface
 	// Informers must not be started yet; New registers what it needs
 	// (claims, PVs, classes, VolumeAttributesClasses, nodes;
 	// VolumeAttachments when a driver served attaches volumes).
@@ -59,6 +65,7 @@ type Controller struct {
 	// The write side: the API client, the drivers' endpoints, and the
 	// event recorder of each driver.
 	client    kubernetes.Interface
+	snapshots snapclient.Interface
 	pool      *csi.Pool
 	recorders map[string]record.EventRecorder
 
@@ -68,6 +75,9 @@ type Controller struct {
 	attacherFinalizer bool
 	// node is the node deployment (nil: off).
 	node *NodeDeployment
+
+	// sourceMu serializes the source finalizers' protect and release.
+	sourceMu sync.Mutex
 
 	read   reads
 	queues queues
@@ -97,6 +107,9 @@ type queues struct {
 	// orphans: the UIDs of claims that went away while a create of ours
 	// for them was unsettled (memories.creates); syncOrphan cleans up.
 	orphans workqueue.TypedRateLimitingInterface[string]
+	// sources: data sources (sourceKey) that may be free of every claim
+	// made from them; syncSource releases them.
+	sources workqueue.TypedRateLimitingInterface[string]
 }
 
 // memories are what this process remembers beyond the informers' caches.
@@ -120,13 +133,14 @@ func New(cfg Config) (*Controller, error) {
 	}
 	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	c := &Controller{
-		client: cfg.Client, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
+		client: cfg.Client, snapshots: cfg.Snapshots, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		attacherFinalizer: cfg.AttacherFinalizer,
 		recorders:         map[string]record.EventRecorder{},
 		queues: queues{
 			claims:  loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
 			volumes: loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
 			orphans: loop.NewQueue("provisioner-orphans", 500*time.Millisecond, 5*time.Minute),
+			sources: loop.NewQueue("provisioner-sources", 500*time.Millisecond, 5*time.Minute),
 		},
 		memory: memories{
 			creates:  newCreateMemory(),
@@ -153,7 +167,7 @@ func New(cfg Config) (*Controller, error) {
 	// Failures here are calls to storage backends, which must not be hammered:
 	// back off per key from half a second to five minutes.
 	c.runner = &loop.Runner{Name: "Provisioner", Synced: c.read.synced, Workers: c.workers,
-		Queues: []loop.Queue{{Q: c.queues.claims, Sync: c.syncClaim}, {Q: c.queues.volumes, Sync: c.syncVolume}, {Q: c.queues.orphans, Sync: c.syncOrphan}},
+		Queues: []loop.Queue{{Q: c.queues.claims, Sync: c.syncClaim}, {Q: c.queues.volumes, Sync: c.syncVolume}, {Q: c.queues.orphans, Sync: c.syncOrphan}, {Q: c.queues.sources, Sync: c.syncSource}},
 		Resync: c.resyncPending, ResyncPeriod: c.resync, Metrics: cfg.Metrics}
 	return c, nil
 }

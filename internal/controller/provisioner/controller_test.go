@@ -328,16 +328,16 @@ func TestRetainedVolumeKeepsItsBackend(t *testing.T) {
 	}
 }
 
-// A data source of another kind is refused with a reason naming it, and
-// nothing is made.
+// A VolumeSnapshot of another API group is refused with the reference's
+// reason, and nothing is made.
 func TestUnsupportedDataSourceIsNamed(t *testing.T) {
 	snap := func(c *v1.PersistentVolumeClaim) {
-		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "VolumeSnapshot", Name: "snap", APIGroup: ptr.To("snapshot.storage.k8s.io")}
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "VolumeSnapshot", Name: "snap", APIGroup: ptr.To("example.io")}
 	}
 	w := newWorld(t, claim(snap), class())
 	w.start()
 	w.eventually("ProvisioningFailed naming the source", func() string {
-		if !w.sawEvent(`Warning ProvisioningFailed data source VolumeSnapshot.snapshot.storage.k8s.io "snap" is not supported`) {
+		if !w.sawEvent(`Warning ProvisioningFailed the PVC source does not belong to the right APIGroup. Expected snapshot.storage.k8s.io, Got example.io`) {
 			return fmt.Sprintf("events %v", w.events)
 		}
 		return ""

@@ -17,13 +17,28 @@
 //  1. the in-progress finalizer, with the endpoint pin and the recorded
 //     request (provisioning.MarkInProgress), before the first CreateVolume:
 //     from then on a backend volume may exist without its PV;
-//  2. CreateVolume, remembered in createMemory until its outcome settles;
+//  2. the source finalizer on the claim's data source, a VolumeSnapshot
+//     (provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection)
+//     or a claim (provisioner.storage.kubernetes.io/cloning-protection):
+//     a precondition-checked patch of the live object (sources.go);
+//  3. CreateVolume, remembered in createMemory until its outcome settles;
 //     on a confirmed ResourceExhausted a claim free to move moves the pin
 //     to the next preferred node first, then asks there;
-//  3. the PV, pre-bound to the claim;
-//  4. the finalizer, pin and record removed.
+//  4. the PV, pre-bound to the claim;
+//  5. the source finalizer released unless another claim being made from
+//     that source holds it (provisioning.SourceHeld), then the claim's
+//     finalizer, pin and record removed. Every path that drops the marks
+//     (a final failure, a cleanup, an orphan's cleanup) releases the
+//     source first, so a crash in between leaves marks the next sync
+//     finishes; a claim deleted or unmarked by another hand queues its
+//     source for the same check (syncSource).
 //
-// A failure before step 3 records ProvisioningFailed and applies its
+// A restore reads the VolumeSnapshot and its content live
+// (provisioning.RestoreSource decides); a node-local snapshot is restored
+// where it lives: its source volume's PV's node, else the endpoint whose
+// ListSnapshots returns it.
+//
+// A failure before step 4 records ProvisioningFailed and applies its
 // outcome (provisioning.AfterFailure): the selected node goes back to the
 // scheduler, or the marks go once nothing can exist. A crash at any point
 // therefore leaves either marks the next run acts on, or a PV that owns the

@@ -112,6 +112,9 @@ func (c *Controller) onClaim(obj any) {
 func (c *Controller) onClaimUpdated(old, cur any) {
 	o, okO := old.(*v1.PersistentVolumeClaim)
 	n, okN := cur.(*v1.PersistentVolumeClaim)
+	if okO && okN && slices.Contains(o.Finalizers, provisioning.ClaimFinalizer) && !slices.Contains(n.Finalizers, provisioning.ClaimFinalizer) {
+		c.onSourceMaybeFree(n)
+	}
 	if okO && okN && provisioning.OnlyMarksChanged(o, n) {
 		c.memory.newClaim.Observe(binding.ClaimKey(n), n)
 		return
@@ -122,6 +125,7 @@ func (c *Controller) onClaimUpdated(old, cur any) {
 func (c *Controller) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.memory.newClaim.Forget(binding.ClaimKey(claim))
+		c.onSourceMaybeFree(claim)
 		if c.memory.races != nil {
 			c.memory.races.settled(claim.UID)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
+	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
 const annSelectedNode = volumehelpers.AnnSelectedNode
@@ -56,12 +57,8 @@ func (c *Controller) plan(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 		return plan{}, err
 	}
 	if purpose != forCleanupWithoutSource {
-		src, err := c.sourceVolume(claim, info)
-		if err != nil {
+		if in, err = c.withSource(ctx, in, info, purpose); err != nil {
 			return plan{}, err
-		}
-		if src != nil {
-			in.SourceHandle, in.SourceAt = src.Spec.CSI.VolumeHandle, provisioning.AccessibleFrom(src)
 		}
 	}
 	req, err := provisioning.BuildRequest(in)
@@ -168,19 +165,34 @@ func (c *Controller) selectedNode(claim *v1.PersistentVolumeClaim, driver string
 	return provisioning.SelectedNodeGone(name, endpointsOf(c.pool.Endpoints(driver)))
 }
 
-// sourceVolume resolves a clone source to its PV (nil without a source):
-// only another claim of the same namespace and class (the claim's class is
-// the one looked up by its name), Bound to a PV of the same driver that is
-// bound back to it, and only for a driver that can clone.
-func (c *Controller) sourceVolume(claim *v1.PersistentVolumeClaim, info csi.Info) (*v1.PersistentVolume, error) {
-	kind, name, _, _ := provisioning.DataSource(claim)
-	if kind == "" {
-		return nil, nil
+// withSource adds the claim's data source to the request facts: the
+// volume of a source claim (sourceVolume) or the snapshot to restore
+// (snapshotSource), and where that source lives.
+func (c *Controller) withSource(ctx context.Context, in provisioning.RequestFacts, info csi.Info, purpose planPurpose) (provisioning.RequestFacts, error) {
+	kind, name, err := provisioning.SourceRefusal(in.Claim, driverOf(info))
+	if err != nil || kind == provisioning.NoSource {
+		return in, err
 	}
-	if err := provisioning.CloneRefusal(claim, driverOf(info)); err != nil {
-		return nil, err
+	if kind == provisioning.CloneSource {
+		src, err := c.boundSource(in.Claim, name, info.Driver)
+		if err != nil {
+			return in, err
+		}
+		in.SourceHandle, in.SourceAt = src.Spec.CSI.VolumeHandle, provisioning.AccessibleFrom(src)
+		return in, nil
 	}
-	return c.boundSource(claim, name, info.Driver)
+	r := c.readSnapshot(ctx, in.Claim.Namespace, name)
+	if purpose == forCreate {
+		var src *csipb.VolumeContentSource
+		if src, err = provisioning.RestoreSource(in.Claim, r, in.Class.Name, info.Driver); err != nil {
+			return in, fmt.Errorf("error getting handle for DataSource Type %s by Name %s: %w", snapshotapi.KindSnapshot, name, err)
+		}
+		in.Snapshot = src.GetSnapshot().GetSnapshotId()
+	} else if in.Snapshot, err = provisioning.SnapshotHandle(r, in.Class.Name, info.Driver); err != nil {
+		return in, err
+	}
+	in.SourceAt, err = c.snapshotAt(ctx, info, r.Content, in.Snapshot)
+	return in, err
 }
 
 // boundSource is the PV of the source claim name, read and checked both
@@ -211,7 +223,7 @@ func (c *Controller) boundSource(claim *v1.PersistentVolumeClaim, name, driver s
 // endpoints reported.
 func driverOf(info csi.Info) provisioning.Driver {
 	return provisioning.Driver{Name: info.Driver, Accessibility: info.Accessibility,
-		Clone: info.Clone, Modify: info.Modify, Publish: info.Publish}
+		Clone: info.Clone, Snapshot: info.Snapshot, Modify: info.Modify, Publish: info.Publish}
 }
 
 // endpointOf is where an endpoint runs, as provisioning sees it (nil: the

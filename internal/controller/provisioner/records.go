@@ -1,6 +1,8 @@
 package provisioner
 
 import (
+	"context"
+
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,19 +13,28 @@ import (
 // recordFacts reads what a recorded request is checked against
 // (provisioning.WhyNotOurs): the claim, its class (nil if gone) and its data
 // source give now.
-func (c *Controller) recordFacts(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) provisioning.RecordFacts {
+func (c *Controller) recordFacts(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string) provisioning.RecordFacts {
 	f := provisioning.RecordFacts{Name: provisioning.VolumeName(claim)}
-	if kind, name, _, _ := provisioning.DataSource(claim); kind != "" {
-		f.SourceErr = provisioning.Clonable(claim)
-		if f.SourceErr == nil {
-			var pv *v1.PersistentVolume
-			if pv, f.SourceErr = c.boundSource(claim, name, driver); f.SourceErr == nil {
-				f.Source = pv.Spec.CSI.VolumeHandle
-			}
+	kind, name, err := provisioning.ClaimSource(claim)
+	switch {
+	case err != nil:
+		f.SourceErr = err
+	case kind == provisioning.CloneSource:
+		var pv *v1.PersistentVolume
+		if pv, f.SourceErr = c.boundSource(claim, name, driver); f.SourceErr == nil {
+			f.Source = pv.Spec.CSI.VolumeHandle
 		}
-		if f.SourceErr != nil {
-			f.FormerSources = c.handlesBoundTo(claim.Namespace, name, driver)
+	case kind == provisioning.SnapshotSource:
+		// Re-derived from the snapshot and its bound content, never
+		// taken from the record: a content is not the user's to write.
+		className := ""
+		if class != nil {
+			className = class.Name
 		}
+		f.Snapshot, f.SourceErr = provisioning.SnapshotHandle(c.readSnapshot(ctx, claim.Namespace, name), className, driver)
+	}
+	if f.SourceErr != nil && kind == provisioning.CloneSource {
+		f.FormerSources = c.handlesBoundTo(claim.Namespace, name, driver)
 	}
 	if class != nil && provisioning.ProvisionsFor(class, driver) {
 		if params, err := provisioning.DriverParameters(class.Parameters); err == nil {

@@ -56,7 +56,7 @@ func TestClaimsAtTheirEdges(t *testing.T) {
 		{name: "data-source-missing-claim", make: claimWith(dataSource("PersistentVolumeClaim", "")),
 			want: failed(`data source claim "nope" does not exist`)},
 		{name: "data-source-snapshot", make: claimWith(dataSource("VolumeSnapshot", "snapshot.storage.k8s.io")),
-			want: failed(`data source VolumeSnapshot.snapshot.storage.k8s.io "nope" is not supported: only PersistentVolumeClaim`)},
+			want: failed(`error getting handle for DataSource Type VolumeSnapshot by Name nope: error getting snapshot nope from api server: volumesnapshots.snapshot.storage.k8s.io "nope" not found`)},
 		{name: "data-source-claim-of-another-class", make: func(e *env, name string) error {
 			if err := e.createClaim(e.claim("network-source", classNamed(bundle.NetworkClass))); err != nil {
 				return err

@@ -67,8 +67,9 @@ func (r *running) stop() error {
 // Each deployed role runs with its ServiceAccount's token alone while the
 // whole lifecycle goes through: static binding, dynamic provisioning
 // (Immediate and WaitForFirstConsumer), pods on node-local and attached
-// network volumes, online expansion, the protection finalizers, and
-// reclaim with Delete and Retain. No request of any role is forbidden, and
+// network volumes, online expansion, snapshots, restores and a group
+// snapshot and their deletion, the protection finalizers, and reclaim with
+// Delete and Retain. No request of any role is forbidden, and
 // every rule a role is granted is one its loops used.
 func TestDeployedRolesRunTheLifecycleWithTheirOwnPermissions(t *testing.T) {
 	ctx := context.Background()
@@ -190,7 +191,7 @@ func audit(r *running) (unused, stale []string, err error) {
 // lifecycle drives every phase through the loops under test.
 func lifecycle(e *env) {
 	node := bed.stack.CP.Nodes[0]
-	network, premium := networkClasses(e)
+	network, premium, secret := networkClasses(e)
 
 	// Static: an administrator's PVs and claims that select them.
 	static := e.staticBound("static", corev1.PersistentVolumeReclaimRetain, corev1.PersistentVolumeSource{
@@ -223,6 +224,8 @@ func lifecycle(e *env) {
 	// Network, policy Delete.
 	e.claim("network-delete", bundle.NetworkClass)
 	networkDeleted := e.bound("network-delete")
+	// Snapshots of both, restores and a group snapshot, all deleted.
+	snapshotLifecycle(e, node, "wffc", "network-delete", secret)
 
 	// The claim in use outlives its deletion until its pod is gone
 	// (pvc-protection); then the Retain volume is Released, detached, and
@@ -260,9 +263,9 @@ func lifecycle(e *env) {
 
 // networkClasses make a Retain class of the network driver whose volumes
 // need a secret for each controller call (provision, attach, expand), that
-// secret, and an attributes class of the network driver; they go when the
-// test ends.
-func networkClasses(e *env) (class, attributes string) {
+// secret (its name is returned: snapshots need it too), and an attributes
+// class of the network driver; they go when the test ends.
+func networkClasses(e *env) (class, attributes, secretName string) {
 	e.t.Helper()
 	name := "rbac-network-" + e.ns
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "network-credentials", Namespace: e.ns},
@@ -294,7 +297,7 @@ func networkClasses(e *env) (class, attributes string) {
 	e.t.Cleanup(func() {
 		_ = e.client.StorageV1().VolumeAttributesClasses().Delete(context.Background(), vac.Name, metav1.DeleteOptions{})
 	})
-	return name, vac.Name
+	return name, vac.Name, secret.Name
 }
 
 // staticBound makes an administrator's PV named name-<namespace> (no

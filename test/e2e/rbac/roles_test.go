@@ -37,7 +37,7 @@ type role struct {
 // sidecarArgs are those of the CSI sidecar container of a central driver's
 // controller (README.md, "Deploying to a cluster"); deploy/ ships its
 // ServiceAccount, roles and the namespace of its Leases, not the driver.
-var sidecarArgs = []string{"controller", "--controllers=provisioner,attacher,resizer",
+var sidecarArgs = []string{"controller", "--controllers=provisioner,attacher,resizer,snapshotter",
 	"--csi-endpoint=unix:///csi/csi.sock", "--leader-elect-namespace=volplane-csi-sidecar", "--leader-elect-name=volplane-csi-sidecar"}
 
 // roles are the roles deploy/ runs: the central loops (the Deployment),

@@ -97,7 +97,9 @@ func TestSnapshotKeptWhileAPendingClaimRestoresFromIt(t *testing.T) {
 	if _, err := kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
 	restore := support.Claim(ns, "restored", class.Name, "10Mi", func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: "snap"}
 	})

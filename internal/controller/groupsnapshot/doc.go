@@ -1,0 +1,44 @@
+// Package groupsnapshot runs the two halves of group snapshots, the roles
+// of external-snapshotter v8.6.0's snapshot-controller (common-controller
+// groupsnapshot_controller_helper.go) and csi-snapshotter sidecar
+// (sidecar-controller groupsnapshot_helper.go) for VolumeGroupSnapshot,
+// VolumeGroupSnapshotContent and VolumeGroupSnapshotClass v1. What to do is
+// decided by internal/grouping; this package reads, asks, writes, calls
+// the driver and records events.
+//
+// Nouns: Config, Controller (the snapshot-controller's half: the groups
+// queue, keys namespace/name, and the group contents queue, keys name),
+// Sidecar (the csi-snapshotter's half: the group contents of the drivers
+// it serves, keys name).
+//
+// Controller. When a group is looked at: when it is added, changed or
+// deleted; when its content (the one its ref names), one of its members
+// (a VolumeSnapshot owned by it) or a member's content changes; and every
+// resync period (15s) for every group not ready or being deleted, since a
+// group waiting for its claims to be bound is told of nothing. Each sync
+// reads the group, the classes, the claims and PVs of its namespace, its
+// content, the snapshots of its namespace and its members' contents, all
+// from informer caches, asks grouping.DecideGroup for the one next step
+// and applies it: one API write (create the content or a member, bind,
+// status, finalizer, mark, delete), then the plan's events. Events follow
+// the write they report; a failed create records
+// CreateGroupSnapshotContentFailed. A content is looked at when it changes:
+// grouping.DecideGroupContent adds its finalizer once bound, never deletes
+// it.
+//
+// Sidecar. A group content of a served driver is looked at when it is
+// added or changed, and every resync period while not ready or being
+// deleted. grouping.DecideContent gives the one CSI step. Applied in this
+// order: the endpoint first (all source volumes of the group must be held
+// by one endpoint of the driver, told by their PVs' node affinity; a
+// node-local driver's group across nodes is refused with a
+// GroupSnapshotCreationFailed event, before any mark or call), then the
+// being-created mark, then the call, then the content's status, then the
+// mark's removal (on success or a final error only). Deletion calls
+// DeleteVolumeGroupSnapshot (group ID and every member snapshot ID) under
+// Delete and then removes the content's finalizer. Secrets are read live
+// through controller/secrets.
+//
+// Workers: loop.DefaultWorkers per queue; failed syncs back off per key
+// from 1s to 5m, the reference's.
+package groupsnapshot

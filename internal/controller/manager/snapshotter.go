@@ -1,0 +1,25 @@
+package manager
+
+import (
+	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/controller/snapshotter"
+)
+
+// newSnapshotter builds the snapshotter loop (the csi-snapshotter
+// sidecar's role) over the dialed drivers, each with its own event source.
+// In node deployment it serves only this node's contents.
+func newSnapshotter(w wiring) ([]Runnable, error) {
+	s, err := snapshotter.New(snapshotter.Config{
+		Client: w.Client, Snapshots: w.Snapshots, Informers: w.Informers, SnapshotInformers: w.SnapshotInformers,
+		Pool: w.Pool,
+		Recorder: func(driver string) record.EventRecorder {
+			return w.Recorder(snapshotter.EventComponent(driver))
+		},
+		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(), Metrics: w.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Runnable{s}, nil
+}

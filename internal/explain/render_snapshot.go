@@ -1,0 +1,101 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Table writes the snapshot report for people, in Width columns.
+func (r SnapshotReport) Table(w io.Writer) error {
+	t := &table{w: w}
+	t.field("Snapshot", r.Namespace+"/"+r.Name)
+	t.field("Ready", yesNo(r.Ready))
+	t.field("Why", r.Summary)
+	t.field("Source", r.Source)
+	t.field("Class", r.Class.String())
+	if c := r.Content; c != nil {
+		t.field("Content", c.String())
+	}
+	t.field("Restore size", r.RestoreSize)
+	t.field("Created", r.Created)
+	t.field("Group", r.Group)
+	if r.Snapshotter != nil {
+		t.field("Snapshotter", r.Snapshotter.Note)
+	}
+	if len(r.RestoredBy) > 0 {
+		t.field("Restored by", strings.Join(r.RestoredBy, ", "))
+	}
+	t.finalizers(r.Finalizers)
+	return t.err
+}
+
+// Table writes the content report for people, in Width columns.
+func (r ContentReport) Table(w io.Writer) error {
+	t := &table{w: w}
+	t.field("Content", r.Name)
+	t.field("Ready", yesNo(r.Ready))
+	t.field("Why", r.Summary)
+	t.field("Driver", r.Driver)
+	t.field("Policy", r.DeletionPolicy)
+	t.field("Handle", r.Handle)
+	t.field("Source volume", r.SourceVolume)
+	t.field("Restore size", r.RestoreSize)
+	if r.Snapshot != "" {
+		t.field("Snapshot", r.Snapshot+" ("+r.SnapshotState+")")
+	}
+	t.field("Group handle", r.GroupHandle)
+	if r.Snapshotter != nil {
+		t.field("Snapshotter", r.Snapshotter.Note)
+	}
+	t.finalizers(r.Finalizers)
+	return t.err
+}
+
+func (c *SnapshotClass) String() string {
+	switch {
+	case c == nil:
+		return ""
+	case !c.Exists:
+		return c.Name + " (does not exist)"
+	}
+	s := fmt.Sprintf("%s (driver %s, %s)", c.Name, c.Driver, c.DeletionPolicy)
+	if c.Default {
+		s += ", its driver's default"
+	}
+	return s
+}
+
+func (c *ContentReport) String() string {
+	if !c.Exists {
+		return c.Name + " (does not exist)"
+	}
+	parts := []string{c.Name, c.DeletionPolicy}
+	if c.Handle != "" {
+		parts = append(parts, c.Driver+" "+c.Handle)
+	} else {
+		parts = append(parts, c.Driver+", no backend snapshot yet")
+	}
+	if c.Snapshot != "" && c.SnapshotState != "Bound" {
+		parts = append(parts, "for "+c.Snapshot+" ("+c.SnapshotState+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// finalizers lists each finalizer, what it protects and who removes it.
+func (t *table) finalizers(fs []FinalizerOn) {
+	if len(fs) == 0 {
+		return
+	}
+	t.printf("Finalizers:\n")
+	for _, f := range fs {
+		t.item(2, f.Object+": "+f.Name, 0, f.Meaning+"; removed by "+f.RemovedBy+".")
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,191 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/volplane/volplane/internal/explain"
+)
+
+// NoSnapshotAPI is what explain and doctor say when the cluster serves no
+// snapshot.storage.k8s.io API (its CRDs are not installed).
+const NoSnapshotAPI = "snapshot API not installed"
+
+// ErrNoSnapshotAPI is Report's error for a snapshot kind on a cluster
+// without the snapshot API.
+var ErrNoSnapshotAPI = errors.New(NoSnapshotAPI)
+
+// NotInstalled says err is the API server's answer for a resource it does
+// not serve.
+func NotInstalled(err error) bool {
+	return err != nil && (apierrors.IsNotFound(err) && isListNotFound(err) || meta.IsNoMatchError(err))
+}
+
+// isListNotFound: a NotFound without a name is about the resource itself
+// (the API server does not serve it), not about an object.
+func isListNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	d := status.Status().Details
+	return d == nil || d.Name == ""
+}
+
+// Installed is nil when the cluster serves the snapshot API,
+// ErrNoSnapshotAPI when it does not (a Get of a resource not served looks
+// like a missing object; a List tells them apart).
+func Installed(ctx context.Context, snaps snapclient.Interface) error {
+	if snaps == nil {
+		return ErrNoSnapshotAPI
+	}
+	_, err := snaps.SnapshotV1().VolumeSnapshotClasses().List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case NotInstalled(err):
+		return ErrNoSnapshotAPI
+	case err != nil:
+		return fmt.Errorf("list volume snapshot classes: %w", err)
+	}
+	return nil
+}
+
+// SnapshotClient is a snapshot clientset that talks to the API server of
+// client with its credentials (the same HTTP client, so the same TLS and
+// authentication): for callers handed only a kubernetes.Interface. nil
+// when client was not made from a rest.Config (a fake).
+func SnapshotClient(client kubernetes.Interface) snapclient.Interface {
+	cs, ok := client.(*kubernetes.Clientset)
+	if !ok || cs == nil {
+		return nil
+	}
+	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil || rc.Client == nil {
+		return nil
+	}
+	u := rc.Get().URL()
+	cfg := &rest.Config{Host: u.Scheme + "://" + u.Host, RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+	snaps, err := snapclient.NewForConfigAndClient(cfg, rc.Client)
+	if err != nil {
+		return nil
+	}
+	return snaps
+}
+
+// ReadSnapshotFacts adds to f every VolumeSnapshot of namespace (every
+// namespace for metav1.NamespaceAll), every content and every class;
+// ErrNoSnapshotAPI when the cluster does not serve them.
+func ReadSnapshotFacts(ctx context.Context, snaps snapclient.Interface, namespace string, f *explain.Facts) error {
+	if snaps == nil {
+		return ErrNoSnapshotAPI
+	}
+	api := snaps.SnapshotV1()
+	contents, err := api.VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+	if NotInstalled(err) {
+		return ErrNoSnapshotAPI
+	}
+	if err != nil {
+		return fmt.Errorf("list volume snapshot contents: %w", err)
+	}
+	vs, err := api.VolumeSnapshots(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list volume snapshots: %w", err)
+	}
+	classes, err := api.VolumeSnapshotClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list volume snapshot classes: %w", err)
+	}
+	f.Contents, f.VolumeSnapshots, f.SnapshotClasses = pointers(contents.Items), pointers(vs.Items), pointers(classes.Items)
+	return nil
+}
+
+// Snapshotters reads whether a snapshotter serves each driver: the
+// csi-snapshotter's leader election Lease, and the driver's provisioner
+// heartbeats for the note.
+func Snapshotters(ctx context.Context, client kubernetes.Interface, f *explain.Facts, drivers ...string) error {
+	f.Snapshotters = map[string]explain.Provisioner{}
+	for _, d := range drivers {
+		if d == "" {
+			continue
+		}
+		sel := fields.OneTermEqualSelector("metadata.name", explain.SnapshotterLeaseName(d)).String()
+		leases, err := client.CoordinationV1().Leases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return fmt.Errorf("list snapshotter leases of %s: %w", d, err)
+		}
+		p, err := Presence(ctx, client, f.Now, d)
+		if err != nil {
+			return err
+		}
+		prov := p[d]
+		f.Snapshotters[d] = explain.SnapshotterPresence(d, leases.Items, &prov, f.Now)
+	}
+	return nil
+}
+
+func explainSnapshot(ctx context.Context, c Clients, namespace, name string) (explain.SnapshotReport, error) {
+	if c.Snapshots == nil {
+		return explain.SnapshotReport{}, ErrNoSnapshotAPI
+	}
+	if err := Installed(ctx, c.Snapshots); err != nil {
+		return explain.SnapshotReport{}, err
+	}
+	vs, err := c.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Get(ctx, name, metav1.GetOptions{})
+	if NotInstalled(err) {
+		return explain.SnapshotReport{}, ErrNoSnapshotAPI
+	}
+	if apierrors.IsNotFound(err) {
+		return explain.SnapshotReport{}, fmt.Errorf("volumesnapshot %s/%s not found", namespace, name)
+	}
+	if err != nil {
+		return explain.SnapshotReport{}, fmt.Errorf("read volume snapshot: %w", err)
+	}
+	f, err := ReadFacts(ctx, c.Kube, namespace)
+	if err != nil {
+		return explain.SnapshotReport{}, err
+	}
+	if err := ReadSnapshotFacts(ctx, c.Snapshots, metav1.NamespaceAll, f); err != nil {
+		return explain.SnapshotReport{}, err
+	}
+	if err := Snapshotters(ctx, c.Kube, f, explain.SnapshotDriver(vs, f)); err != nil {
+		return explain.SnapshotReport{}, err
+	}
+	return explain.Snapshot(vs, f), nil
+}
+
+func explainContent(ctx context.Context, c Clients, name string) (explain.ContentReport, error) {
+	if c.Snapshots == nil {
+		return explain.ContentReport{}, ErrNoSnapshotAPI
+	}
+	if err := Installed(ctx, c.Snapshots); err != nil {
+		return explain.ContentReport{}, err
+	}
+	content, err := c.Snapshots.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
+	if NotInstalled(err) {
+		return explain.ContentReport{}, ErrNoSnapshotAPI
+	}
+	if apierrors.IsNotFound(err) {
+		return explain.ContentReport{}, fmt.Errorf("volumesnapshotcontent %s not found", name)
+	}
+	if err != nil {
+		return explain.ContentReport{}, fmt.Errorf("read volume snapshot content: %w", err)
+	}
+	f := &explain.Facts{Now: time.Now()}
+	if err := ReadSnapshotFacts(ctx, c.Snapshots, metav1.NamespaceAll, f); err != nil {
+		return explain.ContentReport{}, err
+	}
+	if err := Snapshotters(ctx, c.Kube, f, content.Spec.Driver); err != nil {
+		return explain.ContentReport{}, err
+	}
+	return explain.Content(content, f), nil
+}
