@@ -61,7 +61,7 @@ var floors = map[string]floor{
 	"internal/snapshotting": pure,
 
 	"internal/snapshotbinding": pure,
-	"internal/grouping":     pure,
+	"internal/grouping":        pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
