@@ -56,7 +56,9 @@
 // being-deleted annotation is never waited for beyond the backoff
 // (external-snapshotter#1446). After each write that changes what comes
 // next, the sync asks for the content again at once (loop.Again) and
-// decides from its own write's copy.
+// decides from its own write's copy. No first CreateSnapshot is sent for
+// a content already being deleted (the reference sends it, then has a
+// snapshot to delete).
 //
 // Events, source "csi-snapshotter <driver>": SnapshotCreationFailed,
 // SnapshotContentCheckandUpdateFailed, SnapshotDeleteError, the
