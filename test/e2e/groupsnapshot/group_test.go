@@ -3,6 +3,8 @@ package groupsnapshot
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -72,6 +74,12 @@ func TestGroupOfClaimsByLabel(t *testing.T) {
 		support.Claim(ns, "web", bundle.ImmediateClass, "1Mi"),
 		support.Claim(other, "db-0", bundle.ImmediateClass, "1Mi", labelled(db)))
 	want := []string{handleOf(t, ns, "db-0"), handleOf(t, ns, "db-1"), handleOf(t, ns, "db-2")}
+	// Each volume holds its own name, to tell the restored members apart.
+	for i, h := range want {
+		if err := os.WriteFile(filepath.Join(volumeDir(h), "who"), []byte(fmt.Sprintf("db-%d", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	groups := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshots(ns)
 	g, err := groups.Create(ctx, &vgsv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "grp"},
 		Spec: vgsv1.VolumeGroupSnapshotSpec{Source: vgsv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: db}}}},
@@ -159,7 +167,17 @@ func restoreMembers(t *testing.T, ns string, members []string) {
 		}))
 	}
 	boundClaims(t, claims...)
+	for i := range members {
+		h := handleOf(t, ns, fmt.Sprintf("restored-%d", i))
+		got, err := os.ReadFile(filepath.Join(volumeDir(h), "who"))
+		if err != nil || string(got) != fmt.Sprintf("db-%d", i) {
+			t.Errorf("restored-%d holds %q (%v), want db-%d's data", i, got, err, i)
+		}
+	}
 }
+
+// volumeDir is a node-local volume's directory on the one node.
+func volumeDir(handle string) string { return bed.stack.VolumeDir(bed.stack.CP.Nodes[0], handle) }
 
 // refuseMemberDeletion deletes one member alone: it stays, held by its
 // group, with the reference's event.
