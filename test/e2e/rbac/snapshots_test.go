@@ -9,6 +9,7 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -70,6 +71,9 @@ func (e *env) restore(name, class, snapshot string) {
 	e.claim(name, class, func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
+		// At least the snapshot's size (its sources were grown to 2Gi):
+		// a smaller request is refused, as the external-provisioner refuses it.
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
 	})
 }
 
