@@ -190,13 +190,14 @@ func setRetain(c *snapv1.VolumeSnapshotContent) string {
 }
 
 // restoringClaims are the Pending claims (not being deleted) of the
-// snapshot's namespace, or naming it from another namespace, whose data
-// source is the snapshot.
+// snapshot's namespace whose data source is the snapshot, as the snapshot
+// loop counts them: a claim of another namespace naming it (a tenant's
+// dataSourceRef.namespace) holds nothing.
 func restoringClaims(s *Snapshot, vs *snapv1.VolumeSnapshot) []*v1.PersistentVolumeClaim {
 	var out []*v1.PersistentVolumeClaim
 	for _, c := range s.Claims {
 		ns, name, ok := invariants.SnapshotSource(c)
-		if ok && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound && c.DeletionTimestamp == nil {
+		if ok && c.Namespace == vs.Namespace && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound && c.DeletionTimestamp == nil {
 			out = append(out, c)
 		}
 	}

@@ -136,6 +136,14 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "the snapshot loop keeps it while claims restore from it: ns/restore",
 			[]string{"volplane explain pvc ns/restore"}}},
 	}, {
+		name: "a claim of another namespace naming the snapshot holds nothing (hostile dataSourceRef)",
+		world: newWorld().claims(claim("thief", pending(time.Minute), func(c *v1.PersistentVolumeClaim) {
+			c.Namespace = "other"
+			c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: "snap", Namespace: ptr.To("ns")}
+		})).snapshots(vsnap("snap", snapDeleting(snapshotapi.AsSourceFinalizer))).contents(vcontent("content-snap", "snap")),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "no Pending claim restores from it",
+			[]string{patchRemove("volumesnapshot", "ns", "snap", "11", 0, snapshotapi.AsSourceFinalizer)}}},
+	}, {
 		name:  "a snapshot whose restores are done: its source finalizers are safe to remove",
 		world: newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.AsSourceFinalizer))).contents(vcontent("content-snap", "snap")),
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "no Pending claim restores from it",
