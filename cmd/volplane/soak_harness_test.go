@@ -18,6 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -55,12 +56,13 @@ type soakRole struct {
 	controllers []string
 }
 
-// soakRoles splits every loop over two roles: the binder and protection in
-// one, everything that calls drivers or drives attach and expansion in the
+// soakRoles splits every loop over two roles: the binder, protection and
+// the snapshot-controller's snapshot loop in one, everything that calls
+// drivers or drives attach and expansion (the snapshotter too) in the
 // other.
 var soakRoles = []soakRole{
-	{"bind", []string{manager.Binder, manager.PVCProtection, manager.PVProtection}},
-	{"csi", []string{manager.Provisioner, manager.Attacher, manager.Resizer, manager.AttachDetach, manager.Expander}},
+	{"bind", []string{manager.Binder, manager.PVCProtection, manager.PVProtection, manager.Snapshot}},
+	{"csi", []string{manager.Provisioner, manager.Attacher, manager.Resizer, manager.AttachDetach, manager.Expander, manager.Snapshotter}},
 }
 
 // soakHarness is a running cluster and its controller children.
@@ -70,6 +72,7 @@ type soakHarness struct {
 	port     int
 	faults   string
 	up       *child
+	rest     *rest.Config
 	client   kubernetes.Interface
 	mu       sync.Mutex
 	replicas []*replica
@@ -99,6 +102,7 @@ func startHarness(t *testing.T, faults string) *soakHarness {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 100, 200
+	h.rest = cfg
 	if h.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // unfinished lists the work not done yet in a cluster the workload left:
-// empty once it is quiescent. Every claim is Bound but a
+// empty once it is quiescent (and, with snapshots, snapshotsUnfinished). Every claim is Bound but a
 // WaitForFirstConsumer claim no pod uses (deliberately Pending); every pod
 // runs; nothing is Terminating; every Delete PV whose claim is gone is
 // gone; every expansion is done (on the node too where a pod uses the
@@ -111,13 +111,24 @@ func waitQuiescent(ctx context.Context, client kubernetes.Interface, w *workload
 	for {
 		settle(ctx, client)
 		if w != nil {
+			if w.snaps != nil {
+				w.settleRestores(ctx)
+			}
 			_ = useEveryClaim(ctx, w)
 		}
 		claims, err1 := client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 		pvs, err2 := client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		pods, err3 := client.CoreV1().Pods(soakNamespace).List(ctx, metav1.ListOptions{})
 		if err1 == nil && err2 == nil && err3 == nil {
-			if last = unfinished(claims.Items, pvs.Items, pods.Items); len(last) == 0 {
+			last = unfinished(claims.Items, pvs.Items, pods.Items)
+			if w != nil && w.snaps != nil {
+				snaps, err := listSnapshotWork(ctx, w.snaps, claims.Items)
+				if err != nil {
+					snaps = []string{"reading the snapshot API: " + err.Error()}
+				}
+				last = append(last, snaps...)
+			}
+			if len(last) == 0 {
 				return nil
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"google.golang.org/grpc/grpclog"
 	corev1 "k8s.io/api/core/v1"
 
@@ -59,8 +60,8 @@ func soakSeed(t *testing.T) int64 {
 	return time.Now().UnixNano() % 1_000_000
 }
 
-// While claims of every class and policy, pods and expansions come and go
-// at random, every volplane process is SIGKILLed at random moments and
+// While claims of every class and policy, pods, expansions, snapshots,
+// restores and group snapshots come and go at random, every volplane process is SIGKILLed at random moments and
 // restarted, the API server (with etcd, the drivers and the node agent) is
 // SIGKILLed and restarted once, and the drivers fail, time out or delay
 // controller calls; once the chaos stops and everything has been restarted
@@ -75,7 +76,14 @@ func TestSoak(t *testing.T) {
 	rates := "unavailable=0.1,timeout=0.1,delay=0.1,max-delay=1s"
 	h := startHarness(t, fmt.Sprintf("seed=%d,%s", seed, rates))
 	h.startReplicas(2)
-	w := newWorkload(h.client, "unix://"+filepath.Join(h.dir, "csi", "network.sock"), 30)
+	snaps, err := snapclient.NewForConfig(h.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createSoakGroupClass(context.Background(), snaps); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkload(h.client, "unix://"+filepath.Join(h.dir, "csi", "network.sock"), 30).withSnapshots(snaps)
 
 	ctx, stop := context.WithTimeout(context.Background(), chaos)
 	var wg sync.WaitGroup
@@ -165,8 +173,11 @@ func describeState(s invariants.State) string {
 			retained++
 		}
 	}
+	snapshots := 0
 	for _, b := range s.Backends {
 		volumes += len(b.VolumeIDs)
+		snapshots += len(b.Snapshots)
 	}
-	return fmt.Sprintf("%d claims (%d Bound), %d PVs (%d Released), %d backend volumes", len(s.Claims), bound, len(s.PVs), retained, volumes)
+	return fmt.Sprintf("%d claims (%d Bound), %d PVs (%d Released), %d backend volumes, %d VolumeSnapshots, %d contents, %d backend snapshots",
+		len(s.Claims), bound, len(s.PVs), retained, volumes, len(s.Snapshots), len(s.Contents), snapshots)
 }

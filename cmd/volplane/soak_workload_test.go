@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -49,6 +50,13 @@ type workload struct {
 	deleted  []invariants.DeletedClaim
 	// lastErr is the last failure, for the summary.
 	lastErr string
+
+	// snaps, if set, adds the snapshot operations (soak_snapshots_test.go),
+	// which run one at a time (snapMu); deletedSnapshots are the
+	// VolumeSnapshots they deleted.
+	snaps            snapclient.Interface
+	snapMu           sync.Mutex
+	deletedSnapshots []invariants.DeletedSnapshot
 }
 
 func newWorkload(client kubernetes.Interface, network string, maxClaims int) *workload {
@@ -90,7 +98,8 @@ func (w *workload) summary() string {
 func (w *workload) expect() invariants.Expect {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return invariants.Expect{Retained: append([]invariants.Volume(nil), w.retained...), Deleted: append([]invariants.DeletedClaim(nil), w.deleted...)}
+	return invariants.Expect{Retained: append([]invariants.Volume(nil), w.retained...), Deleted: append([]invariants.DeletedClaim(nil), w.deleted...),
+		DeletedSnapshots: append([]invariants.DeletedSnapshot(nil), w.deletedSnapshots...)}
 }
 
 // step does one operation drawn from rng.
@@ -101,6 +110,10 @@ func (w *workload) step(ctx context.Context, rng *rand.Rand) {
 		return
 	}
 	live := liveClaims(claims.Items)
+	if w.snaps != nil && rng.IntN(100) < 30 {
+		w.snapshotStep(ctx, rng, live)
+		return
+	}
 	switch r := rng.IntN(100); {
 	case r < 30 && len(live) < w.maxClaims:
 		kinds := append(append([]string(nil), soakDynamicClasses...), staticRetainClass, staticDeleteClass)
