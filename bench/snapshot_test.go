@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -61,12 +62,16 @@ apiserver_request_total{code="201",group="",resource="configmaps",verb="POST"} 9
 	if w.Volumes != 10 || w.Events != 7 {
 		t.Errorf("got %+v, want 10 volume and snapshot writes, 7 events", w)
 	}
+	if got := w.By["volumesnapshots/status PUT"]; got != 4 || len(w.By) != 5 {
+		t.Errorf("by kind %v, want 5 kinds, 4 snapshot status PUTs", w.By)
+	}
 }
 
 // The printed report of the snapshot scenario speaks of snapshots; the
 // others keep their words.
 func TestSnapshotReportWording(t *testing.T) {
-	side := Side{Name: Volplane, Bound: 2, Complete: true, Seconds: 1, BindsPerSec: 2, Writes: 8, WritesPerBind: 4, CPUSeconds: 0.1, CPUMsPerBind: 50}
+	side := Side{Name: Volplane, Bound: 2, Complete: true, Seconds: 1, BindsPerSec: 2, Writes: 8, WritesPerBind: 4, CPUSeconds: 0.1, CPUMsPerBind: 50,
+		WritesBy: map[string]int64{"volumesnapshots/status PUT": 4, "volumesnapshotcontents POST": 2}}
 	r := Report{Scenario: Snapshot, Pairs: 2, QPS: 5, Burst: 10, Workers: 10, Sides: []Side{side, {Name: Reference, Bound: 2, Complete: true, Seconds: 2, BindsPerSec: 1, WritesPerBind: 12}},
 		Ceiling: &Ceiling{Writes: 6, Seconds: 0.1, WritesPerSec: 60}}
 	var b strings.Builder
@@ -74,7 +79,7 @@ func TestSnapshotReportWording(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"snapshots ready", "snapshots/s", "API writes per snapshot", "CPU per snapshot", "snapshots/s possible", "time to ready"} {
+	for _, want := range []string{"writes per snapshot by kind", "snapshots ready", "snapshots/s", "API writes per snapshot", "CPU per snapshot", "snapshots/s possible", "time to ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("snapshot report lacks %q:\n%s", want, out)
 		}
@@ -83,6 +88,9 @@ func TestSnapshotReportWording(t *testing.T) {
 		if strings.Contains(out, gone) {
 			t.Errorf("snapshot report still says %q:\n%s", gone, out)
 		}
+	}
+	if !regexp.MustCompile(`volumesnapshots/status PUT\s+2\.00`).MatchString(out) {
+		t.Errorf("breakdown lacks 2 snapshot status PUTs per snapshot:\n%s", out)
 	}
 	r.Scenario = Static
 	b.Reset()
