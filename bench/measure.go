@@ -119,10 +119,19 @@ type apiWrites struct {
 	// patches, deletes (status included)
 	Volumes int64
 	Events  int64
+	// By counts the writes of Volumes and Events by "resource[/subresource]
+	// VERB", e.g. "volumesnapshots/status PUT".
+	By map[string]int64
 }
 
 func (a apiWrites) minus(b apiWrites) apiWrites {
-	return apiWrites{Volumes: a.Volumes - b.Volumes, Events: a.Events - b.Events}
+	by := map[string]int64{}
+	for k, n := range a.By {
+		if d := n - b.By[k]; d != 0 {
+			by[k] = d
+		}
+	}
+	return apiWrites{Volumes: a.Volumes - b.Volumes, Events: a.Events - b.Events, By: by}
 }
 
 var writeVerbs = map[string]bool{"POST": true, "CREATE": true, "PUT": true, "UPDATE": true, "PATCH": true, "APPLY": true, "DELETE": true}
@@ -167,7 +176,7 @@ func parseAPIWrites(raw []byte) (apiWrites, error) {
 	if err != nil {
 		return apiWrites{}, fmt.Errorf("parsing the API server's metrics: %w", err)
 	}
-	var out apiWrites
+	out := apiWrites{By: map[string]int64{}}
 	fam, ok := families["apiserver_request_total"]
 	if !ok {
 		return out, fmt.Errorf("the API server's metrics have no apiserver_request_total")
@@ -183,7 +192,14 @@ func parseAPIWrites(raw []byte) (apiWrites, error) {
 			out.Volumes += n
 		case "events":
 			out.Events += n
+		default:
+			continue
 		}
+		kind := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			kind += "/" + sub
+		}
+		out.By[kind+" "+labels["verb"]] += n
 	}
 	return out, nil
 }

@@ -286,6 +286,7 @@ func (r Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	r.writeBreakdown(&b)
 	_, err := io.WriteString(w, r.wording(b.String()))
 	return err
 }

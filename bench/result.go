@@ -64,6 +64,9 @@ type Side struct {
 	Writes        int64   `json:"writes"`
 	Events        int64   `json:"events"`
 	WritesPerBind float64 `json:"writesPerBind"`
+	// WritesBy counts the writes and events by "resource[/subresource]
+	// VERB" (the workload's own writes during the run included).
+	WritesBy map[string]int64 `json:"writesBy,omitempty"`
 	// CPUSeconds is user+system CPU of the controller process(es) over the
 	// run; PeakRSSBytes their peak resident set (VmHWM), summed.
 	CPUSeconds   float64 `json:"cpuSeconds"`

@@ -171,7 +171,7 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 
 // summarize turns the bind times into the side's figures.
 func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arrivals, complete bool, w apiWrites, s procStats, procs []*controllerProcess) Side {
-	side := Side{Name: e.name, Bound: len(bound), Complete: complete, Writes: w.Volumes, Events: w.Events,
+	side := Side{Name: e.name, Bound: len(bound), Complete: complete, Writes: w.Volumes, Events: w.Events, WritesBy: w.By,
 		CPUSeconds: s.CPUSeconds, PeakRSSBytes: s.PeakRSS}
 	for _, p := range procs {
 		side.Processes = append(side.Processes, describe(p))

@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -272,4 +275,35 @@ func (r Report) wording(s string) string {
 		return snapshotWording.Replace(s)
 	}
 	return s
+}
+
+// writeBreakdown adds, for the snapshot scenario, each side's writes per
+// snapshot by kind.
+func (r Report) writeBreakdown(b *strings.Builder) {
+	if r.Scenario != Snapshot {
+		return
+	}
+	kinds := map[string]bool{}
+	for _, s := range r.Sides {
+		for k := range s.WritesBy {
+			kinds[k] = true
+		}
+	}
+	if len(kinds) == 0 {
+		return
+	}
+	b.WriteString("\nwrites per snapshot by kind:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 3, ' ', 0)
+	for _, s := range r.Sides {
+		fmt.Fprintf(tw, "\t%s", s.Name)
+	}
+	fmt.Fprint(tw, "\n")
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		fmt.Fprintf(tw, "  %s", k)
+		for _, s := range r.Sides {
+			fmt.Fprintf(tw, "\t%.2f", float64(s.WritesBy[k])/float64(max(s.Bound, 1)))
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	_ = tw.Flush()
 }
