@@ -115,7 +115,9 @@ func (w *bindWatch) snapshot() map[string]time.Time {
 // event writes, read from its /metrics (apiserver_request_total), so that
 // every client is counted, whatever process it lives in.
 type apiWrites struct {
-	Volumes int64 // PV and claim creates, updates, patches, deletes (status included)
+	// PV, claim, VolumeSnapshot and VolumeSnapshotContent creates, updates,
+	// patches, deletes (status included)
+	Volumes int64
 	Events  int64
 }
 
@@ -177,7 +179,7 @@ func parseAPIWrites(raw []byte) (apiWrites, error) {
 		}
 		n := int64(m.GetCounter().GetValue())
 		switch labels["resource"] {
-		case "persistentvolumes", "persistentvolumeclaims":
+		case "persistentvolumes", "persistentvolumeclaims", "volumesnapshots", "volumesnapshotcontents":
 			out.Volumes += n
 		case "events":
 			out.Events += n

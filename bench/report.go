@@ -286,7 +286,7 @@ func (r Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, r.wording(b.String()))
 	return err
 }
 

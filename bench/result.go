@@ -12,10 +12,13 @@ const (
 	Dynamic = "dynamic"
 	// Churn: claims created and deleted continuously, Delete policy.
 	Churn = "churn"
+	// Snapshot: N bound claims, each with a VolumeSnapshot, made ready by
+	// the snapshot-controller and csi-snapshotter roles.
+	Snapshot = "snapshot"
 )
 
 // Scenarios lists the scenarios in the order of the help text.
-func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn} }
+func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn, Snapshot} }
 
 // Sides of a comparison.
 const (

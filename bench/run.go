@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -190,6 +191,7 @@ type sideEnv struct {
 	drivers  *bundle.Drivers
 	work     *workload
 	progress *progress
+	snaps    snapclient.Interface // the snapshot scenario's
 }
 
 func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error) {
@@ -212,7 +214,7 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	defer cancel()
 	e.admin = kubernetes.NewForConfigOrDie(unthrottled(e.cp.RESTConfig))
 	e.work = &workload{client: e.admin}
-	if o.Scenario == Dynamic || o.Scenario == Churn {
+	if needsDrivers(o.Scenario) {
 		e.drivers, err = bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: e.cp.Nodes, Capacity: 1 << 50})
 		if err != nil {
 			return Side{}, nil, err
@@ -222,6 +224,11 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	if err := e.work.prepare(ctx, o.Scenario); err != nil {
 		return Side{}, nil, err
 	}
+	if o.Scenario == Snapshot {
+		if err := e.prepareSnapshots(ctx); err != nil {
+			return Side{}, nil, err
+		}
+	}
 	side, err := e.measure(ctx)
 	if err != nil {
 		return side, nil, err
@@ -230,6 +237,10 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 		return side, nil, nil
 	}
 	e.progress.phase("measuring the API server's ceiling")
+	if o.Scenario == Snapshot {
+		c, err := measureSnapshotCeiling(ctx, e.snaps)
+		return side, c, err
+	}
 	c, err := measureCeiling(ctx, e.admin)
 	return side, c, err
 }
@@ -268,6 +279,9 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 	var env []string
 	if o.MemoryLimit != "" {
 		env = append(env, "GOMEMLIMIT="+o.MemoryLimit)
+	}
+	if o.Scenario == Snapshot {
+		return e.snapshotProcesses(ctx, env)
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, env, binder...)
 	if err != nil {

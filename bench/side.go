@@ -14,7 +14,7 @@ import (
 
 // ReadyLine is what `volplane bench reference-binder` prints once its
 // caches are synced, so the bench knows when it is running.
-const ReadyLine = "reference binder: caches synced"
+const ReadyLine = "reference binder" + readySuffix
 
 // measure creates the workload, starts the side's controllers and measures
 // until every claim is Bound or the timeout ends the run.
@@ -22,7 +22,13 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err := e.createUpfront(ctx); err != nil {
 		return Side{}, err
 	}
-	watch, err := startBindWatch(ctx, e.admin)
+	var watch *bindWatch
+	var err error
+	if e.o.Scenario == Snapshot {
+		watch, err = startSnapshotWatch(ctx, e.snaps)
+	} else {
+		watch, err = startBindWatch(ctx, e.admin)
+	}
 	if err != nil {
 		return Side{}, err
 	}
@@ -81,6 +87,8 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		})
 		e.progress.done()
 		return err
+	case Snapshot:
+		return e.createSnapshotWorkload(ctx)
 	case Trickle, Dynamic:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
@@ -122,7 +130,11 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 // waitBound waits until every claim is Bound (true), the timeout passes
 // (false) or a controller or the workload fails.
 func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*controllerProcess, began time.Time, a *arrivals) (bool, error) {
-	e.progress.start("binding", e.o.Pairs)
+	what := "binding"
+	if e.o.Scenario == Snapshot {
+		what = "waiting for snapshots ready to use"
+	}
+	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()
 	deadline := time.NewTimer(time.Until(began.Add(e.o.Timeout)))
 	defer deadline.Stop()
@@ -229,10 +241,20 @@ func describe(p *controllerProcess) string {
 
 var servingRE = regexp.MustCompile(`Serving /metrics, /healthz and /readyz on http://(\S+)`)
 
-// waitReady waits until the measured controller has synced its caches:
-// volplane's /readyz answers, or the reference prints ReadyLine.
+// waitReady waits until every measured controller has synced its caches:
+// volplane's /readyz answers, or the reference prints its ready line.
 func waitReady(ctx context.Context, procs []*controllerProcess, side string) error {
-	p := procs[0]
+	for _, p := range procs {
+		if p.measured {
+			if err := waitOneReady(ctx, p, side); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func waitOneReady(ctx context.Context, p *controllerProcess, side string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		if err := p.exited(); err != nil {
@@ -253,7 +275,7 @@ func waitReady(ctx context.Context, procs []*controllerProcess, side string) err
 func ready(ctx context.Context, p *controllerProcess, side string) bool {
 	if side == Reference {
 		log, _ := os.ReadFile(p.log)
-		return strings.Contains(string(log), ReadyLine)
+		return strings.Contains(string(log), readySuffix)
 	}
 	base, ok := metricsURL(p)
 	return ok && httpOK(ctx, base+"/readyz", nil)

@@ -42,7 +42,7 @@ func (w *workload) prepare(ctx context.Context, scenario string) error {
 	if _, err := w.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", benchNS, err)
 	}
-	if scenario == Dynamic || scenario == Churn {
+	if needsDrivers(scenario) {
 		return bundle.Register(ctx, w.client)
 	}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: staticClass},

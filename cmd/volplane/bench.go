@@ -30,6 +30,11 @@ Scenarios:
   trickle  --pairs claims wait; their PVs arrive one by one at --rate per second
   dynamic  --pairs claims of the bundled driver's class, provisioned and bound
   churn    --pairs claims created, bound and deleted continuously (Delete policy)
+  snapshot --pairs bound claims of the bundled node-local driver, each with a
+           VolumeSnapshot (default class), made ready to use by volplane's
+           snapshot and snapshotter loops (two processes, both measured) or,
+           with --compare, by external-snapshotter v8.6.0's snapshot-controller
+           and csi-snapshotter; its limits default to theirs (--qps 5 --burst 10)
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 
@@ -52,6 +57,15 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 				return fmt.Errorf("finding the volplane executable: %w", err)
 			}
 			o.Executable = exe
+			if o.Scenario == bench.Snapshot {
+				// The snapshot controllers' own defaults, unless asked otherwise.
+				if !cmd.Flags().Changed("qps") {
+					o.QPS = bench.SnapshotterQPS
+				}
+				if !cmd.Flags().Changed("burst") {
+					o.Burst = bench.SnapshotterBurst
+				}
+			}
 			o.Progress = cmd.ErrOrStderr()
 			if err := o.Validate(); err != nil {
 				return err
@@ -78,8 +92,8 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20)")
-	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there)")
+	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
 	fl.IntVar(&o.Workers, "workers", 0, "volplane's --workers (0: its default)")
 	fl.BoolVar(&o.Compare, "compare", false, "also run the reference controller, on an identical fresh control plane")
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
@@ -88,6 +102,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl.StringVar(&o.MemoryLimit, "memory-limit", "", "GOMEMLIMIT of the controller under test, both sides (e.g. 900MiB): Go's soft memory limit, trading CPU for peak RSS")
 	fl.StringVar(&o.Profile, "profile", "", "profile volplane's controller: its whole run's CPU to PREFIX.cpu.pprof, its heap at the end to PREFIX.heap.pprof (PREFIX: an absolute path)")
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
+	cmd.AddCommand(newBenchReferenceSnapshotCommands()...)
 	return cmd
 }
 

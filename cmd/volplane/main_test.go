@@ -240,11 +240,12 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	if _, err := clientFor(t, dir).CoreV1().PersistentVolumes().Get(ctx, provisioned.Spec.VolumeName, metav1.GetOptions{}); err != nil {
 		t.Errorf("provisioned PV %s after restart: %v", provisioned.Spec.VolumeName, err)
 	}
+	snapshotWalkthrough(t, dir)
 	deleteReclaimsWithNoUserAction(t, dir, provisioned.Spec.VolumeName)
 	network.followsItsPod(t)
 	// Pods are deleted before up stops, so the node agent unmounts their
 	// volumes (a stopped up leaves mounts in place, as a stopped kubelet does).
-	for _, pod := range []string{"uses-scratch", "reader"} {
+	for _, pod := range []string{"uses-scratch", "reader", "db"} {
 		if out, err := kubectl(t, dir, "delete", "pod", pod, "--timeout=60s"); err != nil {
 			t.Errorf("volplane kubectl delete pod %s: %v\n%s", pod, err, out)
 		}

@@ -82,14 +82,23 @@ func (c *ContentReport) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// finalizers lists each finalizer, what it protects and who removes it.
+// finalizers lists each finalizer by the object it is on, with what it
+// protects and who removes it.
 func (t *table) finalizers(fs []FinalizerOn) {
 	if len(fs) == 0 {
 		return
 	}
 	t.printf("Finalizers:\n")
+	object := ""
 	for _, f := range fs {
-		t.item(2, f.Object+": "+f.Name, 0, f.Meaning+"; removed by "+f.RemovedBy+".")
+		if f.Object != object {
+			object = f.Object
+			t.printf("  on %s:\n", Printable(object))
+		}
+		t.printf("    %s\n", Printable(f.Name))
+		for _, l := range wrap(f.Meaning+"; removed by "+f.RemovedBy+".", Width-8) {
+			t.printf("        %s\n", l)
+		}
 	}
 }
 

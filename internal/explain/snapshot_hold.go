@@ -53,23 +53,23 @@ func snapshotDeletion(vs *snapv1.VolumeSnapshot, r *SnapshotReport, f *Facts) *D
 				for _, c := range r.RestoredBy {
 					d.HeldBy = append(d.HeldBy, "pvc/"+c)
 				}
-				why = append(why, fmt.Sprintf("%s keeps it while %s restore from it", fin, list(r.RestoredBy)))
+				why = append(why, fmt.Sprintf("%s keeps it while %s restore from it", short(fin), list(r.RestoredBy)))
 			} else {
-				why = append(why, fmt.Sprintf("%s: no Pending claim restores from it, %s removes it", fin, finalizerMeanings[fin][1]))
+				why = append(why, fmt.Sprintf("%s: no Pending claim restores from it, %s removes it", short(fin), finalizerMeanings[fin][1]))
 			}
 		case snapshotapi.BoundFinalizer:
 			c := r.Content
 			switch {
 			case c != nil && c.Exists:
 				d.HeldBy = append(d.HeldBy, "volumesnapshotcontent/"+c.Name)
-				why = append(why, fmt.Sprintf("%s keeps it until its content %s (%s) is deleted", fin, c.Name, c.DeletionPolicy))
+				why = append(why, fmt.Sprintf("%s keeps it until its content %s (%s) is deleted", short(fin), c.Name, c.DeletionPolicy))
 			default:
-				why = append(why, fin+": its content is gone, the snapshot loop removes it at its next sync (is it running?)")
+				why = append(why, short(fin)+": its content is gone, the snapshot loop removes it at its next sync (is it running?)")
 			}
 		case snapshotapi.InGroupFinalizer:
 			why = append(why, fmt.Sprintf("it is a member of group snapshot %s and goes with its group", orNone(r.Group)))
 		default:
-			why = append(why, fin+" is still set")
+			why = append(why, short(fin)+" is still set")
 		}
 	}
 	if c := r.Content; c != nil && c.Exists {
@@ -83,6 +83,19 @@ func snapshotDeletion(vs *snapv1.VolumeSnapshot, r *SnapshotReport, f *Facts) *D
 		d.Summary = Sentence("Being deleted; " + strings.Join(why, "; "))
 	}
 	return d
+}
+
+// short is a finalizer's name after its domain, as a sentence names it
+// (the Finalizers list gives it in full).
+func short(fin string) string {
+	domain, name, ok := strings.Cut(fin, "/")
+	switch {
+	case !ok:
+		return fin
+	case domain == "provisioner.storage.kubernetes.io":
+		return "the provisioner's " + name
+	}
+	return name
 }
 
 // contentHold says what holds a content's deletion on the snapshotter.

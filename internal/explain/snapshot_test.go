@@ -200,8 +200,8 @@ func TestSnapshotReportSaysWhatHoldsItsDeletionAndWhoRestoresFromIt(t *testing.T
 	if join(r.RestoredBy) != "ns/restore" {
 		t.Errorf("restored by %q", r.RestoredBy)
 	}
-	for _, want := range []string{snapshotapi.AsSourceFinalizer + " keeps it while ns/restore restore from it",
-		snapshotapi.BoundFinalizer + " keeps it until its content snapcontent-uid-snap (Delete) is deleted"} {
+	for _, want := range []string{"volumesnapshot-as-source-protection keeps it while ns/restore restore from it",
+		"volumesnapshot-bound-protection keeps it until its content snapcontent-uid-snap (Delete) is deleted"} {
 		if !strings.Contains(r.Summary, want) {
 			t.Errorf("summary %q, want %q", r.Summary, want)
 		}

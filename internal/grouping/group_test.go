@@ -239,13 +239,24 @@ func TestDecideGroupRefusals(t *testing.T) {
 			f.Snapshots[name] = &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "t"}}
 			return f
 		}, "GroupSnapshotMemberMisbound"},
+		"a tenant's snapshot owned by the group, of another content, in a member's place": {func() GroupFacts {
+			g := group(bound)
+			f := facts(g)
+			f.Content = content(g, answered(true))
+			name := MemberSnapshotName(g.UID, "vol-team-a-db-0")
+			f.Snapshots[name] = &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "t",
+				OwnerReferences: []metav1.OwnerReference{OwnerReference(g)}},
+				Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: ptr("victim")}}}
+			return f
+		}, "GroupSnapshotMemberMisbound"},
 		"a member content for another volume in the member's place": {func() GroupFacts {
 			g := group(bound)
 			f := facts(g)
 			f.Content = content(g, answered(true))
 			vs := MemberSnapshotName(g.UID, "vol-team-a-db-0")
 			f.Snapshots[vs] = &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: vs, Namespace: ns, UID: "m",
-				OwnerReferences: []metav1.OwnerReference{OwnerReference(g)}}}
+				OwnerReferences: []metav1.OwnerReference{OwnerReference(g)}},
+				Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr("db-0")}}}
 			mc := MemberContentName(g.UID, "vol-team-a-db-0")
 			f.MemberContents[mc] = &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: mc,
 				Annotations: map[string]string{snapshotapi.GroupHandleAnnotation: "gsh"}},
@@ -271,5 +282,36 @@ func TestDecideGroupRefusals(t *testing.T) {
 	f.Group.Status = p.Status
 	if p := DecideGroup(f); p.Step != Wait || p.Err == nil || len(p.Events) != 0 {
 		t.Errorf("repeat: %+v", p)
+	}
+}
+
+func TestSegment(t *testing.T) {
+	seg := map[string]string{"b": "2", "a": "1"}
+	f := FormatSegment(seg)
+	if f != "a=1,b=2" {
+		t.Errorf("format %q", f)
+	}
+	if got, err := ParseSegment(f); err != nil || len(got) != 2 || got["a"] != "1" || got["b"] != "2" {
+		t.Errorf("parse %v %v", got, err)
+	}
+	if _, err := ParseSegment("nope"); err == nil {
+		t.Error("malformed accepted")
+	}
+}
+
+// A ready group whose source claim is deleted stays ready: its members
+// are not questioned for a claim that is gone.
+func TestReadyGroupOutlivesItsClaims(t *testing.T) {
+	g := group(func(g *vgsv1.VolumeGroupSnapshot) { g.Spec.VolumeGroupSnapshotClassName = nil })
+	f := facts(g)
+	run(t, &f)
+	answered(true)(f.Content)
+	run(t, &f)
+	if !*g.Status.ReadyToUse {
+		t.Fatalf("not ready: %+v", g.Status)
+	}
+	f.Claims, f.Volumes = nil, map[string]*v1.PersistentVolume{}
+	if p := DecideGroup(f); p.Step != Wait || p.Err != nil {
+		t.Errorf("claims gone: %+v", p)
 	}
 }

@@ -61,11 +61,11 @@ func decideMember(f GroupFacts, info vgsv1.VolumeSnapshotInfo, groupHandle strin
 	mcName := MemberContentName(g.UID, info.VolumeHandle)
 	pv := volumeOf(f, c.Spec.Driver, info.VolumeHandle)
 	vs := f.Snapshots[vsName]
+	claim := ""
+	if pv != nil {
+		claim = pv.Spec.ClaimRef.Name
+	}
 	if vs == nil {
-		claim := ""
-		if pv != nil {
-			claim = pv.Spec.ClaimRef.Name
-		}
 		return Plan{Step: CreateMember, Snapshot: &snapv1.VolumeSnapshot{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: vsName, Namespace: g.Namespace,
@@ -77,7 +77,13 @@ func decideMember(f GroupFacts, info vgsv1.VolumeSnapshotInfo, groupHandle strin
 	}
 	// A snapshot of that name that is not the group's own (a tenant made
 	// it first) is never adopted.
-	if !OwnedBy(vs, g) {
+	// The owner reference and the spec are the tenant's to write: the
+	// snapshot must also ask for what the group would have asked (the
+	// claim, while its volume is there: a claim deleted after its member
+	// was made leaves the member as it is).
+	src := vs.Spec.Source
+	if !OwnedBy(vs, g) || src.VolumeSnapshotContentName != nil || src.PersistentVolumeClaimName == nil ||
+		(pv != nil && *src.PersistentVolumeClaimName != claim) {
 		return fail(f, true, "GroupSnapshotMemberMisbound", fmt.Sprintf("VolumeSnapshot %s is not a member of group snapshot %s", Key(vs.Namespace, vs.Name), GroupKey(g))), true
 	}
 	if vs.UID == "" {

@@ -3,6 +3,9 @@ package grouping
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	vgsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -84,4 +87,36 @@ func ContentNameOf(g *vgsv1.VolumeGroupSnapshot) string {
 		return *n
 	}
 	return snapshotapi.GroupContentName(g.UID)
+}
+
+// EndpointAnnotation is volplane's record, on a dynamic group content, of
+// the topology of the driver endpoint that took the group (the node of a
+// node-local driver), written with the being-created mark before the first
+// CreateVolumeGroupSnapshot. Every later call (a retried create, the
+// delete) goes to that endpoint, even once the group's PVs are gone and
+// nothing else tells which node holds it. A content is cluster-scoped:
+// only the administrator and the loops write it.
+const EndpointAnnotation = "groupsnapshot.volplane.io/endpoint-topology"
+
+// FormatSegment is a topology segment as EndpointAnnotation holds it:
+// key=value pairs sorted by key, comma-separated.
+func FormatSegment(seg map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(seg)) {
+		parts = append(parts, k+"="+seg[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseSegment reads FormatSegment's form back.
+func ParseSegment(s string) (map[string]string, error) {
+	seg := map[string]string{}
+	for _, p := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("topology %q is not key=value pairs", s)
+		}
+		seg[k] = v
+	}
+	return seg, nil
 }

@@ -248,3 +248,26 @@ func fillerRequestNamed(name string) *csipb.CreateVolumeRequest {
 	r.Name = name
 	return r
 }
+
+// A restore is asked only where its node-local snapshot lives: among the
+// nodes, only the snapshot's; a selected node elsewhere goes back to the
+// scheduler (a final error).
+func TestRestoreGoesWhereTheSnapshotLives(t *testing.T) {
+	at := SegmentIs(map[string]string{topoKey: "b"})
+	in := RequestFacts{Claim: claim(), Class: class(), Driver: Driver{Name: testDriver, Accessibility: true},
+		TopologyKeys: []string{topoKey}, Nodes: []*v1.Node{node("a"), node("b"), node("c")}, Snapshot: "snap-1", SourceAt: at}
+	req, err := BuildRequest(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := req.GetAccessibilityRequirements().GetRequisite(); len(r) != 1 || r[0].GetSegments()[topoKey] != "b" {
+		t.Errorf("requisite %v, want node b only", r)
+	}
+	if req.GetVolumeContentSource().GetSnapshot().GetSnapshotId() != "snap-1" {
+		t.Errorf("content source %v", req.GetVolumeContentSource())
+	}
+	in.Selected = node("a")
+	if _, err := BuildRequest(in); !IsFinal(err) || !strings.Contains(err.Error(), `not accessible from selected node "a"`) {
+		t.Errorf("selected node a: %v, want a final refusal", err)
+	}
+}

@@ -28,6 +28,11 @@ func accessibility(in RequestFacts) (*csipb.TopologyRequirement, error) {
 		if err := SelectedOutsideClass(in.Selected.Name, seg, in.Class.AllowedTopologies); err != nil {
 			return nil, err
 		}
+		if in.SourceAt != nil && !in.SourceAt(seg) {
+			// A node-local source (a volume to clone, a snapshot) is
+			// copied only where it lives: the scheduler must choose again.
+			return nil, Final(fmt.Errorf("the data source is not accessible from selected node %q (topology %s)", in.Selected.Name, segmentText(seg)))
+		}
 		t := []*csipb.Topology{{Segments: seg}}
 		return &csipb.TopologyRequirement{Requisite: t, Preferred: []*csipb.Topology{{Segments: maps.Clone(seg)}}}, nil
 	}

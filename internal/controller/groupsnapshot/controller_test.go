@@ -178,4 +178,14 @@ func TestSidecarEndpoint(t *testing.T) {
 	if _, err := s.endpoint(content("vol-gone")); err == nil {
 		t.Errorf("ambiguous endpoint chosen")
 	}
+	// The endpoint recorded when the group was taken, PVs or not.
+	recorded := content("vol-gone")
+	recorded.Annotations = map[string]string{grouping.EndpointAnnotation: grouping.FormatSegment(n2.Info.Topology)}
+	if got, err := s.endpoint(recorded); err != nil || got != n2 {
+		t.Errorf("recorded: %v %v", got, err)
+	}
+	recorded.Annotations[grouping.EndpointAnnotation] = "topology.hostpath.csi/node=node-3"
+	if _, err := s.endpoint(recorded); err == nil || !strings.Contains(err.Error(), "not served") {
+		t.Errorf("recorded, not served: %v", err)
+	}
 }

@@ -33,7 +33,9 @@
 // by one endpoint of the driver, told by their PVs' node affinity; a
 // node-local driver's group across nodes is refused with a
 // GroupSnapshotCreationFailed event, before any mark or call), then the
-// being-created mark, then the call, then the content's status, then the
+// being-created mark (with the endpoint's topology,
+// grouping.EndpointAnnotation, so every later call of the group goes to
+// the same node even once its PVs are gone), then the call, then the content's status, then the
 // mark's removal (on success or a final error only). Deletion calls
 // DeleteVolumeGroupSnapshot (group ID and every member snapshot ID) under
 // Delete and then removes the content's finalizer. Secrets are read live

@@ -17,6 +17,7 @@ import (
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/informerindex"
 )
 
@@ -87,10 +88,21 @@ func (s *Sidecar) resync(context.Context) {
 }
 
 // endpoint is the one endpoint of the content's driver that holds every
-// volume of the group, told by the volumes' PVs; with no PV left (a group
+// volume of the group: the one recorded when the group was taken, else
+// told by the volumes' PVs; with no PV left (a group
 // deleted after its claims), the driver's only endpoint, if it has one.
 func (s *Sidecar) endpoint(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint, error) {
 	driver := gc.Spec.Driver
+	if rec, ok := gc.Annotations[grouping.EndpointAnnotation]; ok {
+		seg, err := grouping.ParseSegment(rec)
+		if err != nil {
+			return nil, err
+		}
+		if ep := s.pool.ForSegment(driver, seg); ep != nil {
+			return ep, nil
+		}
+		return nil, fmt.Errorf("the endpoint of driver %s at %s that took the group is not served", driver, rec)
+	}
 	handles := gc.Spec.Source.VolumeHandles
 	if gc.Status != nil {
 		for _, i := range gc.Status.VolumeSnapshotInfoList {

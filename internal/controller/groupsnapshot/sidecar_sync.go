@@ -65,6 +65,9 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 				n.Annotations = map[string]string{}
 			}
 			n.Annotations[snapshotapi.GroupBeingCreated] = "yes"
+			if len(ep.Info.Topology) > 0 {
+				n.Annotations[grouping.EndpointAnnotation] = grouping.FormatSegment(ep.Info.Topology)
+			}
 			_, err := contents.Update(ctx, n, metav1.UpdateOptions{})
 			return loop.Done(), err
 		}

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,7 +138,7 @@ func (c *Controller) patchFinalizers(ctx context.Context, kind provisioning.Sour
 	return err
 }
 
-func errorsIsNoAPI(err error) bool { return err == errNoSnapshotAPI }
+func errorsIsNoAPI(err error) bool { return errors.Is(err, errNoSnapshotAPI) }
 
 func sourceText(kind provisioning.SourceKind, ns, name string) string {
 	if kind == provisioning.CloneSource {

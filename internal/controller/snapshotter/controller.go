@@ -119,15 +119,19 @@ func (c *Controller) onContentGone(obj any) {
 	}
 }
 
-// resync queues every content not at rest: not ready, being created, or
-// being deleted.
+// resync queues every content not at rest (not ready, being created, or
+// being deleted) that is not already waiting out a backoff: a failing
+// driver is asked again at the backoff's pace, not the resync's.
 func (c *Controller) resync(context.Context) {
 	all, err := c.contents.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, content := range all {
-		if c.wanted(content) && (!snapshotting.Ready(content) || snapshotting.Creating(content) || content.DeletionTimestamp != nil) {
+		if !c.wanted(content) || c.q.NumRequeues(content.Name) > 0 || c.waits.waiting(content.Name) {
+			continue
+		}
+		if !snapshotting.Ready(content) || snapshotting.Creating(content) || content.DeletionTimestamp != nil {
 			c.q.Add(content.Name)
 		}
 	}
@@ -151,6 +155,13 @@ func (w *waits) next(key string, start, max time.Duration) time.Duration {
 	}
 	w.n[key]++
 	return min(d, max)
+}
+
+// waiting says whether the key is waiting out a backoff.
+func (w *waits) waiting(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[key] > 0
 }
 
 func (w *waits) done(key string) {

@@ -2,6 +2,7 @@ package adversarial
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/provisioning"
 	"github.com/volplane/volplane/internal/snapshotapi"
+	"github.com/volplane/volplane/internal/stacktest"
 	"github.com/volplane/volplane/test/e2e/support"
 )
 
@@ -29,11 +32,12 @@ type victimSnapshot struct {
 }
 
 // snapshotVictim takes the victim's snapshot as its administrator would
-// pre-provision it, and removes it all after the test.
+// pre-provision it (a backend snapshot, a content naming it and the
+// victim's VolumeSnapshot vsnap, which the snapshot loops bind and find
+// ready), and removes it all after the test.
 func (w *world) snapshotVictim() victimSnapshot {
 	w.t.Helper()
-	snaps, err := snapclient.NewForConfig(stack.CP.RESTConfig)
-	w.must(err)
+	snaps := w.snapshots()
 	var snap *csipb.Snapshot
 	var ctl csipb.ControllerClient
 	for _, ep := range stack.Drivers.Endpoints {
@@ -57,48 +61,83 @@ func (w *world) snapshotVictim() victimSnapshot {
 			Source:            snapv1.VolumeSnapshotContentSource{SnapshotHandle: ptr.To(v.handle)},
 			VolumeSnapshotRef: corev1.ObjectReference{Namespace: victimNS, Name: "vsnap"}},
 	}
-	content, err = snaps.SnapshotV1().VolumeSnapshotContents().Create(w.ctx, content, metav1.CreateOptions{})
+	_, err := snaps.SnapshotV1().VolumeSnapshotContents().Create(w.ctx, content, metav1.CreateOptions{})
 	w.must(err)
 	w.t.Cleanup(func() {
 		clear := []byte(`{"metadata":{"finalizers":null}}`)
 		for _, ns := range []string{victimNS, evilNS} {
 			list, _ := snaps.SnapshotV1().VolumeSnapshots(ns).List(w.ctx, metav1.ListOptions{})
 			for _, s := range list.Items {
-				_, _ = snaps.SnapshotV1().VolumeSnapshots(ns).Patch(w.ctx, s.Name, types.MergePatchType, clear, metav1.PatchOptions{})
 				_ = snaps.SnapshotV1().VolumeSnapshots(ns).Delete(w.ctx, s.Name, metav1.DeleteOptions{})
+				_, _ = snaps.SnapshotV1().VolumeSnapshots(ns).Patch(w.ctx, s.Name, types.MergePatchType, clear, metav1.PatchOptions{})
 			}
 		}
-		_, _ = snaps.SnapshotV1().VolumeSnapshotContents().Patch(w.ctx, v.content, types.MergePatchType, clear, metav1.PatchOptions{})
 		_ = snaps.SnapshotV1().VolumeSnapshotContents().Delete(w.ctx, v.content, metav1.DeleteOptions{})
+		_, _ = snaps.SnapshotV1().VolumeSnapshotContents().Patch(w.ctx, v.content, types.MergePatchType, clear, metav1.PatchOptions{})
 		if _, err := ctl.DeleteSnapshot(w.ctx, &csipb.DeleteSnapshotRequest{SnapshotId: v.handle}); err != nil {
 			w.t.Errorf("DeleteSnapshot %s: %v", v.handle, err)
 		}
 	})
-	vs := w.boundSnapshot(snaps, victimNS, "vsnap", v.content, snap.GetSizeBytes())
-	content.Spec.VolumeSnapshotRef.UID = vs.UID
-	content, err = snaps.SnapshotV1().VolumeSnapshotContents().Update(w.ctx, content, metav1.UpdateOptions{})
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "vsnap", Namespace: victimNS},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: ptr.To(v.content)}}}
+	_, err = snaps.SnapshotV1().VolumeSnapshots(victimNS).Create(w.ctx, vs, metav1.CreateOptions{})
 	w.must(err)
-	content.Status = &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(v.handle), ReadyToUse: ptr.To(true), RestoreSize: ptr.To(snap.GetSizeBytes())}
-	_, err = snaps.SnapshotV1().VolumeSnapshotContents().UpdateStatus(w.ctx, content, metav1.UpdateOptions{})
-	w.must(err)
+	w.eventually("the victim's snapshot bound and ready", func() string {
+		vs, err := snaps.SnapshotV1().VolumeSnapshots(victimNS).Get(w.ctx, "vsnap", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if st := vs.Status; st == nil || st.ReadyToUse == nil || !*st.ReadyToUse {
+			return fmt.Sprintf("status %+v", st)
+		}
+		return ""
+	})
 	return v
 }
 
-// boundSnapshot is the administrator making VolumeSnapshot ns/name, with
-// the status the snapshot-controller writes once it is bound to content
-// and ready. (In namespace evil that status is a lie, as a forged or
-// mistaken binding would be: the content does not point back.)
-func (w *world) boundSnapshot(snaps snapclient.Interface, ns, name, content string, bytes int64) *snapv1.VolumeSnapshot {
+func (w *world) snapshots() snapclient.Interface {
 	w.t.Helper()
+	snaps, err := snapclient.NewForConfig(stack.CP.RESTConfig)
+	w.must(err)
+	return snaps
+}
+
+// withoutTheSnapshotLoop runs the stack's loops without the snapshot loop
+// (the snapshot-controller's role) for the rest of the test, so that a
+// status written by hand stays as written.
+func (w *world) withoutTheSnapshotLoop() {
+	w.t.Helper()
+	w.must(stack.StopLoops())
+	cfg := stack.LoopsConfig()
+	cfg.Controllers = slices.DeleteFunc(slices.Clone(cfg.Controllers), func(c string) bool { return c == manager.Snapshot })
+	stack.Loops = stacktest.StartLoops(cfg)
+	w.t.Cleanup(func() {
+		if err := stack.StopLoops(); err != nil {
+			w.t.Errorf("loops without the snapshot loop: %v", err)
+		}
+		stack.StartLoops()
+	})
+}
+
+// forgedSnapshot is VolumeSnapshot ns/name with the status the
+// snapshot-controller would write had it bound it to content, ready: a
+// lie when the content does not point back (a tenant cannot write a
+// snapshot's status; a mistaken or compromised writer of statuses can).
+func (w *world) forgedSnapshot(ns, name, content string) {
+	w.t.Helper()
+	snaps := w.snapshots()
 	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: ptr.To(content)}}}
 	vs, err := snaps.SnapshotV1().VolumeSnapshots(ns).Create(w.ctx, vs, metav1.CreateOptions{})
 	w.must(err)
+	w.t.Cleanup(func() {
+		_, _ = snaps.SnapshotV1().VolumeSnapshots(ns).Patch(w.ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = snaps.SnapshotV1().VolumeSnapshots(ns).Delete(w.ctx, name, metav1.DeleteOptions{})
+	})
 	vs.Status = &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: ptr.To(content), ReadyToUse: ptr.To(true),
-		RestoreSize: resource.NewQuantity(bytes, resource.BinarySI)}
-	vs, err = snaps.SnapshotV1().VolumeSnapshots(ns).UpdateStatus(w.ctx, vs, metav1.UpdateOptions{})
+		RestoreSize: resource.NewQuantity(1, resource.BinarySI)}
+	_, err = snaps.SnapshotV1().VolumeSnapshots(ns).UpdateStatus(w.ctx, vs, metav1.UpdateOptions{})
 	w.must(err)
-	return vs
 }
 
 // restoring makes a claim restore from VolumeSnapshot name, through
@@ -144,15 +183,15 @@ func TestRestoreFromAnotherNamespacesSnapshot(t *testing.T) {
 }
 
 // (f) A VolumeSnapshot of the tenant's namespace whose status says it is
-// bound to the victim's content (which points back at the victim's
+// bound to the victim's content (written by hand, the snapshot loop off,
+// which would refuse to bind it) (which points back at the victim's
 // snapshot): the back-pointer check refuses it for good, and no volume is
 // made from the victim's snapshot.
 func TestRestoreFromASnapshotBoundToAnotherNamespacesContent(t *testing.T) {
 	w := begin(t)
 	v := w.snapshotVictim()
-	snaps, err := snapclient.NewForConfig(stack.CP.RESTConfig)
-	w.must(err)
-	w.boundSnapshot(snaps, evilNS, "mine", v.content, 1)
+	w.withoutTheSnapshotLoop()
+	w.forgedSnapshot(evilNS, "mine", v.content)
 	w.evilClaim("copy", localClass, restoring("mine", ""))
 	got, warning := w.answered("copy", "ProvisioningFailed", bound)
 	t.Logf("claim copy: %s, warning %q", phase(got), warning)

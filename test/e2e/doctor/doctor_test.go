@@ -84,6 +84,9 @@ func TestDoctorFindsEveryKindOfProblemWithItsFix(t *testing.T) {
 		kinds[f.Kind] = true
 	}
 	for _, k := range doctor.Kinds() {
+		if k == doctor.KindOrphanedContent || k == doctor.KindOrphanedBackendSnapshot {
+			continue // TestDoctorFindsSnapshotProblemsWithSafeFixes
+		}
 		if !kinds[k] {
 			t.Errorf("no %s finding", k)
 		}

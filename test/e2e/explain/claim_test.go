@@ -125,7 +125,9 @@ func TestExplainSaysClearlyWhatItCannotExplain(t *testing.T) {
 		{"pvc", "missing", "persistentvolumeclaim " + e.ns + "/missing not found"},
 		{"pvc", "other/missing", "persistentvolumeclaim other/missing not found"},
 		{"pv", "missing", "persistentvolume missing not found"},
-		{"pod", "web", `cannot explain "pod": want pvc NAMESPACE/NAME or pv NAME`},
+		{"vs", "missing", "volumesnapshot " + e.ns + "/missing not found"},
+		{"volumesnapshotcontent", "missing", "volumesnapshotcontent missing not found"},
+		{"pod", "web", `cannot explain "pod": want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME or volumesnapshotcontent NAME`},
 	} {
 		err := inspect.Explain(e.ctx, e.client, tc.kind, tc.name, e.ns, "table", io.Discard)
 		if err == nil || err.Error() != tc.want {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
 // A Released PV that a VolumeAttachment still names keeps its backend
@@ -121,7 +122,8 @@ func TestClassDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t 
 
 // A clone's provisioning is in progress (backend volume made from the
 // source, PV create not done), then its source claim is deleted and gone,
-// then the clone's claim: the cleanup replays the recorded request, source
+// (forced out by hand past its cloning protection), then the clone's
+// claim: the cleanup replays the recorded request, source
 // included, so the driver recognises the clone and it is deleted.
 func TestCloneSourceDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNothing(t *testing.T) {
 	e, rc := crashBed(t)
@@ -138,7 +140,13 @@ func TestCloneSourceDeletedWhileProvisioningInProgressThenClaimDeletedLeavesNoth
 		t.Fatalf("backend volumes %v, want the origin and its clone", vols)
 	}
 
+	// The source is held while it is being cloned (cloning-protection);
+	// its user forces it out by hand.
 	e.deleteClaim("origin")
+	if f := e.getClaim("origin").Finalizers; !slices.Contains(f, snapshotapi.CloningFinalizer) {
+		t.Fatalf("source claim finalizers %v while it is being cloned, want %s", f, snapshotapi.CloningFinalizer)
+	}
+	e.noError(e.dropClaimFinalizers("origin", snapshotapi.CloningFinalizer), "drop the cloning protection")
 	e.waitClaimGone("origin")
 	e.deleteClaim(c.Name)
 	runLoops(t, rc, provisionerOnly...)

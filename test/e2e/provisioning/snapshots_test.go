@@ -176,3 +176,11 @@ func restoredFrom(name string) claimOpt {
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: name}
 	}
 }
+
+// backendSnapshotsOf counts the backend snapshots taken of vol.
+func (e *env) backendSnapshotsOf(vol backendVolume) int {
+	e.t.Helper()
+	resp, err := driverOf(vol.node).csi.ListSnapshots(e.ctx, &csi.ListSnapshotsRequest{SourceVolumeId: vol.id})
+	e.noError(err, "ListSnapshots of "+vol.id)
+	return len(resp.GetEntries())
+}

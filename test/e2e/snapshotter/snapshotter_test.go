@@ -144,6 +144,20 @@ func TestPreProvisionedMissingSnapshotIsAnError(t *testing.T) {
 		}
 		return ""
 	}, alive)
+	stacktest.Eventually(t, "the reference's event", func() string {
+		list, err := bed.cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + c.Name})
+		if err != nil {
+			return err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == "SnapshotContentCheckandUpdateFailed" && e.Type == "Warning" && e.Source.Component == "csi-snapshotter "+hostpath.DriverName &&
+				strings.HasPrefix(e.Message, "Failed to check and update snapshot content: ") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("events %v", list.Items)
+	}, alive)
 }
 
 // external-snapshotter#1388 and #134: CreateSnapshot is slow and then
