@@ -323,7 +323,8 @@ func TestControllerRejectsBadInvocationsClearly(t *testing.T) {
 		want string
 	}{
 		{[]string{"controller"}, "no cluster: pass --kubeconfig"},
-		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "snapshotter"}, `controller "snapshotter" is not implemented yet`},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "populator"}, `controller "populator" is not implemented yet`},
+		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "snapshotter"}, "the snapshotter needs at least one CSI endpoint"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "resizer"}, "the resizer needs at least one CSI endpoint"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--controllers", "attacher"}, "the attacher needs at least one CSI endpoint"},
 		{[]string{"controller", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, "kubeconfig"},

@@ -146,6 +146,11 @@ func readDoctorSnapshots(ctx context.Context, snaps snapclient.Interface, s *doc
 		return fmt.Errorf("list volume snapshots: %w", err)
 	}
 	s.Contents, s.VolumeSnapshots = pointers(contents.Items), pointers(vs.Items)
+	groups, err := readGroupContents(ctx, snaps)
+	if err != nil {
+		return err
+	}
+	s.GroupContents = pointers(groups)
 	return nil
 }
 

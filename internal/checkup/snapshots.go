@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,9 @@ func ReadInvariantsWith(ctx context.Context, client kubernetes.Interface, snaps 
 			return s, err
 		}
 		s.Snapshots, s.Contents, s.SnapshotsRead = objs.Snapshots, objs.Contents, true
+		if s.GroupContents, err = readGroupContents(ctx, snaps); err != nil {
+			return s, err
+		}
 	}
 	listings, err := ListVolumes(ctx, endpoints)
 	if err != nil {
@@ -70,4 +74,17 @@ func ReadInvariantsWith(ctx context.Context, client kubernetes.Interface, snaps 
 		s.Backends = append(s.Backends, invariantBackend(l))
 	}
 	return s, nil
+}
+
+// readGroupContents lists every VolumeGroupSnapshotContent; none when the
+// group snapshot API is not served.
+func readGroupContents(ctx context.Context, snaps snapclient.Interface) ([]groupv1.VolumeGroupSnapshotContent, error) {
+	list, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
+	if inspect.NotInstalled(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list volume group snapshot contents: %w", err)
+	}
+	return list.Items, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/explain"
@@ -149,6 +150,10 @@ type Snapshot struct {
 	// VolumeSnapshots and Contents) were not read; "" when they were, and
 	// the snapshot findings are then made.
 	SnapshotsSkipped string
+	// GroupContents are the VolumeGroupSnapshotContents: their members'
+	// backend snapshots are theirs, and one being made may have made
+	// members no content names yet.
+	GroupContents []*groupv1.VolumeGroupSnapshotContent
 }
 
 // Backend is one CSI controller endpoint and the volumes it lists.

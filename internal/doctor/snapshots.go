@@ -73,6 +73,17 @@ func orphanedBackendSnapshots(s *Snapshot) ([]Finding, []string) {
 			creating[invariants.Volume{Driver: c.Spec.Driver, Handle: *c.Spec.Source.VolumeHandle}] = true
 		}
 	}
+	grouping := map[string]bool{} // drivers a group snapshot is being made of
+	for _, g := range s.GroupContents {
+		if g.Status != nil {
+			for _, m := range g.Status.VolumeSnapshotInfoList {
+				handles[invariants.Volume{Driver: g.Spec.Driver, Handle: m.SnapshotHandle}] = true
+			}
+		}
+		if g.DeletionTimestamp == nil && (g.Status == nil || g.Status.ReadyToUse == nil || !*g.Status.ReadyToUse) {
+			grouping[g.Spec.Driver] = true
+		}
+	}
 	var out []Finding
 	unlisted := map[string]bool{}
 	for _, b := range s.Backends {
@@ -90,9 +101,12 @@ func orphanedBackendSnapshots(s *Snapshot) ([]Finding, []string) {
 				Object: Object{Kind: ObjectBackendSnapshot, Name: snap.ID, Driver: b.Driver, Node: b.Node},
 				Problem: fmt.Sprintf("Driver %s holds snapshot %s%s (of volume %s), which no VolumeSnapshotContent names: its space is used and no claim can be restored from it.",
 					b.Driver, snap.ID, onNode(b.Node), orUnknown(snap.Source))}
-			if creating[invariants.Volume{Driver: b.Driver, Handle: snap.Source}] {
+			switch {
+			case creating[invariants.Volume{Driver: b.Driver, Handle: snap.Source}]:
 				f.Problem += " Not offered for adoption while a content of the same volume is being created: it may be that content's; check again once it is ready."
-			} else {
+			case grouping[b.Driver]:
+				f.Problem += fmt.Sprintf(" Not offered for adoption while a group snapshot of %s is being made: it may be one of its members; check again once it is ready.", b.Driver)
+			default:
 				f.Fixes = []Fix{{Says: "adopt it as a pre-provisioned content of policy Retain (data kept) and a VolumeSnapshot in the namespace you name, the only one it binds to",
 					Command: adoptSnapshotManifest(b.Driver, snap)}}
 			}
@@ -190,13 +204,14 @@ func setRetain(c *snapv1.VolumeSnapshotContent) string {
 }
 
 // restoringClaims are the Pending claims (not being deleted) of the
-// snapshot's namespace, or naming it from another namespace, whose data
-// source is the snapshot.
+// snapshot's namespace whose data source is the snapshot, as the snapshot
+// loop counts them: a claim of another namespace naming it (a tenant's
+// dataSourceRef.namespace) holds nothing.
 func restoringClaims(s *Snapshot, vs *snapv1.VolumeSnapshot) []*v1.PersistentVolumeClaim {
 	var out []*v1.PersistentVolumeClaim
 	for _, c := range s.Claims {
 		ns, name, ok := invariants.SnapshotSource(c)
-		if ok && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound && c.DeletionTimestamp == nil {
+		if ok && c.Namespace == vs.Namespace && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound && c.DeletionTimestamp == nil {
 			out = append(out, c)
 		}
 	}

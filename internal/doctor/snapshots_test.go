@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,16 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 		})).backends(snapBackend(BackendSnapshot{ID: "snap-x", Source: "vol-db"})),
 		want: []want{{KindOrphanedBackendSnapshot, "snapshot snap-x of network.csi.volplane.io", "Not offered for adoption", []string{}}},
 	}, {
+		name: "a group content's member is its group's, and a group being made holds adoption back",
+		world: func() *world {
+			w := newWorld().backends(snapBackend(BackendSnapshot{ID: "member-1"}, BackendSnapshot{ID: "snap-x"}))
+			g := &groupv1.VolumeGroupSnapshotContent{Spec: groupv1.VolumeGroupSnapshotContentSpec{Driver: networkDriver},
+				Status: &groupv1.VolumeGroupSnapshotContentStatus{VolumeSnapshotInfoList: []groupv1.VolumeSnapshotInfo{{SnapshotHandle: "member-1"}}}}
+			w.s.GroupContents = []*groupv1.VolumeGroupSnapshotContent{g}
+			return w
+		}(),
+		want: []want{{KindOrphanedBackendSnapshot, "snapshot snap-x of network.csi.volplane.io", "while a group snapshot of network.csi.volplane.io is being made", []string{}}},
+	}, {
 		name:  "a driver that lists no snapshots is noted, not guessed",
 		world: newWorld().contents(vcontent("content-snap", "snap")).snapshots(vsnap("snap")).backends(Backend{Driver: networkDriver}),
 	}, {
@@ -135,6 +146,14 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 			contents(vcontent("content-snap", "snap")),
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "the snapshot loop keeps it while claims restore from it: ns/restore",
 			[]string{"volplane explain pvc ns/restore"}}},
+	}, {
+		name: "a claim of another namespace naming the snapshot holds nothing (hostile dataSourceRef)",
+		world: newWorld().claims(claim("thief", pending(time.Minute), func(c *v1.PersistentVolumeClaim) {
+			c.Namespace = "other"
+			c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: "snap", Namespace: ptr.To("ns")}
+		})).snapshots(vsnap("snap", snapDeleting(snapshotapi.AsSourceFinalizer))).contents(vcontent("content-snap", "snap")),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "no Pending claim restores from it",
+			[]string{patchRemove("volumesnapshot", "ns", "snap", "11", 0, snapshotapi.AsSourceFinalizer)}}},
 	}, {
 		name:  "a snapshot whose restores are done: its source finalizers are safe to remove",
 		world: newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.AsSourceFinalizer))).contents(vcontent("content-snap", "snap")),

@@ -165,7 +165,9 @@ func Snapshot(vs *snapv1.VolumeSnapshot, f *Facts) SnapshotReport {
 		}
 	}
 	for _, c := range f.Claims {
-		if ns, name, ok := invariants.SnapshotSource(c); ok && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound {
+		// Claims of the snapshot's namespace only: one of another namespace
+		// (dataSourceRef.namespace) is not restored from it.
+		if ns, name, ok := invariants.SnapshotSource(c); ok && c.Namespace == vs.Namespace && ns == vs.Namespace && name == vs.Name && c.Status.Phase != v1.ClaimBound {
 			r.RestoredBy = append(r.RestoredBy, c.Namespace+"/"+c.Name)
 		}
 	}

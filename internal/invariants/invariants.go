@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,6 +28,9 @@ type State struct {
 	Snapshots     []snapv1.VolumeSnapshot
 	Contents      []snapv1.VolumeSnapshotContent
 	SnapshotsRead bool
+	// GroupContents are the VolumeGroupSnapshotContents (their members'
+	// backend snapshots are theirs).
+	GroupContents []groupv1.VolumeGroupSnapshotContent
 }
 
 // Backend is one driver instance's volumes.

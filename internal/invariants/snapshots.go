@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,9 +29,11 @@ type DeletedSnapshot struct {
 // when the State holds the snapshot objects (SnapshotsRead):
 //   - every backend snapshot of a driver that lists its snapshots has a
 //     content naming its handle (spec.source.snapshotHandle or
-//     status.snapshotHandle), but for one that may be a content's being
-//     created (a content of that driver carrying BeingCreated and no handle
-//     yet, made from the same source volume) and those there before;
+//     status.snapshotHandle, or a group content listing it as a member),
+//     but for one that may be a content's being created (a content of that
+//     driver carrying BeingCreated and no handle yet, or a group content
+//     carrying GroupBeingCreated, made from the same source volume) and
+//     those there before;
 //   - every ready content of such a driver names a backend snapshot that is
 //     there;
 //   - a bound dynamic content of policy Delete whose snapshot is gone was
@@ -53,6 +56,7 @@ func snapshots(s State, e Expect) []string {
 			creating[Volume{c.Spec.Driver, *c.Spec.Source.VolumeHandle}] = true
 		}
 	}
+	groupNamed(s.GroupContents, handles, creating)
 	earlier := map[Volume]bool{}
 	for _, v := range e.Left.Snapshots {
 		earlier[v] = true
@@ -214,4 +218,24 @@ type BackendSnapshot struct {
 	ID, Source string
 	// Size is its size in bytes (0: not reported).
 	Size int64
+}
+
+// groupNamed adds to named the member snapshot handles every group content
+// lists (a member is the group's to delete), and to creating the source
+// volumes of each group content being created.
+func groupNamed(groups []groupv1.VolumeGroupSnapshotContent, named, creating map[Volume]bool) {
+	for _, g := range groups {
+		if g.Status != nil {
+			for _, m := range g.Status.VolumeSnapshotInfoList {
+				if m.SnapshotHandle != "" {
+					named[Volume{g.Spec.Driver, m.SnapshotHandle}] = true
+				}
+			}
+		}
+		if _, ok := g.Annotations[snapshotapi.GroupBeingCreated]; ok {
+			for _, h := range g.Spec.Source.VolumeHandles {
+				creating[Volume{g.Spec.Driver, h}] = true
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -86,6 +87,18 @@ func TestSnapshotPromises(t *testing.T) {
 			c.Annotations = map[string]string{snapshotapi.BeingCreated: "yes"}
 			s.Contents = append(s.Contents, c)
 			s.Snapshots = append(s.Snapshots, volumeSnapshot("s-un", "un", "snapcontent-un", false))
+		}, nil},
+		{"a group content's member counts", func(s *State, _ *Expect) {
+			s.Backends[2].Snapshots = append(s.Backends[2].Snapshots, BackendSnapshot{ID: "member", Source: "vol-b"})
+			s.GroupContents = []groupv1.VolumeGroupSnapshotContent{{Spec: groupv1.VolumeGroupSnapshotContentSpec{Driver: network},
+				Status: &groupv1.VolumeGroupSnapshotContentStatus{VolumeSnapshotInfoList: []groupv1.VolumeSnapshotInfo{{SnapshotHandle: "member"}}}}}
+		}, nil},
+		{"a group being created of the same source may own it", func(s *State, _ *Expect) {
+			s.Backends[2].Snapshots = append(s.Backends[2].Snapshots, BackendSnapshot{ID: "member", Source: "vol-b"})
+			g := groupv1.VolumeGroupSnapshotContent{Spec: groupv1.VolumeGroupSnapshotContentSpec{Driver: network,
+				Source: groupv1.VolumeGroupSnapshotContentSource{VolumeHandles: []string{"vol-b"}}}}
+			g.Annotations = map[string]string{snapshotapi.GroupBeingCreated: "yes"}
+			s.GroupContents = []groupv1.VolumeGroupSnapshotContent{g}
 		}, nil},
 		{"pre-provisioned handle counts", func(s *State, _ *Expect) {
 			s.Backends[2].Snapshots = append(s.Backends[2].Snapshots, BackendSnapshot{ID: "pre"})

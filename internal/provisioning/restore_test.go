@@ -271,3 +271,23 @@ func TestRestoreGoesWhereTheSnapshotLives(t *testing.T) {
 		t.Errorf("selected node a: %v, want a final refusal", err)
 	}
 }
+
+// A clone from a claim being deleted is refused as the reference refuses
+// it, unless this claim's clone began before and holds the source.
+func TestSourceClaimDeleting(t *testing.T) {
+	src := claim(deleting)
+	src.Name = "src"
+	if err := SourceClaimDeleting(claim(), src); err == nil || err.Error() != "the PVC DataSource src is currently being deleted" {
+		t.Errorf("a new clone: %v", err)
+	}
+	src.Finalizers = []string{snapshotapi.CloningFinalizer}
+	if err := SourceClaimDeleting(claim(), src); err == nil {
+		t.Error("a new clone of a source held for another clone: allowed")
+	}
+	if err := SourceClaimDeleting(claim(withFinalizer), src); err != nil {
+		t.Errorf("a clone begun before: %v", err)
+	}
+	if err := SourceClaimDeleting(claim(), claim()); err != nil {
+		t.Errorf("a source not being deleted: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
@@ -108,6 +109,18 @@ func SourceClaimProblem(claim, src *v1.PersistentVolumeClaim) error {
 		return fmt.Errorf("data source claim %q is not bound yet", src.Name)
 	}
 	return nil
+}
+
+// SourceClaimDeleting refuses, as the external-provisioner does, a clone
+// from a source claim being deleted, unless this claim's clone started
+// before (the source holds CloningFinalizer and the claim its in-progress
+// marks): a finalizer cannot be added to an object being deleted, and a
+// clone begun must be finished or cleaned up.
+func SourceClaimDeleting(claim, src *v1.PersistentVolumeClaim) error {
+	if src.DeletionTimestamp == nil || (slices.Contains(src.Finalizers, snapshotapi.CloningFinalizer) && MarkedInProgress(claim)) {
+		return nil
+	}
+	return fmt.Errorf("the PVC DataSource %s is currently being deleted", src.Name)
 }
 
 // SourceVolumeProblem says why pv, the volume src names, is not src's own

@@ -47,6 +47,7 @@ const (
 	ReasonReleased         Reason = "being deleted and already released"
 	ReasonStillCreating    Reason = "being deleted while CreateSnapshot has not answered (being-created): the create goes on so its snapshot is not leaked"
 	ReasonNotSnapshotsTurn Reason = "being deleted, but its VolumeSnapshot has not marked it being-deleted yet"
+	ReasonNotStarted       Reason = "being deleted before its snapshot was asked for: none is taken"
 )
 
 // Plan is what Decide chose for one content.
@@ -67,7 +68,8 @@ type Plan struct {
 // deletion first (only once the snapshot-controller marked the content
 // being-deleted, or for an unbound pre-provisioned content, and never while
 // a CreateSnapshot has not answered), then the create of a dynamic content,
-// then the readiness of a snapshot taken elsewhere.
+// then the readiness of a snapshot taken elsewhere. Unlike the reference,
+// no first CreateSnapshot is sent for a content already being deleted.
 func Decide(c *snapv1.VolumeSnapshotContent) Plan {
 	deleting := c.DeletionTimestamp != nil
 	if deleting {
@@ -76,9 +78,14 @@ func Decide(c *snapv1.VolumeSnapshotContent) Plan {
 		}
 	}
 	p := decideLive(c)
+	if deleting && p.Step == StepCreate && !creating(c) && SnapshotID(c) == "" {
+		// No create was ever sent: none is started for a content that is
+		// going away, so none can leak.
+		p = Plan{Step: StepNone, Reason: ReasonNotStarted}
+	}
 	if deleting {
 		p.DeletionPending = true
-		if p.Step == StepNone {
+		if p.Step == StepNone && p.Reason != ReasonNotStarted {
 			p.Reason = ReasonNotSnapshotsTurn
 			if creating(c) {
 				p.Reason = ReasonStillCreating

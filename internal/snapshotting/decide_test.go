@@ -92,6 +92,8 @@ func TestDecide(t *testing.T) {
 		// forgotten either (the loop comes back whatever the events).
 		{"deleting, no being-deleted yet, ready: wait, pending", content(taken(true), deleting), StepNone, "", true},
 		// #1388 / #134: a create that has not answered is finished first.
+		{"deleting before any create: none is started, pending", content(deleting), StepNone, "", true},
+		{"deleting, taken but not ready, no being-deleted: readiness asked again, pending", content(taken(false), deleting), StepCreate, "", true},
 		{"deleting while being-created: the create goes on, pending", content(deleting, annotate(snapshotapi.BeingDeleted), annotate(snapshotapi.BeingCreated)), StepCreate, "", true},
 		{"deleting while being-created, ready: clear the annotation first", content(taken(true), deleting, annotate(snapshotapi.BeingDeleted), annotate(snapshotapi.BeingCreated)), StepClearCreating, "", true},
 	}

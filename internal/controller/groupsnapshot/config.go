@@ -40,6 +40,9 @@ type Config struct {
 	Recorder          record.EventRecorder
 	// Pool is the CSI drivers the Sidecar serves (unused by Controller).
 	Pool *csi.Pool
+	// NodeName, set in node deployment, makes the Sidecar take only the
+	// group contents its node's endpoint holds.
+	NodeName string
 	// Workers per queue and the resync period (loop defaults).
 	Workers int
 	Resync  time.Duration

@@ -188,4 +188,17 @@ func TestSidecarEndpoint(t *testing.T) {
 	if _, err := s.endpoint(recorded); err == nil || !strings.Contains(err.Error(), "not served") {
 		t.Errorf("recorded, not served: %v", err)
 	}
+
+	// Node deployment: node-2's sidecar knows which groups are its own;
+	// one with no PV and no record is not told to be.
+	node2 := &Sidecar{pool: csi.NewPool(n2), pvs: pvInf.GetIndexer(), nodeName: "node-2"}
+	if _, _, err := node2.locate(content("vol-ns-a", "vol-ns-b")); err == nil {
+		t.Errorf("node-1's group located on node-2")
+	}
+	if ep, known, err := node2.locate(content("vol-ns-c")); err != nil || !known || ep != n2 {
+		t.Errorf("node-2's group: %v %v %v", ep, known, err)
+	}
+	if _, known, _ := node2.locate(content("vol-gone")); known {
+		t.Errorf("a group of nothing known taken by node-2")
+	}
 }

@@ -28,6 +28,7 @@ type Sidecar struct {
 	snaps    snapclient.Interface
 	recorder record.EventRecorder
 	pool     *csi.Pool
+	nodeName string
 	now      func() time.Time
 	contents vgslisters.VolumeGroupSnapshotContentLister
 	classes  vgslisters.VolumeGroupSnapshotClassLister
@@ -42,7 +43,7 @@ func NewSidecar(cfg Config) (*Sidecar, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sidecar{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, pool: cfg.Pool, now: cfg.Now,
+	s := &Sidecar{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, pool: cfg.Pool, nodeName: cfg.NodeName, now: cfg.Now,
 		q: loop.NewQueue("csi-groupsnapshotter", cfg.RetryStart, cfg.RetryMax)}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	s.contents, s.classes = gi.VolumeGroupSnapshotContents().Lister(), gi.VolumeGroupSnapshotClasses().Lister()
@@ -92,16 +93,24 @@ func (s *Sidecar) resync(context.Context) {
 // told by the volumes' PVs; with no PV left (a group
 // deleted after its claims), the driver's only endpoint, if it has one.
 func (s *Sidecar) endpoint(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint, error) {
+	ep, _, err := s.locate(gc)
+	return ep, err
+}
+
+// locate is endpoint, and whether the choice was told by the content (its
+// record or its volumes' PVs) rather than by the driver having one
+// endpoint.
+func (s *Sidecar) locate(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint, bool, error) {
 	driver := gc.Spec.Driver
 	if rec, ok := gc.Annotations[grouping.EndpointAnnotation]; ok {
 		seg, err := grouping.ParseSegment(rec)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if ep := s.pool.ForSegment(driver, seg); ep != nil {
-			return ep, nil
+			return ep, true, nil
 		}
-		return nil, fmt.Errorf("the endpoint of driver %s at %s that took the group is not served", driver, rec)
+		return nil, false, fmt.Errorf("the endpoint of driver %s at %s that took the group is not served", driver, rec)
 	}
 	handles := gc.Spec.Source.VolumeHandles
 	if gc.Status != nil {
@@ -114,17 +123,17 @@ func (s *Sidecar) endpoint(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint,
 	for _, h := range handles {
 		pvs, err := informerindex.PVsOf(s.pvs, attachment.UniqueVolumeName(driver, h))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(pvs) == 0 {
 			continue
 		}
 		ep, err := s.pool.ForVolume(driver, pvs[0])
 		if err != nil {
-			return nil, fmt.Errorf("volume %s: %w", h, err)
+			return nil, false, fmt.Errorf("volume %s: %w", h, err)
 		}
 		if chosen != nil && ep != chosen {
-			return nil, fmt.Errorf("the volumes %s and %s are held by different endpoints of driver %s (%v and %v): a group snapshot is taken by one endpoint, so every volume of the group must be on one node",
+			return nil, false, fmt.Errorf("the volumes %s and %s are held by different endpoints of driver %s (%v and %v): a group snapshot is taken by one endpoint, so every volume of the group must be on one node",
 				first, h, driver, chosen.Info.Topology, ep.Info.Topology)
 		}
 		if chosen == nil {
@@ -132,7 +141,8 @@ func (s *Sidecar) endpoint(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint,
 		}
 	}
 	if chosen != nil {
-		return chosen, nil
+		return chosen, true, nil
 	}
-	return s.pool.ForDelete(driver, nil)
+	ep, err := s.pool.ForDelete(driver, nil)
+	return ep, false, err
 }

@@ -36,6 +36,15 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 			return loop.Done(), err
 		}
 	}
+	if s.nodeName != "" {
+		// Node deployment: every node's sidecar sees every content; it
+		// takes only those its own endpoint holds (told by the content's
+		// record or its volumes), and says nothing of the others.
+		if _, known, err := s.locate(gc); err != nil || !known {
+			klog.FromContext(ctx).V(5).Info("Group snapshot content not held by this node", "content", name, "node", s.nodeName, "err", err)
+			return loop.Done(), nil
+		}
+	}
 	now := s.now()
 	p := grouping.DecideContent(gc, class, now)
 	klog.FromContext(ctx).V(4).Info("Group snapshot content step decided", "content", name, "step", p.Step, "err", p.Err)

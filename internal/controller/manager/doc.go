@@ -8,7 +8,8 @@
 // constructor takes (client, the one informer factory, the event
 // broadcaster, the metrics registry, the CSI pool, the Config). A row is
 // selected by --controllers or, for a loop that is not a controller of its
-// own, by a field of Config. Adding a loop is one row and one file,
+// own, by a field of Config or with another row (the group snapshot rows
+// run with snapshot and snapshotter). Adding a loop is one row and one file,
 // manager/<loop>.go, holding its constructor. The CSI endpoints are dialed
 // before the loops start, and /readyz answers ok only once every selected
 // loop has synced its caches.

@@ -44,7 +44,7 @@ func groupConfig(w wiring, component string) (groupsnapshot.Config, error) {
 	}
 	return groupsnapshot.Config{
 		Client: w.Client, Snapshots: w.Snapshots, Informers: w.Informers, SnapshotInformers: w.SnapshotInformers,
-		Recorder: rec, Pool: w.Pool, Workers: w.Config.Workers, Metrics: w.Metrics,
+		Recorder: rec, Pool: w.Pool, NodeName: w.Config.nodeName(), Workers: w.Config.Workers, Metrics: w.Metrics,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +49,9 @@ func newSnapshot(w wiring) ([]Runnable, error) {
 }
 
 // readSnapshotCluster reads the served snapshot APIs and the other
-// snapshot-controller's Leases (in every namespace). A Lease list that is
-// forbidden is logged and skipped: the check then cannot see another
+// snapshot-controller's Leases (in every namespace). Without the right to
+// list Leases (asked with a SelfSubjectAccessReview), the Leases are
+// skipped and that is logged: the check then cannot see another
 // controller.
 func readSnapshotCluster(ctx context.Context, client kubernetes.Interface) (snapshotbinding.ClusterFacts, error) {
 	f := snapshotbinding.ClusterFacts{Now: time.Now()}
@@ -59,6 +61,15 @@ func readSnapshotCluster(ctx context.Context, client kubernetes.Interface) (snap
 	}
 	if f.Group, err = served(client, "groupsnapshot.storage.k8s.io/v1"); err != nil {
 		return f, err
+	}
+	// Asked first, so that a role without it (deploy/ grants none) makes
+	// no forbidden call.
+	review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: "list", Group: coordinationv1.GroupName, Resource: "leases"}}}, metav1.CreateOptions{})
+	if err == nil && !review.Status.Allowed {
+		klog.FromContext(ctx).Info("Not allowed to list Leases: another snapshot-controller would not be seen")
+		return f, nil
 	}
 	leases, err := client.CoordinationV1().Leases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", snapshotbinding.OtherControllerLease).String()})

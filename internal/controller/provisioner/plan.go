@@ -13,6 +13,7 @@ import (
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/provisioning"
 	"github.com/volplane/volplane/internal/snapshotapi"
@@ -174,6 +175,11 @@ func (c *Controller) withSource(ctx context.Context, in provisioning.RequestFact
 		return in, err
 	}
 	if kind == provisioning.CloneSource {
+		if purpose == forCreate {
+			if err := c.sourceDeleting(in.Claim, name); err != nil {
+				return in, err
+			}
+		}
 		src, err := c.boundSource(in.Claim, name, info.Driver)
 		if err != nil {
 			return in, err
@@ -193,6 +199,16 @@ func (c *Controller) withSource(ctx context.Context, in provisioning.RequestFact
 	}
 	in.SourceAt, err = c.snapshotAt(ctx, info, r.Content, in.Snapshot)
 	return in, err
+}
+
+// sourceDeleting is provisioning.SourceClaimDeleting for the source claim
+// name (one that does not exist is boundSource's to report).
+func (c *Controller) sourceDeleting(claim *v1.PersistentVolumeClaim, name string) error {
+	src, err := c.read.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return provisioning.SourceClaimDeleting(claim, c.memory.newClaim.Newer(binding.ClaimKey(src), src))
 }
 
 // boundSource is the PV of the source claim name, read and checked both

@@ -2,6 +2,7 @@ package snapshotter
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -24,18 +25,29 @@ import (
 // content cache.
 func build(t *testing.T, node string, objs ...*snapv1.VolumeSnapshotContent) (*Controller, *snapfake.Clientset) {
 	t.Helper()
+	return buildOver(t, node, csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: "d", Controller: true, Snapshot: true, ListSnapshots: true}}), nil, objs...)
+}
+
+// buildOver is build over the given pool, with pvs in the PV cache.
+func buildOver(t *testing.T, node string, pool *csi.Pool, pvs []*corev1.PersistentVolume, objs ...*snapv1.VolumeSnapshotContent) (*Controller, *snapfake.Clientset) {
+	t.Helper()
 	snaps := snapfake.NewSimpleClientset()
 	client := fake.NewClientset()
 	sf := snapinformers.NewSharedInformerFactory(snaps, 0)
-	c, err := New(Config{Client: client, Snapshots: snaps, Informers: informers.NewSharedInformerFactory(client, 0),
-		SnapshotInformers: sf, NodeName: node,
-		Pool:     csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: "d", Controller: true, Snapshot: true, ListSnapshots: true}}),
+	kf := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(Config{Client: client, Snapshots: snaps, Informers: kf,
+		SnapshotInformers: sf, NodeName: node, Pool: pool,
 		Recorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
 		if err := sf.Snapshot().V1().VolumeSnapshotContents().Informer().GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pv := range pvs {
+		if err := c.pvs.Add(pv); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,5 +118,29 @@ func TestNodeDeploymentLeavesOtherNodesContents(t *testing.T) {
 	}
 	if acts := snaps.Actions(); len(acts) > 0 {
 		t.Fatalf("writes for another node's content: %v", acts)
+	}
+}
+
+// A node-local driver answers DeleteSnapshot with OK for an ID it never
+// made: a snapshot whose source volume lives on a node whose driver is not
+// served is neither deleted elsewhere nor released; the delete waits.
+func TestDeleteWaitsForTheSourceNodesDriver(t *testing.T) {
+	topo := func(node string) csi.Info {
+		return csi.Info{Driver: "d", Controller: true, Snapshot: true, ListSnapshots: true, Topology: map[string]string{"topo/node": node}}
+	}
+	pool := csi.NewPool(&csi.Endpoint{Info: topo("node-a")}, &csi.Endpoint{Info: topo("node-b")})
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "v"}},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topo/node", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-c"}}}}}}}}}
+	content := readyContent("c1")
+	content.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	content.Annotations = map[string]string{snapshotapi.BeingDeleted: "yes"}
+	c, snaps := buildOver(t, "", pool, []*corev1.PersistentVolume{pv}, content)
+	if _, err := c.sync(context.Background(), "c1"); !errors.Is(err, csi.ErrTopologyNotServed) {
+		t.Fatalf("sync: %v, want a wait for the source node's driver", err)
+	}
+	if acts := snaps.Actions(); len(acts) > 0 {
+		t.Fatalf("the content was written (released?) without its snapshot deleted: %v", acts)
 	}
 }

@@ -22,7 +22,9 @@
 // snapshot lives on its source volume's node. CreateSnapshot goes to the
 // endpoint of the source PV (found by driver and volume handle through the
 // shared index informerindex.VolumeOfPV, then csi.Pool.ForVolume); the
-// endpoint that answered is remembered. A readiness check or a delete of a
+// endpoint that answered is remembered. A delete goes to the endpoint of
+// the source PV while it exists (the delete waits if that node's driver is
+// not served). A readiness check, or a delete once the PV is gone, of a
 // snapshot whose endpoint is not remembered asks every endpoint
 // ListSnapshots(snapshot_id) and uses the one that lists it: such a driver
 // answers DeleteSnapshot with OK for an ID it never made, so a delete sent
@@ -54,7 +56,9 @@
 // being-deleted annotation is never waited for beyond the backoff
 // (external-snapshotter#1446). After each write that changes what comes
 // next, the sync asks for the content again at once (loop.Again) and
-// decides from its own write's copy.
+// decides from its own write's copy. No first CreateSnapshot is sent for
+// a content already being deleted (the reference sends it, then has a
+// snapshot to delete).
 //
 // Events, source "csi-snapshotter <driver>": SnapshotCreationFailed,
 // SnapshotContentCheckandUpdateFailed, SnapshotDeleteError, the

@@ -183,7 +183,7 @@ func (c *Controller) delete(ctx context.Context, content *snapv1.VolumeSnapshotC
 		c.event(content, v1.EventTypeWarning, snapshotting.EventDeleteError, snapshotting.MessageNoCredentials)
 		return loop.Done(), fmt.Errorf("failed to get input parameters to delete snapshot for content %s: %q", content.Name, err.Error())
 	}
-	ep, _, err := c.cfg.Pool.FindSnapshot(ctx, driver, id, creds)
+	ep, err := c.holder(ctx, content, id, creds)
 	switch {
 	case errors.Is(err, csi.ErrSnapshotNotFound):
 		klog.FromContext(ctx).V(2).Info("No endpoint holds the snapshot any more", "content", content.Name, "snapshot", id)
@@ -198,6 +198,23 @@ func (c *Controller) delete(ctx context.Context, content *snapv1.VolumeSnapshotC
 	}
 	c.cfg.Pool.RememberSnapshot(driver, id, nil)
 	return c.release(ctx, content)
+}
+
+// holder is the endpoint that holds the content's snapshot: while its
+// source volume's PV is known, the endpoint of that volume (a snapshot
+// lives on its source volume's node; if that node's driver is not served,
+// the delete waits rather than asking the others); else the one that lists
+// it (csi.Pool.FindSnapshot).
+func (c *Controller) holder(ctx context.Context, content *snapv1.VolumeSnapshotContent, id string, creds map[string]string) (*csi.Endpoint, error) {
+	pv, err := c.sourcePV(content)
+	if err != nil {
+		return nil, err
+	}
+	if pv != nil && len(c.cfg.Pool.Endpoints(content.Spec.Driver)) > 1 {
+		return c.cfg.Pool.ForVolume(content.Spec.Driver, pv)
+	}
+	ep, _, err := c.cfg.Pool.FindSnapshot(ctx, content.Spec.Driver, id, creds)
+	return ep, err
 }
 
 // release drops the content's bound-protection finalizer.

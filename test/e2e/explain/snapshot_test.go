@@ -17,6 +17,7 @@ import (
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/inspect"
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
@@ -154,5 +155,66 @@ func TestExplainVolumeSnapshotFromClaimToDeletion(t *testing.T) {
 	}
 	if _, err := inspect.Report(e.ctx, e.client, "vs", "nope", e.ns); err == nil || err.Error() != "volumesnapshot "+e.ns+"/nope not found" {
 		t.Errorf("a snapshot that does not exist: %v", err)
+	}
+}
+
+// With the snapshot loops running, a snapshot of a bound claim becomes
+// ready and its report says so; doctor and the invariants find nothing
+// wrong with it, nor once it is deleted.
+func TestExplainSnapshotTheLoopsMade(t *testing.T) {
+	e := newEnv(t)
+	api := snapclient.NewForConfigOrDie(stack.CP.RESTConfig).SnapshotV1()
+	e.claim("src", "1Gi", bundle.NetworkClass)
+	e.eventually("claim src Bound", e.claimPhase("src", corev1.ClaimBound))
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "made"},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("src")}}}
+	if _, err := api.VolumeSnapshots(e.ns).Create(e.ctx, vs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var r explain.SnapshotReport
+	e.eventually("snapshot made ready, as explain says", func() string {
+		rep, err := inspect.Report(e.ctx, e.client, "vs", "made", e.ns)
+		if err != nil {
+			return err.Error()
+		}
+		if r = rep.(explain.SnapshotReport); !r.Ready {
+			return r.Summary
+		}
+		return ""
+	})
+	if !strings.HasPrefix(r.Summary, "Ready: backend snapshot ") || r.Class == nil || r.Class.Name != bundle.NetworkSnapshotClass || r.Content == nil || r.Content.SnapshotState != "Bound" {
+		t.Errorf("report %+v", r)
+	}
+	e.explain("vs", e.ns+"/made")
+	problems := func() string {
+		s, err := stack.ReadInvariants(e.ctx)
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, v := range invariants.Check(s, invariants.Expect{}) {
+			if strings.Contains(v, "snapshot") || strings.Contains(v, "Snapshot") {
+				out = append(out, v)
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	if p := problems(); p != "" {
+		t.Errorf("snapshot invariants with a ready snapshot: %s", p)
+	}
+	if err := api.VolumeSnapshots(e.ns).Delete(e.ctx, "made", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("snapshot made and its content gone", func() string {
+		if _, err := api.VolumeSnapshots(e.ns).Get(e.ctx, "made", metav1.GetOptions{}); err == nil {
+			return "snapshot still there"
+		}
+		if _, err := api.VolumeSnapshotContents().Get(e.ctx, r.Content.Name, metav1.GetOptions{}); err == nil {
+			return "content still there"
+		}
+		return ""
+	})
+	if p := problems(); p != "" {
+		t.Errorf("snapshot invariants once it is deleted: %s", p)
 	}
 }

@@ -3,7 +3,10 @@ package groupsnapshot
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -72,6 +76,12 @@ func TestGroupOfClaimsByLabel(t *testing.T) {
 		support.Claim(ns, "web", bundle.ImmediateClass, "1Mi"),
 		support.Claim(other, "db-0", bundle.ImmediateClass, "1Mi", labelled(db)))
 	want := []string{handleOf(t, ns, "db-0"), handleOf(t, ns, "db-1"), handleOf(t, ns, "db-2")}
+	// Each volume holds its own name, to tell the restored members apart.
+	for i, h := range want {
+		if err := os.WriteFile(filepath.Join(volumeDir(h), "who"), []byte(fmt.Sprintf("db-%d", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	groups := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshots(ns)
 	g, err := groups.Create(ctx, &vgsv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "grp"},
 		Spec: vgsv1.VolumeGroupSnapshotSpec{Source: vgsv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: db}}}},
@@ -159,7 +169,17 @@ func restoreMembers(t *testing.T, ns string, members []string) {
 		}))
 	}
 	boundClaims(t, claims...)
+	for i := range members {
+		h := handleOf(t, ns, fmt.Sprintf("restored-%d", i))
+		got, err := os.ReadFile(filepath.Join(volumeDir(h), "who"))
+		if err != nil || string(got) != fmt.Sprintf("db-%d", i) {
+			t.Errorf("restored-%d holds %q (%v), want db-%d's data", i, got, err, i)
+		}
+	}
 }
+
+// volumeDir is a node-local volume's directory on the one node.
+func volumeDir(handle string) string { return bed.stack.VolumeDir(bed.stack.CP.Nodes[0], handle) }
 
 // refuseMemberDeletion deletes one member alone: it stays, held by its
 // group, with the reference's event.
@@ -290,4 +310,76 @@ func TestContentOfAnotherNamespaceNeverBound(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A group whose volumes no single served endpoint holds (one is on a node
+// whose driver is not served) is refused before any mark or driver call,
+// with the reason on the content's status and event.
+func TestGroupNoEndpointHoldsRefused(t *testing.T) {
+	needsSnapshotRows(t)
+	ctx, client := context.Background(), bed.stack.CP.Client
+	ns := stacktest.Namespace(t)
+	var claims []*corev1.PersistentVolumeClaim
+	for i, node := range []string{bed.stack.CP.Nodes[0], "elsewhere"} {
+		name := fmt.Sprintf("far-%d-%s", i, ns)
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: fmt.Sprintf("far-%d", i)},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: hostpath.DriverName, VolumeHandle: "not-made-" + name}},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}},
+			},
+		}
+		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = client.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+		claims = append(claims, support.Claim(ns, fmt.Sprintf("far-%d", i), "", "1Mi", labelled(db), func(c *corev1.PersistentVolumeClaim) {
+			c.Spec.VolumeName = name
+		}))
+	}
+	boundClaims(t, claims...)
+	g, err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, &vgsv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "far"},
+		Spec: vgsv1.VolumeGroupSnapshotSpec{Source: vgsv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: db}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contentName := snapshotapi.GroupContentName(g.UID)
+	stacktest.Eventually(t, "group refused", func() string {
+		c, err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if c.Status == nil || c.Status.Error == nil || !strings.Contains(ptr.Deref(c.Status.Error.Message, ""), "no served endpoint") {
+			return fmt.Sprintf("content status %+v", c.Status)
+		}
+		if _, marked := c.Annotations[snapshotapi.GroupBeingCreated]; marked || c.Status.VolumeGroupSnapshotHandle != nil {
+			return fmt.Sprintf("marked or taken: %v %+v", c.Annotations, c.Status)
+		}
+		evs, _ := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + contentName})
+		for _, e := range evs.Items {
+			if e.Reason == "GroupSnapshotCreationFailed" {
+				return ""
+			}
+		}
+		return "no GroupSnapshotCreationFailed event"
+	}, bed.stack.EndedEarly)
+	// Deleting the refused group leaves nothing behind.
+	if err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, "far", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, "refused group deleted", func() string {
+		if _, err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, contentName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("content: %v", err)
+		}
+		return ""
+	}, bed.stack.EndedEarly)
 }

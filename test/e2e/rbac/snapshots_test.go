@@ -89,6 +89,9 @@ func (e *env) restore(name, class, size, snapshot string) {
 		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
 		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
+		// At least the snapshot's size (its sources were grown to 2Gi):
+		// a smaller request is refused, as the external-provisioner refuses it.
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
 	})
 }
 

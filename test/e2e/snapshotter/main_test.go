@@ -7,7 +7,9 @@
 // a crash would stop it. The tests write VolumeSnapshotContents as the
 // snapshot-controller would (dynamic: a VolumeSnapshot reference and the
 // volume handle of a PV whose volume the driver made; pre-provisioned: the
-// handle of a snapshot taken through the driver) and read the driver back.
+// handle of a snapshot taken through the driver) and read the driver back;
+// one test also runs the binder, the provisioner and the snapshot loop, for
+// a user's VolumeSnapshot from start to end.
 package snapshotter
 
 import (

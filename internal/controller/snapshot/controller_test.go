@@ -1,0 +1,104 @@
+package snapshot
+
+import (
+	"context"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/volplane/volplane/internal/snapshotapi"
+)
+
+// One sync of a new dynamic snapshot writes in doc.go's order: the
+// snapshot's class and finalizers, the claim's finalizer, the content,
+// the status; and records CreatingSnapshot.
+func TestDynamicSnapshotWriteOrder(t *testing.T) {
+	ctx := context.Background()
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "c1"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+		ClaimRef:               &corev1.ObjectReference{Namespace: "ns", Name: "data", UID: "c1"},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}
+	class := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{snapshotapi.DefaultClassAnnotation: "true"}},
+		Driver: "d", DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "snap", UID: "u1"},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}}}
+	client := fake.NewClientset(claim, pv)
+	snaps := snapfake.NewSimpleClientset(class, vs)
+	inf := informers.NewSharedInformerFactory(client, 0)
+	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
+	rec := record.NewFakeRecorder(10)
+	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The caches are filled by hand (the fake snapshot clientset's watch
+	// is not needed for one sync).
+	for _, add := range []error{
+		inf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(claim),
+		inf.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv),
+		sinf.Snapshot().V1().VolumeSnapshotClasses().Informer().GetIndexer().Add(class),
+		sinf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer().Add(vs),
+	} {
+		if add != nil {
+			t.Fatal(add)
+		}
+	}
+	if _, err := c.syncSnapshot(ctx, "ns/snap"); err != nil {
+		t.Fatal(err)
+	}
+	var writes []string
+	for _, a := range snaps.Actions() {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+		}
+	}
+	want := []string{"update volumesnapshots/", "create volumesnapshotcontents/", "update volumesnapshots/status"}
+	if len(writes) != len(want) {
+		t.Fatalf("snapshot API writes %v, want %v", writes, want)
+	}
+	for i := range want {
+		if writes[i] != want[i] {
+			t.Errorf("write %d: %s, want %s", i, writes[i], want[i])
+		}
+	}
+	var claimUpdate k8stesting.UpdateAction
+	for _, a := range client.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok {
+			claimUpdate = u
+		}
+	}
+	if claimUpdate == nil || !hasString(claimUpdate.GetObject().(*corev1.PersistentVolumeClaim).Finalizers, snapshotapi.ClaimFinalizer) {
+		t.Errorf("claim not protected: %v", client.Actions())
+	}
+	got, err := snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, "snapcontent-u1", metav1.GetOptions{})
+	if err != nil || *got.Spec.Source.VolumeHandle != "h" || got.Spec.VolumeSnapshotRef.UID != "u1" {
+		t.Errorf("content %+v, %v", got, err)
+	}
+	select {
+	case e := <-rec.Events:
+		if e != "Normal CreatingSnapshot Waiting for a snapshot ns/snap to be created by the CSI driver." {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event")
+	}
+}
+
+func hasString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
