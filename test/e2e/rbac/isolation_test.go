@@ -227,3 +227,21 @@ func TestNodeRoleWritesOnlyItsNodesVolumes(t *testing.T) {
 		}
 	}
 }
+
+// The snapshot loop looks for another snapshot-controller's leader
+// election Lease in every namespace, and may read that Lease alone: a
+// list of every Lease (or of another name) is refused.
+func TestControllerListsOnlyTheOtherSnapshotControllersLease(t *testing.T) {
+	ctx := context.Background()
+	leases := clientAs(t, ctx, "volplane-controller", "").CoordinationV1().Leases(metav1.NamespaceAll)
+	for selector, allowed := range map[string]bool{
+		"metadata.name=snapshot-controller-leader": true,
+		"metadata.name=volplane-controller":        false,
+		"":                                         false,
+	} {
+		_, err := leases.List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if (err == nil) != allowed || (err != nil && !apierrors.IsForbidden(err)) {
+			t.Errorf("the controller's list of Leases with %q: %v, want allowed %v", selector, err, allowed)
+		}
+	}
+}

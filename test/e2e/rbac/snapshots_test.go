@@ -64,11 +64,29 @@ func (e *env) snapshotReady(name string) string {
 	return content
 }
 
-// restore makes a claim of class restored from the VolumeSnapshot
-// snapshot (its dataSourceRef).
-func (e *env) restore(name, class, snapshot string) {
+// networkGroupClass makes a VolumeGroupSnapshotClass of the network
+// driver whose group snapshots need the secret; it goes when the test
+// ends.
+func networkGroupClass(e *env, secret string) string {
+	e.t.Helper()
+	name := "rbac-network-group-" + e.ns
+	c := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: hostpath.NetworkDriverName,
+		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+		Parameters:     map[string]string{snapshotapi.GroupSecretNameParameter: secret, snapshotapi.GroupSecretNamespaceParameter: e.ns}}
+	classes := e.snapshots().GroupsnapshotV1().VolumeGroupSnapshotClasses()
+	if _, err := classes.Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = classes.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return name
+}
+
+// restore makes a claim of class and size restored from the
+// VolumeSnapshot snapshot (its dataSourceRef).
+func (e *env) restore(name, class, size, snapshot string) {
 	e.t.Helper()
 	e.claim(name, class, func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
 		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: snapshot}
 		// At least the snapshot's size (its sources were grown to 2Gi):
@@ -179,26 +197,31 @@ func networkSnapshotClass(e *env, secret string) string {
 // pod on node; the CSI sidecar's for the network claim, whose class needs
 // secret) makes them; each is restored into a new claim (the provisioners
 // read the snapshot and its content and hold the snapshot while they
-// restore); a group snapshot takes wffc again; then everything is deleted
-// and the contents go (policy Delete).
+// restore); a group snapshot takes each claim again (the network one's class
+// needs secret too); then everything is deleted and the contents go
+// (policy Delete).
 func snapshotLifecycle(e *env, node, local, network, secret string) {
 	localContent := e.snapshot("snap-local", local, "")
 	networkContent := e.snapshot("snap-network", network, networkSnapshotClass(e, secret))
 
-	e.restore("restored-local", bundle.WaitClass, "snap-local")
+	e.restore("restored-local", bundle.WaitClass, "2Gi", "snap-local") // wffc was grown
 	e.pod("restored-app", node, "restored-local")
 	e.bound("restored-local")
 	e.running("restored-app")
-	e.restore("restored-network", bundle.NetworkClass, "snap-network")
+	e.restore("restored-network", bundle.NetworkClass, "1Gi", "snap-network")
 	e.bound("restored-network")
 
-	patch := []byte(`{"metadata":{"labels":{"rbac-group":"db"}}}`)
-	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(e.ctx, local, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		e.t.Fatal(err)
+	for claim, group := range map[string]string{local: "local", network: "network"} {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{"rbac-group":%q}}}`, group)
+		if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Patch(e.ctx, claim, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
 	}
-	groupContent := e.groupSnapshot("group-local", "", "rbac-group", "db")
+	localGroup := e.groupSnapshot("group-local", "", "rbac-group", "local")
+	networkGroup := e.groupSnapshot("group-network", networkGroupClass(e, secret), "rbac-group", "network")
 
-	e.groupSnapshotGone("group-local", groupContent)
+	e.groupSnapshotGone("group-local", localGroup)
+	e.groupSnapshotGone("group-network", networkGroup)
 	e.snapshotGone("snap-local", localContent)
 	e.snapshotGone("snap-network", networkContent)
 	e.gone("pod", "restored-app")
