@@ -25,8 +25,11 @@ type ContentPlan struct {
 	Reason           Reason
 	AddFinalizer     bool
 	MarkBeingDeleted bool
-	RequeueSnapshot  bool
-	Events           []Event
+	// Delete deletes the content: only a group member's, under Delete,
+	// whose member snapshot went without it (see orphanedMember).
+	Delete          bool
+	RequeueSnapshot bool
+	Events          []Event
 }
 
 // DecideContent is the reference's syncContent. A content whose snapshot
@@ -53,13 +56,13 @@ func DecideContent(f ContentFacts) ContentPlan {
 		if !p.AddFinalizer {
 			p.Reason = ContentSnapGone
 		}
-		return p
+		return orphanedMember(c, p)
 	}
 	if s.UID != c.Spec.VolumeSnapshotRef.UID || s.Namespace != c.Spec.VolumeSnapshotRef.Namespace || s.Name != c.Spec.VolumeSnapshotRef.Name {
 		if !p.AddFinalizer {
 			p.Reason = ContentSnapNewer
 		}
-		return p
+		return orphanedMember(c, p)
 	}
 	p.RequeueSnapshot = NeedsMirror(s, c)
 	if s.DeletionTimestamp != nil && (slices.Contains(s.Finalizers, snapshotapi.AsSourceFinalizer) || slices.Contains(s.Finalizers, snapshotapi.BoundFinalizer)) &&
@@ -67,6 +70,25 @@ func DecideContent(f ContentFacts) ContentPlan {
 		p.MarkBeingDeleted = true
 		p.Reason = ContentRelease
 	}
+	return p
+}
+
+// orphanedMember deletes a group member's content, under Delete, whose
+// member snapshot is gone: a member deleted before it was bound to its
+// content (the group deleted right after it made the member) designates no
+// content, so its deletion never reached this one. The data-loss guard does
+// not apply: the backend snapshot of a member is the group's, deleted with
+// the group and never by the sidecar for the member (it only lets the
+// content go), so deleting the object deletes no data. Any other content
+// whose snapshot is gone is kept, as the reference keeps it.
+func orphanedMember(c *snapv1.VolumeSnapshotContent, p ContentPlan) ContentPlan {
+	if !hasAnnotation(c.Annotations, snapshotapi.GroupHandleAnnotation) ||
+		c.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete || c.DeletionTimestamp != nil {
+		return p
+	}
+	p.Reason = ContentMemberOrphaned
+	p.MarkBeingDeleted = !hasAnnotation(c.Annotations, snapshotapi.BeingDeleted)
+	p.Delete = true
 	return p
 }
 

@@ -23,6 +23,12 @@ func TestDecideContent(t *testing.T) {
 	deleting(recreated)
 	invalid := dynContent(s)
 	invalid.Spec.Source.SnapshotHandle = ptr.To("h")
+	member := func(policy snapv1.DeletionPolicy) *snapv1.VolumeSnapshotContent {
+		c := protected(dynContent(s))
+		c.Annotations = map[string]string{snapshotapi.GroupHandleAnnotation: "group-1"}
+		c.Spec.DeletionPolicy = policy
+		return c
+	}
 	for _, tc := range []struct {
 		name     string
 		content  *snapv1.VolumeSnapshotContent
@@ -33,6 +39,11 @@ func TestDecideContent(t *testing.T) {
 		{"pre-bound, no uid: left to the snapshot", preContent("c", ns, "snap", ""), nil, ContentPlan{Reason: ContentPreBound}},
 		{"bound: protected", dynContent(s), s, ContentPlan{Reason: ContentProtect, AddFinalizer: true}},
 		{"snapshot gone: never deleted", protected(dynContent(s)), nil, ContentPlan{Reason: ContentSnapGone}},
+		{"member gone under Delete: deleted (the group holds its data)", member(snapv1.VolumeSnapshotContentDelete), nil,
+			ContentPlan{Reason: ContentMemberOrphaned, MarkBeingDeleted: true, Delete: true}},
+		{"member gone under Retain: kept", member(snapv1.VolumeSnapshotContentRetain), nil, ContentPlan{Reason: ContentSnapGone}},
+		{"member recreated under the name under Delete: deleted", member(snapv1.VolumeSnapshotContentDelete), recreated,
+			ContentPlan{Reason: ContentMemberOrphaned, MarkBeingDeleted: true, Delete: true}},
 		{"snapshot recreated under the name: never touched", protected(dynContent(s)), recreated, ContentPlan{Reason: ContentSnapNewer}},
 		{"snapshot being deleted: annotated", protected(dynContent(s)), gone, ContentPlan{Reason: ContentRelease, MarkBeingDeleted: true}},
 		{"status lags: snapshot requeued", protected(withStatus(dynContent(s), true, 1, 1)), s, ContentPlan{Reason: ContentInSync, RequeueSnapshot: true}},
@@ -40,7 +51,7 @@ func TestDecideContent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := DecideContent(ContentFacts{Content: tc.content, Snapshot: tc.snapshot})
 			if got.Reason != tc.want.Reason || got.AddFinalizer != tc.want.AddFinalizer || got.MarkBeingDeleted != tc.want.MarkBeingDeleted ||
-				got.RequeueSnapshot != tc.want.RequeueSnapshot || !slices.Equal(got.Events, tc.want.Events) {
+				got.Delete != tc.want.Delete || got.RequeueSnapshot != tc.want.RequeueSnapshot || !slices.Equal(got.Events, tc.want.Events) {
 				t.Errorf("DecideContent = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -55,6 +55,9 @@ const (
 	ContentInSync    Reason = "ContentInSync"
 	ContentSnapGone  Reason = "ContentSnapshotGone"
 	ContentSnapNewer Reason = "ContentSnapshotRecreated"
+	// ContentMemberOrphaned: a group member's content under Delete whose
+	// member snapshot is gone is deleted (orphanedMember).
+	ContentMemberOrphaned Reason = "ContentMemberOrphaned"
 )
 
 // Event is one event the loop records on the object it decided about,

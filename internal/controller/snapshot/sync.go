@@ -7,6 +7,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -174,6 +175,19 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		}
 	}
 	p := snapshotbinding.DecideContent(f)
+	if p.Delete {
+		// The cache may not have seen a member snapshot made just before
+		// its content: decide again on a live read before deleting.
+		r := content.Spec.VolumeSnapshotRef
+		live, err := c.snaps.SnapshotV1().VolumeSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			f.Snapshot = live
+		case !apierrors.IsNotFound(err):
+			return loop.Done(), err
+		}
+		p = snapshotbinding.DecideContent(f)
+	}
 	klog.FromContext(ctx).V(4).Info("Content decided", "content", name, "reason", p.Reason)
 	for _, e := range p.Events {
 		c.recorder.Event(contentRef(content), e.Type, e.Reason, e.Message)
@@ -186,6 +200,13 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	if p.MarkBeingDeleted {
 		if err := c.markBeingDeleted(ctx, content); err != nil {
 			return loop.Done(), fmt.Errorf("content %s: annotate being deleted: %w", name, err)
+		}
+	}
+	if p.Delete {
+		uid := content.UID
+		err := c.snaps.SnapshotV1().VolumeSnapshotContents().Delete(ctx, content.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return loop.Done(), fmt.Errorf("content %s: delete the content of a member snapshot that is gone: %w", name, err)
 		}
 	}
 	if p.RequeueSnapshot {
