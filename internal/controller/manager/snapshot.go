@@ -66,7 +66,7 @@ func readSnapshotCluster(ctx context.Context, client kubernetes.Interface) (snap
 	// no forbidden call.
 	review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: "list", Group: coordinationv1.GroupName, Resource: "leases"}}}, metav1.CreateOptions{})
+			Verb: "list", Group: coordinationv1.GroupName, Resource: "leases", Name: snapshotbinding.OtherControllerLease}}}, metav1.CreateOptions{})
 	if err == nil && !review.Status.Allowed {
 		klog.FromContext(ctx).Info("Not allowed to list Leases: another snapshot-controller would not be seen")
 		return f, nil

@@ -32,12 +32,6 @@ var unreachable = map[string]string{
 	"volplane-controller: patch events":  "repeated events",
 	"volplane-node: patch events":        "repeated events",
 	"volplane-csi-sidecar: patch events": "repeated events",
-	// The snapshot loop lists another snapshot-controller's Lease only
-	// after a SelfSubjectAccessReview that names no Lease, which the rule
-	// (resourceNames: snapshot-controller-leader) does not answer yes to;
-	// the review must name the Lease (manager/snapshot.go) for the check
-	// to run under deploy/'s role.
-	"volplane-controller: list leases.coordination.k8s.io": "the loop's access review names no Lease",
 }
 
 // running is one role's loops, started with its own credentials.
