@@ -84,8 +84,11 @@ func DecideContent(c *vgsv1.VolumeGroupSnapshotContent, class *vgsv1.VolumeGroup
 		return idle(nil)
 	}
 	if c.DeletionTimestamp != nil {
-		// Being deleted, but its group has not let go yet (or a create is
-		// in flight): wait for the snapshot-controller's mark.
+		if settle, ok := settleCreate(c, class); ok {
+			return settle
+		}
+		// Being deleted, but its group has not let go yet: wait for the
+		// snapshot-controller's mark.
 		return idle(nil)
 	}
 	ready := c.Status != nil && c.Status.ReadyToUse != nil && *c.Status.ReadyToUse
@@ -134,6 +137,27 @@ func DecideContent(c *vgsv1.VolumeGroupSnapshotContent, class *vgsv1.VolumeGroup
 		return CSIPlan{Step: MarkCreating}
 	}
 	return CSIPlan{Step: Create, Secret: secret, Create: CreateRequest(c, class)}
+}
+
+// settleCreate is the step for a content being deleted while its create may
+// still run in the driver (GroupBeingCreated, no handle yet): ask again
+// with the same request, as the reference's sidecar does, until the driver
+// answers with the group (then deleted under Delete) or a final error
+// (nothing was made). Waiting instead would hold the content forever: the
+// mark goes only with an answer.
+func settleCreate(c *vgsv1.VolumeGroupSnapshotContent, class *vgsv1.VolumeGroupSnapshotClass) (CSIPlan, bool) {
+	if _, creating := c.Annotations[snapshotapi.GroupBeingCreated]; !creating || len(c.Spec.Source.VolumeHandles) == 0 ||
+		(c.Status != nil && c.Status.VolumeGroupSnapshotHandle != nil) {
+		return CSIPlan{}, false
+	}
+	if class == nil {
+		return idle(fmt.Errorf("group snapshot content %s is being deleted while its create may run: its class is gone", c.Name)), true
+	}
+	secret, err := DeletionSecret(c)
+	if err != nil {
+		return idle(fmt.Errorf("group snapshot content %s: %w", c.Name, err)), true
+	}
+	return CSIPlan{Step: Create, Secret: secret, Create: CreateRequest(c, class)}, true
 }
 
 // shouldDelete is shouldDeleteGroupSnapshotContent: a content being

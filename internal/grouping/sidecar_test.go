@@ -114,6 +114,21 @@ func TestDecideContentDelete(t *testing.T) {
 	if p := DecideContent(c, nil, now); p.Step != Idle {
 		t.Errorf("create in flight: %s", p.Step)
 	}
+	// Deleted while a create may still run and nothing answered yet: the
+	// create is asked again to settle it (soak seed 827214 held the group
+	// for ever by waiting), then deleted or let go by the answer.
+	cls := class("grp-class", true, nil)
+	c = content(g, deleted, beingDeleted, marked)
+	if p := DecideContent(c, cls, now); p.Step != Create || p.Create == nil {
+		t.Errorf("create in flight, no answer: %+v", p)
+	}
+	if p := DecideContent(c, nil, now); p.Step != Idle || p.Err == nil {
+		t.Errorf("create in flight, class gone: %+v", p)
+	}
+	c = content(g, deleted, beingDeleted)
+	if p := DecideContent(c, cls, now); p.Step != RemoveContentFinalizer {
+		t.Errorf("no create made, deleted: %s", p.Step)
+	}
 	c = content(g, answered(true), deleted, beingDeleted, func(c *vgsv1.VolumeGroupSnapshotContent) {
 		c.Spec.DeletionPolicy = snapv1.VolumeSnapshotContentRetain
 	})
