@@ -91,25 +91,35 @@ func groupSnapshotsEnabled() bool {
 	return utilfeature.DefaultFeatureGate.Enabled(features.VolumeGroupSnapshot)
 }
 
+// referenceSnapshotClients are the clients and informer factories both
+// external-snapshotter processes build in their mains, under userAgent.
+func referenceSnapshotClients(cfg ReferenceSnapshotConfig, userAgent string) (kubernetes.Interface, snapclient.Interface,
+	snapinformers.SharedInformerFactory, coreinformers.SharedInformerFactory, error) {
+	rc, core, err := snapshotREST(cfg, userAgent)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	kubeClient, err := kubernetes.NewForConfig(core)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	snapClient, err := snapclient.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := snapscheme.AddToScheme(scheme.Scheme); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return kubeClient, snapClient, snapinformers.NewSharedInformerFactory(snapClient, snapshotterResync),
+		coreinformers.NewSharedInformerFactory(kubeClient, snapshotterResync), nil
+}
+
 // RunReferenceSnapshotController runs external-snapshotter's common
 // controller (snapshot-controller) as its main wires it, with its default
 // flags, until ctx ends.
 func RunReferenceSnapshotController(ctx context.Context, cfg ReferenceSnapshotConfig) error {
-	rc, core, err := snapshotREST(cfg, "reference-snapshot-controller")
+	kubeClient, snapClient, factory, coreFactory, err := referenceSnapshotClients(cfg, "reference-snapshot-controller")
 	if err != nil {
-		return err
-	}
-	kubeClient, err := kubernetes.NewForConfig(core)
-	if err != nil {
-		return err
-	}
-	snapClient, err := snapclient.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	factory := snapinformers.NewSharedInformerFactory(snapClient, snapshotterResync)
-	coreFactory := coreinformers.NewSharedInformerFactory(kubeClient, snapshotterResync)
-	if err := snapscheme.AddToScheme(scheme.Scheme); err != nil {
 		return err
 	}
 	limiter := func() workqueue.TypedRateLimiter[string] {
@@ -149,21 +159,8 @@ func RunReferenceCSISnapshotter(ctx context.Context, cfg ReferenceSnapshotConfig
 	if cfg.CSIEndpoint == "" {
 		return errors.New("no CSI endpoint")
 	}
-	rc, core, err := snapshotREST(cfg, "reference-csi-snapshotter")
+	kubeClient, snapClient, factory, coreFactory, err := referenceSnapshotClients(cfg, "reference-csi-snapshotter")
 	if err != nil {
-		return err
-	}
-	kubeClient, err := kubernetes.NewForConfig(core)
-	if err != nil {
-		return err
-	}
-	snapClient, err := snapclient.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	factory := snapinformers.NewSharedInformerFactory(snapClient, snapshotterResync)
-	coreFactory := coreinformers.NewSharedInformerFactory(kubeClient, snapshotterResync)
-	if err := snapscheme.AddToScheme(scheme.Scheme); err != nil {
 		return err
 	}
 	conn, err := connection.Connect(ctx, cfg.CSIEndpoint, csimetrics.NewCSIMetricsManager(""),
