@@ -226,7 +226,7 @@ func AfterCreate(c *vgsv1.VolumeGroupSnapshotContent, answer *csi.VolumeGroupSna
 	if callErr != nil {
 		msg := fmt.Sprintf("Failed to create group snapshot: %v", fmt.Errorf("failed to take group snapshot of the volumes %s: %q", c.Spec.Source.VolumeHandles, callErr))
 		p := failContent(c, now, "GroupSnapshotCreationFailed", msg)
-		return p.Status, p.Events, csierror.OperationFinal(callErr)
+		return errorStatus(c, p), p.Events, csierror.OperationFinal(callErr)
 	}
 	return withAnswer(c, answer.GetGroupSnapshotId(), answer.GetReadyToUse(), answer.GetCreationTime(), answer.GetSnapshots(), now), nil, true
 }
@@ -236,7 +236,7 @@ func AfterCreate(c *vgsv1.VolumeGroupSnapshotContent, answer *csi.VolumeGroupSna
 func AfterGet(c *vgsv1.VolumeGroupSnapshotContent, answer *csi.VolumeGroupSnapshot, callErr error, now time.Time) (*vgsv1.VolumeGroupSnapshotContentStatus, []Event) {
 	if callErr != nil {
 		p := failContent(c, now, "GroupSnapshotContentCheckandUpdateFailed", fmt.Sprintf("Failed to check and update group snapshot content: %v", callErr))
-		return p.Status, p.Events
+		return errorStatus(c, p), p.Events
 	}
 	return withAnswer(c, c.Spec.Source.GroupSnapshotHandles.VolumeGroupSnapshotHandle, answer.GetReadyToUse(), answer.GetCreationTime(), nil, now), nil
 }
@@ -280,6 +280,20 @@ func withAnswer(c *vgsv1.VolumeGroupSnapshotContent, handle string, ready bool, 
 		}
 	}
 	return st
+}
+
+// errorStatus is the content's status after a failed call: failContent's,
+// or, when the status already carries the same error (failContent wrote
+// nothing), the status as it is. Never nil for a content that has one: a
+// nil status written back would clear the error, and the next failure
+// would write it again, each write's event asking for another call at
+// once, whatever the backoff (soak: a group the driver kept refusing
+// was asked every ~20 ms).
+func errorStatus(c *vgsv1.VolumeGroupSnapshotContent, p CSIPlan) *vgsv1.VolumeGroupSnapshotContentStatus {
+	if p.Status != nil || c.Status == nil {
+		return p.Status
+	}
+	return c.Status.DeepCopy()
 }
 
 // failContent writes the error into the content's status (readyToUse

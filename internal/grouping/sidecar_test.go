@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	vgsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -77,6 +78,14 @@ func TestDecideContentCreate(t *testing.T) {
 	if unmark || len(events) != 1 || events[0].Reason != "GroupSnapshotCreationFailed" {
 		t.Errorf("timeout: %v %v", events, unmark)
 	}
+	// The same error again: the status stays as it is (a nil status
+	// written back would clear the error), and no second event.
+	c.Status, _, _ = AfterCreate(c, nil, status.Error(codes.DeadlineExceeded, "slow"), now)
+	again, events, _ := AfterCreate(c, nil, status.Error(codes.DeadlineExceeded, "slow"), now.Add(time.Second))
+	if again == nil || again.Error == nil || !again.Error.Time.Equal(c.Status.Error.Time) || len(events) != 0 {
+		t.Errorf("same error again: %+v %v", again, events)
+	}
+	c.Status = nil
 	if _, _, unmark = AfterCreate(c, nil, status.Error(codes.InvalidArgument, "no"), now); !unmark {
 		t.Errorf("final error keeps the mark")
 	}

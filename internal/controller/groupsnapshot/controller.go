@@ -37,6 +37,9 @@ type Controller struct {
 	groupQ    workqueue.TypedRateLimitingInterface[string]
 	contentQ  workqueue.TypedRateLimitingInterface[string]
 	runner    *loop.Runner
+	// The copies our writes returned, until the informers deliver them
+	// (see own.go): syncs decide from them, and their events wake nothing.
+	own ownWrites
 }
 
 // NewController builds the half over the given informers.
@@ -47,7 +50,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{snaps: cfg.Snapshots, recorder: cfg.Recorder, now: cfg.Now,
 		groupQ:   loop.NewQueue("groupsnapshot", cfg.RetryStart, cfg.RetryMax),
-		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax)}
+		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax), own: newOwnWrites()}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	si := cfg.SnapshotInformers.Snapshot().V1()
 	ci := cfg.Informers.Core().V1()
@@ -56,13 +59,13 @@ func NewController(cfg Config) (*Controller, error) {
 	c.claims, c.pvs = ci.PersistentVolumeClaims().Lister(), ci.PersistentVolumes().Lister()
 	synced, err := loop.Register(
 		loop.Handler{Informer: gi.VolumeGroupSnapshots().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onGroup, UpdateFunc: loop.Updated(c.onGroup), DeleteFunc: c.onGroup}},
+			AddFunc: c.onGroup, UpdateFunc: loop.Updated(c.onGroup), DeleteFunc: c.onGroupGone}},
 		loop.Handler{Informer: gi.VolumeGroupSnapshotContents().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onContent, UpdateFunc: loop.Updated(c.onContent), DeleteFunc: c.onContent}},
+			AddFunc: c.onContent, UpdateFunc: loop.Updated(c.onContent), DeleteFunc: c.onContentGone}},
 		loop.Handler{Informer: si.VolumeSnapshots().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onSnapshot, UpdateFunc: loop.Updated(c.onSnapshot), DeleteFunc: c.onSnapshot}},
+			AddFunc: c.onSnapshot, UpdateFunc: loop.Updated(c.onSnapshot), DeleteFunc: c.onSnapshotGone}},
 		loop.Handler{Informer: si.VolumeSnapshotContents().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onMemberContent, UpdateFunc: loop.Updated(c.onMemberContent), DeleteFunc: c.onMemberContent}},
+			AddFunc: c.onMemberContent, UpdateFunc: loop.Updated(c.onMemberContent), DeleteFunc: c.onMemberContentGone}},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("groupsnapshot: %w", err)
@@ -89,8 +92,10 @@ func tombstone(obj any) any {
 	return obj
 }
 
+// onGroup queues the group (and its content) on every change but our own
+// last write, whose sync already asked for what follows.
 func (c *Controller) onGroup(obj any) {
-	if g, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshot); ok {
+	if g, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshot); ok && !c.own.groups.seen(grouping.GroupKey(g), g) {
 		c.groupQ.Add(grouping.GroupKey(g))
 		if g.Status != nil && g.Status.BoundVolumeGroupSnapshotContentName != nil {
 			c.contentQ.Add(*g.Status.BoundVolumeGroupSnapshotContentName)
@@ -98,8 +103,15 @@ func (c *Controller) onGroup(obj any) {
 	}
 }
 
+func (c *Controller) onGroupGone(obj any) {
+	if g, ok := loop.As[*vgsv1.VolumeGroupSnapshot](obj); ok {
+		c.own.groups.Forget(grouping.GroupKey(g))
+		c.onGroup(g)
+	}
+}
+
 func (c *Controller) onContent(obj any) {
-	if gc, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshotContent); ok {
+	if gc, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshotContent); ok && !c.own.contents.seen(gc.Name, gc) {
 		c.contentQ.Add(gc.Name)
 		if r := gc.Spec.VolumeGroupSnapshotRef; r.Name != "" && r.Namespace != "" {
 			c.groupQ.Add(grouping.Key(r.Namespace, r.Name))
@@ -107,11 +119,29 @@ func (c *Controller) onContent(obj any) {
 	}
 }
 
+func (c *Controller) onContentGone(obj any) {
+	if gc, ok := loop.As[*vgsv1.VolumeGroupSnapshotContent](obj); ok {
+		c.own.contents.Forget(gc.Name)
+		c.onContent(gc)
+	}
+}
+
 func (c *Controller) onSnapshot(obj any) {
-	if vs, ok := tombstone(obj).(*snapv1.VolumeSnapshot); ok {
-		if g := grouping.GroupOf(vs); g != "" {
-			c.groupQ.Add(grouping.Key(vs.Namespace, g))
-		}
+	if vs, ok := tombstone(obj).(*snapv1.VolumeSnapshot); ok && !c.own.members.seen(grouping.Key(vs.Namespace, vs.Name), vs) {
+		c.queueGroupOf(vs)
+	}
+}
+
+func (c *Controller) onSnapshotGone(obj any) {
+	if vs, ok := loop.As[*snapv1.VolumeSnapshot](obj); ok {
+		c.own.members.Forget(grouping.Key(vs.Namespace, vs.Name))
+		c.queueGroupOf(vs)
+	}
+}
+
+func (c *Controller) queueGroupOf(vs *snapv1.VolumeSnapshot) {
+	if g := grouping.GroupOf(vs); g != "" {
+		c.groupQ.Add(grouping.Key(vs.Namespace, g))
 	}
 }
 
@@ -119,12 +149,25 @@ func (c *Controller) onSnapshot(obj any) {
 // snapshot its ref names.
 func (c *Controller) onMemberContent(obj any) {
 	vsc, ok := tombstone(obj).(*snapv1.VolumeSnapshotContent)
-	if !ok || vsc.Annotations[snapshotapi.GroupHandleAnnotation] == "" {
+	if !ok || vsc.Annotations[snapshotapi.GroupHandleAnnotation] == "" || c.own.memberContents.seen(vsc.Name, vsc) {
 		return
 	}
+	c.queueGroupOfContent(vsc)
+}
+
+func (c *Controller) onMemberContentGone(obj any) {
+	if vsc, ok := loop.As[*snapv1.VolumeSnapshotContent](obj); ok {
+		c.own.memberContents.Forget(vsc.Name)
+		if vsc.Annotations[snapshotapi.GroupHandleAnnotation] != "" {
+			c.queueGroupOfContent(vsc)
+		}
+	}
+}
+
+func (c *Controller) queueGroupOfContent(vsc *snapv1.VolumeSnapshotContent) {
 	r := vsc.Spec.VolumeSnapshotRef
 	if vs, err := c.snapshots.VolumeSnapshots(r.Namespace).Get(r.Name); err == nil {
-		c.onSnapshot(vs)
+		c.queueGroupOf(vs)
 	}
 }
 

@@ -3,7 +3,9 @@ package groupsnapshot
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +53,24 @@ type bed struct {
 func start(t *testing.T, core []runtime.Object, snaps []runtime.Object) bed {
 	t.Helper()
 	client := fake.NewClientset(core...)
+	// The API server gives every write a resourceVersion, which the loops'
+	// own-write memory compares; the fake's tracker does not.
+	var rv atomic.Int64
+	rv.Store(1)
+	for _, o := range snaps {
+		o.(metav1.Object).SetResourceVersion("1")
+	}
 	sc := snapfake.NewSimpleClientset(snaps...)
+	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if m, ok := o.GetObject().(metav1.Object); ok {
+				m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+			}
+		}
+		return false, nil, nil
+	}
+	sc.PrependReactor("create", "*", stamp)
+	sc.PrependReactor("update", "*", stamp)
 	// The API server gives every object a UID; the fake does not.
 	sc.PrependReactor("create", "volumesnapshots", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		vs := a.(k8stesting.CreateAction).GetObject().(*snapv1.VolumeSnapshot)

@@ -35,6 +35,14 @@ type Sidecar struct {
 	pvs      cache.Indexer
 	q        workqueue.TypedRateLimitingInterface[string]
 	runner   *loop.Runner
+	// newest holds the copy each of our writes returned until the
+	// informer delivers it: syncs decide from it, and its event wakes
+	// nothing (the sync that wrote asked for what follows).
+	newest *loop.Newest[*vgsv1.VolumeGroupSnapshotContent]
+	// waits counts, per content, the looks in a row at a group the driver
+	// says is not ready yet, for their backoff.
+	waits                *waits
+	retryStart, retryMax time.Duration
 }
 
 // NewSidecar builds the half over the given informers.
@@ -44,7 +52,9 @@ func NewSidecar(cfg Config) (*Sidecar, error) {
 		return nil, err
 	}
 	s := &Sidecar{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, pool: cfg.Pool, nodeName: cfg.NodeName, now: cfg.Now,
-		q: loop.NewQueue("csi-groupsnapshotter", cfg.RetryStart, cfg.RetryMax)}
+		q:      loop.NewQueue("csi-groupsnapshotter", cfg.RetryStart, cfg.RetryMax),
+		newest: loop.NewNewest[*vgsv1.VolumeGroupSnapshotContent](), waits: newWaits(),
+		retryStart: cfg.RetryStart, retryMax: cfg.RetryMax}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	s.contents, s.classes = gi.VolumeGroupSnapshotContents().Lister(), gi.VolumeGroupSnapshotClasses().Lister()
 	pvInf, err := informerindex.PersistentVolumes(cfg.Informers)
@@ -53,7 +63,7 @@ func NewSidecar(cfg Config) (*Sidecar, error) {
 	}
 	s.pvs = pvInf.GetIndexer()
 	synced, err := loop.Register(loop.Handler{Informer: gi.VolumeGroupSnapshotContents().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-		AddFunc: s.onContent, UpdateFunc: loop.Updated(s.onContent)}})
+		AddFunc: s.onContent, UpdateFunc: loop.Updated(s.onContent), DeleteFunc: s.onContentGone}})
 	if err != nil {
 		return nil, fmt.Errorf("groupsnapshotter: %w", err)
 	}
@@ -70,9 +80,24 @@ func (s *Sidecar) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 // Ready reports whether the caches are synced and the workers run.
 func (s *Sidecar) Ready() bool { return s.runner.Ready() }
 
+// onContent queues a served content on every change but our own last
+// write, whose sync already asked for what follows.
 func (s *Sidecar) onContent(obj any) {
-	if gc, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshotContent); ok && s.pool.Serves(gc.Spec.Driver) {
+	gc, ok := tombstone(obj).(*vgsv1.VolumeGroupSnapshotContent)
+	if !ok || !s.pool.Serves(gc.Spec.Driver) {
+		return
+	}
+	own := s.newest.IsOwnWrite(gc.Name, gc)
+	s.newest.Observe(gc.Name, gc)
+	if !own {
 		s.q.Add(gc.Name)
+	}
+}
+
+func (s *Sidecar) onContentGone(obj any) {
+	if gc, ok := loop.As[*vgsv1.VolumeGroupSnapshotContent](obj); ok {
+		s.newest.Forget(gc.Name)
+		s.waits.done(gc.Name)
 	}
 }
 

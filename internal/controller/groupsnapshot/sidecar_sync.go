@@ -8,6 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	vgsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -19,14 +20,21 @@ import (
 )
 
 // sync asks DecideContent for the content's next CSI step and applies it.
+// A sync that wrote asks for the content again at once (loop.Again) and
+// decides from its own write's copy (newest); the event of that write
+// wakes nothing. A failure is retried with backoff, and a group the driver
+// has not made ready is looked at again after a backoff: neither is
+// hurried by the event of the status just written.
 func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 	gc, err := s.contents.Get(name)
 	if apierrors.IsNotFound(err) {
+		s.waits.done(name)
 		return loop.Done(), nil
 	}
 	if err != nil {
 		return loop.Done(), err
 	}
+	gc = s.newest.Newer(name, gc)
 	if !s.pool.Serves(gc.Spec.Driver) {
 		return loop.Done(), nil
 	}
@@ -77,15 +85,17 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 			if len(ep.Info.Topology) > 0 {
 				n.Annotations[grouping.EndpointAnnotation] = grouping.FormatSegment(ep.Info.Topology)
 			}
-			_, err := contents.Update(ctx, n, metav1.UpdateOptions{})
-			return loop.Done(), err
+			out, err := contents.Update(ctx, n, metav1.UpdateOptions{})
+			if err != nil {
+				return loop.Done(), err
+			}
+			s.newest.Wrote(name, out)
+			return loop.Again(), nil
 		}
 		p.Create.Secrets = data
 		answer, callErr := ep.CreateVolumeGroupSnapshot(ctx, p.Create)
 		st, events, unmark := grouping.AfterCreate(gc, answer, callErr, s.now())
-		n := gc.DeepCopy()
-		n.Status = st
-		written, err := contents.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		written, err := s.putStatus(ctx, gc, st)
 		s.record(gc, events)
 		if err != nil {
 			return loop.Done(), fmt.Errorf("group snapshot content %s: status: %w", name, err)
@@ -95,7 +105,10 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 				return loop.Done(), err
 			}
 		}
-		return loop.Done(), callErr
+		if callErr != nil {
+			return loop.Done(), callErr
+		}
+		return s.afterAnswer(name, answer.GetReadyToUse()), nil
 	case grouping.Get:
 		ep, err := s.endpoint(gc)
 		if err != nil {
@@ -108,18 +121,37 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 		p.Get.Secrets = data
 		answer, callErr := ep.GetVolumeGroupSnapshot(ctx, p.Get)
 		st, events := grouping.AfterGet(gc, answer, callErr, s.now())
-		return loop.Done(), s.writeStatus(ctx, gc, st, events, callErr)
+		if err := s.writeStatus(ctx, gc, st, events, callErr); err != nil {
+			return loop.Done(), err
+		}
+		return s.afterAnswer(name, answer.GetReadyToUse()), nil
 	case grouping.UnmarkCreating:
-		return loop.Done(), s.unmark(ctx, gc)
+		if err := s.unmark(ctx, gc); err != nil {
+			return loop.Done(), err
+		}
+		return loop.Again(), nil
 	case grouping.Delete:
 		if err := s.delete(ctx, gc, p.Delete, p.Secret); err != nil {
 			return loop.Done(), err
 		}
+		// The content goes with its finalizer: its delete event ends it.
 		return loop.Done(), s.removeFinalizer(ctx, name)
 	case grouping.RemoveContentFinalizer:
 		return loop.Done(), s.removeFinalizer(ctx, name)
 	}
 	return loop.Done(), fmt.Errorf("group snapshot content %s: step %s is not the sidecar's", name, p.Step)
+}
+
+// afterAnswer is what follows the driver's answer, written: the next step
+// at once once the group is ready, else a look again after a backoff (a
+// driver that makes groups ready later is not asked at the speed of our
+// own writes).
+func (s *Sidecar) afterAnswer(name string, ready bool) loop.Result {
+	if !ready {
+		return loop.After(s.waits.next(name, s.retryStart, s.retryMax))
+	}
+	s.waits.done(name)
+	return loop.Again()
 }
 
 func (s *Sidecar) delete(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, req *csi.DeleteVolumeGroupSnapshotRequest, secret *v1.SecretReference) error {
@@ -143,14 +175,27 @@ func (s *Sidecar) delete(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotConte
 // writeStatus writes the content's status and records the events; cause
 // is returned for the runner's retry.
 func (s *Sidecar) writeStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, st *vgsv1.VolumeGroupSnapshotContentStatus, events []grouping.Event, cause error) error {
-	n := gc.DeepCopy()
-	n.Status = st
-	_, err := s.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	_, err := s.putStatus(ctx, gc, st)
 	s.record(gc, events)
 	if err != nil {
 		return fmt.Errorf("group snapshot content %s: status: %w", gc.Name, err)
 	}
 	return cause
+}
+
+// putStatus writes the content's status, unless it is unchanged, and
+// returns the content as written.
+func (s *Sidecar) putStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, st *vgsv1.VolumeGroupSnapshotContentStatus) (*vgsv1.VolumeGroupSnapshotContent, error) {
+	if equality.Semantic.DeepEqual(gc.Status, st) {
+		return gc, nil
+	}
+	n := gc.DeepCopy()
+	n.Status = st
+	out, err := s.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return s.newest.Wrote(gc.Name, out), nil
 }
 
 func (s *Sidecar) unmark(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent) error {
@@ -159,10 +204,11 @@ func (s *Sidecar) unmark(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotConte
 	}
 	n := gc.DeepCopy()
 	delete(n.Annotations, snapshotapi.GroupBeingCreated)
-	_, err := s.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, n, metav1.UpdateOptions{})
+	out, err := s.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, n, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("failed to remove VolumeGroupSnapshotBeingCreated annotation on the groupSnapshotContent %s: %q", gc.Name, err)
 	}
+	s.newest.Wrote(gc.Name, out)
 	return nil
 }
 
@@ -181,7 +227,10 @@ func (s *Sidecar) removeFinalizer(ctx context.Context, name string) error {
 		return nil
 	}
 	gc.Finalizers = slices.DeleteFunc(gc.Finalizers, func(f string) bool { return f == snapshotapi.GroupContentFinalizer })
-	_, err = contents.Update(ctx, gc, metav1.UpdateOptions{})
+	out, err := contents.Update(ctx, gc, metav1.UpdateOptions{})
+	if err == nil {
+		s.newest.Wrote(name, out)
+	}
 	return err
 }
 

@@ -21,18 +21,18 @@ import (
 )
 
 // syncGroup reads what DecideGroup needs from the caches, asks it and
-// applies its one step.
+// applies its one step. A step whose write returned the object asks for
+// the group again at once (loop.Again), decided from that copy; a delete,
+// or a create that found the object there, waits for the informer's event.
 func (c *Controller) syncGroup(ctx context.Context, key string) (loop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return loop.Done(), nil
 	}
-	g, err := c.groups.VolumeGroupSnapshots(ns).Get(name)
-	if apierrors.IsNotFound(err) {
+	cached, err := c.groups.VolumeGroupSnapshots(ns).Get(name)
+	g, ok := c.own.groups.read(key, cached, err)
+	if !ok {
 		return loop.Done(), nil
-	}
-	if err != nil {
-		return loop.Done(), err
 	}
 	f, err := c.facts(g)
 	if err != nil {
@@ -40,10 +40,14 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (loop.Result, er
 	}
 	plan := grouping.DecideGroup(f)
 	klog.FromContext(ctx).V(4).Info("Group snapshot step decided", "group", key, "step", plan.Step, "err", plan.Err)
-	if err := c.apply(ctx, g, plan); err != nil {
+	next, err := c.apply(ctx, g, plan)
+	if err != nil {
 		return loop.Done(), err
 	}
-	return loop.Done(), plan.Err
+	if plan.Err != nil {
+		return loop.Done(), plan.Err
+	}
+	return next, nil
 }
 
 // facts reads the group's class, claims, volumes, content, snapshots and
@@ -66,105 +70,152 @@ func (c *Controller) facts(g *vgsv1.VolumeGroupSnapshot) (grouping.GroupFacts, e
 			f.Volumes[pv.Name] = pv
 		}
 	}
-	if gc, err := c.contents.Get(grouping.ContentNameOf(g)); err == nil {
+	gc, err := c.contents.Get(grouping.ContentNameOf(g))
+	if gc, ok := c.own.contents.read(grouping.ContentNameOf(g), gc, err); ok {
 		f.Content = gc
-	} else if !apierrors.IsNotFound(err) {
-		return f, err
 	}
 	snaps, err := c.snapshots.VolumeSnapshots(g.Namespace).List(labels.Everything())
 	if err != nil {
 		return f, err
 	}
 	for _, s := range snaps {
-		f.Snapshots[s.Name] = s
+		f.Snapshots[s.Name], _ = c.own.members.read(grouping.Key(s.Namespace, s.Name), s, nil)
 	}
 	if f.Content != nil && f.Content.Status != nil {
 		for _, info := range f.Content.Status.VolumeSnapshotInfoList {
 			name := grouping.MemberContentName(g.UID, info.VolumeHandle)
-			if vsc, err := c.vscs.Get(name); err == nil {
+			vsc, err := c.vscs.Get(name)
+			if vsc, ok := c.own.memberContents.read(name, vsc, err); ok {
 				f.MemberContents[name] = vsc
+			}
+			// A member just made, not in the cache yet.
+			member := grouping.MemberSnapshotName(g.UID, info.VolumeHandle)
+			if _, ok := f.Snapshots[member]; !ok {
+				if vs, ok := c.own.members.Get(grouping.Key(g.Namespace, member)); ok {
+					f.Snapshots[member] = vs
+				}
 			}
 		}
 	}
 	return f, nil
 }
 
-// apply makes the plan's one write, then records its events.
-func (c *Controller) apply(ctx context.Context, g *vgsv1.VolumeGroupSnapshot, p grouping.Plan) error {
+// apply makes the plan's one write, then records its events, and says
+// what follows: Again after a write whose copy the next decision reads
+// (ownWrites), Done after a delete, a create that found the object there
+// (the informer's event brings the group back) or no write.
+func (c *Controller) apply(ctx context.Context, g *vgsv1.VolumeGroupSnapshot, p grouping.Plan) (loop.Result, error) {
 	groups := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(g.Namespace)
 	contents := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	var err error
+	key := grouping.GroupKey(g)
+	var (
+		err   error
+		wrote bool
+	)
+	wroteGroup := func(out *vgsv1.VolumeGroupSnapshot, e error) {
+		if err = e; e == nil {
+			c.own.groups.Wrote(key, out)
+			wrote = true
+		}
+	}
+	wroteContent := func(out *vgsv1.VolumeGroupSnapshotContent, e error) {
+		if err = e; e == nil {
+			c.own.contents.Wrote(out.Name, out)
+			wrote = true
+		}
+	}
+	wroteMember := func(out *snapv1.VolumeSnapshot, e error) {
+		if err = e; e == nil {
+			c.own.members.Wrote(grouping.Key(out.Namespace, out.Name), out)
+			wrote = true
+		}
+	}
+	wroteMemberContent := func(out *snapv1.VolumeSnapshotContent, e error) {
+		if err = e; e == nil {
+			c.own.memberContents.Wrote(out.Name, out)
+			wrote = true
+		}
+	}
 	switch p.Step {
 	case grouping.Wait:
 	case grouping.Fail, grouping.UpdateStatus:
 		ng := g.DeepCopy()
 		ng.Status = p.Status
-		_, err = groups.UpdateStatus(ctx, ng, metav1.UpdateOptions{})
+		wroteGroup(groups.UpdateStatus(ctx, ng, metav1.UpdateOptions{}))
 		if p.Step == grouping.Fail {
 			// The event is recorded even when the status write fails, so
 			// the user sees the error, as the reference does.
 			c.record(g, p.Events)
-			return err
+			return loop.Done(), err
 		}
 	case grouping.SetClass:
 		ng := g.DeepCopy()
 		ng.Spec.VolumeGroupSnapshotClassName = &p.Class
-		_, err = groups.Update(ctx, ng, metav1.UpdateOptions{})
+		wroteGroup(groups.Update(ctx, ng, metav1.UpdateOptions{}))
 	case grouping.AddFinalizer:
 		ng := g.DeepCopy()
 		ng.Finalizers = append(ng.Finalizers, snapshotapi.GroupBoundFinalizer)
-		_, err = groups.Update(ctx, ng, metav1.UpdateOptions{})
+		wroteGroup(groups.Update(ctx, ng, metav1.UpdateOptions{}))
 	case grouping.RemoveFinalizer:
 		ng := g.DeepCopy()
 		ng.Finalizers = slices.DeleteFunc(ng.Finalizers, func(s string) bool { return s == snapshotapi.GroupBoundFinalizer })
+		// The group goes with its finalizer: nothing follows.
 		_, err = groups.Update(ctx, ng, metav1.UpdateOptions{})
 	case grouping.CreateContent:
-		_, err = contents.Create(ctx, p.Content, metav1.CreateOptions{})
+		wroteContent(contents.Create(ctx, p.Content, metav1.CreateOptions{}))
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		} else if err != nil {
 			c.record(g, []grouping.Event{grouping.CreateContentFailed(g, err)})
-			return err
+			return loop.Done(), err
 		}
+		// Its finalizer is the content queue's: our write wakes nothing.
+		c.contentQ.Add(p.Content.Name)
 	case grouping.BindContent, grouping.MarkContent:
-		_, err = contents.Update(ctx, p.Content, metav1.UpdateOptions{})
+		wroteContent(contents.Update(ctx, p.Content, metav1.UpdateOptions{}))
+		if err == nil && p.Step == grouping.BindContent {
+			c.contentQ.Add(p.Content.Name)
+		}
 	case grouping.DeleteContent:
 		err = contents.Delete(ctx, p.Content.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.Content.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			c.recorder.Event(g, v1.EventTypeWarning, "GroupSnapshotContentObjectDeleteError", "Failed to delete group snapshot content API object")
-			return fmt.Errorf("failed to delete VolumeGroupSnapshotContent %s from API server: %q", p.Content.Name, err)
+			return loop.Done(), fmt.Errorf("failed to delete VolumeGroupSnapshotContent %s from API server: %q", p.Content.Name, err)
 		}
 		err = nil
 	case grouping.CreateMember:
-		_, err = c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).Create(ctx, p.Snapshot, metav1.CreateOptions{})
+		wroteMember(c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).Create(ctx, p.Snapshot, metav1.CreateOptions{}))
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
 	case grouping.CreateMemberContent:
-		_, err = c.snaps.SnapshotV1().VolumeSnapshotContents().Create(ctx, p.MemberContent, metav1.CreateOptions{})
+		wroteMemberContent(c.snaps.SnapshotV1().VolumeSnapshotContents().Create(ctx, p.MemberContent, metav1.CreateOptions{}))
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
 	case grouping.SetMemberContentStatus:
-		_, err = c.snaps.SnapshotV1().VolumeSnapshotContents().UpdateStatus(ctx, p.MemberContent, metav1.UpdateOptions{})
+		wroteMemberContent(c.snaps.SnapshotV1().VolumeSnapshotContents().UpdateStatus(ctx, p.MemberContent, metav1.UpdateOptions{}))
 	case grouping.BindMember:
-		_, err = c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).UpdateStatus(ctx, p.Snapshot, metav1.UpdateOptions{})
+		wroteMember(c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).UpdateStatus(ctx, p.Snapshot, metav1.UpdateOptions{}))
 	case grouping.DeleteMember:
 		err = c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).Delete(ctx, p.Snapshot.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.Snapshot.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			msg := fmt.Sprintf("failed to delete snapshot API object %s/%s part of group snapshot %s: %v", g.Namespace, p.Snapshot.Name, grouping.GroupKey(g), err)
+			msg := fmt.Sprintf("failed to delete snapshot API object %s/%s part of group snapshot %s: %v", g.Namespace, p.Snapshot.Name, key, err)
 			c.recorder.Event(g, v1.EventTypeWarning, "SnapshotDeleteError", msg)
-			return fmt.Errorf("%s", msg)
+			return loop.Done(), fmt.Errorf("%s", msg)
 		}
 		err = nil
 	default:
-		return fmt.Errorf("group snapshot %s: step %s is not the controller's", grouping.GroupKey(g), p.Step)
+		return loop.Done(), fmt.Errorf("group snapshot %s: step %s is not the controller's", key, p.Step)
 	}
 	if err != nil {
-		return fmt.Errorf("group snapshot %s: %s: %w", grouping.GroupKey(g), p.Step, err)
+		return loop.Done(), fmt.Errorf("group snapshot %s: %s: %w", key, p.Step, err)
 	}
 	c.record(g, p.Events)
-	return nil
+	if wrote {
+		return loop.Again(), nil
+	}
+	return loop.Done(), nil
 }
 
 func (c *Controller) record(obj runtime.Object, events []grouping.Event) {
@@ -175,20 +226,20 @@ func (c *Controller) record(obj runtime.Object, events []grouping.Event) {
 
 // syncContent adds a bound content's finalizer (DecideGroupContent).
 func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result, error) {
-	gc, err := c.contents.Get(name)
-	if apierrors.IsNotFound(err) {
+	cached, err := c.contents.Get(name)
+	gc, ok := c.own.contents.read(name, cached, err)
+	if !ok {
 		return loop.Done(), nil
-	}
-	if err != nil {
-		return loop.Done(), err
 	}
 	p := grouping.DecideGroupContent(gc)
 	if p.Step == grouping.AddContentFinalizer {
 		n := gc.DeepCopy()
 		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
-		if _, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		out, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
 			return loop.Done(), fmt.Errorf("group snapshot content %s: add finalizer: %w", name, err)
 		}
+		c.own.contents.Wrote(name, out)
 	}
 	c.record(gc, p.Events)
 	return loop.Done(), p.Err
