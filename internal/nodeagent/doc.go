@@ -17,7 +17,15 @@
 // disk records and API writes, in this order:
 //
 //   - An event about a pod goes where mounting.PodWork sends it: the pod
-//     queue to mount, its node's queue to tear down, or nowhere.
+//     queue to mount, its node's queue to tear down, or nowhere. A change
+//     of a claim's status capacity (mounting.CapacityChanged) or of a
+//     PV's capacity (mounting.VolumeCapacityChanged) queues every live
+//     pod using it, running or not: a ReadWriteMany volume another node
+//     finished growing has no resize status left to say so, and the two
+//     informers deliver the claim and the PV in either order, so the
+//     second one seen must wake the pod (the kubelet's periodic look at
+//     mounted volumes' sizes; the resync here only visits pods not
+//     running yet).
 //   - syncPod (node lock shared): read the node's World, mounting.Decide;
 //     queue the node if its volumesInUse must be written first
 //     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level

@@ -41,6 +41,23 @@
 // Delete and then removes the content's finalizer. Secrets are read live
 // through controller/secrets.
 //
+// Own writes. Each half remembers the copy every write of its own
+// returned (loop.Newest, own.go for the controller's four kinds) until
+// its informer delivers it. A sync whose write returned the object asks
+// for its key again at once (loop.Again) and decides the next step from
+// that copy; the informer's event of that very version wakes nothing
+// (nor, for groups, members and member contents, one older than it),
+// since the sync that wrote already asked for what follows. A step that
+// wrote nothing it can read back (a delete; a create that found the
+// object there; the finalizer that lets an object go) waits for the
+// informer's event instead. So a group takes one sync per step and per
+// change made by others, and a failure whose status was just written is
+// retried after its backoff, not at the speed of its own events. The
+// sidecar writes a content's status only when it changed (a refusal
+// repeated leaves it as it is), and a group the driver answered not ready
+// is looked at again after a backoff (RetryStart, doubled per look in a
+// row, at most RetryMax).
+//
 // Workers: loop.DefaultWorkers per queue; failed syncs back off per key
 // from 1s to 5m, the reference's.
 package groupsnapshot
