@@ -65,7 +65,7 @@ func ReportWith(ctx context.Context, c Clients, kind, name, namespace string) (T
 		if ns, n, ok := strings.Cut(name, "/"); ok {
 			namespace, name = ns, n
 		}
-		return explainClaim(ctx, c.Kube, namespace, name)
+		return explainClaim(ctx, c, namespace, name)
 	case "pv", "pvs", "persistentvolume", "persistentvolumes":
 		return explainVolume(ctx, c.Kube, name)
 	case "vs", "volumesnapshot", "volumesnapshots":
@@ -79,7 +79,8 @@ func ReportWith(ctx context.Context, c Clients, kind, name, namespace string) (T
 	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME or volumesnapshotcontent NAME", kind)
 }
 
-func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (explain.ClaimReport, error) {
+func explainClaim(ctx context.Context, c Clients, namespace, name string) (explain.ClaimReport, error) {
+	client := c.Kube
 	claim, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return explain.ClaimReport{}, fmt.Errorf("persistentvolumeclaim %s/%s not found", namespace, name)
@@ -100,6 +101,9 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 		return explain.ClaimReport{}, err
 	}
 	if facts.Provisioners, err = Presence(ctx, client, facts.Now, explain.ClaimProvisioners(claim, facts.Classes)...); err != nil {
+		return explain.ClaimReport{}, err
+	}
+	if err := readRestoreSource(ctx, c.Snapshots, claim, facts); err != nil {
 		return explain.ClaimReport{}, err
 	}
 	return explain.Claim(claim, facts), nil
