@@ -36,6 +36,7 @@ type Controller struct {
 	classes   snaplisters.VolumeSnapshotClassLister
 	claims    corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
+	nodes     corelisters.NodeLister
 	// groups and groupContents are nil without the group API.
 	groups        grouplisters.VolumeGroupSnapshotLister
 	groupContents grouplisters.VolumeGroupSnapshotContentLister
@@ -67,6 +68,8 @@ func New(cfg Config) (*Controller, error) {
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	c.snapshots, c.contents, c.classes = snapInf.Lister(), contentInf.Lister(), classInf.Lister()
 	c.claims, c.pvs = claimInf.Lister(), pvInf.Lister()
+	nodeInf := cfg.Informers.Core().V1().Nodes()
+	c.nodes = nodeInf.Lister()
 	handlers := []loop.Handler{
 		{Informer: snapInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onSnapshot, UpdateFunc: loop.Updated(c.onSnapshot), DeleteFunc: c.onSnapshotGone}},
@@ -85,7 +88,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	synced = append(synced, classInf.Informer().HasSynced, pvInf.Informer().HasSynced)
+	synced = append(synced, classInf.Informer().HasSynced, pvInf.Informer().HasSynced, nodeInf.Informer().HasSynced)
 	if cfg.Groups {
 		synced = append(synced, cfg.SnapshotInformers.Groupsnapshot().V1().VolumeGroupSnapshotContents().Informer().HasSynced)
 	}

@@ -67,6 +67,9 @@ func (c *Controller) snapshotFacts(s *snapv1.VolumeSnapshot) (snapshotbinding.Sn
 			if err == nil {
 				f.Volume = pv
 			}
+			if f.ManagedBy, err = c.managedBy(f); err != nil {
+				return f, err
+			}
 		}
 		if f.Siblings, err = c.siblings(s, claim); err != nil {
 			return f, err
@@ -214,4 +217,17 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		c.snapQ.Add(snapshotKey(content.Spec.VolumeSnapshotRef.Namespace, content.Spec.VolumeSnapshotRef.Name))
 	}
 	return loop.Done(), nil
+}
+
+// managedBy is the node label of a content the snapshot may need created
+// (snapshotbinding.ManagedBy); the nodes are read only then.
+func (c *Controller) managedBy(f snapshotbinding.SnapshotFacts) (string, error) {
+	if f.Content != nil || f.Volume == nil || f.Volume.Spec.NodeAffinity == nil {
+		return "", nil
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return "", err
+	}
+	return snapshotbinding.ManagedBy(f.Volume, nodes), nil
 }
