@@ -196,7 +196,7 @@ func startCounted(t *testing.T, retry time.Duration) *counted {
 	// No resync within the test: every sync counted is one an event or
 	// the loop itself asked for.
 	cfg := Config{Client: b.client, Snapshots: b.snaps, Informers: inf, SnapshotInformers: sinf, Recorder: record.NewFakeRecorder(1000),
-		Pool: csi.NewPool(b.driver), Resync: time.Hour, RetryStart: retry, RetryMax: retry}
+		Pool: csi.NewPool(b.driver), Settings: loop.Settings{ResyncPeriod: time.Hour, RetryStart: retry, RetryMax: retry}}
 	c, err := NewController(cfg)
 	if err != nil {
 		t.Fatal(err)
