@@ -25,7 +25,9 @@
 //     informers deliver the claim and the PV in either order, so the
 //     second one seen must wake the pod (the kubelet's periodic look at
 //     mounted volumes' sizes; the resync here only visits pods not
-//     running yet).
+//     running yet). The first sight of a live pod (every pod when the
+//     agent starts) syncs it, running or not, as the kubelet reconstructs
+//     its volumes: what changed while the agent was stopped is seen then.
 //   - syncPod (node lock shared): read the node's World, mounting.Decide;
 //     queue the node if its volumesInUse must be written first
 //     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level

@@ -36,7 +36,7 @@ func (a *Agent) register() ([]cache.InformerSynced, error) {
 	a.drivers = driverInf.Lister()
 	return loop.Register(
 		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: a.onPod, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
+			AddFunc: a.onPodAdded, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
@@ -64,6 +64,24 @@ func (a *Agent) onPod(obj any) {
 	case mounting.MountPod:
 		a.podQ.Add(pod.Namespace + "/" + pod.Name)
 	}
+}
+
+// onPodAdded: the agent's first sight of a pod (at its start it lists
+// them all) syncs a live pod of ours, running or not, as the kubelet
+// reconstructs its mounted volumes when it starts: a volume that grew
+// while the agent was stopped, with no resize status left on its claim
+// to say so (a ReadWriteMany volume another node finished), is expanded
+// then, and nothing else would bring it.
+func (a *Agent) onPodAdded(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || a.nodes[pod.Spec.NodeName] == nil {
+		return
+	}
+	if mounting.PodWork(pod, a.claimsOf(pod)) == mounting.NoWork {
+		a.podQ.Add(pod.Namespace + "/" + pod.Name)
+		return
+	}
+	a.onPod(pod)
 }
 
 // claimsOf lists the pod's claims the informer holds.

@@ -365,7 +365,7 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 // annotation): this node expands its own use of the volume too, and writes
 // nothing to the claim.
 func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
-	expandedByAnotherNode(t, false)
+	expandedByAnotherNode(t, pvFirst)
 }
 
 // The agent's informers see the PV and the claim on two watches, in either
@@ -373,15 +373,31 @@ func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
 // capacity. The PV's change must then wake the running pod (it once woke
 // only pods waiting to mount, and CI saw this node never expand).
 func TestReadWriteManyVolumeIsExpandedWhenItsPVIsSeenAfterTheClaim(t *testing.T) {
-	expandedByAnotherNode(t, true)
+	expandedByAnotherNode(t, claimFirst)
 }
+
+// Another node finished the expansion while this node's agent was
+// stopped: the restarted agent's first look at its running pod expands
+// the volume here too, as the kubelet's reconstruction does (no resize
+// status is left on the claim to say so).
+func TestReadWriteManyVolumeGrownWhileTheAgentWasStoppedIsExpandedWhenItStarts(t *testing.T) {
+	expandedByAnotherNode(t, whileStopped)
+}
+
+// How expandedByAnotherNode writes the PV and the claim.
+const (
+	pvFirst = iota
+	claimFirst
+	whileStopped
+)
 
 // expandedByAnotherNode plays another node finishing the expansion of a
 // ReadWriteMany claim whose pod runs here: the volume grown to 2Mi, the PV's
 // capacity and the claim's status written, the PV first (as the resizer and
-// then the other node do) or, with claimFirst, the claim first (as this
-// node's informers may see them). This node expands too, and writes nothing.
-func expandedByAnotherNode(t *testing.T, claimFirst bool) {
+// then the other node do), the claim first (as this node's informers may
+// see them), or the PV first while this node's agent is stopped. This node
+// expands too, and writes nothing.
+func expandedByAnotherNode(t *testing.T, order int) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaimOf(t, ns, "shared", bed.drivers[node], func(c *corev1.PersistentVolumeClaim) {
@@ -409,10 +425,19 @@ func expandedByAnotherNode(t *testing.T, claimFirst bool) {
 			t.Fatal(err)
 		}
 	}
-	if claimFirst {
+	switch order {
+	case claimFirst:
 		finishClaim()
 		growPV()
-	} else {
+	case whileStopped:
+		bed.agent.stop()
+		growPV()
+		finishClaim()
+		var err error
+		if bed.agent, err = startAgent(); err != nil {
+			t.Fatal(err)
+		}
+	default:
 		growPV()
 		finishClaim()
 	}
