@@ -178,11 +178,6 @@ func Group(g *vgsv1.VolumeGroupSnapshot, f *Facts) GroupReport {
 		}
 	}
 	r.Finalizers = append(finalizersOf("volumegroupsnapshot "+g.Namespace+"/"+g.Name, g.Finalizers), r.Finalizers...)
-	for _, m := range r.Members {
-		if vs := gf.Snapshots[m.Snapshot]; vs != nil {
-			r.Finalizers = append(r.Finalizers, finalizersOf("volumesnapshot "+g.Namespace+"/"+m.Snapshot, vs.Finalizers)...)
-		}
-	}
 	plan := grouping.DecideGroup(gf)
 	if g.DeletionTimestamp != nil {
 		r.Deletion = groupDeletion(g, gf, plan, &r)
@@ -304,7 +299,9 @@ func groupContentOf(name string, c *vgsv1.VolumeGroupSnapshotContent, f *Facts) 
 		r.GroupState = groupState(c, f)
 	}
 	if g := f.FindGroup(ref.Namespace, ref.Name); g != nil && r.GroupState == "Bound" {
-		r.Members = groupMembers(g, groupFacts(g, f))
+		gf := groupFacts(g, f)
+		gf.Content = c
+		r.Members = groupMembers(g, gf)
 	}
 	if p, ok := f.Snapshotters[c.Spec.Driver]; ok {
 		r.Snapshotter = &p

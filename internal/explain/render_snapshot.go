@@ -93,9 +93,10 @@ func (t *table) finalizers(fs []FinalizerOn) {
 	for _, f := range fs {
 		if f.Object != object {
 			object = f.Object
-			t.printf("  on %s:\n", Printable(object))
+			on := "on " + Printable(object) + ":"
+			t.printf("%s%s\n", indentFor(on, 2), on)
 		}
-		t.printf("    %s\n", Printable(f.Name))
+		t.printf("%s%s\n", indentFor(f.Name, 4), Printable(f.Name))
 		for _, l := range wrap(f.Meaning+"; removed by "+f.RemovedBy+".", Width-8) {
 			t.printf("        %s\n", l)
 		}
