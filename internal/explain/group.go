@@ -169,7 +169,7 @@ func Group(g *vgsv1.VolumeGroupSnapshot, f *Facts) GroupReport {
 	name := grouping.ContentNameOf(g)
 	r.Content = groupContentOf(name, gf.Content, f)
 	if gf.Content != nil {
-		r.Finalizers = finalizersOf("volumegroupsnapshotcontent "+name, gf.Content.Finalizers)
+		r.Finalizers = finalizersOf("vgsc "+name, gf.Content.Finalizers)
 	}
 	r.Members = groupMembers(g, gf)
 	if d := GroupDriver(g, f); d != "" {

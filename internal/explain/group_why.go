@@ -163,7 +163,7 @@ func restoringClaimsOf(gf grouping.GroupFacts, snapshot string) []string {
 // GroupContent explains one VolumeGroupSnapshotContent.
 func GroupContent(c *vgsv1.VolumeGroupSnapshotContent, f *Facts) GroupContentReport {
 	r := *groupContentOf(c.Name, c, f)
-	r.Finalizers = finalizersOf("volumegroupsnapshotcontent "+c.Name, c.Finalizers)
+	r.Finalizers = finalizersOf("vgsc "+c.Name, c.Finalizers)
 	ref := c.Spec.VolumeGroupSnapshotRef
 	switch {
 	case c.DeletionTimestamp != nil:
