@@ -9,6 +9,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/volplane/volplane/internal/heartbeat"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
@@ -92,20 +93,7 @@ type FinalizerOn struct {
 // SnapshotterLeaseName is the leader election Lease of the upstream
 // csi-snapshotter for driver: a fresh one says a snapshotter serves it.
 func SnapshotterLeaseName(driver string) string {
-	return sanitizeLease("external-snapshotter-leader-" + strings.ReplaceAll(driver, "/", "-"))
-}
-
-func sanitizeLease(name string) string {
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
-			return r
-		}
-		return '-'
-	}, name)
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return name
+	return heartbeat.Snapshotter.SidecarLeaseName(driver)
 }
 
 // SnapshotDriver is the driver a snapshot's report asks about: its

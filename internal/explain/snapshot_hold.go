@@ -155,32 +155,12 @@ func Content(c *snapv1.VolumeSnapshotContent, f *Facts) ContentReport {
 	return r
 }
 
-// SnapshotterPresence decides whether a snapshotter serves driver at now:
-// a fresh leader election Lease of the upstream csi-snapshotter
-// (SnapshotterLeaseName) says one does. When none says so, the note says
-// that none reported, and whether a volplane provisioner of the driver
-// runs (whose process may run the snapshotter loop beside it).
-func SnapshotterPresence(driver string, leases []coordinationv1.Lease, provisioner *Provisioner, now time.Time) Provisioner {
-	for _, l := range leases {
-		if l.Name != SnapshotterLeaseName(driver) || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			continue
-		}
-		renewed := l.Spec.RenewTime
-		if renewed == nil {
-			renewed = l.Spec.AcquireTime
-		}
-		valid := heartbeat.DefaultDuration
-		if l.Spec.LeaseDurationSeconds != nil {
-			valid = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-		}
-		if renewed != nil && now.Sub(renewed.Time) <= valid+heartbeat.Slack {
-			return Provisioner{Serving: true, Note: fmt.Sprintf("%s is served by the csi-snapshotter leader %s (Lease %s/%s)",
-				driver, *l.Spec.HolderIdentity, l.Namespace, l.Name)}
-		}
-	}
-	note := fmt.Sprintf("no snapshotter serving driver %s has reported", driver)
-	if provisioner != nil && provisioner.Serving {
-		note += fmt.Sprintf(" (a volplane provisioner of %s runs: if its process runs the snapshotter loop too, that serves it)", driver)
-	}
-	return Provisioner{Note: note}
+// SnapshotterPresence decides whether a snapshotter serves driver at now,
+// from the snapshotter heartbeats of volplane (central or one per node)
+// and the upstream csi-snapshotter's leader election Lease
+// (SnapshotterLeaseName): heartbeat.Snapshotter.Find, which says who
+// serves it and when it last reported, as for a provisioner.
+func SnapshotterPresence(driver string, leases []coordinationv1.Lease, now time.Time) Provisioner {
+	p := heartbeat.Snapshotter.Find(leases, driver, now)
+	return Provisioner{Serving: p.Serving, Note: p.Reason, Nodes: p.Nodes}
 }

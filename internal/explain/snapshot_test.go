@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/explain"
+	"github.com/volplane/volplane/internal/heartbeat"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
@@ -128,10 +129,16 @@ func TestSnapshotSummarySaysWhyItIsNotReady(t *testing.T) {
 		{"no snapshotter reported", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap")}
 		}, "Not ready: waiting for the snapshotter: no snapshotter serving driver csi.example.com has reported."},
-		{"no snapshotter lease, a provisioner runs", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
+		{"no snapshotter Lease", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap")}
-			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, nil, &explain.Provisioner{Serving: true}, now)}
-		}, "No snapshotter serving driver csi.example.com has reported (a volplane provisioner of csi.example.com runs"},
+			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, nil, now)}
+		}, "Not ready: waiting for the snapshotter: No snapshotter is serving csi.example.com: no heartbeat or leader election Lease of it was found."},
+		{"a node's snapshotter stopped reporting", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
+			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap")}
+			lease := heartbeat.Renewal(nil, heartbeat.Beat{Role: heartbeat.Snapshotter, Namespace: "volplane", Driver: snapDriver, Node: "node-2",
+				Identity: "volplane-node-x", Duration: heartbeat.DefaultDuration}, now.Add(-5*time.Minute))
+			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, []coordinationv1.Lease{*lease}, now)}
+		}, "No snapshotter is serving csi.example.com: the last heartbeat was 5m ago, from volplane-node-x on node node-2 (Lease volplane/volplane-snapshotter-csi.example.com--node-2)."},
 		{"taken, not ready", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap", vscHandle("h-1", false))}
 		}, "Not ready: driver csi.example.com has taken snapshot h-1 and reports it not ready yet (still being processed)."},
@@ -245,10 +252,11 @@ func TestSnapshotterPresenceReadsTheSidecarsLease(t *testing.T) {
 	if lease.Name != "external-snapshotter-leader-csi-example-com" {
 		t.Errorf("lease name %q", lease.Name)
 	}
-	if p := explain.SnapshotterPresence("csi.example.com", []coordinationv1.Lease{lease}, nil, now); !p.Serving {
+	if p := explain.SnapshotterPresence("csi.example.com", []coordinationv1.Lease{lease}, now); !p.Serving ||
+		p.Note != "csi.example.com is served by the csi-snapshotter leader snapshotter-0 (Lease kube-system/external-snapshotter-leader-csi-example-com renewed 5s ago)" {
 		t.Errorf("fresh lease: %+v", p)
 	}
-	if p := explain.SnapshotterPresence("csi.example.com", []coordinationv1.Lease{lease}, nil, now.Add(time.Hour)); p.Serving {
+	if p := explain.SnapshotterPresence("csi.example.com", []coordinationv1.Lease{lease}, now.Add(time.Hour)); p.Serving {
 		t.Errorf("stale lease: %+v", p)
 	}
 }

@@ -1,10 +1,20 @@
-// Package heartbeat says whether a provisioner is running: each volplane
-// provisioner keeps a coordination.k8s.io Lease fresh for every CSI driver
-// it serves, and Find reads those Leases (and the leader election Lease of
-// the upstream external-provisioner sidecar) into a Presence that
-// `volplane explain` and `volplane doctor` print.
+// Package heartbeat says whether a provisioner, or a snapshotter, is
+// running: each volplane provisioner and snapshotter keeps a
+// coordination.k8s.io Lease fresh for every CSI driver it serves, and
+// Role.Find reads those Leases (and the leader election Lease of the
+// upstream sidecar of the role) into a Presence that `volplane explain`
+// and `volplane doctor` print.
 //
 // Nouns:
+//   - the Role: Provisioner (the external-provisioner's) or Snapshotter
+//     (the csi-snapshotter's). Each has its own Lease names
+//     (Role.LeaseName: volplane-provisioner-..., volplane-snapshotter-...),
+//     label and annotation (Role.Label, Role.Annotation:
+//     heartbeat.volplane.io/<role>) and upstream leader election Lease
+//     (Role.SidecarLeaseName); a Lease of one role never counts for the
+//     other. What is said below of the provisioner holds for both; the
+//     package-level LeaseName, Selector, SidecarLeaseName and Find are the
+//     provisioner's, the names volplane always used.
 //   - the heartbeat Lease: one per driver name in the central mode
 //     (LeaseName(driver, "")), one per driver and node in node deployment,
 //     where every node runs its own provisioner (LeaseName(driver, node)).
@@ -17,8 +27,9 @@
 //     process (its host name: the pod's name in a cluster), renewTime the
 //     last beat, leaseDurationSeconds how long it counts without one.
 //   - the sidecar Lease: external-provisioner elects its leader on a Lease
-//     named after the driver (SidecarLeaseName) in its own namespace; a
-//     fresh one in any namespace counts as serving. An external-provisioner
+//     named after the driver (SidecarLeaseName) in its own namespace, the
+//     csi-snapshotter on "external-snapshotter-leader-<driver>"; a fresh
+//     one in any namespace counts as serving. An external-provisioner
 //     run without leader election (a single replica, or its own node
 //     deployment) leaves no Lease, so Find cannot see it.
 //   - Presence: what Find decided, with a sentence for people.

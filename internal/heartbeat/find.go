@@ -15,12 +15,13 @@ import (
 // little late under load.
 const Slack = 5 * time.Second
 
-// Presence is whether a provisioner is running, as its Leases say.
+// Presence is whether a role's process (a provisioner, a snapshotter)
+// serving a driver is running, as its Leases say.
 type Presence struct {
-	// Serving: some Lease of the provisioner was renewed within its
+	// Serving: some Lease of the role and driver was renewed within its
 	// leaseDurationSeconds (plus Slack) by a holder.
 	Serving bool
-	// Leases are every Lease of the provisioner found, fresh or not,
+	// Leases are every Lease of the role and driver found, fresh or not,
 	// "namespace/name", sorted.
 	Leases []string
 	// Holders are the holderIdentity of the fresh Leases, sorted, once
@@ -33,27 +34,34 @@ type Presence struct {
 	Reason string
 }
 
-// seen is one Lease of the provisioner as Find reads it.
+// seen is one Lease of the role and driver as Find reads it.
 type seen struct {
 	lease     string // namespace/name
 	holder    string
 	node      string
 	renewed   time.Time
 	fresh     bool
-	heartbeat bool // ours; else the external-provisioner's leader election
+	heartbeat bool // ours; else the upstream sidecar's leader election
 }
 
-// Find decides from leases (any Leases: those not about provisioner are
-// skipped) whether provisioner is served at now. A Lease is about it when
-// it is a volplane heartbeat whose AnnotationProvisioner is provisioner,
-// or when it is named SidecarLeaseName(provisioner) in any namespace (the
-// external-provisioner's leader election). It is fresh when it has a
-// holder and its renewTime (else acquireTime) is at most its
-// leaseDurationSeconds (DefaultDuration if unset) plus Slack before now.
+// Find is Provisioner.Find: whether provisioner is served at now.
 func Find(leases []coordinationv1.Lease, provisioner string, now time.Time) Presence {
+	return Provisioner.Find(leases, provisioner, now)
+}
+
+// Find decides from leases (any Leases: those not about the role and
+// driver are skipped) whether the role serves driver at now. A Lease is
+// about them when it is a volplane heartbeat of the role (r.Label())
+// whose r.Annotation() is driver, or when it is named
+// r.SidecarLeaseName(driver) in any namespace (the upstream sidecar's
+// leader election) and is no volplane heartbeat of any role. It is fresh
+// when it has a holder and its renewTime (else acquireTime) is at most its
+// leaseDurationSeconds (DefaultDuration if unset) plus Slack before now.
+func (r Role) Find(leases []coordinationv1.Lease, driver string, now time.Time) Presence {
+	r = r.normal()
 	var all []seen
 	for i := range leases {
-		if s, ok := read(&leases[i], provisioner, now); ok {
+		if s, ok := r.read(&leases[i], driver, now); ok {
 			all = append(all, s)
 		}
 	}
@@ -76,15 +84,16 @@ func Find(leases []coordinationv1.Lease, provisioner string, now time.Time) Pres
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
-	p.Reason = reason(provisioner, all, now)
+	p.Reason = r.reason(driver, all, now)
 	return p
 }
 
-// read is the Lease as Find sees it; false if it is not about provisioner.
-func read(l *coordinationv1.Lease, provisioner string, now time.Time) (seen, bool) {
-	_, labelled := l.Labels[LabelProvisioner]
-	heartbeat := labelled && l.Annotations[AnnotationProvisioner] == provisioner
-	if !heartbeat && (labelled || l.Name != SidecarLeaseName(provisioner)) {
+// read is the Lease as Find sees it; false if it is not about the role
+// and driver.
+func (r Role) read(l *coordinationv1.Lease, driver string, now time.Time) (seen, bool) {
+	_, labelled := l.Labels[r.Label()]
+	heartbeat := labelled && l.Annotations[r.Annotation()] == driver
+	if !heartbeat && (anyHeartbeat(l) || l.Name != r.SidecarLeaseName(driver)) {
 		return seen{}, false
 	}
 	s := seen{lease: l.Namespace + "/" + l.Name, heartbeat: heartbeat, node: l.Annotations[AnnotationNode]}
@@ -108,11 +117,22 @@ func read(l *coordinationv1.Lease, provisioner string, now time.Time) (seen, boo
 	return s, true
 }
 
+// anyHeartbeat says the Lease is a volplane heartbeat of some role: never
+// an upstream sidecar's, whatever its name.
+func anyHeartbeat(l *coordinationv1.Lease) bool {
+	for _, r := range Roles {
+		if _, ok := l.Labels[r.Label()]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // reason is Presence.Reason: who serves, or why no one does, with the
 // Lease that says so.
-func reason(provisioner string, all []seen, now time.Time) string {
+func (r Role) reason(driver string, all []seen, now time.Time) string {
 	if len(all) == 0 {
-		return fmt.Sprintf("no provisioner is serving %s: no heartbeat or leader election Lease of it was found", provisioner)
+		return fmt.Sprintf("no %s is serving %s: no heartbeat or leader election Lease of it was found", r, driver)
 	}
 	var fresh []seen
 	for _, s := range all {
@@ -123,31 +143,31 @@ func reason(provisioner string, all []seen, now time.Time) string {
 	if len(fresh) == 0 {
 		last := latest(all)
 		if last.holder == "" {
-			return fmt.Sprintf("no provisioner is serving %s: its last leader released Lease %s %s",
-				provisioner, last.lease, ago(last.renewed, now))
+			return fmt.Sprintf("no %s is serving %s: its last leader released Lease %s %s",
+				r, driver, last.lease, ago(last.renewed, now))
 		}
 		if !last.heartbeat {
-			return fmt.Sprintf("no provisioner is serving %s: its leader %s last renewed Lease %s %s",
-				provisioner, last.holder, last.lease, ago(last.renewed, now))
+			return fmt.Sprintf("no %s is serving %s: its leader %s last renewed Lease %s %s",
+				r, driver, last.holder, last.lease, ago(last.renewed, now))
 		}
-		return fmt.Sprintf("no provisioner is serving %s: the last heartbeat was %s, from %s (Lease %s)",
-			provisioner, ago(last.renewed, now), who(last), last.lease)
+		return fmt.Sprintf("no %s is serving %s: the last heartbeat was %s, from %s (Lease %s)",
+			r, driver, ago(last.renewed, now), who(last), last.lease)
 	}
 	last := latest(fresh)
 	if len(fresh) == 1 && !last.heartbeat {
-		return fmt.Sprintf("%s is served by the external-provisioner leader %s (Lease %s renewed %s)",
-			provisioner, last.holder, last.lease, ago(last.renewed, now))
+		return fmt.Sprintf("%s is served by the %s leader %s (Lease %s renewed %s)",
+			driver, r.Sidecar(), last.holder, last.lease, ago(last.renewed, now))
 	}
 	if len(fresh) == 1 {
-		return fmt.Sprintf("%s is served by %s (Lease %s renewed %s)", provisioner, who(last), last.lease, ago(last.renewed, now))
+		return fmt.Sprintf("%s is served by %s (Lease %s renewed %s)", driver, who(last), last.lease, ago(last.renewed, now))
 	}
 	names := make([]string, 0, len(fresh))
 	for _, s := range fresh {
 		names = append(names, who(s))
 	}
 	slices.Sort(names)
-	return fmt.Sprintf("%s is served by %d provisioners (%s), the last heartbeat %s",
-		provisioner, len(fresh), list(names), ago(last.renewed, now))
+	return fmt.Sprintf("%s is served by %d %ss (%s), the last heartbeat %s",
+		driver, len(fresh), r, list(names), ago(last.renewed, now))
 }
 
 // latest is the Lease renewed last (the first by name among equals).

@@ -17,7 +17,7 @@ var now = time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC)
 // heartbeat is the Lease Run writes for driver, held by holder and renewed
 // age before now, changed by each opt.
 func heartbeat(holder string, age time.Duration, opts ...func(*coordinationv1.Lease)) coordinationv1.Lease {
-	l := Renewal(nil, Beat{Namespace: "kube-system", Provisioner: driver, Identity: holder, Duration: DefaultDuration}, now.Add(-age))
+	l := Renewal(nil, Beat{Namespace: "kube-system", Driver: driver, Identity: holder, Duration: DefaultDuration}, now.Add(-age))
 	for _, opt := range opts {
 		opt(l)
 	}
@@ -27,7 +27,7 @@ func heartbeat(holder string, age time.Duration, opts ...func(*coordinationv1.Le
 // onNode makes it the heartbeat of node's provisioner.
 func onNode(node string) func(*coordinationv1.Lease) {
 	return func(l *coordinationv1.Lease) {
-		*l = *Renewal(nil, Beat{Namespace: l.Namespace, Provisioner: driver, Node: node,
+		*l = *Renewal(nil, Beat{Namespace: l.Namespace, Driver: driver, Node: node,
 			Identity: *l.Spec.HolderIdentity, Duration: DefaultDuration}, l.Spec.RenewTime.Time)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	// DefaultPeriod is how often a provisioner renews its heartbeat, as the
+	// DefaultPeriod is how often a process renews its heartbeat, as the
 	// kubelet its node Lease.
 	DefaultPeriod = 10 * time.Second
 	// DefaultDuration is how long a heartbeat counts without a renewal:
@@ -18,14 +18,16 @@ const (
 	DefaultDuration = 4 * DefaultPeriod
 )
 
-// Beat is what one heartbeat Lease must say.
+// Beat is what one heartbeat Lease must say: that the Role (the zero Role
+// is the provisioner) serves Driver, on Node in node deployment.
 type Beat struct {
-	Namespace, Provisioner, Node, Identity string
-	Duration                               time.Duration
+	Role                              Role
+	Namespace, Driver, Node, Identity string
+	Duration                          time.Duration
 }
 
 // Name is the Lease's name.
-func (b Beat) Name() string { return LeaseName(b.Provisioner, b.Node) }
+func (b Beat) Name() string { return b.Role.LeaseName(b.Driver, b.Node) }
 
 // Renewal is the Lease to write at now: a new one when current is nil,
 // else a copy of current renewed by b's holder (acquireTime and
@@ -36,8 +38,8 @@ func Renewal(current *coordinationv1.Lease, b Beat, now time.Time) *coordination
 	if current != nil {
 		l = current.DeepCopy()
 	}
-	l.Labels = with(l.Labels, LabelProvisioner, LabelValue(b.Provisioner))
-	l.Annotations = with(l.Annotations, AnnotationProvisioner, b.Provisioner)
+	l.Labels = with(l.Labels, b.Role.Label(), LabelValue(b.Driver))
+	l.Annotations = with(l.Annotations, b.Role.Annotation(), b.Driver)
 	if b.Node != "" {
 		l.Annotations[AnnotationNode] = b.Node
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestRenewalWritesTheBeatAndKeepsTheRest(t *testing.T) {
-	b := Beat{Namespace: "volplane", Provisioner: driver, Node: "node-1", Identity: "volplane-node-x", Duration: 1500 * time.Millisecond}
+	b := Beat{Namespace: "volplane", Driver: driver, Node: "node-1", Identity: "volplane-node-x", Duration: 1500 * time.Millisecond}
 	first := Renewal(nil, b, now)
 	if first.Namespace != "volplane" || first.Name != "volplane-provisioner-hostpath.csi.volplane.io--node-1" {
 		t.Errorf("new Lease %s/%s", first.Namespace, first.Name)
@@ -47,7 +47,7 @@ func TestRenewalWritesTheBeatAndKeepsTheRest(t *testing.T) {
 }
 
 func TestRenewalOfTheCentralModeHasNoNode(t *testing.T) {
-	l := Renewal(&coordinationv1.Lease{}, Beat{Namespace: "kube-system", Provisioner: driver, Identity: "x", Duration: time.Minute}, now)
+	l := Renewal(&coordinationv1.Lease{}, Beat{Namespace: "kube-system", Driver: driver, Identity: "x", Duration: time.Minute}, now)
 	if _, ok := l.Annotations[AnnotationNode]; ok {
 		t.Errorf("annotations %v", l.Annotations)
 	}

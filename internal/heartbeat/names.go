@@ -9,22 +9,111 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// Role is what a heartbeat says runs: the provisioner (the
+// external-provisioner's role) or the snapshotter (the csi-snapshotter's).
+// Each role has its own Leases, label and annotation; the provisioner's are
+// the names volplane always used.
+type Role string
+
 const (
-	// LabelProvisioner marks a heartbeat Lease; its value is
+	Provisioner Role = "provisioner"
+	Snapshotter Role = "snapshotter"
+)
+
+// Roles are every role, in the order explain names them.
+var Roles = []Role{Provisioner, Snapshotter}
+
+const (
+	// LabelProvisioner marks a provisioner's heartbeat Lease; its value is
 	// LabelValue(driver name).
 	LabelProvisioner = "heartbeat.volplane.io/provisioner"
 	// AnnotationProvisioner holds the exact driver name the Lease beats for
 	// (the label value may be a mapping of it).
 	AnnotationProvisioner = "heartbeat.volplane.io/provisioner"
-	// AnnotationNode holds the node of a node deployment's provisioner;
-	// absent in the central mode.
+	// LabelSnapshotter and AnnotationSnapshotter are the snapshotter's.
+	LabelSnapshotter      = "heartbeat.volplane.io/snapshotter"
+	AnnotationSnapshotter = "heartbeat.volplane.io/snapshotter"
+	// AnnotationNode holds the node of a node deployment's process; absent
+	// in the central mode.
 	AnnotationNode = "heartbeat.volplane.io/node"
 
-	namePrefix = "volplane-provisioner-"
+	// snapshotterSidecarPrefix is the csi-snapshotter's leader election
+	// lock name before the driver's (cmd/csi-snapshotter).
+	snapshotterSidecarPrefix = "external-snapshotter-leader-"
 	// hashLen hex digits of SHA-256 end a name that had to be mapped, so
 	// that two different inputs never share it.
 	hashLen = 16
 )
+
+// Label is the label that marks the role's heartbeat Leases (value:
+// LabelValue(driver)); Annotation (the same key) holds the exact driver.
+func (r Role) Label() string {
+	if r == Snapshotter {
+		return LabelSnapshotter
+	}
+	return LabelProvisioner
+}
+
+// Annotation holds the exact driver name on the role's heartbeat Leases.
+func (r Role) Annotation() string {
+	if r == Snapshotter {
+		return AnnotationSnapshotter
+	}
+	return AnnotationProvisioner
+}
+
+// prefix begins the role's Lease names.
+func (r Role) prefix() string { return "volplane-" + string(r.normal()) + "-" }
+
+// normal is the role, the provisioner for any unknown one (the zero Role
+// is the provisioner: what a Beat without a role always meant).
+func (r Role) normal() Role {
+	if r == Snapshotter {
+		return Snapshotter
+	}
+	return Provisioner
+}
+
+// Sidecar names the upstream process of the role, as a reason says it.
+func (r Role) Sidecar() string {
+	if r.normal() == Snapshotter {
+		return "csi-snapshotter"
+	}
+	return "external-provisioner"
+}
+
+// LeaseName is the name of the role's heartbeat Lease of driver served by
+// one process (node "" in the central mode): LeaseName for the provisioner,
+// "volplane-snapshotter-<driver>[--<node>]" for the snapshotter, mapped the
+// same way.
+func (r Role) LeaseName(driver, node string) string {
+	plain := r.prefix() + driver
+	if node != "" {
+		plain += "--" + node
+	}
+	clean := validation.IsDNS1123Subdomain(plain) == nil && !strings.Contains(driver, "--")
+	if clean {
+		return plain
+	}
+	return mapped(r.prefix(), driver+"\x00"+node, validation.DNS1123SubdomainMaxLength, subdomainUnsafe)
+}
+
+// Selector selects the role's heartbeat Leases of driver (and, when a
+// mapped label value is shared, maybe others: Find checks the annotation).
+func (r Role) Selector(driver string) string {
+	return r.Label() + "=" + LabelValue(driver)
+}
+
+// SidecarLeaseName is the leader election Lease of the role's upstream
+// process for driver: SidecarLeaseName for the external-provisioner; for
+// the csi-snapshotter its lock "external-snapshotter-leader-<driver, '/'
+// as '-'>" cleaned the same way.
+func (r Role) SidecarLeaseName(driver string) string {
+	if r.normal() == Snapshotter {
+		return SidecarLeaseName(snapshotterSidecarPrefix + strings.ReplaceAll(driver, "/", "-"))
+	}
+	return SidecarLeaseName(driver)
+}
 
 // LeaseName is the name of the heartbeat Lease of provisioner served by
 // one process: node is "" in the central mode, the node's name in node
@@ -32,17 +121,7 @@ const (
 // "...--node-1" on a node) are kept as they are; a name with characters a
 // Lease may not have, or too long, is mapped to a lowercase prefix of it
 // and a hash of the exact input.
-func LeaseName(provisioner, node string) string {
-	plain := namePrefix + provisioner
-	if node != "" {
-		plain += "--" + node
-	}
-	clean := validation.IsDNS1123Subdomain(plain) == nil && !strings.Contains(provisioner, "--")
-	if clean {
-		return plain
-	}
-	return mapped(namePrefix, provisioner+"\x00"+node, validation.DNS1123SubdomainMaxLength, subdomainUnsafe)
-}
+func LeaseName(provisioner, node string) string { return Provisioner.LeaseName(provisioner, node) }
 
 // LabelValue is the value of LabelProvisioner for provisioner: the name
 // itself when it is a valid label value (every CSI driver name that
@@ -57,9 +136,7 @@ func LabelValue(provisioner string) string {
 // Selector selects the heartbeat Leases of provisioner (and, when a
 // mapped label value is shared, maybe others: Find checks the
 // annotation).
-func Selector(provisioner string) string {
-	return LabelProvisioner + "=" + LabelValue(provisioner)
-}
+func Selector(provisioner string) string { return Provisioner.Selector(provisioner) }
 
 // SidecarLeaseName is the name of the leader election Lease of the
 // upstream external-provisioner for provisioner: the driver name with '/'

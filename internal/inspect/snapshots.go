@@ -11,12 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/volplane/volplane/internal/explain"
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
 // NoSnapshotAPI is what explain and doctor say when the cluster serves no
@@ -111,25 +111,19 @@ func ReadSnapshotFacts(ctx context.Context, snaps snapclient.Interface, namespac
 }
 
 // Snapshotters reads whether a snapshotter serves each driver: the
-// csi-snapshotter's leader election Lease, and the driver's provisioner
-// heartbeats for the note.
+// snapshotter heartbeats and the csi-snapshotter's leader election Lease
+// (RoleLeases).
 func Snapshotters(ctx context.Context, client kubernetes.Interface, f *explain.Facts, drivers ...string) error {
 	f.Snapshotters = map[string]explain.Provisioner{}
 	for _, d := range drivers {
 		if d == "" {
 			continue
 		}
-		sel := fields.OneTermEqualSelector("metadata.name", explain.SnapshotterLeaseName(d)).String()
-		leases, err := client.CoordinationV1().Leases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return fmt.Errorf("list snapshotter leases of %s: %w", d, err)
-		}
-		p, err := Presence(ctx, client, f.Now, d)
+		leases, err := RoleLeases(ctx, client.CoordinationV1(), heartbeat.Snapshotter, d)
 		if err != nil {
 			return err
 		}
-		prov := p[d]
-		f.Snapshotters[d] = explain.SnapshotterPresence(d, leases.Items, &prov, f.Now)
+		f.Snapshotters[d] = explain.SnapshotterPresence(d, leases, f.Now)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
@@ -97,3 +98,29 @@ const (
 	Warning = corev1.EventTypeWarning
 	Normal  = corev1.EventTypeNormal
 )
+
+// ManagedBy is the node a new dynamic content of a snapshot of pv is
+// labelled with (snapshotapi.ManagedByLabel, the reference's distributed
+// snapshotting), so that in node deployment only that node's snapshotter
+// serves it: the one node of nodes that the PV's required node affinity
+// admits. "" when the PV has no such affinity, or it admits no node or
+// more than one (the reference labels the first node the lister returns
+// that matches, which for a zonal volume is any node of the zone; no label
+// leaves the choice to the snapshotters, which find the volume's node).
+func ManagedBy(pv *corev1.PersistentVolume, nodes []*corev1.Node) string {
+	if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil ||
+		len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) == 0 {
+		return ""
+	}
+	found := ""
+	for _, n := range nodes {
+		if ok, err := corev1helpers.MatchNodeSelectorTerms(n, pv.Spec.NodeAffinity.Required); err != nil || !ok {
+			continue
+		}
+		if found != "" && found != n.Name {
+			return ""
+		}
+		found = n.Name
+	}
+	return found
+}

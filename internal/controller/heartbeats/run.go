@@ -1,6 +1,7 @@
-// Package heartbeats is the writer of the provisioner's heartbeat Leases:
-// Run renews a Lease per driver served every period and deletes them when
-// it stops (only if they are still the ones it wrote: another replica may
+// Package heartbeats is the writer of the heartbeat Leases of the
+// provisioner and the snapshotter (internal/heartbeat's roles): Run renews
+// a Lease per role and driver served every period and deletes them when it
+// stops (only if they are still the ones it wrote: another replica may
 // have taken over). What a Lease holds, and how a reader judges it, is the
 // pure internal/heartbeat's.
 package heartbeats
@@ -33,8 +34,10 @@ const (
 type Config struct {
 	// Namespace holds the Leases.
 	Namespace string
-	// Provisioners are the driver names served, one Lease each.
-	Provisioners []string
+	// Provisioners are the driver names served by the provisioner, one
+	// Lease each (heartbeat.Provisioner); Snapshotters those served by the
+	// snapshotter (heartbeat.Snapshotter). One of them at least.
+	Provisioners, Snapshotters []string
 	// Node is the node of a node deployment, "" in the central mode.
 	Node string
 	// Identity is the holder written in the Leases (the host name).
@@ -60,8 +63,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Namespace == "":
 		return errors.New("heartbeat: no namespace for the Leases")
-	case len(c.Provisioners) == 0:
-		return errors.New("heartbeat: no provisioner to beat for")
+	case len(c.Provisioners) == 0 && len(c.Snapshotters) == 0:
+		return errors.New("heartbeat: no provisioner or snapshotter to beat for")
 	case c.Identity == "":
 		return errors.New("heartbeat: no holder identity")
 	case c.Period < 0 || c.Duration <= c.Period:
@@ -70,7 +73,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Run renews a heartbeat Lease for every provisioner of cfg at once and
+// Run renews a heartbeat Lease for every role and driver of cfg at once and
 // then every Period until ctx ends; then it deletes the Leases that are
 // still the ones it wrote last, and returns nil. A failed write is logged
 // and tried again at the next period: the heartbeat never stops the
@@ -80,10 +83,15 @@ func Run(ctx context.Context, leases coordinationv1client.LeasesGetter, cfg Conf
 		return err
 	}
 	cfg = cfg.withDefaults()
-	beats := make([]*beater, 0, len(cfg.Provisioners))
-	for _, p := range cfg.Provisioners {
-		beats = append(beats, &beater{client: leases.Leases(cfg.Namespace), clock: clock.RealClock{}, beat: heartbeat.Beat{
-			Namespace: cfg.Namespace, Provisioner: p, Node: cfg.Node, Identity: cfg.Identity, Duration: cfg.Duration}})
+	var beats []*beater
+	for _, role := range []struct {
+		role    heartbeat.Role
+		drivers []string
+	}{{heartbeat.Provisioner, cfg.Provisioners}, {heartbeat.Snapshotter, cfg.Snapshotters}} {
+		for _, d := range role.drivers {
+			beats = append(beats, &beater{client: leases.Leases(cfg.Namespace), clock: clock.RealClock{}, beat: heartbeat.Beat{
+				Role: role.role, Namespace: cfg.Namespace, Driver: d, Node: cfg.Node, Identity: cfg.Identity, Duration: cfg.Duration}})
+		}
 	}
 	logger := klog.FromContext(ctx)
 	ticker := time.NewTicker(cfg.Period)
@@ -91,7 +99,7 @@ func Run(ctx context.Context, leases coordinationv1client.LeasesGetter, cfg Conf
 	for {
 		for _, b := range beats {
 			if err := b.renew(ctx); err != nil && ctx.Err() == nil {
-				logger.Error(err, "Heartbeat not renewed", "driver", b.beat.Provisioner, "lease", cfg.Namespace+"/"+b.beat.Name())
+				logger.Error(err, "Heartbeat not renewed", "role", b.beat.Role, "driver", b.beat.Driver, "lease", cfg.Namespace+"/"+b.beat.Name())
 			}
 		}
 		select {
@@ -109,7 +117,7 @@ func stopAll(ctx context.Context, beats []*beater, timeout time.Duration) {
 	defer cancel()
 	for _, b := range beats {
 		if err := b.stop(ctx); err != nil {
-			klog.FromContext(ctx).Info("Heartbeat Lease left to expire", "driver", b.beat.Provisioner, "err", err)
+			klog.FromContext(ctx).Info("Heartbeat Lease left to expire", "role", b.beat.Role, "driver", b.beat.Driver, "err", err)
 		}
 	}
 }

@@ -28,7 +28,8 @@ func TestConfigIsCheckedUpFront(t *testing.T) {
 	}{
 		{func(*Config) {}, ""},
 		{func(c *Config) { c.Namespace = "" }, "no namespace"},
-		{func(c *Config) { c.Provisioners = nil }, "no provisioner"},
+		{func(c *Config) { c.Provisioners = nil }, "no provisioner or snapshotter"},
+		{func(c *Config) { c.Provisioners, c.Snapshotters = nil, []string{driver} }, ""},
 		{func(c *Config) { c.Identity = "" }, "no holder identity"},
 		{func(c *Config) { c.Period, c.Duration = time.Second, time.Second }, "the lease duration 1s must be longer than the period 1s"},
 		{func(c *Config) { c.Period = time.Second }, ""}, // duration: four periods
@@ -76,6 +77,42 @@ func TestRunRenewsRetriesConflictsAndDeletesOnStop(t *testing.T) {
 	}
 	list, err := leases.List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 0 {
+		t.Errorf("after Run: %d Leases (%v), want them deleted", len(list.Items), err)
+	}
+}
+
+// A snapshotter's heartbeats are its role's Leases, one per driver and
+// node, beside the provisioner's of the same process.
+func TestRunBeatsForEachRole(t *testing.T) {
+	client := fake.NewClientset()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := Config{Namespace: "volplane", Provisioners: []string{driver}, Snapshotters: []string{driver, "network.csi.volplane.io"},
+		Node: "node-1", Identity: "me", Period: 5 * time.Millisecond}
+	go func() { done <- Run(ctx, client.CoordinationV1(), cfg) }()
+	leases := client.CoordinationV1().Leases("volplane")
+	waitFor(t, "a Lease per role and driver", func() bool {
+		list, err := leases.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 3
+	})
+	for _, want := range []struct {
+		role   heartbeat.Role
+		driver string
+	}{{heartbeat.Provisioner, driver}, {heartbeat.Snapshotter, driver}, {heartbeat.Snapshotter, "network.csi.volplane.io"}} {
+		l, err := leases.Get(ctx, want.role.LeaseName(want.driver, "node-1"), metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s of %s: %v", want.role, want.driver, err)
+			continue
+		}
+		if p := want.role.Find([]coordinationv1.Lease{*l}, want.driver, time.Now()); !p.Serving || len(p.Nodes) != 1 || p.Nodes[0] != "node-1" {
+			t.Errorf("%s of %s: %+v", want.role, want.driver, p)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if list, err := leases.List(context.Background(), metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("after Run: %d Leases (%v), want them deleted", len(list.Items), err)
 	}
 }

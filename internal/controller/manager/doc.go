@@ -29,6 +29,10 @@
 // holder is the host name (the pod's), renewed every HeartbeatPeriod (10 s)
 // for 40 s, labelled heartbeat.volplane.io/provisioner=<driver>; it is
 // deleted when the loops stop (unless another process renewed it since),
-// and expires on its own after a crash. `volplane explain` reads it
-// (inspect reads them, heartbeat.Find judges them) to say whether a claim's provisioner runs.
+// and expires on its own after a crash. The snapshotter row keeps the same
+// for every driver it serves (those that take snapshots), as its role:
+// volplane-snapshotter-<driver>[--<node>], labelled
+// heartbeat.volplane.io/snapshotter=<driver>. `volplane explain` reads
+// them (inspect reads them, heartbeat.Role.Find judges them) to say whether
+// a claim's provisioner, or a snapshot's snapshotter, runs.
 package manager

@@ -9,11 +9,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/controller/heartbeats"
-	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
-// heartbeatNamespace holds the provisioner's heartbeat Leases: the leader
-// election's namespace, also when election is off (node deployment, up).
+// heartbeatNamespace holds the heartbeat Leases of the provisioner and the
+// snapshotter: the leader election's namespace, also when election is off
+// (node deployment, up).
 func (c Config) heartbeatNamespace() string {
 	if c.LeaderElectNamespace == "" {
 		return DefaultConfig().LeaderElectNamespace
@@ -21,11 +22,15 @@ func (c Config) heartbeatNamespace() string {
 	return c.LeaderElectNamespace
 }
 
-// newHeartbeat keeps a heartbeat Lease for every driver the provisioner
-// serves, one per node in node deployment, while the loops run (so, with
-// leader election, only on the leader). It writes through a client of its
-// own: a burst of binds must not delay a renewal.
-func newHeartbeat(cfg Config, pool *csi.Pool) (Runnable, error) {
+// newHeartbeat keeps a heartbeat Lease of role for every driver given (the
+// drivers the row serves), one per node in node deployment, while the
+// loops run (so, with leader election, only on the leader). It writes
+// through a client of its own: a burst of binds must not delay a renewal.
+// No driver: nothing to beat for, nil.
+func newHeartbeat(cfg Config, role heartbeat.Role, drivers []string) (Runnable, error) {
+	if len(drivers) == 0 {
+		return nil, nil
+	}
 	client, err := coordinationv1client.NewForConfig(rest.CopyConfig(cfg.REST))
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat client: %w", err)
@@ -35,8 +40,13 @@ func newHeartbeat(cfg Config, pool *csi.Pool) (Runnable, error) {
 		host = "volplane"
 	}
 	hb := heartbeats.Config{
-		Namespace: cfg.heartbeatNamespace(), Provisioners: pool.Drivers(), Node: cfg.nodeName(),
-		Identity: host, Period: cfg.HeartbeatPeriod,
+		Namespace: cfg.heartbeatNamespace(), Node: cfg.nodeName(), Identity: host, Period: cfg.HeartbeatPeriod,
+	}
+	switch role {
+	case heartbeat.Snapshotter:
+		hb.Snapshotters = drivers
+	default:
+		hb.Provisioners = drivers
 	}
 	if err := hb.Validate(); err != nil {
 		return nil, err

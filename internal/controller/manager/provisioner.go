@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/heartbeat"
 )
 
 // newProvisioner builds the provisioner (the external-provisioner's role)
@@ -25,9 +26,9 @@ func newProvisioner(w wiring) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	beat, err := newHeartbeat(cfg, w.Pool)
-	if err != nil {
-		return nil, err
+	beat, err := newHeartbeat(cfg, heartbeat.Provisioner, w.Pool.Drivers())
+	if err != nil || beat == nil {
+		return []Runnable{p}, err
 	}
 	return []Runnable{p, beat}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/snapshotbinding"
 )
@@ -35,12 +36,16 @@ type Controller struct {
 	classes   snaplisters.VolumeSnapshotClassLister
 	claims    corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
+	nodes     corelisters.NodeLister
 	// groups and groupContents are nil without the group API.
 	groups        grouplisters.VolumeGroupSnapshotLister
 	groupContents grouplisters.VolumeGroupSnapshotContentLister
-	snapQ         workqueue.TypedRateLimitingInterface[string]
-	contentQ      workqueue.TypedRateLimitingInterface[string]
-	runner        *loop.Runner
+	// byClaim indexes the snapshots by their source claim
+	// (informerindex.ClaimOfSnapshot).
+	byClaim  cache.Indexer
+	snapQ    workqueue.TypedRateLimitingInterface[string]
+	contentQ workqueue.TypedRateLimitingInterface[string]
+	runner   *loop.Runner
 }
 
 // New builds the loop over the given informers.
@@ -54,10 +59,17 @@ func New(cfg Config) (*Controller, error) {
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
 	snapInf, contentInf, classInf := v1.VolumeSnapshots(), v1.VolumeSnapshotContents(), v1.VolumeSnapshotClasses()
+	indexed, err := informerindex.VolumeSnapshots(cfg.SnapshotInformers)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	c.byClaim = indexed.GetIndexer()
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	c.snapshots, c.contents, c.classes = snapInf.Lister(), contentInf.Lister(), classInf.Lister()
 	c.claims, c.pvs = claimInf.Lister(), pvInf.Lister()
+	nodeInf := cfg.Informers.Core().V1().Nodes()
+	c.nodes = nodeInf.Lister()
 	handlers := []loop.Handler{
 		{Informer: snapInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onSnapshot, UpdateFunc: loop.Updated(c.onSnapshot), DeleteFunc: c.onSnapshotGone}},
@@ -76,7 +88,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	synced = append(synced, classInf.Informer().HasSynced, pvInf.Informer().HasSynced)
+	synced = append(synced, classInf.Informer().HasSynced, pvInf.Informer().HasSynced, nodeInf.Informer().HasSynced)
 	if cfg.Groups {
 		synced = append(synced, cfg.SnapshotInformers.Groupsnapshot().V1().VolumeGroupSnapshotContents().Informer().HasSynced)
 	}
@@ -145,14 +157,12 @@ func (c *Controller) onClaim(obj any) {
 
 // queueSnapshotsOf queues the namespace's snapshots of the claim.
 func (c *Controller) queueSnapshotsOf(namespace, claim string) {
-	list, err := c.snapshots.VolumeSnapshots(namespace).List(labels.Everything())
+	list, err := informerindex.SnapshotsOf(c.byClaim, namespace, claim)
 	if err != nil {
 		return
 	}
 	for _, s := range list {
-		if ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, "") == claim {
-			c.snapQ.Add(snapshotKey(s.Namespace, s.Name))
-		}
+		c.snapQ.Add(snapshotKey(s.Namespace, s.Name))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/snapshotbinding"
 )
 
@@ -66,6 +67,9 @@ func (c *Controller) snapshotFacts(s *snapv1.VolumeSnapshot) (snapshotbinding.Sn
 			if err == nil {
 				f.Volume = pv
 			}
+			if f.ManagedBy, err = c.managedBy(f); err != nil {
+				return f, err
+			}
 		}
 		if f.Siblings, err = c.siblings(s, claim); err != nil {
 			return f, err
@@ -108,13 +112,13 @@ func (c *Controller) claim(ns, name string) (*corev1.PersistentVolumeClaim, erro
 // siblings are the namespace's other snapshots of the claim with their
 // designated contents.
 func (c *Controller) siblings(s *snapv1.VolumeSnapshot, claim string) ([]snapshotbinding.Sibling, error) {
-	list, err := c.snapshots.VolumeSnapshots(s.Namespace).List(labels.Everything())
+	list, err := informerindex.SnapshotsOf(c.byClaim, s.Namespace, claim)
 	if err != nil {
 		return nil, err
 	}
 	var out []snapshotbinding.Sibling
 	for _, o := range list {
-		if o.UID == s.UID || ptr.Deref(o.Spec.Source.PersistentVolumeClaimName, "") != claim {
+		if o.UID == s.UID {
 			continue
 		}
 		content, err := c.content(snapshotbinding.Designated(o))
@@ -213,4 +217,17 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		c.snapQ.Add(snapshotKey(content.Spec.VolumeSnapshotRef.Namespace, content.Spec.VolumeSnapshotRef.Name))
 	}
 	return loop.Done(), nil
+}
+
+// managedBy is the node label of a content the snapshot may need created
+// (snapshotbinding.ManagedBy); the nodes are read only then.
+func (c *Controller) managedBy(f snapshotbinding.SnapshotFacts) (string, error) {
+	if f.Content != nil || f.Volume == nil || f.Volume.Spec.NodeAffinity == nil {
+		return "", nil
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return "", err
+	}
+	return snapshotbinding.ManagedBy(f.Volume, nodes), nil
 }

@@ -63,6 +63,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	return c.runner.Run(ctx, "drivers", c.drivers(), "node", c.cfg.NodeName)
 }
 
+// Drivers are the drivers the loop serves: those of the pool that take
+// snapshots (its heartbeat beats for them).
+func (c *Controller) Drivers() []string { return c.drivers() }
+
 // Ready reports whether the caches are synced and the workers run.
 func (c *Controller) Ready() bool { return c.runner.Ready() }
 

@@ -22,9 +22,11 @@ import (
 // The node role writes the snapshot API only as its snapshotter and
 // provisioner do (deploy/'s admission policy; RBAC cannot say which
 // content): the finalizer, annotations and status of contents of the
-// node-local driver that are its node's (labelled managed-by it) or
-// nobody's (pre-provisioned), never another node's or another driver's,
-// never a content's spec or label; on a VolumeSnapshot, only the
+// node-local driver that are its node's (labelled managed-by it, as the
+// snapshot loop labels a dynamic content and an administrator a
+// pre-provisioned one) or a group member's (which the group loops leave
+// unlabelled), never another node's, an unlabelled one's or another
+// driver's, never a content's spec or label; on a VolumeSnapshot, only the
 // provisioner's finalizer. A token that names no node writes nothing.
 func TestNodeRoleWritesOnlyItsNodesSnapshots(t *testing.T) {
 	ctx := context.Background()
@@ -45,13 +47,20 @@ func TestNodeRoleWritesOnlyItsNodesSnapshots(t *testing.T) {
 		}
 		return c
 	}
-	own, unowned := content("own", hostpath.DriverName, node), content("unowned", hostpath.DriverName, "")
+	own, member := content("own", hostpath.DriverName, node), content("member", hostpath.DriverName, "")
+	member.Annotations = map[string]string{snapshotapi.GroupHandleAnnotation: "group-handle"}
+	ownDynamic := content("own-dynamic", hostpath.DriverName, node)
+	ownDynamic.Spec.Source = snapv1.VolumeSnapshotContentSource{VolumeHandle: ptr.To("volume-own-dynamic")}
+	unlabelledDynamic := content("unlabelled-dynamic", hostpath.DriverName, "")
+	unlabelledDynamic.Spec.Source = ownDynamic.Spec.Source
 	others := []*snapv1.VolumeSnapshotContent{
 		content("other-node", hostpath.DriverName, "elsewhere"),
 		content("other-driver", hostpath.NetworkDriverName, node),
+		content("unowned", hostpath.DriverName, ""), // pre-provisioned, not labelled by its administrator
+		unlabelledDynamic,
 	}
 	contents := admin.SnapshotV1().VolumeSnapshotContents()
-	for _, c := range append([]*snapv1.VolumeSnapshotContent{own, unowned}, others...) {
+	for _, c := range append([]*snapv1.VolumeSnapshotContent{own, ownDynamic, member}, others...) {
 		if _, err := contents.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +92,7 @@ func TestNodeRoleWritesOnlyItsNodesSnapshots(t *testing.T) {
 		}
 		return ""
 	}, bed.stack.EndedEarly)
-	for _, c := range []*snapv1.VolumeSnapshotContent{own, unowned} {
+	for _, c := range []*snapv1.VolumeSnapshotContent{own, ownDynamic, member} {
 		for what, err := range serve(onNode, c.Name) {
 			if err != nil {
 				t.Errorf("the node role may not %s content %s: %v", what, c.Name, err)
