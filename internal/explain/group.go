@@ -237,7 +237,7 @@ func groupClaims(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupCl
 func groupMembers(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupMember {
 	var out []GroupMember
 	seen := map[string]bool{}
-	if c := gf.Content; c != nil && c.Status != nil && grouping.ContentNameOf(g) == c.Name {
+	if c := gf.Content; c != nil && c.Status != nil && grouping.ContentNameOf(g) == c.Name && namesGroup(c, g) {
 		for _, info := range c.Status.VolumeSnapshotInfoList {
 			name := grouping.MemberSnapshotName(g.UID, info.VolumeHandle)
 			m := GroupMember{Snapshot: name, Content: grouping.MemberContentName(g.UID, info.VolumeHandle),
@@ -258,6 +258,15 @@ func groupMembers(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupM
 		out = append(out, m)
 	}
 	return out
+}
+
+// namesGroup says whether the content's ref names the group: its
+// namespace and name, and its UID once set. A content bound to another
+// group (a user may name any content in spec.source) lends this group
+// none of its members.
+func namesGroup(c *vgsv1.VolumeGroupSnapshotContent, g *vgsv1.VolumeGroupSnapshot) bool {
+	r := c.Spec.VolumeGroupSnapshotRef
+	return r.Namespace == g.Namespace && r.Name == g.Name && (r.UID == "" || r.UID == g.UID)
 }
 
 func fillMember(m *GroupMember, vs *snapv1.VolumeSnapshot) {

@@ -258,3 +258,32 @@ func TestGroupContentReport(t *testing.T) {
 		t.Errorf("summary %q", r.Summary)
 	}
 }
+
+// Hostile fields: a pre-provisioned group naming another tenant's content
+// is misbound and gets none of its members; a snapshot naming the group
+// as its owner without its UID is no member; a claim of another namespace
+// is never one of its claims.
+func TestGroupReportTrustsNoTenantField(t *testing.T) {
+	f := groupWorld()
+	theirs := groupContent(taken(true), func(c *vgsv1.VolumeGroupSnapshotContent) {
+		c.Name = "theirs"
+		c.Spec.Source = vgsv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &vgsv1.GroupSnapshotHandles{VolumeGroupSnapshotHandle: "gh-1"}}
+		c.Spec.VolumeGroupSnapshotRef = v1.ObjectReference{Namespace: "other", Name: "g", UID: "uid-theirs"}
+	})
+	f.GroupContents = []*vgsv1.VolumeGroupSnapshotContent{theirs}
+	g := newGroup(func(g *vgsv1.VolumeGroupSnapshot) {
+		g.Spec.Source = vgsv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: ptr.To("theirs")}
+	})
+	r := explain.Group(g, f)
+	if !strings.Contains(r.Summary, "is bound to a different group snapshot (GroupSnapshotContentMisbound)") || len(r.Members) != 0 || len(r.Claims) != 0 {
+		t.Errorf("group naming another's content: %q, members %+v, claims %+v", r.Summary, r.Members, r.Claims)
+	}
+
+	f = groupWorld()
+	fake := member("vol-a", "db-a")
+	fake.OwnerReferences[0].UID = "not-the-group"
+	f.VolumeSnapshots = []*snapv1.VolumeSnapshot{fake}
+	if r := explain.Group(newGroup(), f); len(r.Members) != 0 {
+		t.Errorf("a snapshot owned by name only is listed as a member: %+v", r.Members)
+	}
+}
