@@ -60,10 +60,11 @@ func (t *table) field(key, value string) {
 // than a line: a name of 64 hex digits).
 func overflows(line string, indent int) bool { return indent+len([]rune(line)) > Width }
 
-// indentFor is indent spaces, fewer for a line that would go past Width.
+// indentFor is indent spaces, fewer (at least one: the line stays under
+// its key) for a line that would go past Width.
 func indentFor(line string, indent int) string {
 	if overflows(line, indent) {
-		indent = max(0, Width-len([]rune(line)))
+		indent = max(1, Width-len([]rune(line)))
 	}
 	return strings.Repeat(" ", indent)
 }

@@ -102,7 +102,7 @@ func (t *table) members(ms []GroupMember) {
 		if m.Handle != "" {
 			state += ", backend " + m.Handle
 		}
-		for _, l := range []string{Printable(m.Snapshot), "  " + Printable(state), "  " + Printable(m.Content)} {
+		for _, l := range []string{oneLine(m.Snapshot), "  " + oneLine(state), "  " + oneLine(m.Content)} {
 			if strings.TrimSpace(l) != "" {
 				t.printf("%s%s\n", indentFor(l, 2), l)
 			}
