@@ -111,7 +111,8 @@ func TestRestoresFromSaysWhatTheProvisionerDecides(t *testing.T) {
 			if rs.State != tc.state || !strings.Contains(rs.Summary, tc.summary) {
 				t.Errorf("got %s %q, want %s %q", rs.State, rs.Summary, tc.state, tc.summary)
 			}
-			if (tc.state == explain.RestoreWaiting || tc.state == explain.RestoreRefused) && !strings.HasPrefix(r.Summary, "Restoring from ") {
+			// A claim of a WaitForFirstConsumer class waits for its pod first.
+			if (tc.state == explain.RestoreWaiting || tc.state == explain.RestoreRefused) && r.Next == "Provision" && !strings.HasPrefix(r.Summary, "Restoring from ") {
 				t.Errorf("claim summary %q does not say why the restore waits", r.Summary)
 			}
 			var b bytes.Buffer
