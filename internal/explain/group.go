@@ -168,6 +168,9 @@ func Group(g *vgsv1.VolumeGroupSnapshot, f *Facts) GroupReport {
 	}
 	name := grouping.ContentNameOf(g)
 	r.Content = groupContentOf(name, gf.Content, f)
+	if c := gf.Content; c != nil && namesGroup(c, g) && c.Spec.VolumeGroupSnapshotRef.UID == g.UID {
+		r.Content.GroupState = "Bound"
+	}
 	if gf.Content != nil {
 		r.Finalizers = finalizersOf("vgsc "+name, gf.Content.Finalizers)
 	}

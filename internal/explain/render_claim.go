@@ -59,7 +59,7 @@ func (t *table) restore(r *Restore) {
 	}
 	t.printf("Restores from:\n")
 	t.field("  Source", r.String())
-	t.field("  Verdict", r.State+": "+r.Summary)
+	t.field("  Verdict", r.Summary)
 	if r.Content != "" {
 		c := r.Content
 		if r.ContentSnapshot != "" {

@@ -139,7 +139,7 @@ func TestRestoresFromTableShowsTheFactsChecked(t *testing.T) {
 	}
 	for _, want := range []string{
 		"  Source:      volumesnapshot ns/snap",
-		"  Verdict:     Usable: The provisioner's checks pass",
+		"  Verdict:     The provisioner's checks pass",
 		"  Content:     snapcontent-uid-snap (names ns/snap)",
 		"  Driver:      csi.example.com; the claim's class: csi.example.com",
 		"  Ready:       yes",
