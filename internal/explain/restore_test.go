@@ -150,6 +150,15 @@ func TestRestoresFromTableShowsTheFactsChecked(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, b.String())
 		}
 	}
+	unbound := restoreFacts()
+	unbound.VolumeSnapshots[0].Status = nil
+	b.Reset()
+	if err := explain.Claim(newClaim("restore", "1Gi", fromSnapshot("snap")), unbound).Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  Content:     none: the snapshot is not bound to a content yet") {
+		t.Errorf("an unbound snapshot:\n%s", b.String())
+	}
 	if f := explain.Claim(newClaim("plain", "1Gi"), restoreFacts()); f.RestoresFrom != nil {
 		t.Errorf("a claim without data source: %+v", f.RestoresFrom)
 	}
