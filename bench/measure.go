@@ -32,12 +32,27 @@ type bindWatch struct {
 }
 
 func startBindWatch(ctx context.Context, client kubernetes.Interface) (*bindWatch, error) {
-	w := &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(benchNS))
-	inf := factory.Core().V1().PersistentVolumeClaims().Informer()
+	return startWatch(ctx, "claims", factory.Core().V1().PersistentVolumeClaims().Informer(), factory.Start, claimBound)
+}
+
+// claimBound says a claim's name and whether it is Bound.
+func claimBound(obj any) (string, bool) {
+	if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return c.Name, c.Status.Phase == corev1.ClaimBound
+	}
+	return "", false
+}
+
+// startWatch records when each object of inf is first seen done (done
+// says its name and whether it is), once start has started inf and its
+// cache is synced. what names the objects in errors.
+func startWatch(ctx context.Context, what string, inf cache.SharedIndexInformer, start func(stop <-chan struct{}),
+	done func(obj any) (name string, ok bool)) (*bindWatch, error) {
+	w := &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
 	record := func(obj any) {
-		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok && c.Status.Phase == corev1.ClaimBound {
-			w.see(c.Name)
+		if name, ok := done(obj); ok {
+			w.see(name)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -46,9 +61,9 @@ func startBindWatch(ctx context.Context, client kubernetes.Interface) (*bindWatc
 	}); err != nil {
 		return nil, err
 	}
-	factory.Start(ctx.Done())
+	start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("watching claims: %w", ctx.Err())
+		return nil, fmt.Errorf("watching %s: %w", what, ctx.Err())
 	}
 	return w, nil
 }

@@ -56,6 +56,11 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err != nil {
 		return Side{}, err
 	}
+	if complete && e.o.Scenario == Snapshot {
+		if err := e.settleSnapshots(ctx); err != nil {
+			return Side{}, err
+		}
+	}
 	stats, err := sampleAll(procs)
 	if err != nil {
 		return Side{}, err

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -140,25 +139,17 @@ func (e *sideEnv) createBoundVolume(ctx context.Context, ep *csi.Endpoint, i int
 // startSnapshotWatch records when each VolumeSnapshot of the bench
 // namespace is first seen ready to use.
 func startSnapshotWatch(ctx context.Context, client snapclient.Interface) (*bindWatch, error) {
-	w := &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
 	factory := snapinformers.NewSharedInformerFactoryWithOptions(client, 0, snapinformers.WithNamespace(benchNS))
-	inf := factory.Snapshot().V1().VolumeSnapshots().Informer()
-	record := func(obj any) {
-		if vs, ok := obj.(*snapv1.VolumeSnapshot); ok && vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false) {
-			w.see(vs.Name)
-		}
+	return startWatch(ctx, "snapshots", factory.Snapshot().V1().VolumeSnapshots().Informer(), factory.Start, snapshotReady)
+}
+
+// snapshotReady says a VolumeSnapshot's name and whether it is ready to
+// use.
+func snapshotReady(obj any) (string, bool) {
+	if vs, ok := obj.(*snapv1.VolumeSnapshot); ok {
+		return vs.Name, vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
-		UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("watching snapshots: %w", ctx.Err())
-	}
-	return w, nil
+	return "", false
 }
 
 // snapshotProcesses are the side's two measured processes: the

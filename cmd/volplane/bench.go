@@ -34,7 +34,9 @@ Scenarios:
            VolumeSnapshot (default class), made ready to use by volplane's
            snapshot and snapshotter loops (two processes, both measured) or,
            with --compare, by external-snapshotter v8.6.0's snapshot-controller
-           and csi-snapshotter; its limits default to theirs (--qps 5 --burst 10)
+           and csi-snapshotter; its limits default to theirs (--qps 5 --burst 10);
+           writes are counted until every claim's pvc-as-source-protection
+           finalizer and every being-created annotation is gone
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 

@@ -65,6 +65,7 @@ func Doctor(ctx context.Context, client kubernetes.Interface, cfg DoctorConfig, 
 	if err := readDoctorSnapshots(ctx, snaps, s); err != nil {
 		return doctor.Report{}, err
 	}
+	s.SnapshotsUnread = s.SnapshotsSkipped // what explain says of a claim restoring from a snapshot
 	if len(cfg.Endpoints) == 0 {
 		s.BackendsSkipped = cfg.NoEndpoints
 		if s.BackendsSkipped == "" {

@@ -25,6 +25,9 @@
 // snapshots no content names (adopted as Retain, never deleted), contents
 // whose VolumeSnapshot is gone, stuck deletions of snapshots and contents;
 // a finalizer is offered for removal only once what it protects is gone.
+// A ready content whose backend snapshot a complete listing no longer
+// holds (snapmissing.go) is reported with advice only: see who restores
+// from it, take the snapshot again; never a delete of a bound content.
 //
 // Nouns: Snapshot (what is checked), Backend (one CSI controller
 // endpoint's volumes and snapshots, listed before and after the cluster

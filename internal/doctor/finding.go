@@ -49,7 +49,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
 		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume,
-		KindOrphanedContent, KindOrphanedBackendSnapshot}
+		KindOrphanedContent, KindMissingBackendSnapshot, KindOrphanedBackendSnapshot}
 }
 
 // Object names what a finding is about. Kind is the API kind

@@ -52,6 +52,9 @@ func snapshotFindings(s *Snapshot, t Thresholds) ([]Finding, []string) {
 		orphans, n := orphanedBackendSnapshots(s)
 		out = append(out, orphans...)
 		notes = append(notes, n...)
+		missing, n := missingBackendSnapshots(s)
+		out = append(out, missing...)
+		notes = append(notes, n...)
 	}
 	return out, notes
 }

@@ -55,6 +55,11 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	}
 	r.Expansion = expansionOf(claim)
 	r.Modification = modificationOf(claim)
+	r.RestoresFrom = restoreOf(claim, f)
+	if rs := r.RestoresFrom; rs != nil && unbound(claim) && claim.DeletionTimestamp == nil &&
+		(rs.State == RestoreWaiting || rs.State == RestoreRefused) {
+		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), rs.Summary)
+	}
 	r.Deletion = claimDeletion(claim, f)
 	if r.Deletion != nil {
 		r.Summary = r.Deletion.Summary

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	vgsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -38,6 +39,14 @@ type Facts struct {
 	Contents        []*snapv1.VolumeSnapshotContent
 	SnapshotClasses []*snapv1.VolumeSnapshotClass
 	Snapshotters    map[string]Provisioner
+	// SnapshotsUnread says why the snapshot API was not read (it is not
+	// installed, or the caller has no client of it); "" when it was.
+	SnapshotsUnread string
+	// GroupSnapshots, GroupContents and GroupClasses are the group
+	// snapshot API's objects.
+	GroupSnapshots []*vgsv1.VolumeGroupSnapshot
+	GroupContents  []*vgsv1.VolumeGroupSnapshotContent
+	GroupClasses   []*vgsv1.VolumeGroupSnapshotClass
 }
 
 // Provisioner is whether anything serves a provisioner name, as the caller

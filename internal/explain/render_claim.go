@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
 // Table writes the claim report for people, in Width columns.
@@ -45,7 +47,43 @@ func (r ClaimReport) Table(w io.Writer) error {
 	if r.Deletion != nil {
 		t.field("Finalizers", strings.Join(r.Deletion.Finalizers, ", "))
 	}
+	t.restore(r.RestoresFrom)
 	return t.err
+}
+
+// restore writes the "Restores from" section: the source, the verdict and
+// the facts the provisioner checks.
+func (t *table) restore(r *Restore) {
+	if r == nil {
+		return
+	}
+	t.printf("Restores from:\n")
+	t.field("  Source", r.String())
+	t.field("  Verdict", r.State+": "+r.Summary)
+	if r.Content != "" {
+		c := r.Content
+		if r.ContentSnapshot != "" {
+			c += " (names " + r.ContentSnapshot + ")"
+		}
+		t.field("  Content", c)
+	}
+	if r.ContentDriver != "" || r.ClassDriver != "" {
+		t.field("  Driver", fmt.Sprintf("%s; the claim's class: %s", orNone(r.ContentDriver), orNone(r.ClassDriver)))
+	}
+	if r.Ready != nil {
+		t.field("  Ready", yesNo(*r.Ready))
+	}
+	if r.RestoreSize != "" {
+		t.field("  Size", fmt.Sprintf("restore size %s, request %s", r.RestoreSize, r.Request))
+	}
+	if r.SourceMode != "" && r.SourceMode != r.ClaimMode {
+		allow := "the content does not allow it"
+		if r.AllowModeChange != "" {
+			allow = fmt.Sprintf("the content's %s: %q", snapshotapi.AllowVolumeModeChange, r.AllowModeChange)
+		}
+		t.field("  Volume mode", fmt.Sprintf("%s to %s; %s", r.SourceMode, r.ClaimMode, allow))
+	}
+	t.field("  Volume", r.SourceVolume)
 }
 
 func (r Request) String() string {

@@ -30,6 +30,9 @@ type ClaimReport struct {
 	Expansion      *Change       `json:"expansion,omitempty"`
 	Modification   *Change       `json:"modification,omitempty"`
 	Deletion       *Deletion     `json:"deletion,omitempty"`
+	// RestoresFrom is the claim's data source (a VolumeSnapshot, or a
+	// claim to clone) as the provisioner checks it.
+	RestoresFrom *Restore `json:"restoresFrom,omitempty"`
 }
 
 // Request is what the claim asks for.

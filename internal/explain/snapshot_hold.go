@@ -27,6 +27,10 @@ var finalizerMeanings = map[string][2]string{
 		"the group snapshot loop, when the group is deleted"},
 	snapshotapi.ContentFinalizer: {"keeps the content while its snapshot uses it, and until its backend snapshot is deleted (policy Delete)",
 		"the snapshotter, after DeleteSnapshot (Delete) or at once (Retain), once the content is deleted"},
+	snapshotapi.GroupBoundFinalizer: {"keeps the group snapshot while its content (policy Delete) and its members exist",
+		"the group snapshot loop, once its content is deleted and its members are gone"},
+	snapshotapi.GroupContentFinalizer: {"keeps the group content while its group uses it, and until its backend group snapshot is deleted (policy Delete)",
+		"the snapshotter, after DeleteVolumeGroupSnapshot (Delete) or at once (Retain), once the content is deleted"},
 }
 
 // finalizersOf lists an object's finalizers with their meanings.

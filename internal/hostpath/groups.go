@@ -188,31 +188,13 @@ func (s *groupControllerServer) DeleteVolumeGroupSnapshot(ctx context.Context, r
 	if err := membersMatch(g, req.GetSnapshotIds(), true); err != nil {
 		return nil, err
 	}
-	st := s.d.store.current()
-	// Data first, as DeleteSnapshot: if removing it fails, the group stays
+	// As DeleteSnapshot: if removing the data fails, the group stays
 	// recorded whole and the CO retries.
-	for _, m := range g.SnapshotIDs {
-		snap := st.Snapshots[m]
-		if snap == nil {
-			continue
-		}
-		path, err := s.d.disk.snapshotPath(m, snap.AccessType)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "snapshot path: %v", err)
-		}
-		if err := removeData(path); err != nil {
-			return nil, status.Errorf(codes.Internal, "delete group snapshot %s: %v", id, err)
-		}
-	}
-	err = s.d.store.update(func(st *state) error {
-		for _, m := range g.SnapshotIDs {
-			delete(st.Snapshots, m)
-		}
+	err = s.d.deleteSnapshots("group snapshot "+id, g.SnapshotIDs, func(st *state) {
 		delete(st.GroupSnapshots, id)
-		return nil
 	})
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "delete group snapshot %s: %v", id, err)
+		return nil, err
 	}
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
 }

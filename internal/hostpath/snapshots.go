@@ -107,21 +107,45 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 			"snapshot %s is part of group snapshot %s and cannot be deleted alone: delete the group with DeleteVolumeGroupSnapshot",
 			id, snap.GroupSnapshotID)
 	}
-	path, err := s.d.disk.snapshotPath(id, snap.AccessType)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "snapshot path: %v", err)
+	if err := s.d.deleteSnapshots("snapshot "+id, []string{id}, nil); err != nil {
+		return nil, err
 	}
-	if err := removeData(path); err != nil {
-		return nil, status.Errorf(codes.Internal, "delete snapshot %s: %v", id, err)
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// deleteSnapshots removes the data of the recorded snapshots among ids,
+// then, in one write of the state, their records and what forget (if set)
+// drops with them. Data first: if removing it fails, everything stays
+// recorded and the CO retries. what names the deletion in the errors
+// ("snapshot <id>"). The caller holds the lock of ids.
+func (d *Driver) deleteSnapshots(what string, ids []string, forget func(*state)) error {
+	st := d.store.current()
+	for _, id := range ids {
+		snap := st.Snapshots[id]
+		if snap == nil {
+			continue
+		}
+		path, err := d.disk.snapshotPath(id, snap.AccessType)
+		if err != nil {
+			return status.Errorf(codes.Internal, "snapshot path: %v", err)
+		}
+		if err := removeData(path); err != nil {
+			return status.Errorf(codes.Internal, "delete %s: %v", what, err)
+		}
 	}
-	err = s.d.store.update(func(st *state) error {
-		delete(st.Snapshots, id)
+	err := d.store.update(func(st *state) error {
+		for _, id := range ids {
+			delete(st.Snapshots, id)
+		}
+		if forget != nil {
+			forget(st)
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "delete snapshot %s: %v", id, err)
+		return status.Errorf(codes.Internal, "delete %s: %v", what, err)
 	}
-	return &csi.DeleteSnapshotResponse{}, nil
+	return nil
 }
 
 // GetSnapshot returns one snapshot, NotFound if there is none.

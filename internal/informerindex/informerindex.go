@@ -5,12 +5,16 @@
 // one name with one function, however many loops read it.
 //
 // Nouns: the indexes (ClaimOfPod, NodeOfPod, NodeOfAttachment,
-// PVOfAttachment, VolumeOfPV) and the lookups that read them (PodsUsing,
-// PodsOn, AttachmentsOn, AttachmentsOf, PVsOf).
+// PVOfAttachment, VolumeOfPV, ClaimOfSnapshot) and the lookups that read
+// them (PodsUsing, PodsOn, AttachmentsOn, AttachmentsOf, PVsOf,
+// SnapshotsOf).
 package informerindex
 
 import (
 	"fmt"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -36,6 +40,10 @@ const (
 	// VolumeOfPV indexes CSI PVs by their unique volume name
 	// (attachment.VolumeOf: driver^handle).
 	VolumeOfPV = "volplane.io/unique-volume"
+	// ClaimOfSnapshot indexes VolumeSnapshots by the "namespace/name" of
+	// the claim they snapshot (spec.source.persistentVolumeClaimName, in
+	// the snapshot's own namespace).
+	ClaimOfSnapshot = "volplane.io/snapshot-claim"
 )
 
 // Pods returns the factory's pod informer with ClaimOfPod and NodeOfPod.
@@ -53,6 +61,12 @@ func VolumeAttachments(f informers.SharedInformerFactory) (cache.SharedIndexInfo
 // PersistentVolumes returns the factory's PV informer with VolumeOfPV.
 func PersistentVolumes(f informers.SharedInformerFactory) (cache.SharedIndexInformer, error) {
 	return ensure(f.Core().V1().PersistentVolumes().Informer(), cache.Indexers{VolumeOfPV: volumeOfPV})
+}
+
+// VolumeSnapshots returns the factory's VolumeSnapshot informer with
+// ClaimOfSnapshot.
+func VolumeSnapshots(f snapinformers.SharedInformerFactory) (cache.SharedIndexInformer, error) {
+	return ensure(f.Snapshot().V1().VolumeSnapshots().Informer(), cache.Indexers{ClaimOfSnapshot: claimOfSnapshot})
 }
 
 // ensure adds the indexes inf does not have yet. An informer that already
@@ -118,6 +132,13 @@ func volumeOfPV(obj any) ([]string, error) {
 	return nil, nil
 }
 
+func claimOfSnapshot(obj any) ([]string, error) {
+	if s, ok := obj.(*snapv1.VolumeSnapshot); ok && s.Spec.Source.PersistentVolumeClaimName != nil {
+		return []string{cache.NewObjectName(s.Namespace, *s.Spec.Source.PersistentVolumeClaimName).String()}, nil
+	}
+	return nil, nil
+}
+
 // PodsUsing are the pods that name the claim "namespace/name", in any phase.
 func PodsUsing(pods cache.Indexer, claimKey string) ([]*v1.Pod, error) {
 	return by[*v1.Pod](pods, ClaimOfPod, claimKey)
@@ -141,6 +162,11 @@ func AttachmentsOf(vas cache.Indexer, pv string) ([]*storagev1.VolumeAttachment,
 // PVsOf are the PVs of the unique volume name (attachment.UniqueVolumeName).
 func PVsOf(pvs cache.Indexer, unique v1.UniqueVolumeName) ([]*v1.PersistentVolume, error) {
 	return by[*v1.PersistentVolume](pvs, VolumeOfPV, string(unique))
+}
+
+// SnapshotsOf are the VolumeSnapshots of the claim name in namespace.
+func SnapshotsOf(snapshots cache.Indexer, namespace, claim string) ([]*snapv1.VolumeSnapshot, error) {
+	return by[*snapv1.VolumeSnapshot](snapshots, ClaimOfSnapshot, cache.NewObjectName(namespace, claim).String())
 }
 
 // by reads one index; an object of another type is skipped. The error is

@@ -29,8 +29,9 @@ type Clients struct {
 	Snapshots snapclient.Interface
 }
 
-// Explain explains one object of kind ("pvc", "pv", "volumesnapshot" or
-// "volumesnapshotcontent") in the output format ("table" or "json"). The
+// Explain explains one object of kind ("pvc", "pv", "volumesnapshot",
+// "volumesnapshotcontent", "volumegroupsnapshot" or
+// "volumegroupsnapshotcontent") in the output format ("table" or "json"). The
 // snapshot API is read through SnapshotClient(client).
 func Explain(ctx context.Context, client kubernetes.Interface, kind, name, namespace, output string, w io.Writer) error {
 	return ExplainWith(ctx, Clients{Kube: client, Snapshots: SnapshotClient(client)}, kind, name, namespace, output, w)
@@ -52,8 +53,10 @@ func ExplainWith(ctx context.Context, c Clients, kind, name, namespace, output s
 type Table interface{ Table(io.Writer) error }
 
 // Report makes the report on one object of kind ("pvc", "pv",
-// "volumesnapshot" or "volumesnapshotcontent", and their short names): an
-// explain.ClaimReport, VolumeReport, SnapshotReport or ContentReport.
+// "volumesnapshot", "volumesnapshotcontent", "volumegroupsnapshot" or
+// "volumegroupsnapshotcontent", and their short names): an
+// explain.ClaimReport, VolumeReport, SnapshotReport, ContentReport,
+// GroupReport or GroupContentReport.
 func Report(ctx context.Context, client kubernetes.Interface, kind, name, namespace string) (Table, error) {
 	return ReportWith(ctx, Clients{Kube: client, Snapshots: SnapshotClient(client)}, kind, name, namespace)
 }
@@ -65,7 +68,7 @@ func ReportWith(ctx context.Context, c Clients, kind, name, namespace string) (T
 		if ns, n, ok := strings.Cut(name, "/"); ok {
 			namespace, name = ns, n
 		}
-		return explainClaim(ctx, c.Kube, namespace, name)
+		return explainClaim(ctx, c, namespace, name)
 	case "pv", "pvs", "persistentvolume", "persistentvolumes":
 		return explainVolume(ctx, c.Kube, name)
 	case "vs", "volumesnapshot", "volumesnapshots":
@@ -75,11 +78,19 @@ func ReportWith(ctx context.Context, c Clients, kind, name, namespace string) (T
 		return explainSnapshot(ctx, c, namespace, name)
 	case "vsc", "volumesnapshotcontent", "volumesnapshotcontents":
 		return explainContent(ctx, c, name)
+	case "vgs", "volumegroupsnapshot", "volumegroupsnapshots":
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			namespace, name = ns, n
+		}
+		return explainGroup(ctx, c, namespace, name)
+	case "vgsc", "volumegroupsnapshotcontent", "volumegroupsnapshotcontents":
+		return explainGroupContent(ctx, c, name)
 	}
-	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME or volumesnapshotcontent NAME", kind)
+	return nil, fmt.Errorf("cannot explain %q: want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME, volumesnapshotcontent NAME, volumegroupsnapshot NAMESPACE/NAME or volumegroupsnapshotcontent NAME", kind)
 }
 
-func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, name string) (explain.ClaimReport, error) {
+func explainClaim(ctx context.Context, c Clients, namespace, name string) (explain.ClaimReport, error) {
+	client := c.Kube
 	claim, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return explain.ClaimReport{}, fmt.Errorf("persistentvolumeclaim %s/%s not found", namespace, name)
@@ -100,6 +111,9 @@ func explainClaim(ctx context.Context, client kubernetes.Interface, namespace, n
 		return explain.ClaimReport{}, err
 	}
 	if facts.Provisioners, err = Presence(ctx, client, facts.Now, explain.ClaimProvisioners(claim, facts.Classes)...); err != nil {
+		return explain.ClaimReport{}, err
+	}
+	if err := readRestoreSource(ctx, c.Snapshots, claim, facts); err != nil {
 		return explain.ClaimReport{}, err
 	}
 	return explain.Claim(claim, facts), nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,4 +183,45 @@ func explainContent(ctx context.Context, c Clients, name string) (explain.Conten
 		return explain.ContentReport{}, err
 	}
 	return explain.Content(content, f), nil
+}
+
+// readRestoreSource reads, as the provisioner does (live GETs), the
+// VolumeSnapshot the claim restores from and the content it is bound to,
+// into f. Only a snapshot of the claim's own namespace is ever read
+// (explain.SnapshotToRead): a dataSourceRef naming another namespace is
+// reported as the provisioner refuses it, and nothing of that namespace is
+// looked at.
+func readRestoreSource(ctx context.Context, snaps snapclient.Interface, claim *v1.PersistentVolumeClaim, f *explain.Facts) error {
+	name, ok := explain.SnapshotToRead(claim)
+	if !ok {
+		return nil
+	}
+	if snaps == nil {
+		f.SnapshotsUnread = "no client of the snapshot API"
+		return nil
+	}
+	api := snaps.SnapshotV1()
+	vs, err := api.VolumeSnapshots(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case NotInstalled(err):
+		f.SnapshotsUnread = NoSnapshotAPI
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read volume snapshot %s/%s: %w", claim.Namespace, name, err)
+	}
+	f.VolumeSnapshots = append(f.VolumeSnapshots, vs)
+	if vs.Status == nil || vs.Status.BoundVolumeSnapshotContentName == nil || *vs.Status.BoundVolumeSnapshotContentName == "" {
+		return nil
+	}
+	content, err := api.VolumeSnapshotContents().Get(ctx, *vs.Status.BoundVolumeSnapshotContentName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read volume snapshot content %s: %w", *vs.Status.BoundVolumeSnapshotContentName, err)
+	}
+	f.Contents = append(f.Contents, content)
+	return nil
 }

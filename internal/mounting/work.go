@@ -61,6 +61,17 @@ func CapacityChanged(old, cur *corev1.PersistentVolumeClaim) bool {
 	return !old.Status.Capacity.Storage().Equal(*cur.Status.Capacity.Storage())
 }
 
+// VolumeCapacityChanged says whether a PV update changed its capacity: then
+// every live pod using its claim is synced too. The agent sees the PV and
+// the claim on two watches, in either order; the node's decision needs
+// both sizes, so whichever change is seen last must wake the running pods
+// (a claim another node finished, seen before its PV's new capacity, left
+// a ReadWriteMany volume unexpanded on this node). This is the agent's
+// equivalent of the kubelet's periodic check of mounted volumes' sizes.
+func VolumeCapacityChanged(old, cur *corev1.PersistentVolume) bool {
+	return !old.Spec.Capacity.Storage().Equal(*cur.Spec.Capacity.Storage())
+}
+
 // RunningAndReady says whether the pod is as RunningStatus leaves it:
 // Running with its Ready condition True.
 func RunningAndReady(pod *corev1.Pod) bool {

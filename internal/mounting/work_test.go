@@ -70,6 +70,26 @@ func TestCapacityChangedComparesStatusCapacity(t *testing.T) {
 	}
 }
 
+func TestVolumeCapacityChangedComparesSpecCapacity(t *testing.T) {
+	sized := func(q string) *corev1.PersistentVolume {
+		pv := &corev1.PersistentVolume{}
+		if q != "" {
+			pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(q)}
+		}
+		return pv
+	}
+	for _, tc := range []struct {
+		old, cur string
+		want     bool
+	}{
+		{"1Gi", "1Gi", false}, {"1Gi", "1024Mi", false}, {"1Gi", "2Gi", true}, {"", "1Gi", true}, {"", "", false},
+	} {
+		if got := VolumeCapacityChanged(sized(tc.old), sized(tc.cur)); got != tc.want {
+			t.Errorf("VolumeCapacityChanged(%q, %q) = %v, want %v", tc.old, tc.cur, got, tc.want)
+		}
+	}
+}
+
 // A pod is marked running once no volume waits, and only once.
 func TestMarkRunningOnceNothingWaits(t *testing.T) {
 	for _, tc := range []struct {

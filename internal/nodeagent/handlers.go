@@ -41,7 +41,8 @@ func (a *Agent) register() ([]cache.InformerSynced, error) {
 			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onClaim, UpdateFunc: a.onClaimUpdate, DeleteFunc: a.onClaim}},
-		loop.Handler{Informer: pvInf.Informer(), Funcs: funcs(a.onVolume)},
+		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: a.onVolume, UpdateFunc: a.onVolumeUpdate, DeleteFunc: a.onVolume}},
 		loop.Handler{Informer: vaInf, Funcs: funcs(a.onAttachment)},
 		loop.Handler{Informer: driverInf.Informer(), Funcs: funcs(func(any) { a.resync(context.Background()) })},
 	)
@@ -103,9 +104,37 @@ func (a *Agent) onClaimUpdate(old, cur any) {
 		a.onClaim(c)
 		return
 	}
-	for _, pod := range a.podsUsing(binding.ClaimKey(c)) {
-		if a.nodes[pod.Spec.NodeName] != nil && mounting.WantsMount(pod) {
+	a.queueLiveUsers(binding.ClaimKey(c))
+}
+
+// onVolumeUpdate wakes the PV's claim's pods as onVolume does, and, when
+// the PV's capacity changed (mounting.VolumeCapacityChanged), its live pods
+// too: the claim's change may have been seen first, while the informer
+// still held the PV's old size.
+func (a *Agent) onVolumeUpdate(old, cur any) {
+	o, okOld := old.(*corev1.PersistentVolume)
+	pv, okCur := cur.(*corev1.PersistentVolume)
+	if !okOld || !okCur || o.ResourceVersion == pv.ResourceVersion {
+		return
+	}
+	if pv.Spec.ClaimRef == nil || !mounting.VolumeCapacityChanged(o, pv) {
+		a.onVolume(pv)
+		return
+	}
+	a.queueLiveUsers(binding.ClaimRefKey(pv.Spec.ClaimRef))
+}
+
+// queueLiveUsers queues every live pod of ours using the claim, running or
+// not: its size changed.
+func (a *Agent) queueLiveUsers(claim string) {
+	for _, pod := range a.podsUsing(claim) {
+		if a.nodes[pod.Spec.NodeName] == nil {
+			continue
+		}
+		if mounting.WantsMount(pod) {
 			a.podQ.Add(pod.Namespace + "/" + pod.Name)
+		} else {
+			a.onPod(pod)
 		}
 	}
 }

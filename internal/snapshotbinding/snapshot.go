@@ -394,7 +394,9 @@ func newContent(f SnapshotFacts, class *snapv1.VolumeSnapshotClass) (*snapv1.Vol
 		return nil, fmt.Errorf("cannot find CSI PersistentVolumeSource for volume %s", pv.Name)
 	}
 	c := &snapv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		// Born with its bound-protection finalizer: the reference adds it
+		// in a patch right after the create.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{snapshotapi.ContentFinalizer}},
 		Spec: snapv1.VolumeSnapshotContentSpec{
 			VolumeSnapshotRef: corev1.ObjectReference{Kind: snapshotapi.KindSnapshot, APIVersion: snapshotapi.Group + "/v1",
 				Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},

@@ -21,12 +21,6 @@ const (
 	SidecarComponent    = "csi-snapshotter"
 )
 
-// The reference's retry bounds (1s to 5m).
-const (
-	DefaultRetryStart = time.Second
-	DefaultRetryMax   = 5 * time.Minute
-)
-
 // Config is what either half needs; every dependency is passed in.
 type Config struct {
 	// Client reads claims, PVs and Secrets (through informers and live
@@ -43,12 +37,9 @@ type Config struct {
 	// NodeName, set in node deployment, makes the Sidecar take only the
 	// group contents its node's endpoint holds.
 	NodeName string
-	// Workers per queue and the resync period (loop defaults).
-	Workers int
-	Resync  time.Duration
-	// RetryStart and RetryMax bound the per-key backoff.
-	RetryStart, RetryMax time.Duration
-	Metrics              prometheus.Registerer
+	// Settings: loop's defaults.
+	loop.Settings
+	Metrics prometheus.Registerer
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
@@ -60,13 +51,7 @@ func (c Config) withDefaults(sidecar bool) (Config, error) {
 	if sidecar && c.Pool == nil {
 		return c, errors.New("groupsnapshot: the sidecar needs a Pool")
 	}
-	c.Workers, c.Resync = loop.WithDefaults(c.Workers, c.Resync)
-	if c.RetryStart <= 0 {
-		c.RetryStart = DefaultRetryStart
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = DefaultRetryMax
-	}
+	c.Settings = c.Settings.WithDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -71,7 +71,7 @@ func NewController(cfg Config) (*Controller, error) {
 		ci.PersistentVolumeClaims().Informer().HasSynced, ci.PersistentVolumes().Informer().HasSynced)
 	c.runner = &loop.Runner{Name: "GroupSnapshot", Synced: synced, Workers: cfg.Workers,
 		Queues: []loop.Queue{{Q: c.groupQ, Sync: c.syncGroup}, {Q: c.contentQ, Sync: c.syncContent}},
-		Resync: c.resync, ResyncPeriod: cfg.Resync, Metrics: cfg.Metrics}
+		Resync: c.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}
 	return c, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/informerindex"
@@ -61,7 +62,7 @@ func start(t *testing.T, core []runtime.Object, snaps []runtime.Object) bed {
 	inf, sinf := informers.NewSharedInformerFactory(client, 0), snapinformers.NewSharedInformerFactory(sc, 0)
 	events := record.NewFakeRecorder(100)
 	c, err := NewController(Config{Client: client, Snapshots: sc, Informers: inf, SnapshotInformers: sinf, Recorder: events,
-		RetryStart: time.Millisecond, RetryMax: 50 * time.Millisecond, Resync: 50 * time.Millisecond})
+		Settings: loop.Settings{RetryStart: time.Millisecond, RetryMax: 50 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func NewSidecar(cfg Config) (*Sidecar, error) {
 	}
 	synced = append(synced, gi.VolumeGroupSnapshotClasses().Informer().HasSynced, pvInf.HasSynced)
 	s.runner = &loop.Runner{Name: "GroupSnapshotter", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: s.q, Sync: s.sync}}, Resync: s.resync, ResyncPeriod: cfg.Resync, Metrics: cfg.Metrics}
+		Queues: []loop.Queue{{Q: s.q, Sync: s.sync}}, Resync: s.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}
 	return s, nil
 }
 

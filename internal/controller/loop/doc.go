@@ -5,5 +5,6 @@
 // Nouns: Runner (the workers and the safety-net resync of one loop), Queue
 // (a work queue and the sync that handles its keys), Newest (per key, the
 // newer of the informer's copy and our last write's), As (an informer's
-// object, read through a delete tombstone).
+// object, read through a delete tombstone), Settings (workers, resync and
+// retry bounds a loop's Config embeds, with their defaults).
 package loop

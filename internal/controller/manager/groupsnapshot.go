@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/controller/groupsnapshot"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // The group snapshot rows run with the single-snapshot rows they belong
@@ -44,7 +45,8 @@ func groupConfig(w wiring, component string) (groupsnapshot.Config, error) {
 	}
 	return groupsnapshot.Config{
 		Client: w.Client, Snapshots: w.Snapshots, Informers: w.Informers, SnapshotInformers: w.SnapshotInformers,
-		Recorder: rec, Pool: w.Pool, NodeName: w.Config.nodeName(), Workers: w.Config.Workers, Metrics: w.Metrics,
+		Recorder: rec, Pool: w.Pool, NodeName: w.Config.nodeName(), Metrics: w.Metrics,
+		Settings: loop.Settings{Workers: w.Config.Workers},
 	}, nil
 }
 

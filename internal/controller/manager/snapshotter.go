@@ -3,6 +3,7 @@ package manager
 import (
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/snapshotter"
 	"github.com/volplane/volplane/internal/heartbeat"
 )
@@ -18,7 +19,8 @@ func newSnapshotter(w wiring) ([]Runnable, error) {
 		Recorder: func(driver string) record.EventRecorder {
 			return w.Recorder(snapshotter.EventComponent(driver))
 		},
-		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod, NodeName: w.Config.nodeName(), Metrics: w.Metrics,
+		Settings: loop.Settings{Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod},
+		NodeName: w.Config.nodeName(), Metrics: w.Metrics,
 	})
 	if err != nil {
 		return nil, err

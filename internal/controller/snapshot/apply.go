@@ -20,15 +20,7 @@ import (
 // apply writes the plan in doc.go's order, stopping at the first failure.
 func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snapshotbinding.SnapshotFacts, p snapshotbinding.Plan) error {
 	logger := klog.FromContext(ctx)
-	// 1. The claim released.
-	if p.Claim == snapshotbinding.ClaimRemoveFinalizer {
-		if err := c.claimFinalizer(ctx, f.Claim, false); err != nil {
-			c.recorder.Event(ref(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
-			return fmt.Errorf("snapshot %s: release claim %s: %w", key(s), f.Claim.Name, err)
-		}
-		logger.V(2).Info("Source claim released", "snapshot", klog.KObj(s), "pvc", f.Claim.Name)
-	}
-	// 2. Class and finalizers added.
+	// 1. Class and finalizers added.
 	if p.SetClass != "" || len(p.AddFinalizers) > 0 {
 		upd := s.DeepCopy()
 		if p.SetClass != "" {
@@ -44,13 +36,13 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 		}
 		s = got
 	}
-	// 3. The claim held.
+	// 2. The claim held.
 	if p.Claim == snapshotbinding.ClaimAddFinalizer {
 		if err := c.claimFinalizer(ctx, f.Claim, true); err != nil {
 			return fmt.Errorf("snapshot %s: protect claim %s: %w", key(s), f.Claim.Name, err)
 		}
 	}
-	// 4. The content bound or created.
+	// 3. The content bound or created.
 	if p.Bind != nil {
 		if err := c.bind(ctx, f.Content, p.Bind); err != nil {
 			return fmt.Errorf("snapshot %s: bind content %s: %w", key(s), f.Content.Name, err)
@@ -65,7 +57,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 		}
 		logger.V(2).Info("Content created", "snapshot", klog.KObj(s), "content", p.Create.Name)
 	}
-	// 5. The content annotated, then deleted.
+	// 4. The content annotated, then deleted.
 	if p.MarkBeingDeleted {
 		if err := c.markBeingDeleted(ctx, f.Content); err != nil {
 			return fmt.Errorf("snapshot %s: annotate content %s: %w", key(s), f.Content.Name, err)
@@ -80,7 +72,7 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 		}
 		logger.V(2).Info("Content deleted", "snapshot", klog.KObj(s), "content", f.Content.Name)
 	}
-	// 6. The status.
+	// 5. The status.
 	if p.Status != nil {
 		upd := s.DeepCopy()
 		upd.Status = p.Status
@@ -89,6 +81,15 @@ func (c *Controller) apply(ctx context.Context, s *snapv1.VolumeSnapshot, f snap
 			return fmt.Errorf("snapshot %s: status: %w", key(s), err)
 		}
 		s = got
+	}
+	// 6. The claim released (after the status: a snapshot that became
+	// ready is seen ready one write sooner).
+	if p.Claim == snapshotbinding.ClaimRemoveFinalizer {
+		if err := c.claimFinalizer(ctx, f.Claim, false); err != nil {
+			c.recorder.Event(ref(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
+			return fmt.Errorf("snapshot %s: release claim %s: %w", key(s), f.Claim.Name, err)
+		}
+		logger.V(2).Info("Source claim released", "snapshot", klog.KObj(s), "pvc", f.Claim.Name)
 	}
 	// 7. Finalizers removed.
 	if len(p.RemoveFinalizers) > 0 {

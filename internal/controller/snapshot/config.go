@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"errors"
-	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // EventComponent is the source of the loop's events, the reference's.
@@ -29,22 +30,18 @@ type Config struct {
 	Groups bool
 	// Recorder records the events; its source should be EventComponent.
 	Recorder record.EventRecorder
-	// Workers is the number of workers per queue (default 10).
-	Workers int
-	// RetryStart and RetryMax bound the per-key backoff (default 1s, 5m).
-	RetryStart, RetryMax time.Duration
+	// Settings: Workers default to the reference's 10 (DefaultWorkers),
+	// the rest to loop's; the loop has no resync.
+	loop.Settings
 	// Metrics, if set, takes the runner's stuck-key metrics.
 	Metrics prometheus.Registerer
 	// Clock stamps status errors; the wall clock when nil.
 	Clock clock.PassiveClock
 }
 
-// The reference's settings (cmd/snapshot-controller flags).
-const (
-	DefaultWorkers    = 10
-	DefaultRetryStart = time.Second
-	DefaultRetryMax   = 5 * time.Minute
-)
+// DefaultWorkers is the reference's worker count (cmd/snapshot-controller
+// --worker-threads), not loop.DefaultWorkers.
+const DefaultWorkers = 10
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.Snapshots == nil || c.Informers == nil || c.SnapshotInformers == nil || c.Recorder == nil {
@@ -53,12 +50,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
 	}
-	if c.RetryStart <= 0 {
-		c.RetryStart = DefaultRetryStart
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = DefaultRetryMax
-	}
+	c.Settings = c.Settings.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}

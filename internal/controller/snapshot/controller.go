@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/snapshotbinding"
 )
@@ -39,9 +40,12 @@ type Controller struct {
 	// groups and groupContents are nil without the group API.
 	groups        grouplisters.VolumeGroupSnapshotLister
 	groupContents grouplisters.VolumeGroupSnapshotContentLister
-	snapQ         workqueue.TypedRateLimitingInterface[string]
-	contentQ      workqueue.TypedRateLimitingInterface[string]
-	runner        *loop.Runner
+	// byClaim indexes the snapshots by their source claim
+	// (informerindex.ClaimOfSnapshot).
+	byClaim  cache.Indexer
+	snapQ    workqueue.TypedRateLimitingInterface[string]
+	contentQ workqueue.TypedRateLimitingInterface[string]
+	runner   *loop.Runner
 }
 
 // New builds the loop over the given informers.
@@ -55,6 +59,11 @@ func New(cfg Config) (*Controller, error) {
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
 	snapInf, contentInf, classInf := v1.VolumeSnapshots(), v1.VolumeSnapshotContents(), v1.VolumeSnapshotClasses()
+	indexed, err := informerindex.VolumeSnapshots(cfg.SnapshotInformers)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	c.byClaim = indexed.GetIndexer()
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	c.snapshots, c.contents, c.classes = snapInf.Lister(), contentInf.Lister(), classInf.Lister()
@@ -148,14 +157,12 @@ func (c *Controller) onClaim(obj any) {
 
 // queueSnapshotsOf queues the namespace's snapshots of the claim.
 func (c *Controller) queueSnapshotsOf(namespace, claim string) {
-	list, err := c.snapshots.VolumeSnapshots(namespace).List(labels.Everything())
+	list, err := informerindex.SnapshotsOf(c.byClaim, namespace, claim)
 	if err != nil {
 		return
 	}
 	for _, s := range list {
-		if ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, "") == claim {
-			c.snapQ.Add(snapshotKey(s.Namespace, s.Name))
-		}
+		c.snapQ.Add(snapshotKey(s.Namespace, s.Name))
 	}
 }
 

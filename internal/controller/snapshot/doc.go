@@ -24,17 +24,18 @@
 //
 // Write order for a snapshot, each step only if the plan has it, stopping
 // at the first failure (retried with backoff):
-//  1. the source claim's pvc-as-source-protection finalizer removed (no
-//     snapshot of the claim is still being made);
-//  2. the snapshot updated: the default class into its spec, its
+//  1. the snapshot updated: the default class into its spec, its
 //     finalizers added (as-source, and bound under Delete);
-//  3. the source claim's finalizer added (before its content exists);
-//  4. the content bound (pre-provisioned: the UID filled, with the
+//  2. the source claim's finalizer added (before its content exists);
+//  3. the content bound (pre-provisioned: the UID filled, with the
 //     resourceVersion read, so only the content checked is bound) or
-//     created (dynamic; AlreadyExists is reused);
-//  5. the content annotated being-deleted, then deleted (Delete policy);
-//  6. the snapshot's status written (mirrored from the content, or the
+//     created (dynamic, born with its bound-protection finalizer;
+//     AlreadyExists is reused);
+//  4. the content annotated being-deleted, then deleted (Delete policy);
+//  5. the snapshot's status written (mirrored from the content, or the
 //     error);
+//  6. the source claim's pvc-as-source-protection finalizer removed (no
+//     snapshot of the claim is still being made);
 //  7. the snapshot's finalizers removed (last: after its content was
 //     dealt with and its claim released);
 //  8. the plan's events recorded on the snapshot.

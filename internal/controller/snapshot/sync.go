@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/snapshotbinding"
 )
 
@@ -111,13 +112,13 @@ func (c *Controller) claim(ns, name string) (*corev1.PersistentVolumeClaim, erro
 // siblings are the namespace's other snapshots of the claim with their
 // designated contents.
 func (c *Controller) siblings(s *snapv1.VolumeSnapshot, claim string) ([]snapshotbinding.Sibling, error) {
-	list, err := c.snapshots.VolumeSnapshots(s.Namespace).List(labels.Everything())
+	list, err := informerindex.SnapshotsOf(c.byClaim, s.Namespace, claim)
 	if err != nil {
 		return nil, err
 	}
 	var out []snapshotbinding.Sibling
 	for _, o := range list {
-		if o.UID == s.UID || ptr.Deref(o.Spec.Source.PersistentVolumeClaimName, "") != claim {
+		if o.UID == s.UID {
 			continue
 		}
 		content, err := c.content(snapshotbinding.Designated(o))

@@ -2,7 +2,6 @@ package snapshotter
 
 import (
 	"errors"
-	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
@@ -18,13 +17,6 @@ import (
 
 // EventComponent is the source of a driver's events, the reference's.
 func EventComponent(driver string) string { return "csi-snapshotter " + driver }
-
-// The reference's retry settings (--retry-interval-start 1s,
-// --retry-interval-max 5m).
-const (
-	DefaultRetryStart = time.Second
-	DefaultRetryMax   = 5 * time.Minute
-)
 
 // Config is what the loop needs; every dependency is passed in.
 type Config struct {
@@ -42,12 +34,10 @@ type Config struct {
 	// Recorder is the event recorder of a driver (source
 	// EventComponent(driver)).
 	Recorder func(driver string) record.EventRecorder
-	// Workers and ResyncPeriod: loop.WithDefaults.
-	Workers      int
-	ResyncPeriod time.Duration
-	// RetryStart and RetryMax bound the per-content backoff of failures
-	// and of waits (a snapshot not ready, a deletion not released yet).
-	RetryStart, RetryMax time.Duration
+	// Settings: loop's defaults. RetryStart and RetryMax bound the
+	// per-content backoff of failures and of waits (a snapshot not ready,
+	// a deletion not released yet).
+	loop.Settings
 	// NodeName, if set, is a node deployment: only the contents of this
 	// node are served (snapshotting.ServedBy), and Pool holds only this
 	// node's endpoints.
@@ -62,13 +52,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.Snapshots == nil || c.Informers == nil || c.SnapshotInformers == nil || c.Pool == nil || c.Recorder == nil {
 		return c, errors.New("snapshotter: Client, Snapshots, Informers, SnapshotInformers, Pool and Recorder are required")
 	}
-	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
-	if c.RetryStart <= 0 {
-		c.RetryStart = DefaultRetryStart
-	}
-	if c.RetryMax < c.RetryStart {
-		c.RetryMax = max(DefaultRetryMax, c.RetryStart)
-	}
+	c.Settings = c.Settings.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}

@@ -127,7 +127,7 @@ func TestExplainSaysClearlyWhatItCannotExplain(t *testing.T) {
 		{"pv", "missing", "persistentvolume missing not found"},
 		{"vs", "missing", "volumesnapshot " + e.ns + "/missing not found"},
 		{"volumesnapshotcontent", "missing", "volumesnapshotcontent missing not found"},
-		{"pod", "web", `cannot explain "pod": want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME or volumesnapshotcontent NAME`},
+		{"pod", "web", `cannot explain "pod": want pvc NAMESPACE/NAME, pv NAME, volumesnapshot NAMESPACE/NAME, volumesnapshotcontent NAME, volumegroupsnapshot NAMESPACE/NAME or volumegroupsnapshotcontent NAME`},
 	} {
 		err := inspect.Explain(e.ctx, e.client, tc.kind, tc.name, e.ns, "table", io.Discard)
 		if err == nil || err.Error() != tc.want {

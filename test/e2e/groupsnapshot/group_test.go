@@ -15,7 +15,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -29,36 +28,15 @@ import (
 
 var db = map[string]string{"app": "db"}
 
-func labelled(l map[string]string) func(*corev1.PersistentVolumeClaim) {
-	return func(c *corev1.PersistentVolumeClaim) { c.Labels = l }
-}
-
 // boundClaims creates the claims and waits for them to be Bound.
 func boundClaims(t *testing.T, claims ...*corev1.PersistentVolumeClaim) {
 	t.Helper()
-	ctx, client := context.Background(), bed.stack.CP.Client
-	for _, c := range claims {
-		if _, err := client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create claim %s: %v", c.Name, err)
-		}
-	}
-	for _, c := range claims {
-		stacktest.Eventually(t, "claim "+c.Name+" Bound", stacktest.ClaimPhase(ctx, client, c.Namespace, c.Name, corev1.ClaimBound), bed.stack.EndedEarly)
-	}
+	support.BoundClaims(t, bed.stack.CP.Client, bed.stack.EndedEarly, claims...)
 }
 
 func handleOf(t *testing.T, ns, claim string) string {
 	t.Helper()
-	ctx, client := context.Background(), bed.stack.CP.Client
-	c, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pv.Spec.CSI.VolumeHandle
+	return support.VolumeHandle(t, bed.stack.CP.Client, ns, claim)
 }
 
 // A group picked by label in one namespace: ready, its members named as
@@ -70,11 +48,11 @@ func TestGroupOfClaimsByLabel(t *testing.T) {
 	ctx := context.Background()
 	ns, other := stacktest.Namespace(t), stacktest.Namespace(t)
 	boundClaims(t,
-		support.Claim(ns, "db-0", bundle.ImmediateClass, "1Mi", labelled(db)),
-		support.Claim(ns, "db-1", bundle.ImmediateClass, "1Mi", labelled(db)),
-		support.Claim(ns, "db-2", bundle.ImmediateClass, "1Mi", labelled(db)),
+		support.Claim(ns, "db-0", bundle.ImmediateClass, "1Mi", support.Labels(db)),
+		support.Claim(ns, "db-1", bundle.ImmediateClass, "1Mi", support.Labels(db)),
+		support.Claim(ns, "db-2", bundle.ImmediateClass, "1Mi", support.Labels(db)),
 		support.Claim(ns, "web", bundle.ImmediateClass, "1Mi"),
-		support.Claim(other, "db-0", bundle.ImmediateClass, "1Mi", labelled(db)))
+		support.Claim(other, "db-0", bundle.ImmediateClass, "1Mi", support.Labels(db)))
 	want := []string{handleOf(t, ns, "db-0"), handleOf(t, ns, "db-1"), handleOf(t, ns, "db-2")}
 	// Each volume holds its own name, to tell the restored members apart.
 	for i, h := range want {
@@ -124,16 +102,7 @@ func TestGroupOfClaimsByLabel(t *testing.T) {
 	for _, h := range want {
 		name := grouping.MemberSnapshotName(g.UID, h)
 		members = append(members, name)
-		stacktest.Eventually(t, "member "+name+" ready", func() string {
-			vs, err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err.Error()
-			}
-			if vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse {
-				return fmt.Sprintf("status %+v", vs.Status)
-			}
-			return ""
-		}, bed.stack.EndedEarly)
+		support.WaitSnapshot(t, bed.snaps, bed.stack.EndedEarly, "member "+name+" ready", ns, name, support.SnapshotReady)
 		vs, _ := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
 		if !slices.Contains(vs.Finalizers, snapshotapi.InGroupFinalizer) || !grouping.OwnedBy(vs, g) ||
 			ptr.Deref(vs.Status.VolumeGroupSnapshotName, "") != "grp" ||
@@ -164,9 +133,7 @@ func restoreMembers(t *testing.T, ns string, members []string) {
 	t.Helper()
 	var claims []*corev1.PersistentVolumeClaim
 	for i, m := range members {
-		claims = append(claims, support.Claim(ns, fmt.Sprintf("restored-%d", i), bundle.ImmediateClass, "1Mi", func(c *corev1.PersistentVolumeClaim) {
-			c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: m}
-		}))
+		claims = append(claims, support.Claim(ns, fmt.Sprintf("restored-%d", i), bundle.ImmediateClass, "1Mi", support.FromSnapshot(m)))
 	}
 	boundClaims(t, claims...)
 	for i := range members {
@@ -189,18 +156,7 @@ func refuseMemberDeletion(t *testing.T, ns, member string) {
 	if err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Delete(ctx, member, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stacktest.Eventually(t, "member deletion refused", func() string {
-		evs, err := bed.stack.CP.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + member})
-		if err != nil {
-			return err.Error()
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "SnapshotDeletePending" {
-				return ""
-			}
-		}
-		return "no SnapshotDeletePending event"
-	}, bed.stack.EndedEarly)
+	support.WaitEvent(t, bed.stack.CP.Client, bed.stack.EndedEarly, ns, member, "SnapshotDeletePending", "")
 	stacktest.Holds(t, "member kept while its group lives", time.Second, func() string {
 		if _, err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, member, metav1.GetOptions{}); err != nil {
 			return err.Error()
@@ -322,26 +278,16 @@ func TestGroupNoEndpointHoldsRefused(t *testing.T) {
 	var claims []*corev1.PersistentVolumeClaim
 	for i, node := range []string{bed.stack.CP.Nodes[0], "elsewhere"} {
 		name := fmt.Sprintf("far-%d-%s", i, ns)
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: fmt.Sprintf("far-%d", i)},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver: hostpath.DriverName, VolumeHandle: "not-made-" + name}},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}},
-			},
-		}
+		pv := support.NodeVolume(name, "not-made-"+name, node, func(pv *corev1.PersistentVolume) {
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: ns, Name: fmt.Sprintf("far-%d", i)}
+		})
 		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
 			_ = client.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
-		claims = append(claims, support.Claim(ns, fmt.Sprintf("far-%d", i), "", "1Mi", labelled(db), func(c *corev1.PersistentVolumeClaim) {
+		claims = append(claims, support.Claim(ns, fmt.Sprintf("far-%d", i), "", "1Mi", support.Labels(db), func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.VolumeName = name
 		}))
 	}

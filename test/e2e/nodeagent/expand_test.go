@@ -365,6 +365,23 @@ func TestVolumeRefusedInUseIsExpandedAtTheNextMount(t *testing.T) {
 // annotation): this node expands its own use of the volume too, and writes
 // nothing to the claim.
 func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
+	expandedByAnotherNode(t, false)
+}
+
+// The agent's informers see the PV and the claim on two watches, in either
+// order: a claim finished by another node may be seen before its PV's new
+// capacity. The PV's change must then wake the running pod (it once woke
+// only pods waiting to mount, and CI saw this node never expand).
+func TestReadWriteManyVolumeIsExpandedWhenItsPVIsSeenAfterTheClaim(t *testing.T) {
+	expandedByAnotherNode(t, true)
+}
+
+// expandedByAnotherNode plays another node finishing the expansion of a
+// ReadWriteMany claim whose pod runs here: the volume grown to 2Mi, the PV's
+// capacity and the claim's status written, the PV first (as the resizer and
+// then the other node do) or, with claimFirst, the claim first (as this
+// node's informers may see them). This node expands too, and writes nothing.
+func expandedByAnotherNode(t *testing.T, claimFirst bool) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaimOf(t, ns, "shared", bed.drivers[node], func(c *corev1.PersistentVolumeClaim) {
@@ -377,15 +394,27 @@ func TestReadWriteManyVolumeIsExpandedOnEveryNodeUsingIt(t *testing.T) {
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: 2 << 20}}); err != nil {
 		t.Fatal(err)
 	}
-	grown, _ := json.Marshal(map[string]any{"spec": map[string]any{"capacity": map[string]any{"storage": "2Mi"}}})
-	if _, err := bed.cp.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, grown, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	growPV := func() {
+		grown, _ := json.Marshal(map[string]any{"spec": map[string]any{"capacity": map[string]any{"storage": "2Mi"}}})
+		if _, err := bed.cp.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, grown, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	finished, _ := json.Marshal(map[string]any{"status": map[string]any{
-		"capacity": map[string]any{"storage": "2Mi"}, "allocatedResources": map[string]any{"storage": "2Mi"}}})
-	claim, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "shared", types.MergePatchType, finished, metav1.PatchOptions{}, "status")
-	if err != nil {
-		t.Fatal(err)
+	var claim *corev1.PersistentVolumeClaim
+	finishClaim := func() {
+		finished, _ := json.Marshal(map[string]any{"status": map[string]any{
+			"capacity": map[string]any{"storage": "2Mi"}, "allocatedResources": map[string]any{"storage": "2Mi"}}})
+		var err error
+		if claim, err = bed.cp.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "shared", types.MergePatchType, finished, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if claimFirst {
+		finishClaim()
+		growPV()
+	} else {
+		growPV()
+		finishClaim()
 	}
 	stacktest.Eventually(t, "expanded on this node too", func() string {
 		if len(bed.tap.of(pv.Spec.CSI.VolumeHandle)) == 0 {

@@ -10,7 +10,6 @@ import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +31,7 @@ func readySnapshot(t *testing.T, ns string) string {
 	s := snapshotOf(t, ns, "snap", "data", ptr.To(bundle.SnapshotClass))
 	name := snapshotapi.ContentName(s.UID)
 	contentHas(t, "content made", name, func(c *snapv1.VolumeSnapshotContent) string {
-		return hasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
+		return support.HasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
 	})
 	sidecarReports(t, name, snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("b-" + name), ReadyToUse: ptr.To(true),
 		RestoreSize: ptr.To[int64](10 << 20), CreationTime: ptr.To(time.Now().UnixNano())})
@@ -40,7 +39,7 @@ func readySnapshot(t *testing.T, ns string) string {
 		if s.Status == nil || !ptr.Deref(s.Status.ReadyToUse, false) {
 			return fmt.Sprintf("status %+v", s.Status)
 		}
-		return hasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
+		return support.HasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
 	})
 	return name
 }
@@ -53,7 +52,7 @@ func kept(t *testing.T, ns, content string) {
 		if err != nil {
 			return err.Error()
 		}
-		if msg := hasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer); msg != "" {
+		if msg := support.HasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer); msg != "" {
 			return msg
 		}
 		c, err := getContent(content)
@@ -100,9 +99,7 @@ func TestSnapshotKeptWhileAPendingClaimRestoresFromIt(t *testing.T) {
 	t.Cleanup(func() {
 		_ = kube.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
 	})
-	restore := support.Claim(ns, "restored", class.Name, "10Mi", func(c *corev1.PersistentVolumeClaim) {
-		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: "snap"}
-	})
+	restore := support.Claim(ns, "restored", class.Name, "10Mi", support.FromSnapshot("snap"))
 	if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, restore, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

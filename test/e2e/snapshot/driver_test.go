@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // With the real sidecar (the snapshotter loop, started for this test
@@ -59,25 +59,12 @@ func TestSnapshotWithTheBundledDriver(t *testing.T) {
 		return ""
 	}, running)
 	eventFor(t, ns, "snap", "SnapshotReady", "Snapshot "+ns+"/snap is ready to use.")
-	stacktest.Eventually(t, "claim released", func() string {
-		c, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		return lacksFinalizer(c.Finalizers, snapshotapi.ClaimFinalizer)
-	}, running)
+	stacktest.Eventually(t, "claim released", support.ClaimFinalizer(kube, ns, "data", snapshotapi.ClaimFinalizer, false), running)
 
 	if err := snaps.SnapshotV1().VolumeSnapshots(ns).Delete(ctx, "snap", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stacktest.Eventually(t, "snapshot and content gone", func() string {
-		_, errS := getSnapshot(ns, "snap")
-		_, errC := getContent(name)
-		if apierrors.IsNotFound(errS) && apierrors.IsNotFound(errC) {
-			return ""
-		}
-		return fmt.Sprintf("snapshot: %v, content: %v", errS, errC)
-	}, running)
+	stacktest.Eventually(t, "snapshot and content gone", support.SnapshotAndContentGone(snaps, ns, "snap", name), running)
 	stacktest.Eventually(t, "backend snapshot deleted", func() string {
 		if backendHas(ctx, handle) {
 			return "the driver still lists " + handle

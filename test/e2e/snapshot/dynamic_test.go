@@ -16,6 +16,7 @@ import (
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // A snapshot of a claim without a class: the default class of the claim's
@@ -41,13 +42,13 @@ func TestDynamicSnapshotLifecycle(t *testing.T) {
 		case s.Status == nil || ptr.Deref(s.Status.BoundVolumeSnapshotContentName, "") != name:
 			return fmt.Sprintf("status %+v", s.Status)
 		}
-		return hasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer) + hasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
+		return support.HasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer) + support.HasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
 	})
 	if ptr.Deref(s.Status.ReadyToUse, true) {
 		t.Errorf("snapshot ready before its content")
 	}
 	c := contentHas(t, "content protected", name, func(c *snapv1.VolumeSnapshotContent) string {
-		return hasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
+		return support.HasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
 	})
 	r := c.Spec.VolumeSnapshotRef
 	if r.Namespace != ns || r.Name != "snap" || r.UID != s.UID || r.Kind != "VolumeSnapshot" ||
@@ -56,13 +57,7 @@ func TestDynamicSnapshotLifecycle(t *testing.T) {
 		ptr.Deref(c.Spec.SourceVolumeMode, "") != corev1.PersistentVolumeFilesystem {
 		t.Errorf("content spec %+v", c.Spec)
 	}
-	stacktest.Eventually(t, "claim protected while the snapshot is made", func() string {
-		got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		return hasFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer)
-	}, alive)
+	stacktest.Eventually(t, "claim protected while the snapshot is made", support.ClaimFinalizer(kube, ns, "data", snapshotapi.ClaimFinalizer, true), alive)
 	eventFor(t, ns, "snap", "CreatingSnapshot", "Waiting for a snapshot "+ns+"/snap to be created by the CSI driver.")
 
 	// The sidecar cuts the snapshot.
@@ -79,13 +74,7 @@ func TestDynamicSnapshotLifecycle(t *testing.T) {
 	})
 	eventFor(t, ns, "snap", "SnapshotCreated", "Snapshot "+ns+"/snap was successfully created by the CSI driver.")
 	eventFor(t, ns, "snap", "SnapshotReady", "Snapshot "+ns+"/snap is ready to use.")
-	stacktest.Eventually(t, "claim released once the snapshot is ready", func() string {
-		got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		return lacksFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer)
-	}, alive)
+	stacktest.Eventually(t, "claim released once the snapshot is ready", support.ClaimFinalizer(kube, ns, "data", snapshotapi.ClaimFinalizer, false), alive)
 
 	// Deleting: the content is annotated and deleted; the snapshot stays
 	// (bound finalizer) until the sidecar lets the content go.
@@ -99,17 +88,10 @@ func TestDynamicSnapshotLifecycle(t *testing.T) {
 		return ""
 	})
 	snapshotHas(t, "snapshot kept by its bound finalizer", ns, "snap", func(s *snapv1.VolumeSnapshot) string {
-		return lacksFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer) + hasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
+		return support.LacksFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer) + support.HasFinalizer(s.Finalizers, snapshotapi.BoundFinalizer)
 	})
 	sidecarReleases(t, name)
-	stacktest.Eventually(t, "snapshot and content gone", func() string {
-		_, errS := getSnapshot(ns, "snap")
-		_, errC := getContent(name)
-		if apierrors.IsNotFound(errS) && apierrors.IsNotFound(errC) {
-			return ""
-		}
-		return fmt.Sprintf("snapshot: %v, content: %v", errS, errC)
-	}, alive)
+	stacktest.Eventually(t, "snapshot and content gone", support.SnapshotAndContentGone(snaps, ns, "snap", name), alive)
 }
 
 // A claim being deleted is not snapshotted (external-snapshotter #349):
@@ -135,7 +117,7 @@ func TestClaimBeingDeletedIsNotSnapshotted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg := lacksFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer); msg != "" {
+	if msg := support.LacksFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer); msg != "" {
 		t.Error(msg)
 	}
 }
@@ -165,16 +147,7 @@ func TestFailedSnapshotReleasesItsClaim(t *testing.T) {
 	s := snapshotOf(t, ns, "snap", "data", ptr.To(bundle.SnapshotClass))
 	name := snapshotapi.ContentName(s.UID)
 	claimFinalizer := func(want bool) func() string {
-		return func() string {
-			got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err.Error()
-			}
-			if want {
-				return hasFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer)
-			}
-			return lacksFinalizer(got.Finalizers, snapshotapi.ClaimFinalizer)
-		}
+		return support.ClaimFinalizer(kube, ns, "data", snapshotapi.ClaimFinalizer, want)
 	}
 	stacktest.Eventually(t, "claim protected", claimFinalizer(true), alive)
 	contentHas(t, "content made", name, func(*snapv1.VolumeSnapshotContent) string { return "" })

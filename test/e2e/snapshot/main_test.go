@@ -14,7 +14,6 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -23,9 +22,7 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
@@ -60,26 +57,13 @@ func alive() error { return stack.EndedEarly() }
 // to be Bound.
 func boundClaim(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	ctx := context.Background()
-	c := support.Claim(ns, name, bundle.ImmediateClass, "10Mi")
-	if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	stacktest.Eventually(t, "claim bound", stacktest.ClaimPhase(ctx, kube, ns, name, corev1.ClaimBound), alive)
-	got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return support.BoundClaims(t, kube, alive, support.Claim(ns, name, bundle.ImmediateClass, "10Mi"))[0]
 }
 
 // snapshotOf creates a VolumeSnapshot of claim, of class (nil: the default).
 func snapshotOf(t *testing.T, ns, name, claim string, class *string) *snapv1.VolumeSnapshot {
 	t.Helper()
-	s := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: snapv1.VolumeSnapshotSpec{VolumeSnapshotClassName: class,
-			Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(claim)}}}
-	got, err := snaps.SnapshotV1().VolumeSnapshots(ns).Create(context.Background(), s, metav1.CreateOptions{})
+	got, err := snaps.SnapshotV1().VolumeSnapshots(ns).Create(context.Background(), support.Snapshot(ns, name, claim, class), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,65 +81,19 @@ func getContent(name string) (*snapv1.VolumeSnapshotContent, error) {
 // snapshotHas waits for the snapshot to satisfy check ("" when it does).
 func snapshotHas(t *testing.T, what, ns, name string, check func(*snapv1.VolumeSnapshot) string) *snapv1.VolumeSnapshot {
 	t.Helper()
-	var last *snapv1.VolumeSnapshot
-	stacktest.Eventually(t, what, func() string {
-		s, err := getSnapshot(ns, name)
-		if err != nil {
-			return err.Error()
-		}
-		last = s
-		return check(s)
-	}, alive)
-	return last
+	return support.WaitSnapshot(t, snaps, alive, what, ns, name, check)
 }
 
 func contentHas(t *testing.T, what, name string, check func(*snapv1.VolumeSnapshotContent) string) *snapv1.VolumeSnapshotContent {
 	t.Helper()
-	var last *snapv1.VolumeSnapshotContent
-	stacktest.Eventually(t, what, func() string {
-		c, err := getContent(name)
-		if err != nil {
-			return err.Error()
-		}
-		last = c
-		return check(c)
-	}, alive)
-	return last
+	return support.WaitContent(t, snaps, alive, what, name, check)
 }
 
 // eventFor waits for an event of reason on the object ns/name whose
 // message contains text.
 func eventFor(t *testing.T, ns, name, reason, text string) {
 	t.Helper()
-	stacktest.Eventually(t, "event "+reason+" on "+name, func() string {
-		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
-		if err != nil {
-			return err.Error()
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return ""
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return fmt.Sprintf("events %q", seen)
-	}, alive)
-}
-
-func hasFinalizer(fins []string, f string) string {
-	if slices.Contains(fins, f) {
-		return ""
-	}
-	return fmt.Sprintf("finalizers %v, want %s", fins, f)
-}
-
-func lacksFinalizer(fins []string, f string) string {
-	if !slices.Contains(fins, f) {
-		return ""
-	}
-	return fmt.Sprintf("finalizers %v still hold %s", fins, f)
+	support.WaitEvent(t, kube, alive, ns, name, reason, text)
 }
 
 // sidecarReports writes the content's status as the csi-snapshotter would.

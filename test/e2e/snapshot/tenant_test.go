@@ -16,6 +16,7 @@ import (
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // preProvisioned creates (as the administrator) a Retain content of a
@@ -72,7 +73,7 @@ func TestPreProvisionedContentBindsOnlyInItsNamespace(t *testing.T) {
 		if c.Spec.VolumeSnapshotRef.UID != theirs.UID {
 			return fmt.Sprintf("ref %+v", c.Spec.VolumeSnapshotRef)
 		}
-		return hasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
+		return support.HasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
 	})
 	if c.Spec.VolumeSnapshotRef.Namespace != owner {
 		t.Errorf("ref %+v", c.Spec.VolumeSnapshotRef)
@@ -123,7 +124,7 @@ func TestSnapshotNamingAnotherTenantsContent(t *testing.T) {
 	vs := snapshotOf(t, victim, "snap", "data", ptr.To(bundle.SnapshotClass))
 	theirs := snapshotapi.ContentName(vs.UID)
 	contentHas(t, "victim's content", theirs, func(c *snapv1.VolumeSnapshotContent) string {
-		return hasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
+		return support.HasFinalizer(c.Finalizers, snapshotapi.ContentFinalizer)
 	})
 
 	namingContent(t, evil, "by-name", theirs)
@@ -149,7 +150,7 @@ func TestSnapshotNamingAnotherTenantsContent(t *testing.T) {
 		return ""
 	}, alive)
 	snapshotHas(t, "forged snapshot protected by the loop", evil, "forged", func(s *snapv1.VolumeSnapshot) string {
-		return hasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer)
+		return support.HasFinalizer(s.Finalizers, snapshotapi.AsSourceFinalizer)
 	})
 	if err := snaps.SnapshotV1().VolumeSnapshots(evil).Delete(ctx, "forged", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestClaimOfAnotherNamespaceIsNotSnapshotted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg := lacksFinalizer(c.Finalizers, snapshotapi.ClaimFinalizer); msg != "" {
+	if msg := support.LacksFinalizer(c.Finalizers, snapshotapi.ClaimFinalizer); msg != "" {
 		t.Error(msg)
 	}
 }

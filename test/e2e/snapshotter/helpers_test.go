@@ -9,7 +9,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -18,7 +17,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/snapshotapi"
-	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // endpoint is node i's driver, through the test's own pool.
@@ -41,15 +40,7 @@ func makeVolume(t *testing.T, i int) string {
 		t.Fatalf("CreateVolume on %s: %v", node, err)
 	}
 	id := vol.GetVolumeId()
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + string(uuid.NewUUID())},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: hostpath.DriverName, VolumeHandle: id}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}},
-		}}
+	pv := support.NodeVolume("pv-"+string(uuid.NewUUID()), id, node)
 	if _, err := bed.cp.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create PV: %v", err)
 	}
@@ -146,19 +137,28 @@ func get(t *testing.T, name string) *snapv1.VolumeSnapshotContent {
 // waitReady waits until the content's status says readyToUse.
 func waitReady(t *testing.T, name string) *snapv1.VolumeSnapshotContent {
 	t.Helper()
-	var c *snapv1.VolumeSnapshotContent
-	stacktest.Eventually(t, "content "+name+" ready", func() string {
-		var err error
-		c, err = bed.snaps.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			return err.Error()
-		case c.Status == nil || c.Status.ReadyToUse == nil || !*c.Status.ReadyToUse:
-			return fmt.Sprintf("status %+v", c.Status)
+	return support.WaitContent(t, bed.snaps, alive, "content "+name+" ready", name, support.ContentReady)
+}
+
+// holdFirstCreate holds the first CreateSnapshot of backend until release
+// is closed, then answers it with answer (h is the driver's own answer);
+// later ones go straight to the driver. called is closed when the first
+// arrives. The fault goes when the test ends.
+func holdFirstCreate(t *testing.T, backend string, answer func(h func() (any, error)) (any, error)) (called, release chan struct{}) {
+	t.Helper()
+	called, release = make(chan struct{}), make(chan struct{})
+	first := true
+	bed.calls.fault(backend, func(_ context.Context, h func() (any, error)) (any, error) {
+		if !first {
+			return h()
 		}
-		return ""
-	}, alive)
-	return c
+		first = false
+		close(called)
+		<-release
+		return answer(h)
+	})
+	t.Cleanup(func() { bed.calls.fault(backend, nil) })
+	return called, release
 }
 
 // deleteAsSnapshotController does what the snapshot-controller does once

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -37,14 +35,7 @@ func TestVolumeSnapshotReadyThenDeletedLeavesNoBackendSnapshot(t *testing.T) {
 	}
 	kube := bed.cp.Client
 	ns := stacktest.Namespace(t)
-	if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, support.Claim(ns, "data", bundle.ImmediateClass, "1Mi"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	stacktest.Eventually(t, "claim bound", stacktest.ClaimPhase(ctx, kube, ns, "data", corev1.ClaimBound), running)
-	claim, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim := support.BoundClaims(t, kube, running, support.Claim(ns, "data", bundle.ImmediateClass, "1Mi"))[0]
 	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,22 +51,17 @@ func TestVolumeSnapshotReadyThenDeletedLeavesNoBackendSnapshot(t *testing.T) {
 	if node < 0 {
 		t.Fatalf("PV %s is pinned to no node of the bed: %+v", pv.Name, pv.Spec.NodeAffinity)
 	}
-	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap"},
-		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}}}
-	if vs, err = bed.snaps.SnapshotV1().VolumeSnapshots(ns).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
+	vs, err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Create(ctx, support.Snapshot(ns, "snap", "data", nil), metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	content := snapshotapi.ContentName(vs.UID)
-	stacktest.Eventually(t, "snapshot ready", func() string {
-		s, err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "snap", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
+	support.WaitSnapshot(t, bed.snaps, running, "snapshot ready", ns, "snap", func(s *snapv1.VolumeSnapshot) string {
 		if st := s.Status; st == nil || !ptr.Deref(st.ReadyToUse, false) || st.RestoreSize == nil || st.CreationTime == nil {
 			return fmt.Sprintf("status %+v", st)
 		}
 		return ""
-	}, running)
+	})
 	id := *get(t, content).Status.SnapshotHandle
 	if !holds(t, node, id) {
 		t.Fatalf("the driver of %s holds no snapshot %s", bed.nodes[node], id)
@@ -84,14 +70,7 @@ func TestVolumeSnapshotReadyThenDeletedLeavesNoBackendSnapshot(t *testing.T) {
 	if err := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Delete(ctx, "snap", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stacktest.Eventually(t, "snapshot and content gone", func() string {
-		_, errS := bed.snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "snap", metav1.GetOptions{})
-		_, errC := bed.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, content, metav1.GetOptions{})
-		if apierrors.IsNotFound(errS) && apierrors.IsNotFound(errC) {
-			return ""
-		}
-		return fmt.Sprintf("snapshot: %v, content: %v", errS, errC)
-	}, running)
+	stacktest.Eventually(t, "snapshot and content gone", support.SnapshotAndContentGone(bed.snaps, ns, "snap", content), running)
 	if holds(t, node, id) {
 		t.Fatalf("backend snapshot %s left behind after its VolumeSnapshot was deleted", id)
 	}

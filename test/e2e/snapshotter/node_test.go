@@ -8,6 +8,7 @@ import (
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // In node deployment each node's snapshotter serves only its node's
@@ -50,12 +51,7 @@ func TestNodeDeploymentServesOnlyItsNode(t *testing.T) {
 		node int
 	}{{unlabelled, 1}, {labelled, 0}} {
 		create(t, tc.c)
-		stacktest.Eventually(t, tc.c.Name+" ready", func() string {
-			if st := get(t, tc.c.Name).Status; st == nil || st.ReadyToUse == nil || !*st.ReadyToUse {
-				return "not ready"
-			}
-			return ""
-		}, nodeAlive)
+		support.WaitContent(t, bed.snaps, nodeAlive, tc.c.Name+" ready", tc.c.Name, support.ContentReady)
 		calls := bed.calls.of("CreateSnapshot", snapshotapi.BackendName(tc.c.Spec.VolumeSnapshotRef.UID))
 		if len(calls) != 1 || calls[0].node != bed.nodes[tc.node] {
 			t.Fatalf("CreateSnapshot calls %+v: want one, by %s", calls, bed.nodes[tc.node])

@@ -171,21 +171,12 @@ func TestSlowCreateThenDeleteNeverLeaks(t *testing.T) {
 	volume := makeVolume(t, 0)
 	c := dynamicContent(ns, "slow", volume, snapv1.VolumeSnapshotContentDelete)
 	backend := snapshotapi.BackendName(c.Spec.VolumeSnapshotRef.UID)
-	called, release := make(chan struct{}), make(chan struct{})
-	first := true
-	bed.calls.fault(backend, func(ctx context.Context, h func() (any, error)) (any, error) {
-		if !first {
-			return h()
-		}
-		first = false
-		close(called)
-		<-release
+	called, release := holdFirstCreate(t, backend, func(h func() (any, error)) (any, error) {
 		if _, err := h(); err != nil {
 			return nil, err
 		}
 		return nil, status.Error(codes.DeadlineExceeded, "the answer was lost")
 	})
-	t.Cleanup(func() { bed.calls.fault(backend, nil) })
 	create(t, c)
 	<-called
 	deleteAsSnapshotController(t, c.Name)
@@ -216,18 +207,9 @@ func TestCrashBetweenCreateAndStatusNeverLeaks(t *testing.T) {
 	volume := makeVolume(t, 1)
 	c := dynamicContent(ns, "crash", volume, snapv1.VolumeSnapshotContentDelete)
 	backend := snapshotapi.BackendName(c.Spec.VolumeSnapshotRef.UID)
-	called, release := make(chan struct{}), make(chan struct{})
-	first := true
-	bed.calls.fault(backend, func(ctx context.Context, h func() (any, error)) (any, error) {
-		if !first {
-			return h()
-		}
-		first = false
-		close(called)
-		<-release
-		return h() // the caller is gone by now: its answer is lost
-	})
-	t.Cleanup(func() { bed.calls.fault(backend, nil) })
+	// The caller is gone by the time the driver answers: its answer is
+	// lost.
+	called, release := holdFirstCreate(t, backend, func(h func() (any, error)) (any, error) { return h() })
 	create(t, c)
 	<-called
 	restartLoops(t, func() {

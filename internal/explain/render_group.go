@@ -1,0 +1,111 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Table writes the group snapshot report for people, in Width columns.
+func (r GroupReport) Table(w io.Writer) error {
+	t := &table{w: w}
+	t.field("Group", r.Namespace+"/"+r.Name)
+	t.field("Ready", yesNo(r.Ready))
+	t.field("Why", r.Summary)
+	t.field("Source", r.Source)
+	t.field("Class", r.Class.String())
+	if len(r.Claims) > 0 {
+		t.printf("Claims:\n")
+		width := 0
+		for _, c := range r.Claims {
+			width = max(width, len(c.Name))
+		}
+		for _, c := range r.Claims {
+			text := "volume " + orNone(c.Volume)
+			if c.Problem != "" {
+				text = c.Problem
+			}
+			t.item(2, c.Name, width, text)
+		}
+	}
+	if c := r.Content; c != nil {
+		t.field("Content", c.String())
+	}
+	t.members(r.Members)
+	t.field("Created", r.Created)
+	t.field("Error", r.Error)
+	if r.Snapshotter != nil {
+		t.field("Snapshotter", r.Snapshotter.Note)
+	}
+	t.finalizers(r.Finalizers)
+	return t.err
+}
+
+// Table writes the group content report for people, in Width columns.
+func (r GroupContentReport) Table(w io.Writer) error {
+	t := &table{w: w}
+	t.field("Content", r.Name)
+	t.field("Ready", yesNo(r.Ready))
+	t.field("Why", r.Summary)
+	t.field("Driver", r.Driver)
+	t.field("Policy", r.DeletionPolicy)
+	t.field("Handle", r.Handle)
+	t.field("Volumes", strings.Join(r.Volumes, ", "))
+	if r.Group != "" {
+		t.field("Group", r.Group+" ("+r.GroupState+")")
+	}
+	t.members(r.Members)
+	t.field("Error", r.Error)
+	if r.Snapshotter != nil {
+		t.field("Snapshotter", r.Snapshotter.Note)
+	}
+	t.finalizers(r.Finalizers)
+	return t.err
+}
+
+func (c *GroupContentReport) String() string {
+	if !c.Exists {
+		return c.Name + " (does not exist)"
+	}
+	parts := []string{c.Name, c.DeletionPolicy}
+	if c.Handle != "" {
+		parts = append(parts, c.Driver+" "+c.Handle)
+	} else {
+		parts = append(parts, c.Driver+", no backend group snapshot yet")
+	}
+	if c.Group != "" && c.GroupState != "Bound" {
+		parts = append(parts, "for "+c.Group+" ("+c.GroupState+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// members lists a group's members: snapshot, then its content, claim and
+// state.
+func (t *table) members(ms []GroupMember) {
+	if len(ms) == 0 {
+		return
+	}
+	t.printf("Members:\n")
+	for _, m := range ms {
+		state := "ready"
+		switch {
+		case !m.Exists:
+			state = "not made yet"
+		case m.Deleting:
+			state = "being deleted"
+		case !m.Ready:
+			state = "not ready"
+		}
+		var parts []string
+		if m.Claim != "" {
+			parts = append(parts, "of pvc "+m.Claim)
+		}
+		if m.Content != "" {
+			parts = append(parts, "content "+m.Content)
+		}
+		if m.Handle != "" {
+			parts = append(parts, "backend "+m.Handle)
+		}
+		t.item(2, m.Snapshot, 0, fmt.Sprintf("%s; %s", state, strings.Join(parts, ", ")))
+	}
+}
