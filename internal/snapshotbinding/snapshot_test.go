@@ -38,6 +38,9 @@ func TestDynamicSnapshotCreatesItsContent(t *testing.T) {
 	if !slices.Equal(p.AddFinalizers, []string{snapshotapi.AsSourceFinalizer, snapshotapi.BoundFinalizer}) {
 		t.Errorf("finalizers %v", p.AddFinalizers)
 	}
+	if !slices.Equal(c.Finalizers, []string{snapshotapi.ContentFinalizer}) {
+		t.Errorf("content finalizers %v, want it born protected", c.Finalizers)
+	}
 	if p.Claim != ClaimAddFinalizer {
 		t.Errorf("claim step %v, want the claim protected", p.Claim)
 	}

@@ -9,6 +9,7 @@ import (
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -101,4 +102,66 @@ func hasString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A snapshot whose content became ready has its status written before its
+// claim is released: the user sees it ready one write sooner.
+func TestReadySnapshotReleasesItsClaimAfterItsStatus(t *testing.T) {
+	ctx := context.Background()
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "c1",
+		Finalizers: []string{snapshotapi.ClaimFinalizer}},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+		ClaimRef:               &corev1.ObjectReference{Namespace: "ns", Name: "data", UID: "c1"},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}
+	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "snap", UID: "u1",
+		Finalizers: []string{snapshotapi.AsSourceFinalizer, snapshotapi.BoundFinalizer}},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")},
+			VolumeSnapshotClassName: ptr.To("c")},
+		Status: &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: ptr.To("snapcontent-u1"), ReadyToUse: ptr.To(false)}}
+	class := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Driver: "d", DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
+	content := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-u1", Finalizers: []string{snapshotapi.ContentFinalizer}},
+		Spec: snapv1.VolumeSnapshotContentSpec{Driver: "d", DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+			VolumeSnapshotClassName: ptr.To("c"), Source: snapv1.VolumeSnapshotContentSource{VolumeHandle: ptr.To("h")},
+			VolumeSnapshotRef: corev1.ObjectReference{Namespace: "ns", Name: "snap", UID: "u1"}},
+		Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("snap-h"), ReadyToUse: ptr.To(true), RestoreSize: ptr.To(int64(1))}}
+	client := fake.NewClientset(claim, pv)
+	snaps := snapfake.NewSimpleClientset(class, vs, content)
+	var order []string
+	note := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+			order = append(order, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+		}
+		return false, nil, nil
+	}
+	client.PrependReactor("*", "*", note)
+	snaps.PrependReactor("*", "*", note)
+	inf := informers.NewSharedInformerFactory(client, 0)
+	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
+	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: record.NewFakeRecorder(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []error{
+		inf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(claim),
+		inf.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv),
+		sinf.Snapshot().V1().VolumeSnapshotClasses().Informer().GetIndexer().Add(class),
+		sinf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer().Add(vs),
+		sinf.Snapshot().V1().VolumeSnapshotContents().Informer().GetIndexer().Add(content),
+	} {
+		if add != nil {
+			t.Fatal(add)
+		}
+	}
+	if _, err := c.syncSnapshot(ctx, "ns/snap"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"update volumesnapshots/status", "update persistentvolumeclaims/"}
+	if len(order) != len(want) || order[0] != want[0] || order[1] != want[1] {
+		t.Fatalf("writes %v, want %v", order, want)
+	}
+	got, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "data", metav1.GetOptions{})
+	if err != nil || hasString(got.Finalizers, snapshotapi.ClaimFinalizer) {
+		t.Errorf("claim %v, %v: want it released", got.Finalizers, err)
+	}
 }

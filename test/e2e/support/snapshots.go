@@ -109,16 +109,9 @@ func VolumeHandle(t testing.TB, client kubernetes.Interface, namespace, claim st
 func WaitSnapshot(t testing.TB, snaps snapclient.Interface, alive func() error, what, namespace, name string,
 	check func(*snapv1.VolumeSnapshot) string) *snapv1.VolumeSnapshot {
 	t.Helper()
-	var last *snapv1.VolumeSnapshot
-	stacktest.Eventually(t, what, func() string {
-		s, err := snaps.SnapshotV1().VolumeSnapshots(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		last = s
-		return check(s)
-	}, alive)
-	return last
+	return waitRead(t, alive, what, func() (*snapv1.VolumeSnapshot, error) {
+		return snaps.SnapshotV1().VolumeSnapshots(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	}, check)
 }
 
 // WaitContent waits until check passes on the VolumeSnapshotContent name
@@ -126,14 +119,23 @@ func WaitSnapshot(t testing.TB, snaps snapclient.Interface, alive func() error, 
 func WaitContent(t testing.TB, snaps snapclient.Interface, alive func() error, what, name string,
 	check func(*snapv1.VolumeSnapshotContent) string) *snapv1.VolumeSnapshotContent {
 	t.Helper()
-	var last *snapv1.VolumeSnapshotContent
+	return waitRead(t, alive, what, func() (*snapv1.VolumeSnapshotContent, error) {
+		return snaps.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
+	}, check)
+}
+
+// waitRead waits until check passes on what read returns, and returns
+// that as last read.
+func waitRead[T any](t testing.TB, alive func() error, what string, read func() (T, error), check func(T) string) T {
+	t.Helper()
+	var last T
 	stacktest.Eventually(t, what, func() string {
-		c, err := snaps.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
+		o, err := read()
 		if err != nil {
 			return err.Error()
 		}
-		last = c
-		return check(c)
+		last = o
+		return check(o)
 	}, alive)
 	return last
 }
