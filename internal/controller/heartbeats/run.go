@@ -176,13 +176,34 @@ func (b *beater) write(ctx context.Context) error {
 }
 
 // stop deletes the Lease if it is still the one last written (another
-// replica may have taken it over since).
+// replica may have taken it over since). A renewal cut short when Run's
+// context ended may have been written without its answer: the Lease is then
+// newer than the last one seen, so on a conflict it is read again and
+// deleted if this process (its identity) still holds it.
 func (b *beater) stop(ctx context.Context) error {
 	if b.last == nil {
 		return nil
 	}
-	err := b.client.Delete(ctx, b.last.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
-		UID: &b.last.UID, ResourceVersion: &b.last.ResourceVersion}})
+	err := b.delete(ctx, b.last)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	cur, err := b.client.Get(ctx, b.last.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != b.beat.Identity:
+		return fmt.Errorf("lease %s is held by another process now", cur.Name)
+	}
+	return b.delete(ctx, cur)
+}
+
+// delete deletes the Lease if it is still l (UID and resourceVersion).
+func (b *beater) delete(ctx context.Context, l *coordinationv1.Lease) error {
+	err := b.client.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+		UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
