@@ -1,8 +1,8 @@
 // Package heartbeats is the writer of the heartbeat Leases of the
 // provisioner and the snapshotter (internal/heartbeat's roles): Run renews
 // a Lease per role and driver served every period and deletes them when it
-// stops (only if they are still the ones it wrote: another replica may
-// have taken over). What a Lease holds, and how a reader judges it, is the
+// stops (only while it still holds them: another replica may have taken
+// over). What a Lease holds, and how a reader judges it, is the
 // pure internal/heartbeat's.
 package heartbeats
 
@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 
 // Run renews a heartbeat Lease for every role and driver of cfg at once and
 // then every Period until ctx ends; then it deletes the Leases that are
-// still the ones it wrote last, and returns nil. A failed write is logged
+// still held by it, and returns nil. A failed write is logged
 // and tried again at the next period: the heartbeat never stops the
 // loops. Only an invalid cfg is an error.
 func Run(ctx context.Context, leases coordinationv1client.LeasesGetter, cfg Config) error {
