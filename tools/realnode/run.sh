@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Issue 26 spike, PARTIAL: joins a real kubelet + containerd 2.x + runc, built
+# by build.sh, as an extra Node of a running API server (e.g. `volplane up`),
+# waits for the Node to be Ready, then runs a pod of a locally assembled
+# busybox image (pause image assembled the same way) to Running and reads
+# its log. No deploy/, no CSI driver, no node-driver-registrar yet.
+#
+#   tools/realnode/run.sh DATA_DIR        # DATA_DIR of `volplane up`
+#
+# DATA_DIR/kubeconfig (admin) is used to sign the node's own client
+# certificate (CN system:node:$NODE, O system:nodes) with DATA_DIR/pki/ca.key,
+# to watch the Node and to create and delete the pod.
+#
+# Isolation: containerd and the kubelet run in a network namespace made here
+# (realnode-<pid>: lo, a dummy rn0 with the node IP 10.250.0.1, the pods'
+# CNI bridge 10.251.0.0/24), entered with nsenter --net only, so they share
+# the host's mount namespace (volume mounts the kubelet makes are the ones the
+# runtime sees). The API server on the host's 127.0.0.1:PORT is reached from
+# the namespace's 127.0.0.1:PORT through two socat relays joined by a unix
+# socket. Cgroups go under /realnode in every v1 hierarchy. The kubelet
+# sets vm.overcommit_memory, kernel.panic and kernel.panic_on_oops; their
+# old values are put back. The EXIT trap deletes the pod and the Node, stops
+# every process, unmounts everything under the work dir, deletes the netns
+# (and CNI netns made during the run) and the cgroups.
+#
+# Environment: BIN (default /tmp/realnode-bin), NODE (default realnode-1),
+# KEEP=1 leaves the work dir (logs) in place after cleanup.
+set -euo pipefail
+
+data=${1:?usage: run.sh DATA_DIR}
+data=$(cd "$data" && pwd)
+bin=${BIN:-/tmp/realnode-bin}
+node=${NODE:-realnode-1}
+admin=$data/kubeconfig
+export PATH=$bin:$PATH
+kc() { "$bin/volplane" kubectl --kubeconfig "$admin" "$@"; }
+log() { echo "run.sh: $(date -u +%T) $*" >&2; }
+
+work=$(mktemp -d /tmp/realnode.XXXXXX)
+ns=realnode-$$
+pids=()
+cgroot=realnode
+sysctls=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
+declare -A oldsysctl
+for s in "${sysctls[@]}"; do oldsysctl[$s]=$(sysctl -n "$s"); done
+netns_before=$(ls /run/netns 2>/dev/null || true)
+
+kubelet_pid=""
+containerd_pid=""
+stop() {
+	[ -n "$1" ] || return 0
+	kill "$1" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
+}
+
+cleanup() {
+	set +e
+	log "cleanup"
+	kc delete pod realnode-hello --wait=true --timeout=60s >/dev/null 2>&1
+	stop "$kubelet_pid"
+	# The kubelet is gone: kill what it left in the runtime before stopping it.
+	if [ -n "$kubelet_pid" ] || [ -n "$containerd_pid" ]; then
+		for t in $(ctr --address "$work/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+			ctr --address "$work/containerd.sock" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1
+			ctr --address "$work/containerd.sock" -n k8s.io tasks rm -f "$t" >/dev/null 2>&1
+		done
+	fi
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		stop "${pids[i]}"
+	done
+	# Shims outlive containerd; each names our socket on its command line.
+	for p in $(pgrep -x containerd-shim-runc-v2 2>/dev/null); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$work/containerd.sock"; then
+			kill -9 "$p" 2>/dev/null
+		fi
+	done
+	kc delete node "$node" --wait=false >/dev/null 2>&1
+	# Unmount deepest first.
+	grep -F " $work" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	for n in $(ls /run/netns 2>/dev/null); do
+		case $n in cni-*) ;; *) continue ;; esac
+		if ! grep -qx "$n" <<<"$netns_before"; then ip netns delete "$n"; fi
+	done
+	ip netns delete "$ns" 2>/dev/null
+	for h in /sys/fs/cgroup/*/; do
+		[ -d "$h$cgroot" ] || continue
+		find "$h$cgroot" -depth -type d -exec rmdir {} \; 2>/dev/null
+		[ -d "$h$cgroot" ] && log "cgroup left: $h$cgroot"
+	done
+	for s in "${sysctls[@]}"; do sysctl -qw "$s=${oldsysctl[$s]}"; done
+	if grep -qF " $work" /proc/mounts; then
+		log "mounts left under $work, not removing it"
+	elif [ "${KEEP:-0}" = 1 ]; then
+		log "logs kept in $work"
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+
+server=$(grep -m1 'server:' "$admin" | awk '{print $2}')
+port=${server##*:}
+log "API server $server, work dir $work, netns $ns"
+
+# --- the node's own credentials, signed by the cluster CA
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/node.key" 2>/dev/null
+openssl req -new -key "$work/node.key" -subj "/O=system:nodes/CN=system:node:$node" -out "$work/node.csr"
+openssl x509 -req -in "$work/node.csr" -CA "$data/pki/ca.crt" -CAkey "$data/pki/ca.key" \
+	-CAcreateserial -CAserial "$work/ca.srl" -days 1 -out "$work/node.crt" 2>/dev/null
+cat >"$work/kubelet.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:$port", certificate-authority: "$data/pki/ca.crt"}
+users:
+- name: u
+  user: {client-certificate: "$work/node.crt", client-key: "$work/node.key"}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+EOF
+
+# --- network namespace and the relay to the API server
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip -n "$ns" link add rn0 type dummy
+ip -n "$ns" addr add 10.250.0.1/32 dev rn0
+ip -n "$ns" link set rn0 up
+in_ns() { nsenter --net="/run/netns/$ns" "$@"; }
+socat UNIX-LISTEN:"$work/api.sock",fork TCP:127.0.0.1:"$port" &
+pids+=($!)
+in_ns socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$work/api.sock" &
+pids+=($!)
+
+# --- cgroups
+for h in /sys/fs/cgroup/*/; do
+	case $h in */unified/) continue ;; esac
+	mkdir -p "$h$cgroot"
+done
+
+# --- CNI
+mkdir -p "$work/net.d" "$work/cni-ipam"
+cat >"$work/net.d/10-realnode.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "realnode", "plugins": [
+  {"type": "bridge", "bridge": "rnbr0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "dataDir": "$work/cni-ipam",
+            "ranges": [[{"subnet": "10.251.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
+EOF
+
+# --- containerd
+sock=$work/containerd.sock
+cat >"$work/containerd.toml" <<EOF
+version = 3
+root = "$work/containerd/root"
+state = "$work/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$sock"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "${SNAPSHOTTER:-overlayfs}"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "localhost/realnode/pause:1"
+[plugins.'io.containerd.cri.v1.runtime']
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "$bin/runc"
+        Root = "$work/runc"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["$bin/cni"]
+    conf_dir = "$work/net.d"
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+EOF
+in_ns containerd --config "$work/containerd.toml" >"$work/containerd.log" 2>&1 &
+containerd_pid=$!
+pids+=($containerd_pid)
+for i in $(seq 100); do
+	ctr --address "$sock" version >/dev/null 2>&1 && break
+	kill -0 "${pids[-1]}" 2>/dev/null || { tail -20 "$work/containerd.log" >&2; exit 1; }
+	sleep 0.2
+done
+log "containerd up: $(ctr --address "$sock" version | grep -m2 Version | tail -1)"
+
+# --- images, assembled here (no registry is reachable)
+mkimage -tag localhost/realnode/pause:1 -out "$work/pause.tar" -file "$bin/pause=/pause" -entrypoint /pause
+links=()
+for a in sh echo cat sleep ls mount df id; do links+=(-link "/bin/$a=busybox"); done
+mkimage -tag localhost/realnode/busybox:1 -out "$work/busybox.tar" -file /bin/busybox=/bin/busybox "${links[@]}" -entrypoint /bin/sh
+for t in pause busybox; do ctr --address "$sock" -n k8s.io images import "$work/$t.tar" >/dev/null; done
+log "images: $(ctr --address "$sock" -n k8s.io images ls -q | tr '\n' ' ')"
+
+# --- kubelet
+mkdir -p "$work/kubelet" "$work/pod-logs"
+cat >"$work/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$cgroot
+containerRuntimeEndpoint: unix://$sock
+address: 127.0.0.1
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: "$data/pki/ca.crt"}
+authorization: {mode: AlwaysAllow}
+podLogsDir: $work/pod-logs
+failSwapOn: false
+evictionHard: {memory.available: "100Mi"}
+imageGCHighThresholdPercent: 100
+registerNode: true
+EOF
+in_ns kubelet --config "$work/kubelet.yaml" --kubeconfig "$work/kubelet.kubeconfig" \
+	--root-dir "$work/kubelet" --hostname-override "$node" --node-ip 10.250.0.1 --v=2 \
+	>"$work/kubelet.log" 2>&1 &
+kubelet_pid=$!
+log "kubelet started (pid $kubelet_pid), waiting for Node $node Ready"
+ready=""
+for i in $(seq 120); do
+	kill -0 "$kubelet_pid" 2>/dev/null || { log "kubelet exited:"; tail -30 "$work/kubelet.log" >&2; exit 1; }
+	ready=$(kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
+	[ "$ready" = True ] && break
+	sleep 1
+done
+if [ "$ready" != True ]; then
+	log "Node not Ready after 120s:"
+	kc get node "$node" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+	grep -E '^E' "$work/kubelet.log" | tail -20 >&2
+	exit 1
+fi
+log "Node $node Ready"
+
+# --- a pod of the local busybox image
+kc apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: realnode-hello, namespace: default}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: localhost/realnode/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "echo hello from the real node; id; df /; sleep 3600"]
+EOF
+phase=""
+for i in $(seq 90); do
+	phase=$(kc get pod realnode-hello -o jsonpath='{.status.phase}' 2>/dev/null || true)
+	[ "$phase" = Running ] && break
+	sleep 1
+done
+if [ "$phase" != Running ]; then
+	log "pod not Running after 90s (phase $phase):"
+	kc get pod realnode-hello -o jsonpath='{range .status.containerStatuses[*]}{.state}{"\n"}{end}' >&2 || true
+	kc get events --field-selector involvedObject.name=realnode-hello >&2 || true
+	exit 1
+fi
+log "pod Running on $node: IP $(kc get pod realnode-hello -o jsonpath='{.status.podIP}')"
+sleep 1
+cat "$work"/pod-logs/default_realnode-hello_*/c/0.log >&2 || true
+log "OK"
