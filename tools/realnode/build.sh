@@ -26,7 +26,7 @@ targets=(
 	"containerd      runtime 0 no_btrfs,no_devmapper,no_zfs          github.com/containerd/containerd/v2/cmd/containerd"
 	"containerd-shim-runc-v2 runtime 0 -                             github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
 	"ctr             runtime 0 -                                     github.com/containerd/containerd/v2/cmd/ctr"
-	"runc            runtime 1 -                                     github.com/opencontainers/runc"
+	"runc            runtime 1 seccomp                                   github.com/opencontainers/runc"
 	"cni/bridge      runtime 0 -                                     github.com/containernetworking/plugins/plugins/main/bridge"
 	"cni/host-local  runtime 0 -                                     github.com/containernetworking/plugins/plugins/ipam/host-local"
 	"cni/loopback    runtime 0 -                                     github.com/containernetworking/plugins/plugins/main/loopback"

@@ -12,7 +12,7 @@
 # to watch the Node and to create and delete the pod.
 #
 # Isolation: containerd and the kubelet run in a network namespace made here
-# (realnode-<pid>: lo, a dummy rn0 with the node IP 10.250.0.1, the pods'
+# (realnode-<pid>: lo, a veth rn0/rn1 with the node IP 10.250.0.1, the pods'
 # CNI bridge 10.251.0.0/24), entered with nsenter --net only, so they share
 # the host's mount namespace (volume mounts the kubelet makes are the ones the
 # runtime sees). The API server on the host's 127.0.0.1:PORT is reached from
@@ -130,13 +130,17 @@ EOF
 # --- network namespace and the relay to the API server
 ip netns add "$ns"
 ip -n "$ns" link set lo up
-ip -n "$ns" link add rn0 type dummy
+# The kernel here has no dummy link type ("Unknown device type"): a veth
+# pair, both ends in the namespace, carries the node IP instead.
+ip -n "$ns" link add rn0 type veth peer name rn1
 ip -n "$ns" addr add 10.250.0.1/32 dev rn0
+ip -n "$ns" link set rn1 up
 ip -n "$ns" link set rn0 up
-in_ns() { nsenter --net="/run/netns/$ns" "$@"; }
+# Background processes are started by nsenter itself (which execs them), not
+# through a shell function, so that $! is the process to stop.
 socat UNIX-LISTEN:"$work/api.sock",fork TCP:127.0.0.1:"$port" &
 pids+=($!)
-in_ns socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$work/api.sock" &
+nsenter --net="/run/netns/$ns" socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$work/api.sock" &
 pids+=($!)
 
 # --- cgroups
@@ -168,6 +172,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "localhost/realnode/pause:1"
 [plugins.'io.containerd.cri.v1.runtime']
+  # root here lacks CAP_SYS_RESOURCE: runc init cannot lower a sandbox's
+  # oom_score_adj to -998 ("failed to update /proc/self/oom_score_adj:
+  # Permission denied"), so keep every container's at or above containerd's.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -183,7 +191,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 EOF
-in_ns containerd --config "$work/containerd.toml" >"$work/containerd.log" 2>&1 &
+nsenter --net="/run/netns/$ns" containerd --config "$work/containerd.toml" >"$work/containerd.log" 2>&1 &
 containerd_pid=$!
 pids+=($containerd_pid)
 for i in $(seq 100); do
@@ -224,7 +232,7 @@ evictionHard: {memory.available: "100Mi"}
 imageGCHighThresholdPercent: 100
 registerNode: true
 EOF
-in_ns kubelet --config "$work/kubelet.yaml" --kubeconfig "$work/kubelet.kubeconfig" \
+nsenter --net="/run/netns/$ns" kubelet --config "$work/kubelet.yaml" --kubeconfig "$work/kubelet.kubeconfig" \
 	--root-dir "$work/kubelet" --hostname-override "$node" --node-ip 10.250.0.1 --v=2 \
 	>"$work/kubelet.log" 2>&1 &
 kubelet_pid=$!

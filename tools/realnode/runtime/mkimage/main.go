@@ -85,8 +85,8 @@ func run(tag, out, entry string, files, links pairs) error {
 	return tarball.WriteToFile(out, ref, img)
 }
 
-// buildTar makes the layer: parent directories first, then files and links
-// in name order so the same inputs give the same digest.
+// buildTar makes the layer: parent directories first, then files (in source name order) and links
+// (in name order) so the same inputs give the same digest.
 func buildTar(files, links pairs) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -107,12 +107,13 @@ func buildTar(files, links pairs) ([]byte, error) {
 		}
 		return nil
 	}
-	for _, dst := range sorted(files) {
-		data, err := os.ReadFile(files[dst])
+	for _, src := range sorted(files) {
+		dst := files[src]
+		data, err := os.ReadFile(src)
 		if err != nil {
 			return nil, err
 		}
-		st, err := os.Stat(files[dst])
+		st, err := os.Stat(src)
 		if err != nil {
 			return nil, err
 		}
