@@ -281,4 +281,37 @@ fi
 log "pod Running on $node: IP $(kc get pod realnode-hello -o jsonpath='{.status.podIP}')"
 sleep 1
 cat "$work"/pod-logs/default_realnode-hello_*/c/0.log >&2 || true
+
+# --- the bundled CSI driver registered through the upstream registrar
+# (only if build.sh built it: REGISTRAR_SRC). Both run as host processes in
+# the namespace, not yet as deploy/'s DaemonSet.
+if [ -x "$bin/csi-node-driver-registrar" ]; then
+	drv=hostpath.csi.volplane.io
+	plug=$work/kubelet/plugins/$drv
+	mkdir -p "$plug" "$work/driver"
+	nsenter --net="/run/netns/$ns" volplane driver --endpoint "unix://$plug/csi.sock" \
+		--node-id "$node" --data-dir "$work/driver" --capacity 1Gi >"$work/driver.log" 2>&1 &
+	pids+=($!)
+	nsenter --net="/run/netns/$ns" csi-node-driver-registrar --csi-address "$plug/csi.sock" \
+		--kubelet-registration-path "$plug/csi.sock" \
+		--plugin-registration-path "$work/kubelet/plugins_registry" \
+		--http-endpoint 127.0.0.1:9809 >"$work/registrar.log" 2>&1 &
+	pids+=($!)
+	got=""
+	for i in $(seq 60); do
+		got=$(kc get csinode "$node" -o jsonpath='{.spec.drivers[*].name} {.spec.drivers[*].nodeID} {.spec.drivers[*].topologyKeys}' 2>/dev/null || true)
+		case $got in "$drv "*) break ;; esac
+		sleep 1
+	done
+	case $got in
+	"$drv "*) log "CSINode $node: $got (registered by the kubelet through the registrar)" ;;
+	*)
+		log "driver not registered after 60s; registrar log:"
+		tail -20 "$work/registrar.log" >&2
+		grep -i "csi\|plugin" "$work/kubelet.log" | grep -E '^E' | tail -10 >&2
+		exit 1
+		;;
+	esac
+	log "node labels: $(kc get node "$node" -o jsonpath='{.metadata.labels}')"
+fi
 log "OK"
