@@ -3,7 +3,10 @@
 # by build.sh, as an extra Node of a running API server (e.g. `volplane up`),
 # waits for the Node to be Ready, then runs a pod of a locally assembled
 # busybox image (pause image assembled the same way) to Running and reads
-# its log. No deploy/, no CSI driver, no node-driver-registrar yet.
+# its log; registers the bundled driver (a host process) through the real
+# node-driver-registrar if build.sh built it; checks Bidirectional mount
+# propagation with a privileged pod. No deploy/, no volplane image, no CSI
+# volume, no kube-proxy yet.
 #
 #   tools/realnode/run.sh DATA_DIR        # DATA_DIR of `volplane up`
 #
@@ -59,7 +62,7 @@ stop() {
 cleanup() {
 	set +e
 	log "cleanup"
-	kc delete pod realnode-hello --wait=true --timeout=60s >/dev/null 2>&1
+	kc delete pod realnode-hello realnode-propagation --wait=true --timeout=60s >/dev/null 2>&1
 	stop "$kubelet_pid"
 	# The kubelet is gone: kill what it left in the runtime before stopping it.
 	if [ -n "$kubelet_pid" ] || [ -n "$containerd_pid" ]; then
@@ -204,13 +207,17 @@ log "containerd up: $(ctr --address "$sock" version | grep -m2 Version | tail -1
 # --- images, assembled here (no registry is reachable)
 mkimage -tag localhost/realnode/pause:1 -out "$work/pause.tar" -file "$bin/pause=/pause" -entrypoint /pause
 links=()
-for a in sh echo cat sleep ls mount df id; do links+=(-link "/bin/$a=busybox"); done
+for a in sh echo cat sleep ls mount umount mkdir df id; do links+=(-link "/bin/$a=busybox"); done
 mkimage -tag localhost/realnode/busybox:1 -out "$work/busybox.tar" -file /bin/busybox=/bin/busybox "${links[@]}" -entrypoint /bin/sh
 for t in pause busybox; do ctr --address "$sock" -n k8s.io images import "$work/$t.tar" >/dev/null; done
 log "images: $(ctr --address "$sock" -n k8s.io images ls -q | tr '\n' ' ')"
 
 # --- kubelet
 mkdir -p "$work/kubelet" "$work/pod-logs"
+# / is a private mount here; a driver's Bidirectional mounts need the kubelet
+# root dir on a shared mount of its own.
+mount --bind "$work/kubelet" "$work/kubelet"
+mount --make-rshared "$work/kubelet"
 cat >"$work/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -314,4 +321,39 @@ if [ -x "$bin/csi-node-driver-registrar" ]; then
 	esac
 	log "node labels: $(kc get node "$node" -o jsonpath='{.metadata.labels}')"
 fi
+
+# --- mount propagation: a privileged container mounts a tmpfs under a
+# Bidirectional hostPath in the kubelet root dir; the host must see it.
+probe=$work/kubelet/probe
+kc apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: realnode-propagation, namespace: default}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: localhost/realnode/busybox:1
+    imagePullPolicy: Never
+    securityContext: {privileged: true}
+    command: ["/bin/sh", "-c", "mkdir -p /probe/inner && mount -t tmpfs tmpfs /probe/inner && echo mounted && sleep 3600"]
+    volumeMounts:
+    - {name: p, mountPath: /probe, mountPropagation: Bidirectional}
+  volumes:
+  - name: p
+    hostPath: {path: "$probe", type: DirectoryOrCreate}
+EOF
+seen=""
+for i in $(seq 60); do
+	if grep -qF " $probe/inner tmpfs" /proc/mounts; then seen=1; break; fi
+	sleep 1
+done
+if [ -n "$seen" ]; then
+	log "Bidirectional propagation: the container's tmpfs at $probe/inner is seen on the host"
+else
+	log "Bidirectional propagation: no mount at $probe/inner after 60s"
+	kc get events --field-selector involvedObject.name=realnode-propagation >&2 || true
+fi
+kc delete pod realnode-propagation --wait=true --timeout=60s >/dev/null
 log "OK"
