@@ -42,6 +42,7 @@ targets=(
 	"cni/loopback    runtime 0 -                                     github.com/containernetworking/plugins/plugins/main/loopback"
 	"pause           runtime 0 -                                     ./pause"
 	"mkimage         runtime 0 -                                     ./mkimage"
+	"csicreate       runtime 0 -                                     ./csicreate"
 	"volplane        ../..   0 -                                     ./cmd/volplane"
 )
 

@@ -5,8 +5,9 @@
 # busybox image (pause image assembled the same way) to Running and reads
 # its log; registers the bundled driver (a host process) through the real
 # node-driver-registrar if build.sh built it; checks Bidirectional mount
-# propagation with a privileged pod. No deploy/, no volplane image, no CSI
-# volume, no kube-proxy yet.
+# propagation with a privileged pod; writes into a volume of that driver
+# (made with csicreate, static PV/PVC) from a real container. No deploy/,
+# no volplane image, no provisioning by volplane's loops, no kube-proxy yet.
 #
 #   tools/realnode/run.sh DATA_DIR        # DATA_DIR of `volplane up`
 #
@@ -62,7 +63,9 @@ stop() {
 cleanup() {
 	set +e
 	log "cleanup"
-	kc delete pod realnode-hello realnode-propagation --wait=true --timeout=60s >/dev/null 2>&1
+	kc delete pod realnode-hello realnode-propagation realnode-writer --wait=true --timeout=60s >/dev/null 2>&1
+	kc delete pvc realnode-pvc --wait=false >/dev/null 2>&1
+	kc delete pv realnode-pv --wait=false >/dev/null 2>&1
 	stop "$kubelet_pid"
 	# The kubelet is gone: kill what it left in the runtime before stopping it.
 	if [ -n "$kubelet_pid" ] || [ -n "$containerd_pid" ]; then
@@ -286,7 +289,10 @@ if [ "$phase" != Running ]; then
 	exit 1
 fi
 log "pod Running on $node: IP $(kc get pod realnode-hello -o jsonpath='{.status.podIP}')"
-sleep 1
+for i in $(seq 20); do
+	if grep -qs "hello from" "$work"/pod-logs/default_realnode-hello_*/c/0.log; then break; fi
+	sleep 0.5
+done
 cat "$work"/pod-logs/default_realnode-hello_*/c/0.log >&2 || true
 
 # --- the bundled CSI driver registered through the upstream registrar
@@ -320,6 +326,80 @@ if [ -x "$bin/csi-node-driver-registrar" ]; then
 		;;
 	esac
 	log "node labels: $(kc get node "$node" -o jsonpath='{.metadata.labels}')"
+
+	# A volume made on this node's driver (the controllers of `up` only
+	# talk to their own drivers), a static PV/PVC, and a pod writing into it:
+	# the kubelet's own NodeStage/NodePublish.
+	read -r vid ctxs <<<"$(csicreate -endpoint "$plug/csi.sock" -name realnode-vol \
+		-topology-key topology.volplane.io/node -node "$node")"
+	attrs=""
+	for kv in $ctxs; do attrs="$attrs      ${kv%%=*}: \"${kv#*=}\"
+"; done
+	log "CreateVolume: $vid ${ctxs:-}"
+	kc apply -f - <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: realnode-pv}
+spec:
+  capacity: {storage: 64Mi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: {namespace: default, name: realnode-pvc}
+  csi:
+    driver: $drv
+    volumeHandle: "$vid"
+    volumeAttributes:
+      realnode: "1"
+${attrs}  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: topology.volplane.io/node, operator: In, values: ["$node"]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: realnode-pvc, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: realnode-pv
+  resources: {requests: {storage: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: realnode-writer, namespace: default}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: localhost/realnode/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "echo written-by-a-real-container > /data/hello && cat /data/hello && df /data && sleep 3600"]
+    volumeMounts: [{name: d, mountPath: /data}]
+  volumes:
+  - name: d
+    persistentVolumeClaim: {claimName: realnode-pvc}
+EOF
+	phase=""
+	for i in $(seq 90); do
+		phase=$(kc get pod realnode-writer -o jsonpath='{.status.phase}' 2>/dev/null || true)
+		[ "$phase" = Running ] && break
+		sleep 1
+	done
+	if [ "$phase" = Running ]; then
+		sleep 1
+		log "CSI volume: pod Running; file in the driver's data dir: $(grep -rl written-by-a-real-container "$work/driver" 2>/dev/null | head -1)"
+		log "kubelet's mounts of it: $(grep -F "$work/kubelet" /proc/mounts | awk '{print $2}' | grep -v probe | tr '\n' ' ')"
+	else
+		log "CSI volume: pod not Running after 90s (phase $phase)"
+		kc get events --field-selector involvedObject.name=realnode-writer >&2 || true
+		grep -E '^E' "$work/kubelet.log" | grep -i "csi\|volume\|mount" | tail -10 | cut -c1-400 >&2
+	fi
+	kc delete pod realnode-writer --wait=true --timeout=60s >/dev/null
+	kc delete pvc realnode-pvc --wait=true --timeout=30s >/dev/null
+	kc delete pv realnode-pv --wait=true --timeout=30s >/dev/null
 fi
 
 # --- mount propagation: a privileged container mounts a tmpfs under a

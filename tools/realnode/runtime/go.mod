@@ -16,7 +16,11 @@ tool (
 	github.com/opencontainers/runc
 )
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/container-storage-interface/spec v1.12.0
+	github.com/google/go-containerregistry v0.22.1
+	google.golang.org/grpc v1.84.0
+)
 
 require (
 	cyphar.com/go-pathrs v0.2.6 // indirect
@@ -158,7 +162,6 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260825221802-da73d73af1c5 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
-	google.golang.org/grpc v1.84.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apimachinery v0.37.0 // indirect
