@@ -99,10 +99,12 @@ share the Lease --leader-elect-namespace/--leader-elect-name, one runs the
 loops and the others wait to take over; SIGTERM releases the Lease at once.
 Use --leader-elect=false only where one instance is guaranteed.
 
-While the provisioner runs (on the leader only) it renews a heartbeat Lease
-per driver (one per driver and node with --node-deployment) in
---leader-elect-namespace, every 10 s, and deletes it on exit: volplane
-explain reads it to say whether a claim's provisioner is running.`,
+While the provisioner or the snapshotter runs (on the leader only) it renews
+a heartbeat Lease per driver (one per driver and node with
+--node-deployment) in --leader-elect-namespace, every 10 s, and deletes it on
+exit (volplane-provisioner-<driver>[--<node>],
+volplane-snapshotter-<driver>[--<node>]): volplane explain reads them to say
+whether a claim's provisioner or a snapshot's snapshotter is running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -147,7 +149,7 @@ explain reads it to say whether a claim's provisioner is running.`,
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
 	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", d.LeaderElect,
 		"run the loops only while holding a coordination.k8s.io Lease, so that replicas never run two binders at once (as kube-controller-manager)")
-	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", d.LeaderElectNamespace, "namespace of the leader election Lease, and of the provisioner's heartbeat Leases (also with --leader-elect=false)")
+	fl.StringVar(&f.cfg.LeaderElectNamespace, "leader-elect-namespace", d.LeaderElectNamespace, "namespace of the leader election Lease, and of the provisioner's and snapshotter's heartbeat Leases (also with --leader-elect=false)")
 	fl.StringVar(&f.cfg.LeaderElectName, "leader-elect-name", d.LeaderElectName, "name of the leader election Lease")
 	le := &f.cfg.LeaderElection
 	fl.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration,

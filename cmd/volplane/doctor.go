@@ -59,8 +59,11 @@ Snapshots: backend snapshots no VolumeSnapshotContent names (through CSI
 ListSnapshots of the same endpoints, before and after; offered for adoption as a
 pre-provisioned content of policy Retain, never deleted); contents whose
 VolumeSnapshot is gone (information under Retain; under Delete nothing deletes
-them); VolumeSnapshots and contents stuck deleting, with what holds each
-finalizer. A finalizer is offered for removal only when what it protects is gone
+them); contents ready to use whose backend snapshot no listing of their driver
+holds any more (every restore from them fails: the advice is to see who
+restores from it and take the snapshot again, never to delete a content a
+snapshot is bound to); VolumeSnapshots and contents stuck deleting, with what
+holds each finalizer. A finalizer is offered for removal only when what it protects is gone
 (no Pending claim restores from the snapshot, its content is gone). On a cluster
 without the snapshot API a note says "snapshot API not installed".
 

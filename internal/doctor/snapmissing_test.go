@@ -129,3 +129,36 @@ func TestCheckFindsReadyContentsWhoseBackendSnapshotIsGone(t *testing.T) {
 		})
 	}
 }
+
+// A claim Pending while it restores says, as explain does, what its
+// source keeps it waiting for; a source of another namespace is refused,
+// never read.
+func TestCheckSaysWhatAPendingRestoreWaitsFor(t *testing.T) {
+	from := func(ns *string) claimOpt {
+		return func(c *v1.PersistentVolumeClaim) {
+			c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: ptr.To(snapshotapi.Group), Kind: snapshotapi.KindSnapshot, Name: "snap", Namespace: ns}
+		}
+	}
+	notReady := func(vs *snapv1.VolumeSnapshot) { vs.Status.ReadyToUse = ptr.To(false) }
+	for _, tc := range []struct {
+		name  string
+		claim *v1.PersistentVolumeClaim
+		want  string
+	}{
+		{"not ready", claim("restore", pending(time.Hour), from(nil)),
+			"Pending for 60m: Restoring from volumesnapshot ns/snap: the provisioner waits and tries again: snapshot snap is not Ready."},
+		{"another namespace", claim("restore", pending(time.Hour), from(ptr.To("victim"))),
+			"Pending for 60m: Restoring from volumesnapshot victim/snap: the provisioner refuses it: dataSourceRef namespace specified but the CrossNamespaceVolumeDataSource feature is disabled."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			victim := vsnap("snap")
+			victim.Namespace = "victim"
+			w := newWorld().classes(class("fast", networkDriver, false)).claims(tc.claim).
+				snapshots(vsnap("snap", notReady), victim).contents(vcontent("content-snap", "snap"))
+			r := Check(&w.s, thresholds)
+			if len(r.Findings) != 1 || r.Findings[0].Kind != KindClaimPending || !strings.HasPrefix(r.Findings[0].Problem, tc.want) {
+				t.Fatalf("findings %+v, want %q", r.Findings, tc.want)
+			}
+		})
+	}
+}

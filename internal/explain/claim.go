@@ -56,9 +56,11 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	r.Expansion = expansionOf(claim)
 	r.Modification = modificationOf(claim)
 	r.RestoresFrom = restoreOf(claim, f)
+	// Once the claim is the provisioner's, what it waits for is its source.
 	if rs := r.RestoresFrom; rs != nil && unbound(claim) && claim.DeletionTimestamp == nil &&
+		(handedTo(claim) != "" || d.Action == binding.ClaimProvision) &&
 		(rs.State == RestoreWaiting || rs.State == RestoreRefused) {
-		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), rs.Summary)
+		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), lowerFirst(rs.Summary))
 	}
 	r.Deletion = claimDeletion(claim, f)
 	if r.Deletion != nil {
@@ -268,6 +270,12 @@ func boundSummary(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, d bi
 func bindPending(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) bool {
 	return binding.BindVolumeSpec(pv, claim) != nil || binding.BindVolumeStatus(pv) != nil ||
 		binding.BindClaimSpec(claim, pv) != nil || binding.BindClaimStatus(claim, pv) != nil
+}
+
+// lowerFirst is s with its first letter in lower case, to follow a colon.
+func lowerFirst(s string) string {
+	first, size := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(first)) + s[size:]
 }
 
 // Sentence capitalises s and ends it with a full stop (unless it ends

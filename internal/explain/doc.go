@@ -18,6 +18,16 @@
 // serves a driver is decided by SnapshotterPresence from the Leases the
 // caller read.
 //
+// For a claim with a data source (Restore: the VolumeSnapshot it restores
+// from, or the claim it clones) the verdict is the provisioner's own check
+// (provisioning.ClaimSource, RestoreSource, SourceClaimProblem, ...) run on
+// what the caller read: only a source of the claim's own namespace is
+// read (SnapshotToRead); one of another namespace is reported refused.
+// For a VolumeGroupSnapshot (GroupReport) and its content
+// (GroupContentReport), what happens next is grouping.DecideGroup's and
+// grouping.DecideContent's step, the claims it takes grouping.Sources'
+// answer for each claim of its own namespace.
+//
 // Nouns: Facts (the snapshot), ClaimReport and VolumeReport (the answers),
 // Verdict (one volume or claim not chosen, with its reason), NodeUse (a
 // volume's attach and publish state on one node), Provisioner (whether

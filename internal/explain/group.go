@@ -168,8 +168,11 @@ func Group(g *vgsv1.VolumeGroupSnapshot, f *Facts) GroupReport {
 	}
 	name := grouping.ContentNameOf(g)
 	r.Content = groupContentOf(name, gf.Content, f)
+	if c := gf.Content; c != nil && namesGroup(c, g) && c.Spec.VolumeGroupSnapshotRef.UID == g.UID {
+		r.Content.GroupState = "Bound"
+	}
 	if gf.Content != nil {
-		r.Finalizers = finalizersOf("volumegroupsnapshotcontent "+name, gf.Content.Finalizers)
+		r.Finalizers = finalizersOf("vgsc "+name, gf.Content.Finalizers)
 	}
 	r.Members = groupMembers(g, gf)
 	if d := GroupDriver(g, f); d != "" {
@@ -178,11 +181,6 @@ func Group(g *vgsv1.VolumeGroupSnapshot, f *Facts) GroupReport {
 		}
 	}
 	r.Finalizers = append(finalizersOf("volumegroupsnapshot "+g.Namespace+"/"+g.Name, g.Finalizers), r.Finalizers...)
-	for _, m := range r.Members {
-		if vs := gf.Snapshots[m.Snapshot]; vs != nil {
-			r.Finalizers = append(r.Finalizers, finalizersOf("volumesnapshot "+g.Namespace+"/"+m.Snapshot, vs.Finalizers)...)
-		}
-	}
 	plan := grouping.DecideGroup(gf)
 	if g.DeletionTimestamp != nil {
 		r.Deletion = groupDeletion(g, gf, plan, &r)
@@ -242,7 +240,7 @@ func groupClaims(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupCl
 func groupMembers(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupMember {
 	var out []GroupMember
 	seen := map[string]bool{}
-	if c := gf.Content; c != nil && c.Status != nil && grouping.ContentNameOf(g) == c.Name {
+	if c := gf.Content; c != nil && c.Status != nil && grouping.ContentNameOf(g) == c.Name && namesGroup(c, g) {
 		for _, info := range c.Status.VolumeSnapshotInfoList {
 			name := grouping.MemberSnapshotName(g.UID, info.VolumeHandle)
 			m := GroupMember{Snapshot: name, Content: grouping.MemberContentName(g.UID, info.VolumeHandle),
@@ -263,6 +261,15 @@ func groupMembers(g *vgsv1.VolumeGroupSnapshot, gf grouping.GroupFacts) []GroupM
 		out = append(out, m)
 	}
 	return out
+}
+
+// namesGroup says whether the content's ref names the group: its
+// namespace and name, and its UID once set. A content bound to another
+// group (a user may name any content in spec.source) lends this group
+// none of its members.
+func namesGroup(c *vgsv1.VolumeGroupSnapshotContent, g *vgsv1.VolumeGroupSnapshot) bool {
+	r := c.Spec.VolumeGroupSnapshotRef
+	return r.Namespace == g.Namespace && r.Name == g.Name && (r.UID == "" || r.UID == g.UID)
 }
 
 func fillMember(m *GroupMember, vs *snapv1.VolumeSnapshot) {
@@ -304,7 +311,9 @@ func groupContentOf(name string, c *vgsv1.VolumeGroupSnapshotContent, f *Facts) 
 		r.GroupState = groupState(c, f)
 	}
 	if g := f.FindGroup(ref.Namespace, ref.Name); g != nil && r.GroupState == "Bound" {
-		r.Members = groupMembers(g, groupFacts(g, f))
+		gf := groupFacts(g, f)
+		gf.Content = c
+		r.Members = groupMembers(g, gf)
 	}
 	if p, ok := f.Snapshotters[c.Spec.Driver]; ok {
 		r.Snapshotter = &p

@@ -38,8 +38,11 @@ func groupSummary(gf grouping.GroupFacts, plan grouping.Plan, r *GroupReport) st
 		return fmt.Sprintf("Not ready: driver %s has taken group snapshot %s; waiting for the group snapshot loop to make its members (%d of %d made).",
 			c.Driver, orNone(c.Handle), made, len(r.Members))
 	case grouping.UpdateStatus:
-		return fmt.Sprintf("Not ready: its content %s is %s; the group snapshot loop copies its status at its next sync (is it running?).",
-			c.Name, readyWord(c.Ready))
+		// The loop copies the content's status as it is: what the group
+		// waits for is the content's.
+		if c.Ready {
+			return fmt.Sprintf("Not ready: its content %s is ready; the group snapshot loop copies its status at its next sync (is it running?).", c.Name)
+		}
 	case grouping.Wait:
 		if plan.Err != nil {
 			return Sentence("Not ready: " + strings.TrimSuffix(plan.Err.Error(), "."))
@@ -51,20 +54,13 @@ func groupSummary(gf grouping.GroupFacts, plan grouping.Plan, r *GroupReport) st
 	case r.Error != "":
 		return Sentence("Not ready: " + strings.TrimSuffix(r.Error, "."))
 	case gf.Content != nil:
-		return "Not ready: " + contentNext(gf.Content, c, gf.Classes, gf.Now)
+		return Sentence("Not ready: " + contentNext(gf.Content, c, gf.Classes, gf.Now))
 	}
 	return "Not ready: waiting for the group snapshot loop (is it running?)."
 }
 
-func readyWord(ready bool) string {
-	if ready {
-		return "ready"
-	}
-	return "not ready"
-}
-
 // contentNext is the snapshotter's next step for a group content, as a
-// sentence (grouping.DecideContent).
+// clause for a sentence (grouping.DecideContent).
 func contentNext(content *vgsv1.VolumeGroupSnapshotContent, c *GroupContentReport, classes []*vgsv1.VolumeGroupSnapshotClass, now time.Time) string {
 	var class *vgsv1.VolumeGroupSnapshotClass
 	if n := content.Spec.VolumeGroupSnapshotClassName; n != nil {
@@ -77,29 +73,29 @@ func contentNext(content *vgsv1.VolumeGroupSnapshotContent, c *GroupContentRepor
 		if !c.BeingCreated || c.Snapshotter == nil || !c.Snapshotter.Serving {
 			s = "waiting for the snapshotter to take it (CreateVolumeGroupSnapshot): " + snapshotterNote(c.Driver, c.Snapshotter)
 		}
-		return Sentence(s)
+		return s
 	case grouping.Get:
-		return Sentence(fmt.Sprintf("waiting for the snapshotter of %s to check pre-provisioned group snapshot %s (GetVolumeGroupSnapshot): %s",
-			c.Driver, orNone(c.Handle), snapshotterNote(c.Driver, c.Snapshotter)))
+		return fmt.Sprintf("waiting for the snapshotter of %s to check pre-provisioned group snapshot %s (GetVolumeGroupSnapshot): %s",
+			c.Driver, orNone(c.Handle), snapshotterNote(c.Driver, c.Snapshotter))
 	case grouping.Delete:
 		return fmt.Sprintf("the snapshotter of %s must delete group snapshot %s (DeleteVolumeGroupSnapshot): %s", c.Driver, orNone(c.Handle),
 			snapshotterNote(c.Driver, c.Snapshotter))
 	case grouping.RemoveContentFinalizer:
-		return fmt.Sprintf("the snapshotter of %s removes the content's finalizer at its next sync (is it running?).", c.Driver)
+		return fmt.Sprintf("the snapshotter of %s removes the content's finalizer at its next sync (is it running?)", c.Driver)
 	case grouping.FailContent:
 		if len(p.Events) > 0 {
-			return Sentence("the snapshotter fails: " + strings.TrimSuffix(p.Events[0].Message, "."))
+			return "the snapshotter fails: " + p.Events[0].Message
 		}
 	case grouping.UnmarkCreating:
-		return fmt.Sprintf("the snapshotter of %s removes the being-created mark at its next sync.", c.Driver)
+		return fmt.Sprintf("the snapshotter of %s removes the being-created mark at its next sync", c.Driver)
 	}
 	switch {
 	case p.Err != nil:
-		return Sentence("waiting for the snapshotter: " + strings.TrimSuffix(p.Err.Error(), "."))
+		return "waiting for the snapshotter: " + p.Err.Error()
 	case c.Ready:
-		return fmt.Sprintf("its content %s is ready.", c.Name)
+		return fmt.Sprintf("its content %s is ready", c.Name)
 	case c.Handle != "":
-		return fmt.Sprintf("driver %s has taken group snapshot %s and reports it not ready yet.", c.Driver, c.Handle)
+		return fmt.Sprintf("driver %s has taken group snapshot %s and reports it not ready yet", c.Driver, c.Handle)
 	}
 	return "waiting for the snapshotter: " + snapshotterNote(c.Driver, c.Snapshotter)
 }
@@ -167,7 +163,7 @@ func restoringClaimsOf(gf grouping.GroupFacts, snapshot string) []string {
 // GroupContent explains one VolumeGroupSnapshotContent.
 func GroupContent(c *vgsv1.VolumeGroupSnapshotContent, f *Facts) GroupContentReport {
 	r := *groupContentOf(c.Name, c, f)
-	r.Finalizers = finalizersOf("volumegroupsnapshotcontent "+c.Name, c.Finalizers)
+	r.Finalizers = finalizersOf("vgsc "+c.Name, c.Finalizers)
 	ref := c.Spec.VolumeGroupSnapshotRef
 	switch {
 	case c.DeletionTimestamp != nil:

@@ -45,10 +45,28 @@ func (t *table) field(key, value string) {
 		return
 	}
 	lines := wrap(Printable(value), Width-keyWidth)
-	t.printf("%-*s%s\n", keyWidth, key+":", lines[0])
-	for _, l := range lines[1:] {
-		t.printf("%s%s\n", strings.Repeat(" ", keyWidth), l)
+	if overflows(lines[0], keyWidth) {
+		t.printf("%s\n", key+":")
+		lines = append([]string{""}, lines...)
+	} else {
+		t.printf("%-*s%s\n", keyWidth, key+":", lines[0])
 	}
+	for _, l := range lines[1:] {
+		t.printf("%s%s\n", indentFor(l, keyWidth), l)
+	}
+}
+
+// overflows says whether line, at indent, goes past Width (a word longer
+// than a line: a name of 64 hex digits).
+func overflows(line string, indent int) bool { return indent+len([]rune(line)) > Width }
+
+// indentFor is indent spaces, fewer (at least one: the line stays under
+// its key) for a line that would go past Width.
+func indentFor(line string, indent int) string {
+	if overflows(line, indent) {
+		indent = max(1, Width-len([]rune(line)))
+	}
+	return strings.Repeat(" ", indent)
 }
 
 // item writes "name  text" at indent, text wrapped under itself.

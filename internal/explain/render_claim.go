@@ -59,7 +59,10 @@ func (t *table) restore(r *Restore) {
 	}
 	t.printf("Restores from:\n")
 	t.field("  Source", r.String())
-	t.field("  Verdict", r.State+": "+r.Summary)
+	t.field("  Verdict", r.Summary)
+	if r.Bound != nil && !*r.Bound {
+		t.field("  Content", "none: the snapshot is not bound to a content yet")
+	}
 	if r.Content != "" {
 		c := r.Content
 		if r.ContentSnapshot != "" {

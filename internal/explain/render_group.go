@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"fmt"
 	"io"
 	"strings"
 )
@@ -79,8 +78,9 @@ func (c *GroupContentReport) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// members lists a group's members: snapshot, then its content, claim and
-// state.
+// members lists a group's members, each on lines of its own (their
+// names are 64 hex digits long): the snapshot, its state and claim, its
+// content, its backend snapshot.
 func (t *table) members(ms []GroupMember) {
 	if len(ms) == 0 {
 		return
@@ -96,16 +96,16 @@ func (t *table) members(ms []GroupMember) {
 		case !m.Ready:
 			state = "not ready"
 		}
-		var parts []string
 		if m.Claim != "" {
-			parts = append(parts, "of pvc "+m.Claim)
-		}
-		if m.Content != "" {
-			parts = append(parts, "content "+m.Content)
+			state += ", of pvc " + m.Claim
 		}
 		if m.Handle != "" {
-			parts = append(parts, "backend "+m.Handle)
+			state += ", backend " + m.Handle
 		}
-		t.item(2, m.Snapshot, 0, fmt.Sprintf("%s; %s", state, strings.Join(parts, ", ")))
+		for _, l := range []string{oneLine(m.Snapshot), "  " + oneLine(state), "  " + oneLine(m.Content)} {
+			if strings.TrimSpace(l) != "" {
+				t.printf("%s%s\n", indentFor(l, 2), l)
+			}
+		}
 	}
 }

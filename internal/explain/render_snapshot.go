@@ -93,14 +93,20 @@ func (t *table) finalizers(fs []FinalizerOn) {
 	for _, f := range fs {
 		if f.Object != object {
 			object = f.Object
-			t.printf("  on %s:\n", Printable(object))
+			on := "on " + oneLine(object) + ":"
+			t.printf("%s%s\n", indentFor(on, 2), on)
 		}
-		t.printf("    %s\n", Printable(f.Name))
+		name := oneLine(f.Name)
+		t.printf("%s%s\n", indentFor(name, 4), name)
 		for _, l := range wrap(f.Meaning+"; removed by "+f.RemovedBy+".", Width-8) {
 			t.printf("        %s\n", l)
 		}
 	}
 }
+
+// oneLine is s as Printable makes it, its whitespace runs made one space:
+// for a line printed as is, not wrapped.
+func oneLine(s string) string { return strings.Join(strings.Fields(Printable(s)), " ") }
 
 func yesNo(b bool) string {
 	if b {

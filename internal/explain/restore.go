@@ -33,6 +33,9 @@ type Restore struct {
 	Summary string `json:"summary"`
 	// The snapshot's facts: its bound content (and the snapshot that
 	// content names back), the drivers, readiness, sizes and volume modes.
+	// Bound is whether the snapshot (when it exists) names a bound
+	// content.
+	Bound           *bool  `json:"bound,omitempty"`
 	Content         string `json:"content,omitempty"`
 	ContentSnapshot string `json:"contentSnapshot,omitempty"`
 	ContentDriver   string `json:"contentDriver,omitempty"`
@@ -136,7 +139,9 @@ func snapshotRestore(claim *v1.PersistentVolumeClaim, name, class, driver string
 				r.RestoreSize = st.RestoreSize.String()
 			}
 		}
-		if content := provisioning.BoundContent(vs); content != "" {
+		content := provisioning.BoundContent(vs)
+		r.Bound = ptrTo(content != "")
+		if content != "" {
 			r.Content = content
 			if read.Content = f.FindContent(content); read.Content == nil {
 				read.ContentErr = fmt.Errorf("volumesnapshotcontents.%s %q not found", snapshotapi.Group, content)
@@ -210,3 +215,5 @@ func (r *Restore) String() string {
 	}
 	return kind + " " + r.Namespace + "/" + r.Name
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -111,7 +111,8 @@ func TestRestoresFromSaysWhatTheProvisionerDecides(t *testing.T) {
 			if rs.State != tc.state || !strings.Contains(rs.Summary, tc.summary) {
 				t.Errorf("got %s %q, want %s %q", rs.State, rs.Summary, tc.state, tc.summary)
 			}
-			if (tc.state == explain.RestoreWaiting || tc.state == explain.RestoreRefused) && !strings.HasPrefix(r.Summary, "Restoring from ") {
+			// A claim of a WaitForFirstConsumer class waits for its pod first.
+			if (tc.state == explain.RestoreWaiting || tc.state == explain.RestoreRefused) && r.Next == "Provision" && !strings.HasPrefix(r.Summary, "Restoring from ") {
 				t.Errorf("claim summary %q does not say why the restore waits", r.Summary)
 			}
 			var b bytes.Buffer
@@ -138,7 +139,7 @@ func TestRestoresFromTableShowsTheFactsChecked(t *testing.T) {
 	}
 	for _, want := range []string{
 		"  Source:      volumesnapshot ns/snap",
-		"  Verdict:     Usable: The provisioner's checks pass",
+		"  Verdict:     The provisioner's checks pass",
 		"  Content:     snapcontent-uid-snap (names ns/snap)",
 		"  Driver:      csi.example.com; the claim's class: csi.example.com",
 		"  Ready:       yes",
@@ -148,6 +149,15 @@ func TestRestoresFromTableShowsTheFactsChecked(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in\n%s", want, b.String())
 		}
+	}
+	unbound := restoreFacts()
+	unbound.VolumeSnapshots[0].Status = nil
+	b.Reset()
+	if err := explain.Claim(newClaim("restore", "1Gi", fromSnapshot("snap")), unbound).Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  Content:     none: the snapshot is not bound to a content yet") {
+		t.Errorf("an unbound snapshot:\n%s", b.String())
 	}
 	if f := explain.Claim(newClaim("plain", "1Gi"), restoreFacts()); f.RestoresFrom != nil {
 		t.Errorf("a claim without data source: %+v", f.RestoresFrom)

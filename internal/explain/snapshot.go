@@ -71,11 +71,15 @@ type ContentReport struct {
 	Error        string `json:"error,omitempty"`
 	// Snapshot is the VolumeSnapshot it is bound to, "namespace/name", and
 	// SnapshotState what became of it: Bound, Missing, Replaced, Waiting.
-	Snapshot      string       `json:"snapshot,omitempty"`
-	SnapshotState string       `json:"snapshotState,omitempty"`
-	BeingCreated  bool         `json:"beingCreated,omitempty"`
-	GroupHandle   string       `json:"groupHandle,omitempty"`
-	Snapshotter   *Provisioner `json:"snapshotter,omitempty"`
+	Snapshot      string `json:"snapshot,omitempty"`
+	SnapshotState string `json:"snapshotState,omitempty"`
+	BeingCreated  bool   `json:"beingCreated,omitempty"`
+	GroupHandle   string `json:"groupHandle,omitempty"`
+	// ManagedBy is the node its label gives it to (distributed
+	// snapshotting): in node deployment only that node's snapshotter
+	// serves it.
+	ManagedBy   string       `json:"managedBy,omitempty"`
+	Snapshotter *Provisioner `json:"snapshotter,omitempty"`
 	// Finalizers and Deletion are filled for `explain volumesnapshotcontent`.
 	Finalizers []FinalizerOn `json:"finalizers,omitempty"`
 	Deletion   *Deletion     `json:"deletion,omitempty"`
@@ -245,6 +249,7 @@ func contentOf(name string, c *snapv1.VolumeSnapshotContent, f *Facts) *ContentR
 		r.GroupHandle = h
 	}
 	_, r.BeingCreated = c.Annotations[snapshotapi.BeingCreated]
+	r.ManagedBy = c.Labels[snapshotapi.ManagedByLabel]
 	ref := c.Spec.VolumeSnapshotRef
 	if ref.Name != "" {
 		r.Snapshot = ref.Namespace + "/" + ref.Name
@@ -367,22 +372,34 @@ func contentWaits(vs *snapv1.VolumeSnapshot, r *SnapshotReport, f *Facts) string
 	case c.BeingCreated && c.Handle == "":
 		return fmt.Sprintf("Not ready: the snapshotter of %s is taking it (CreateSnapshot in flight).", c.Driver)
 	case c.Handle == "" || (vs.Spec.Source.VolumeSnapshotContentName != nil && !c.Ready):
-		return "Not ready: waiting for the snapshotter: " + snapshotterNote(c.Driver, c.Snapshotter)
+		return "Not ready: waiting for the snapshotter: " + servingNote(c)
 	case !c.Ready:
 		return fmt.Sprintf("Not ready: driver %s has taken snapshot %s and reports it not ready yet (still being processed).", c.Driver, c.Handle)
 	}
 	return fmt.Sprintf("Not ready: its content %s is ready; the snapshot loop copies its status at its next sync (is it running?).", c.Name)
 }
 
-// snapshotterNote says whether anything serves a driver's snapshots, as a
-// sentence.
-func snapshotterNote(driver string, p *Provisioner) string {
-	if p == nil || !p.Serving {
-		note := fmt.Sprintf("no snapshotter serving driver %s has reported.", driver)
-		if p != nil && p.Note != "" {
-			note = Sentence(p.Note)
-		}
-		return note
+// servingNote is snapshotterNote for one content: when only node
+// snapshotters report and none on the node its label names, that node's
+// is the one it waits for, however many others serve the driver.
+func servingNote(c *ContentReport) string {
+	p := c.Snapshotter
+	if c.ManagedBy != "" && p != nil && p.Serving && len(p.Nodes) > 0 && !slices.Contains(p.Nodes, c.ManagedBy) {
+		return fmt.Sprintf("it is labelled %s=%s, and no snapshotter of %s on node %s has reported (%s).",
+			snapshotapi.ManagedByLabel, c.ManagedBy, c.Driver, c.ManagedBy, strings.TrimSuffix(p.Note, "."))
 	}
-	return Sentence(p.Note)
+	return snapshotterNote(c.Driver, p)
+}
+
+// snapshotterNote says whether anything serves a driver's snapshots, as
+// the end of a sentence (after a colon: not capitalised, a driver name may
+// begin it).
+func snapshotterNote(driver string, p *Provisioner) string {
+	if p == nil || p.Note == "" {
+		return fmt.Sprintf("no snapshotter serving driver %s has reported.", driver)
+	}
+	if note := strings.TrimSpace(p.Note); !strings.HasSuffix(note, ".") {
+		return note + "."
+	}
+	return strings.TrimSpace(p.Note)
 }

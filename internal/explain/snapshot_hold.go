@@ -148,7 +148,7 @@ func Content(c *snapv1.VolumeSnapshotContent, f *Facts) ContentReport {
 	case r.BeingCreated && r.Handle == "":
 		r.Summary = fmt.Sprintf("The snapshotter of %s is taking it (CreateSnapshot in flight).", r.Driver)
 	case r.Handle == "":
-		r.Summary = "Waiting for the snapshotter: " + snapshotterNote(r.Driver, r.Snapshotter)
+		r.Summary = "Waiting for the snapshotter: " + servingNote(&r)
 	default:
 		r.Summary = fmt.Sprintf("Driver %s has taken snapshot %s and reports it not ready yet.", r.Driver, r.Handle)
 	}

@@ -132,13 +132,32 @@ func TestSnapshotSummarySaysWhyItIsNotReady(t *testing.T) {
 		{"no snapshotter Lease", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap")}
 			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, nil, now)}
-		}, "Not ready: waiting for the snapshotter: No snapshotter is serving csi.example.com: no heartbeat or leader election Lease of it was found."},
+		}, "Not ready: waiting for the snapshotter: no snapshotter is serving csi.example.com: no heartbeat or leader election Lease of it was found."},
 		{"a node's snapshotter stopped reporting", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap")}
 			lease := heartbeat.Renewal(nil, heartbeat.Beat{Role: heartbeat.Snapshotter, Namespace: "volplane", Driver: snapDriver, Node: "node-2",
 				Identity: "volplane-node-x", Duration: heartbeat.DefaultDuration}, now.Add(-5*time.Minute))
 			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, []coordinationv1.Lease{*lease}, now)}
-		}, "No snapshotter is serving csi.example.com: the last heartbeat was 5m ago, from volplane-node-x on node node-2 (Lease volplane/volplane-snapshotter-csi.example.com--node-2)."},
+		}, "no snapshotter is serving csi.example.com: the last heartbeat was 5m ago, from volplane-node-x on node node-2 (Lease volplane/volplane-snapshotter-csi.example.com--node-2)."},
+		{"labelled for a node whose snapshotter does not report", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
+			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap", func(c *snapv1.VolumeSnapshotContent) {
+				c.Labels = map[string]string{snapshotapi.ManagedByLabel: "node-2"}
+			})}
+			var leases []coordinationv1.Lease
+			for node, age := range map[string]time.Duration{"node-1": time.Second, "node-2": 5 * time.Minute} {
+				leases = append(leases, *heartbeat.Renewal(nil, heartbeat.Beat{Role: heartbeat.Snapshotter, Namespace: "volplane",
+					Driver: snapDriver, Node: node, Identity: "volplane-" + node, Duration: heartbeat.DefaultDuration}, now.Add(-age)))
+			}
+			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, leases, now)}
+		}, "Not ready: waiting for the snapshotter: it is labelled snapshot.storage.kubernetes.io/managed-by=node-2, and no snapshotter of csi.example.com on node node-2 has reported (csi.example.com is served by volplane-node-1 on node node-1 (Lease volplane/volplane-snapshotter-csi.example.com--node-1 renewed 1s ago))."},
+		{"labelled for a node whose snapshotter reports", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
+			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap", func(c *snapv1.VolumeSnapshotContent) {
+				c.Labels = map[string]string{snapshotapi.ManagedByLabel: "node-1"}
+			})}
+			lease := heartbeat.Renewal(nil, heartbeat.Beat{Role: heartbeat.Snapshotter, Namespace: "volplane",
+				Driver: snapDriver, Node: "node-1", Identity: "volplane-node-1", Duration: heartbeat.DefaultDuration}, now.Add(-time.Second))
+			f.Snapshotters = map[string]explain.Provisioner{snapDriver: explain.SnapshotterPresence(snapDriver, []coordinationv1.Lease{*lease}, now)}
+		}, "Not ready: waiting for the snapshotter: csi.example.com is served by volplane-node-1 on node node-1"},
 		{"taken, not ready", newSnapshot("snap", vsBound(false)), func(f *explain.Facts) {
 			f.Contents = []*snapv1.VolumeSnapshotContent{newContent("snap", vscHandle("h-1", false))}
 		}, "Not ready: driver csi.example.com has taken snapshot h-1 and reports it not ready yet (still being processed)."},

@@ -35,8 +35,8 @@
 //   - Presence: what Find decided, with a sentence for people.
 //   - the writer (internal/controller/heartbeats.Run, not here: this package
 //     decides and performs no I/O) renews the Leases every Config.Period and
-//     deletes them when it stops (only if they are still the ones it wrote:
-//     another replica may have taken over), so that a provisioner shut down
+//     deletes them when it stops (only while it still holds them: another
+//     replica may have taken over), so that a provisioner shut down
 //     cleanly is at once reported as gone and leaves nothing behind; one
 //     that crashed leaves a Lease that expires after Config.Duration.
 //

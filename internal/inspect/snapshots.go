@@ -207,6 +207,10 @@ func readRestoreSource(ctx context.Context, snaps snapclient.Interface, claim *v
 		f.SnapshotsUnread = NoSnapshotAPI
 		return nil
 	case apierrors.IsNotFound(err):
+		// A Get of a resource not served looks like a missing object.
+		if errors.Is(Installed(ctx, snaps), ErrNoSnapshotAPI) {
+			f.SnapshotsUnread = NoSnapshotAPI
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("read volume snapshot %s/%s: %w", claim.Namespace, name, err)

@@ -1,8 +1,8 @@
 // Package heartbeats is the writer of the heartbeat Leases of the
 // provisioner and the snapshotter (internal/heartbeat's roles): Run renews
 // a Lease per role and driver served every period and deletes them when it
-// stops (only if they are still the ones it wrote: another replica may
-// have taken over). What a Lease holds, and how a reader judges it, is the
+// stops (only while it still holds them: another replica may have taken
+// over). What a Lease holds, and how a reader judges it, is the
 // pure internal/heartbeat's.
 package heartbeats
 
@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 
 // Run renews a heartbeat Lease for every role and driver of cfg at once and
 // then every Period until ctx ends; then it deletes the Leases that are
-// still the ones it wrote last, and returns nil. A failed write is logged
+// still held by it, and returns nil. A failed write is logged
 // and tried again at the next period: the heartbeat never stops the
 // loops. Only an invalid cfg is an error.
 func Run(ctx context.Context, leases coordinationv1client.LeasesGetter, cfg Config) error {
@@ -176,13 +176,34 @@ func (b *beater) write(ctx context.Context) error {
 }
 
 // stop deletes the Lease if it is still the one last written (another
-// replica may have taken it over since).
+// replica may have taken it over since). A renewal cut short when Run's
+// context ended may have been written without its answer: the Lease is then
+// newer than the last one seen, so on a conflict it is read again and
+// deleted if this process (its identity) still holds it.
 func (b *beater) stop(ctx context.Context) error {
 	if b.last == nil {
 		return nil
 	}
-	err := b.client.Delete(ctx, b.last.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
-		UID: &b.last.UID, ResourceVersion: &b.last.ResourceVersion}})
+	err := b.delete(ctx, b.last)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	cur, err := b.client.Get(ctx, b.last.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != b.beat.Identity:
+		return fmt.Errorf("lease %s is held by another process now", cur.Name)
+	}
+	return b.delete(ctx, cur)
+}
+
+// delete deletes the Lease if it is still l (UID and resourceVersion).
+func (b *beater) delete(ctx context.Context, l *coordinationv1.Lease) error {
+	err := b.client.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+		UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}

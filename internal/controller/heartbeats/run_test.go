@@ -132,3 +132,41 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A renewal written without its answer (Run's context ended during it)
+// leaves the Lease newer than the one last seen: stop still deletes it
+// while this process holds it, and never once another process does.
+func TestStopDeletesALeaseRenewedUnseenButNotOneTakenOver(t *testing.T) {
+	for _, tc := range []struct {
+		holder  string
+		deleted bool
+	}{{"me", true}, {"another", false}} {
+		client := fake.NewClientset()
+		leases := client.CoordinationV1().Leases("kube-system")
+		client.PrependReactor("delete", "leases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			want := a.(clienttesting.DeleteActionImpl).GetDeleteOptions().Preconditions
+			cur, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.DeleteActionImpl).GetName())
+			if err == nil && want != nil && want.ResourceVersion != nil && *want.ResourceVersion != cur.(*coordinationv1.Lease).ResourceVersion {
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x", nil)
+			}
+			return false, nil, nil
+		})
+		b := &beater{client: leases, beat: heartbeat.Beat{Namespace: "kube-system", Driver: driver, Identity: "me", Duration: time.Minute}}
+		seen := heartbeat.Renewal(nil, b.beat, time.Now())
+		seen.ResourceVersion = "1"
+		if _, err := leases.Create(context.Background(), seen, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b.last = seen
+		unseen := heartbeat.Renewal(seen, heartbeat.Beat{Namespace: "kube-system", Driver: driver, Identity: tc.holder, Duration: time.Minute}, time.Now())
+		unseen.ResourceVersion = "2"
+		if _, err := leases.Update(context.Background(), unseen, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := b.stop(context.Background())
+		_, getErr := leases.Get(context.Background(), seen.Name, metav1.GetOptions{})
+		if gone := apierrors.IsNotFound(getErr); gone != tc.deleted || (err == nil) != tc.deleted {
+			t.Errorf("held by %s: stop = %v, Lease deleted %v, want %v", tc.holder, err, gone, tc.deleted)
+		}
+	}
+}

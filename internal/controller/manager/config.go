@@ -63,7 +63,7 @@ type Config struct {
 	// LeaderElection holds the Lease timings; zero values take
 	// kube-controller-manager's defaults (DefaultLeaderElection).
 	LeaderElection LeaseTimings
-	// HeartbeatPeriod is how often the provisioner renews its heartbeat
+	// HeartbeatPeriod is how often the provisioner and the snapshotter renew their heartbeat
 	// Leases (internal/heartbeat), which live in LeaderElectNamespace
 	// (kube-system if empty) also when leader election is off; 0:
 	// heartbeat.DefaultPeriod. Tests shorten it.

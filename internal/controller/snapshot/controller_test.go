@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -35,28 +36,8 @@ func TestDynamicSnapshotWriteOrder(t *testing.T) {
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}}}
 	client := fake.NewClientset(claim, pv)
 	snaps := snapfake.NewSimpleClientset(class, vs)
-	inf := informers.NewSharedInformerFactory(client, 0)
-	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
 	rec := record.NewFakeRecorder(10)
-	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The caches are filled by hand (the fake snapshot clientset's watch
-	// is not needed for one sync).
-	for _, add := range []error{
-		inf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(claim),
-		inf.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv),
-		sinf.Snapshot().V1().VolumeSnapshotClasses().Informer().GetIndexer().Add(class),
-		sinf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer().Add(vs),
-	} {
-		if add != nil {
-			t.Fatal(add)
-		}
-	}
-	if _, err := c.syncSnapshot(ctx, "ns/snap"); err != nil {
-		t.Fatal(err)
-	}
+	syncOnce(t, client, snaps, rec, claim, pv, class, vs)
 	var writes []string
 	for _, a := range snaps.Actions() {
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
@@ -92,6 +73,40 @@ func TestDynamicSnapshotWriteOrder(t *testing.T) {
 		}
 	default:
 		t.Error("no event")
+	}
+}
+
+// syncOnce builds the loop over the fakes, fills its caches by hand with
+// objs (the fake snapshot clientset's watch is not needed for one sync)
+// and syncs the snapshot ns/snap once.
+func syncOnce(t *testing.T, client *fake.Clientset, snaps *snapfake.Clientset, rec record.EventRecorder, objs ...runtime.Object) {
+	t.Helper()
+	inf := informers.NewSharedInformerFactory(client, 0)
+	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
+	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		var idx cache.Indexer
+		switch o.(type) {
+		case *corev1.PersistentVolumeClaim:
+			idx = inf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+		case *corev1.PersistentVolume:
+			idx = inf.Core().V1().PersistentVolumes().Informer().GetIndexer()
+		case *snapv1.VolumeSnapshotClass:
+			idx = sinf.Snapshot().V1().VolumeSnapshotClasses().Informer().GetIndexer()
+		case *snapv1.VolumeSnapshot:
+			idx = sinf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer()
+		case *snapv1.VolumeSnapshotContent:
+			idx = sinf.Snapshot().V1().VolumeSnapshotContents().Informer().GetIndexer()
+		}
+		if err := idx.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.syncSnapshot(context.Background(), "ns/snap"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -136,26 +151,7 @@ func TestReadySnapshotReleasesItsClaimAfterItsStatus(t *testing.T) {
 	}
 	client.PrependReactor("*", "*", note)
 	snaps.PrependReactor("*", "*", note)
-	inf := informers.NewSharedInformerFactory(client, 0)
-	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
-	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: record.NewFakeRecorder(10)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, add := range []error{
-		inf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(claim),
-		inf.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv),
-		sinf.Snapshot().V1().VolumeSnapshotClasses().Informer().GetIndexer().Add(class),
-		sinf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer().Add(vs),
-		sinf.Snapshot().V1().VolumeSnapshotContents().Informer().GetIndexer().Add(content),
-	} {
-		if add != nil {
-			t.Fatal(add)
-		}
-	}
-	if _, err := c.syncSnapshot(ctx, "ns/snap"); err != nil {
-		t.Fatal(err)
-	}
+	syncOnce(t, client, snaps, record.NewFakeRecorder(10), claim, pv, class, vs, content)
 	want := []string{"update volumesnapshots/status", "update persistentvolumeclaims/"}
 	if len(order) != len(want) || order[0] != want[0] || order[1] != want[1] {
 		t.Fatalf("writes %v, want %v", order, want)

@@ -14,8 +14,9 @@
 // makes the backend snapshot and writes the content's status.
 //
 // Reads: every object from the informer caches (snapshots, contents,
-// classes, claims, PVs, and the group snapshots and group contents when
-// the group API is served). The reference GETs the snapshot before each
+// classes, claims, PVs, nodes (only to label a new content with its source
+// volume's node: snapshotbinding.ManagedBy), and the group snapshots and
+// group contents when the group API is served). The reference GETs the snapshot before each
 // status write; this loop writes with the resourceVersion it read and
 // retries a conflict. A snapshot's claim is only looked up in the
 // snapshot's namespace; the content a snapshot may be bound to is only the

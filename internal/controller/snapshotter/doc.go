@@ -66,7 +66,12 @@
 //
 // Node deployment (Config.NodeName): as the reference's distributed
 // snapshotting, a content labelled snapshotapi.ManagedByLabel is served by
-// the node it names; an unlabelled one by the node whose driver holds its
-// source volume (its PV's node affinity) or, once the PV is gone, lists its
-// snapshot.
+// the node it names and by no other (the snapshot loop labels a dynamic
+// content with the one node its source volume's affinity admits); an
+// unlabelled one by the node whose driver holds its source volume (its
+// PV's node affinity) or, once the PV is gone, lists its snapshot, which
+// the reference's node deployment never serves. Under deploy/'s admission
+// policy a node may write only contents labelled with it (and a group's):
+// its writes to another unlabelled content are refused, retried with the
+// backoff, until an administrator labels it.
 package snapshotter

@@ -71,11 +71,11 @@ func TestExplainClaimRestoringFromASnapshot(t *testing.T) {
 		rs.Ready == nil || !*rs.Ready || rs.ContentDriver != rs.ClassDriver || rs.Content == "" {
 		t.Errorf("restores from %+v", rs)
 	}
-	if !strings.HasPrefix(r.Summary, "Restoring from volumesnapshot "+e.ns+"/nightly: The provisioner refuses it") {
+	if !strings.HasPrefix(r.Summary, "Restoring from volumesnapshot "+e.ns+"/nightly: the provisioner refuses it") {
 		t.Errorf("summary %q", r.Summary)
 	}
 	table, _ := e.explain("pvc", e.ns+"/small")
-	for _, want := range []string{"Restores from:\n", "  Source:      volumesnapshot NS/nightly\n", "  Verdict:     Refused: "} {
+	for _, want := range []string{"Restores from:\n", "  Source:      volumesnapshot NS/nightly\n", "  Verdict:     The provisioner refuses it: "} {
 		if !strings.Contains(table, want) {
 			t.Errorf("no %q in\n%s", want, table)
 		}

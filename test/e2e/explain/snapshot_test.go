@@ -113,7 +113,7 @@ func TestExplainVolumeSnapshotFromClaimToDeletion(t *testing.T) {
 	if content, err = api.VolumeSnapshotContents().Create(e.ctx, content, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(summary(), "Not ready: waiting for the snapshotter: ", "No snapshotter is serving "+hostpath.NetworkDriverName+": no heartbeat")
+	want(summary(), "Not ready: waiting for the snapshotter: ", "no snapshotter is serving "+hostpath.NetworkDriverName+": no heartbeat")
 
 	content.Status = &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(handle), ReadyToUse: ptr.To(false), RestoreSize: ptr.To[int64](1 << 30)}
 	if content, err = api.VolumeSnapshotContents().UpdateStatus(e.ctx, content, metav1.UpdateOptions{}); err != nil {
