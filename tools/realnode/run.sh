@@ -6,7 +6,8 @@
 # its log; registers the bundled driver (a host process) through the real
 # node-driver-registrar if build.sh built it; checks Bidirectional mount
 # propagation with a privileged pod; writes into a volume of that driver
-# (made with csicreate, static PV/PVC) from a real container. No deploy/,
+# (made with csicreate, static PV/PVC) from a real container and reads its
+# kubelet_volume_stats_* from the kubelet. No deploy/,
 # no volplane image, no provisioning by volplane's loops, no kube-proxy yet.
 #
 #   tools/realnode/run.sh DATA_DIR        # DATA_DIR of `volplane up`
@@ -241,6 +242,7 @@ failSwapOn: false
 evictionHard: {memory.available: "100Mi"}
 imageGCHighThresholdPercent: 100
 registerNode: true
+volumeStatsAggPeriod: 2s
 EOF
 nsenter --net="/run/netns/$ns" kubelet --config "$work/kubelet.yaml" --kubeconfig "$work/kubelet.kubeconfig" \
 	--root-dir "$work/kubelet" --hostname-override "$node" --node-ip 10.250.0.1 --v=2 \
@@ -392,6 +394,21 @@ EOF
 		sleep 1
 		log "CSI volume: pod Running; file in the driver's data dir: $(grep -rl written-by-a-real-container "$work/driver" 2>/dev/null | head -1)"
 		log "kubelet's mounts of it: $(grep -F "$work/kubelet" /proc/mounts | awk '{print $2}' | grep -v probe | tr '\n' ' ')"
+		# NodeGetVolumeStats, as the kubelet's own metrics show it (read from
+		# inside the namespace with the admin client certificate).
+		stats=""
+		for i in $(seq 30); do
+			stats=$(nsenter --net="/run/netns/$ns" curl -sk --cert "$data/pki/admin.crt" --key "$data/pki/admin.key" \
+				https://127.0.0.1:10250/metrics | grep '^kubelet_volume_stats_[a-z_]*bytes{.*realnode-pvc' || true)
+			[ -n "$stats" ] && break
+			sleep 1
+		done
+		if [ -n "$stats" ]; then
+			log "kubelet volume stats:"
+			echo "$stats" >&2
+		else
+			log "no kubelet_volume_stats_* for realnode-pvc after 30s"
+		fi
 	else
 		log "CSI volume: pod not Running after 90s (phase $phase)"
 		kc get events --field-selector involvedObject.name=realnode-writer >&2 || true
