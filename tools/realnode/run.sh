@@ -65,6 +65,7 @@ cleanup() {
 	set +e
 	log "cleanup"
 	kc delete pod realnode-hello realnode-propagation realnode-writer --wait=true --timeout=60s >/dev/null 2>&1
+	kc delete pod realnode-driver --wait=true --timeout=60s >/dev/null 2>&1
 	kc delete pvc realnode-pvc --wait=false >/dev/null 2>&1
 	kc delete pv realnode-pv --wait=false >/dev/null 2>&1
 	stop "$kubelet_pid"
@@ -219,9 +220,9 @@ log "images: $(ctr --address "$sock" -n k8s.io images ls -q | tr '\n' ' ')"
 # --- kubelet
 mkdir -p "$work/kubelet" "$work/pod-logs"
 # / is a private mount here; a driver's Bidirectional mounts need the kubelet
-# root dir on a shared mount of its own.
-mount --bind "$work/kubelet" "$work/kubelet"
-mount --make-rshared "$work/kubelet"
+# root dir (and the driver's data dir) on a shared mount: the work dir.
+mount --bind "$work" "$work"
+mount --make-rshared "$work"
 cat >"$work/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -300,18 +301,77 @@ cat "$work"/pod-logs/default_realnode-hello_*/c/0.log >&2 || true
 # --- the bundled CSI driver registered through the upstream registrar
 # (only if build.sh built it: REGISTRAR_SRC). Both run as host processes in
 # the namespace, not yet as deploy/'s DaemonSet.
+# DRIVER_MODE=pod: driver and registrar as containers of one privileged pod,
+# as deploy/node.yaml has them, but with this kubelet's root dir mounted at
+# the same path inside (deploy/ assumes /var/lib/kubelet). The images are
+# assembled here from the static binaries (volplane-static: CGO_ENABLED=0).
+driver_pod() {
+	local vl=()
+	for a in sh mount umount losetup; do vl+=(-link "/bin/$a=busybox"); done
+	mkimage -tag localhost/realnode/volplane:1 -out "$work/volplane.tar" \
+		-file "$bin/volplane-static=/usr/local/bin/volplane" -file /bin/busybox=/bin/busybox "${vl[@]}" \
+		-entrypoint /usr/local/bin/volplane
+	mkimage -tag localhost/realnode/registrar:1 -out "$work/registrar.tar" \
+		-file "$bin/csi-node-driver-registrar=/csi-node-driver-registrar" -entrypoint /csi-node-driver-registrar
+	for t in volplane registrar; do ctr --address "$sock" -n k8s.io images import "$work/$t.tar" >/dev/null; done
+	kc apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: realnode-driver, namespace: default}
+spec:
+  nodeName: $node
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: driver
+    image: localhost/realnode/volplane:1
+    imagePullPolicy: Never
+    args: [driver, --endpoint=unix:///csi/csi.sock, --node-id=\$(NODE_NAME), --data-dir=$work/driver, --capacity=1Gi]
+    env:
+    - name: NODE_NAME
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    securityContext: {privileged: true, runAsUser: 0, readOnlyRootFilesystem: true}
+    volumeMounts:
+    - {name: socket-dir, mountPath: /csi}
+    - {name: pods-dir, mountPath: $work/kubelet/pods, mountPropagation: Bidirectional}
+    - {name: plugins-dir, mountPath: $work/kubelet/plugins, mountPropagation: Bidirectional}
+    - {name: data-dir, mountPath: $work/driver, mountPropagation: Bidirectional}
+    - {name: dev-dir, mountPath: /dev}
+    - {name: libmount-dir, mountPath: /run/mount}
+  - name: registrar
+    image: localhost/realnode/registrar:1
+    imagePullPolicy: Never
+    args: [--csi-address=/csi/csi.sock, --kubelet-registration-path=$plug/csi.sock]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    volumeMounts:
+    - {name: socket-dir, mountPath: /csi}
+    - {name: registration-dir, mountPath: /registration}
+  volumes:
+  - {name: socket-dir, hostPath: {path: $plug, type: DirectoryOrCreate}}
+  - {name: pods-dir, hostPath: {path: $work/kubelet/pods, type: DirectoryOrCreate}}
+  - {name: plugins-dir, hostPath: {path: $work/kubelet/plugins, type: Directory}}
+  - {name: registration-dir, hostPath: {path: $work/kubelet/plugins_registry, type: Directory}}
+  - {name: data-dir, hostPath: {path: $work/driver, type: DirectoryOrCreate}}
+  - {name: dev-dir, hostPath: {path: /dev, type: Directory}}
+  - {name: libmount-dir, emptyDir: {medium: Memory}}
+EOF
+}
+
 if [ -x "$bin/csi-node-driver-registrar" ]; then
 	drv=hostpath.csi.volplane.io
 	plug=$work/kubelet/plugins/$drv
 	mkdir -p "$plug" "$work/driver"
-	nsenter --net="/run/netns/$ns" volplane driver --endpoint "unix://$plug/csi.sock" \
-		--node-id "$node" --data-dir "$work/driver" --capacity 1Gi >"$work/driver.log" 2>&1 &
-	pids+=($!)
-	nsenter --net="/run/netns/$ns" csi-node-driver-registrar --csi-address "$plug/csi.sock" \
-		--kubelet-registration-path "$plug/csi.sock" \
-		--plugin-registration-path "$work/kubelet/plugins_registry" \
-		--http-endpoint 127.0.0.1:9809 >"$work/registrar.log" 2>&1 &
-	pids+=($!)
+	if [ "${DRIVER_MODE:-process}" = pod ]; then
+		driver_pod
+	else
+		nsenter --net="/run/netns/$ns" volplane driver --endpoint "unix://$plug/csi.sock" \
+			--node-id "$node" --data-dir "$work/driver" --capacity 1Gi >"$work/driver.log" 2>&1 &
+		pids+=($!)
+		nsenter --net="/run/netns/$ns" csi-node-driver-registrar --csi-address "$plug/csi.sock" \
+			--kubelet-registration-path "$plug/csi.sock" \
+			--plugin-registration-path "$work/kubelet/plugins_registry" \
+			--http-endpoint 127.0.0.1:9809 >"$work/registrar.log" 2>&1 &
+		pids+=($!)
+	fi
 	got=""
 	for i in $(seq 60); do
 		got=$(kc get csinode "$node" -o jsonpath='{.spec.drivers[*].name} {.spec.drivers[*].nodeID} {.spec.drivers[*].topologyKeys}' 2>/dev/null || true)
@@ -322,7 +382,9 @@ if [ -x "$bin/csi-node-driver-registrar" ]; then
 	"$drv "*) log "CSINode $node: $got (registered by the kubelet through the registrar)" ;;
 	*)
 		log "driver not registered after 60s; registrar log:"
-		tail -20 "$work/registrar.log" >&2
+		tail -20 "$work/registrar.log" >&2 2>/dev/null
+		kc get pod realnode-driver -o jsonpath='{range .status.containerStatuses[*]}{.name} {.state}{"\n"}{end}' >&2 2>/dev/null
+		kc get events --field-selector involvedObject.name=realnode-driver >&2 2>/dev/null
 		grep -i "csi\|plugin" "$work/kubelet.log" | grep -E '^E' | tail -10 >&2
 		exit 1
 		;;
@@ -417,6 +479,7 @@ EOF
 	kc delete pod realnode-writer --wait=true --timeout=60s >/dev/null
 	kc delete pvc realnode-pvc --wait=true --timeout=30s >/dev/null
 	kc delete pv realnode-pv --wait=true --timeout=30s >/dev/null
+	kc delete pod realnode-driver --wait=true --timeout=60s >/dev/null 2>&1 || true
 fi
 
 # --- mount propagation: a privileged container mounts a tmpfs under a
