@@ -43,7 +43,8 @@ targets=(
 	"pause           runtime 0 -                                     ./pause"
 	"mkimage         runtime 0 -                                     ./mkimage"
 	"csicreate       runtime 0 -                                     ./csicreate"
-	"volplane        ../..   0 -                                     ./cmd/volplane"
+	"volplane        ../..   1 -                                     ./cmd/volplane"
+	"volplane-static ../..   0 -                                     ./cmd/volplane"
 )
 
 want=("$@")

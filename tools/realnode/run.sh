@@ -29,6 +29,7 @@
 # (and CNI netns made during the run) and the cgroups.
 #
 # Environment: BIN (default /tmp/realnode-bin), NODE (default realnode-1),
+# DRIVER_MODE=pod (driver + registrar as containers; default: host processes),
 # KEEP=1 leaves the work dir (logs) in place after cleanup.
 set -euo pipefail
 
