@@ -12,8 +12,9 @@ import (
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
-// settleTimeout bounds the wait for a side's writes after its last
-// snapshot was ready.
+// settleTimeout is the least wait for a side's writes after its last
+// snapshot was ready; the side's --timeout, if later, bounds it instead (at
+// the reference's limits its 1,000 claim releases take over 3 minutes).
 const settleTimeout = 2 * time.Minute
 
 // settleSnapshots waits, once every snapshot is ready, until the side has
@@ -21,11 +22,12 @@ const settleTimeout = 2 * time.Minute
 // pvc-as-source-protection finalizer and no content the being-created
 // annotation. The reference releases a claim on a sync after the snapshot
 // is ready, so writes counted at "all ready" would leave its last writes
-// out. A side that never settles is reported as it stands after
-// settleTimeout, with the reason.
-func (e *sideEnv) settleSnapshots(ctx context.Context) error {
+// out. A side that has not settled by until (or settleTimeout, if later)
+// is reported as it stands, with the reason.
+func (e *sideEnv) settleSnapshots(ctx context.Context, until time.Time) error {
 	var left string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
+	limit := max(time.Until(until), settleTimeout)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
 		claims, err := e.admin.CoreV1().PersistentVolumeClaims(benchNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -49,7 +51,7 @@ func (e *sideEnv) settleSnapshots(ctx context.Context) error {
 		return true, nil
 	})
 	if err != nil && ctx.Err() == nil {
-		e.progress.phase(fmt.Sprintf("not settled after %s: %s", settleTimeout, left))
+		e.progress.phase(fmt.Sprintf("not settled after %s: %s", limit.Round(time.Second), left))
 		return nil
 	}
 	return err

@@ -57,7 +57,7 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		return Side{}, err
 	}
 	if complete && e.o.Scenario == Snapshot {
-		if err := e.settleSnapshots(ctx); err != nil {
+		if err := e.settleSnapshots(ctx, began.Add(e.o.Timeout)); err != nil {
 			return Side{}, err
 		}
 	}
