@@ -65,8 +65,11 @@ stop() {
 cleanup() {
 	set +e
 	log "cleanup"
-	kc delete pod realnode-hello realnode-propagation realnode-writer --wait=true --timeout=60s >/dev/null 2>&1
-	kc delete pod realnode-driver --wait=true --timeout=60s >/dev/null 2>&1
+	# One at a time (kubectl does not wait when one name is missing), while
+	# the kubelet still runs to tear them down; the driver pod last.
+	for p in realnode-hello realnode-propagation realnode-writer realnode-driver; do
+		kc delete pod "$p" --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
+	done
 	kc delete pvc realnode-pvc --wait=false >/dev/null 2>&1
 	kc delete pv realnode-pv --wait=false >/dev/null 2>&1
 	stop "$kubelet_pid"
@@ -85,6 +88,10 @@ cleanup() {
 		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$work/containerd.sock"; then
 			kill -9 "$p" 2>/dev/null
 		fi
+	done
+	# Whatever the kubelet could not finish is gone with it.
+	for p in realnode-hello realnode-propagation realnode-writer realnode-driver; do
+		kc delete pod "$p" --ignore-not-found --grace-period=0 --force >/dev/null 2>&1
 	done
 	kc delete node "$node" --wait=false >/dev/null 2>&1
 	# Unmount deepest first.
