@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the upstream binaries of a real node (issue 26 spike) from the
+# pinned Go modules of tools/realnode (kubelet) and tools/realnode/runtime
+# (containerd, its runc shim, ctr, runc, CNI plugins, pause, mkimage), and
+# volplane itself (run.sh runs `volplane kubectl` and `volplane driver`), into
+# ${OUT:-/tmp/realnode-bin}, one at a time (`nice`, the machine has 2 cores),
+# printing the wall time of each. A binary already in OUT is kept unless
+# REBUILD=1.
+#
+#   tools/realnode/build.sh            # all
+#   tools/realnode/build.sh kubelet    # some, by name
+#
+# No -trimpath: without it the kubelet's k8s.io/* packages (v1.36.3, the
+# versions volplane embeds) come from the build cache volplane's own build
+# filled (kubelet 117 s warm, 877 s cold with -trimpath on this machine).
+#
+# runc is built with cgo (its nsenter is C) and the seccomp tag, so it needs
+# Debian's libseccomp-dev (apt-get install libseccomp-dev). Without the tag
+# runc builds but every pod fails: containerd gives each sandbox the default
+# seccomp profile and runc answers "seccomp: config provided but seccomp not
+# supported".
+#
+# node-driver-registrar: its module path has no /v2 although its tags are
+# v2.x, so the Go module proxy serves no version of it (any spelling). It is
+# built only when REGISTRAR_SRC names a checkout of its v2.17.0 tag (the
+# repository vendors its dependencies: go build -mod=vendor, no network).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-/tmp/realnode-bin}
+mkdir -p "$out/cni"
+
+# name dir cgo tags package
+targets=(
+	"kubelet         .       0 -                                     k8s.io/kubernetes/cmd/kubelet"
+	"containerd      runtime 0 no_btrfs,no_devmapper,no_zfs          github.com/containerd/containerd/v2/cmd/containerd"
+	"containerd-shim-runc-v2 runtime 0 -                             github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+	"ctr             runtime 0 -                                     github.com/containerd/containerd/v2/cmd/ctr"
+	"runc            runtime 1 seccomp                                   github.com/opencontainers/runc"
+	"cni/bridge      runtime 0 -                                     github.com/containernetworking/plugins/plugins/main/bridge"
+	"cni/host-local  runtime 0 -                                     github.com/containernetworking/plugins/plugins/ipam/host-local"
+	"cni/loopback    runtime 0 -                                     github.com/containernetworking/plugins/plugins/main/loopback"
+	"pause           runtime 0 -                                     ./pause"
+	"mkimage         runtime 0 -                                     ./mkimage"
+	"csicreate       runtime 0 -                                     ./csicreate"
+	"volplane        ../..   1 -                                     ./cmd/volplane"
+	"volplane-static ../..   0 -                                     ./cmd/volplane"
+)
+
+want=("$@")
+if [ -n "${REGISTRAR_SRC:-}" ] && { [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx csi-node-driver-registrar; }; then
+	if [ -x "$out/csi-node-driver-registrar" ] && [ "${REBUILD:-0}" != 1 ]; then
+		echo "csi-node-driver-registrar: kept"
+	else
+		start=$(date +%s)
+		(cd "$REGISTRAR_SRC" && CGO_ENABLED=0 nice -n 15 go build -mod=vendor -ldflags "-X main.version=v2.17.0" \
+			-o "$out/csi-node-driver-registrar" ./cmd/csi-node-driver-registrar)
+		echo "csi-node-driver-registrar: built in $(($(date +%s) - start))s"
+	fi
+fi
+for t in "${targets[@]}"; do
+	read -r name dir cgo tags pkg <<<"$t"
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+		continue
+	fi
+	if [ -x "$out/$name" ] && [ "${REBUILD:-0}" != 1 ]; then
+		echo "$name: kept $out/$name"
+		continue
+	fi
+	[ "$tags" = - ] && tags=""
+	ldflags=""
+	case $name in
+	kubelet) ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" ;;
+	containerd | containerd-shim-runc-v2 | ctr) ldflags="-X github.com/containerd/containerd/v2/version.Version=v2.4.2" ;;
+	esac
+	start=$(date +%s)
+	(cd "$here/$dir" && CGO_ENABLED=$cgo nice -n 15 go build -tags "$tags" -ldflags "$ldflags" -o "$out/$name" "$pkg")
+	echo "$name: built in $(($(date +%s) - start))s"
+done
