@@ -324,16 +324,8 @@ func groupContentOf(name string, c *vgsv1.VolumeGroupSnapshotContent, f *Facts) 
 // groupState says what became of the group a content points at.
 func groupState(c *vgsv1.VolumeGroupSnapshotContent, f *Facts) string {
 	ref := c.Spec.VolumeGroupSnapshotRef
-	g := f.FindGroup(ref.Namespace, ref.Name)
-	switch {
-	case g == nil && ref.UID == "":
-		return "Waiting"
-	case g == nil:
-		return "Missing"
-	case ref.UID != "" && g.UID != ref.UID:
-		return "Replaced"
-	case ref.UID == "":
-		return "Waiting"
+	if g := f.FindGroup(ref.Namespace, ref.Name); g != nil {
+		return refState(true, g.UID, ref.UID)
 	}
-	return "Bound"
+	return refState(false, "", ref.UID)
 }

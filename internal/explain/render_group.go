@@ -63,19 +63,7 @@ func (r GroupContentReport) Table(w io.Writer) error {
 }
 
 func (c *GroupContentReport) String() string {
-	if !c.Exists {
-		return c.Name + " (does not exist)"
-	}
-	parts := []string{c.Name, c.DeletionPolicy}
-	if c.Handle != "" {
-		parts = append(parts, c.Driver+" "+c.Handle)
-	} else {
-		parts = append(parts, c.Driver+", no backend group snapshot yet")
-	}
-	if c.Group != "" && c.GroupState != "Bound" {
-		parts = append(parts, "for "+c.Group+" ("+c.GroupState+")")
-	}
-	return strings.Join(parts, ", ")
+	return contentLine(c.Exists, c.Name, c.DeletionPolicy, c.Driver, c.Handle, "group snapshot", c.Group, c.GroupState)
 }
 
 // members lists a group's members, each on lines of its own (their

@@ -67,17 +67,24 @@ func (c *SnapshotClass) String() string {
 }
 
 func (c *ContentReport) String() string {
-	if !c.Exists {
-		return c.Name + " (does not exist)"
+	return contentLine(c.Exists, c.Name, c.DeletionPolicy, c.Driver, c.Handle, "snapshot", c.Snapshot, c.SnapshotState)
+}
+
+// contentLine is a (group) snapshot content in one line: name, deletion
+// policy, driver and backend handle (or that there is none yet, of kind),
+// and the object it is for unless it is bound to it.
+func contentLine(exists bool, name, policy, driver, handle, kind, of, state string) string {
+	if !exists {
+		return name + " (does not exist)"
 	}
-	parts := []string{c.Name, c.DeletionPolicy}
-	if c.Handle != "" {
-		parts = append(parts, c.Driver+" "+c.Handle)
+	parts := []string{name, policy}
+	if handle != "" {
+		parts = append(parts, driver+" "+handle)
 	} else {
-		parts = append(parts, c.Driver+", no backend snapshot yet")
+		parts = append(parts, driver+", no backend "+kind+" yet")
 	}
-	if c.Snapshot != "" && c.SnapshotState != "Bound" {
-		parts = append(parts, "for "+c.Snapshot+" ("+c.SnapshotState+")")
+	if of != "" && state != "Bound" {
+		parts = append(parts, "for "+of+" ("+state+")")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 
@@ -264,15 +266,23 @@ func contentOf(name string, c *snapv1.VolumeSnapshotContent, f *Facts) *ContentR
 // snapshotState says what became of the snapshot a content points at.
 func snapshotState(c *snapv1.VolumeSnapshotContent, f *Facts) string {
 	ref := c.Spec.VolumeSnapshotRef
-	vs := f.FindSnapshot(ref.Namespace, ref.Name)
+	if vs := f.FindSnapshot(ref.Namespace, ref.Name); vs != nil {
+		return refState(true, vs.UID, ref.UID)
+	}
+	return refState(false, "", ref.UID)
+}
+
+// refState says what became of the object a content's reference (holding
+// refUID) names: found with uid, or not found.
+func refState(found bool, uid, refUID types.UID) string {
 	switch {
-	case vs == nil && ref.UID == "":
+	case !found && refUID == "":
 		return "Waiting"
-	case vs == nil:
+	case !found:
 		return "Missing"
-	case ref.UID != "" && vs.UID != ref.UID:
+	case refUID != "" && uid != refUID:
 		return "Replaced"
-	case ref.UID == "":
+	case refUID == "":
 		return "Waiting"
 	}
 	return "Bound"
