@@ -238,7 +238,7 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	}
 	e.progress.phase("measuring the API server's ceiling")
 	if o.Scenario == Snapshot {
-		c, err := measureSnapshotCeiling(ctx, e.snaps)
+		c, err := measureSnapshotCeiling(ctx, e.snaps, e.admin)
 		return side, c, err
 	}
 	c, err := measureCeiling(ctx, e.admin)

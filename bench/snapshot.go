@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -187,43 +189,79 @@ func (e *sideEnv) snapshotProcesses(ctx context.Context, env []string) ([]*contr
 }
 
 // snapshotCeilingWrites is what the trivial writer writes per snapshot:
-// the content's creation, its status and the snapshot's status.
-const snapshotCeilingWrites = 3
+// one write of every kind making a snapshot ready takes, as many times as
+// volplane's side makes it: the content created, annotated and
+// unannotated (two merge patches), its status written; the snapshot
+// updated and its status written twice; its claim updated twice.
+const snapshotCeilingWrites = 9
 
 // measureSnapshotCeiling writes, for up to ceilingPairs snapshots the run
-// left, what binding a snapshot to a ready content needs at the least: a
-// content created, its status written ready, the snapshot's status written
-// (a new creation time, so every write is a real one), from the workload's
-// writers, reading nothing while timed.
-func measureSnapshotCeiling(ctx context.Context, client snapclient.Interface) (*Ceiling, error) {
+// left, snapshotCeilingWrites writes of the kinds a snapshot side makes
+// (every write a real change), from the workload's writers, reading
+// nothing while timed.
+func measureSnapshotCeiling(ctx context.Context, client snapclient.Interface, core kubernetes.Interface) (*Ceiling, error) {
 	list, err := client.SnapshotV1().VolumeSnapshots(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("ceiling: listing snapshots: %w", err)
 	}
-	var snaps []*snapv1.VolumeSnapshot
+	claims, err := core.CoreV1().PersistentVolumeClaims(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("ceiling: listing claims: %w", err)
+	}
+	claimOf := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range claims.Items {
+		claimOf[claims.Items[i].Name] = &claims.Items[i]
+	}
+	type pair struct {
+		vs    *snapv1.VolumeSnapshot
+		claim *corev1.PersistentVolumeClaim
+	}
+	var pairs []pair
 	for i := range list.Items {
-		if vs := &list.Items[i]; vs.Status != nil && len(snaps) < ceilingPairs {
-			snaps = append(snaps, vs)
+		vs := &list.Items[i]
+		claim := claimOf[ptr.Deref(vs.Spec.Source.PersistentVolumeClaimName, "")]
+		if vs.Status != nil && claim != nil && len(pairs) < ceilingPairs {
+			pairs = append(pairs, pair{vs, claim})
 		}
 	}
-	if len(snaps) == 0 {
-		return nil, fmt.Errorf("ceiling: no snapshot with a status to rewrite")
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("ceiling: no snapshot with a status and a claim to rewrite")
 	}
 	began := time.Now()
-	err = forEach(ctx, len(snaps), func() {}, func(i int) error {
-		return snapshotWrites(ctx, client, snaps[i])
+	err = forEach(ctx, len(pairs), func() {}, func(i int) error {
+		return snapshotWrites(ctx, client, core, pairs[i].vs, pairs[i].claim)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ceiling: %w", err)
 	}
 	s := time.Since(began).Seconds()
-	n := int64(snapshotCeilingWrites * len(snaps))
+	n := int64(snapshotCeilingWrites * len(pairs))
 	return &Ceiling{Writes: n, Seconds: s, WritesPerSec: float64(n) / s}, nil
 }
 
-func snapshotWrites(ctx context.Context, client snapclient.Interface, vs *snapv1.VolumeSnapshot) error {
+// ceilingMark is the annotation (claims, snapshots) and label (contents)
+// the ceiling writer sets and removes.
+const ceilingMark = "bench.volplane.io/ceiling"
+
+func snapshotWrites(ctx context.Context, client snapclient.Interface, core kubernetes.Interface, vs *snapv1.VolumeSnapshot, claim *corev1.PersistentVolumeClaim) error {
 	contents := client.SnapshotV1().VolumeSnapshotContents()
+	snaps := client.SnapshotV1().VolumeSnapshots(vs.Namespace)
+	claims := core.CoreV1().PersistentVolumeClaims(claim.Namespace)
 	handle := "ceiling-" + string(vs.UID)
+	// 1. The claim held.
+	claim = claim.DeepCopy()
+	metav1.SetMetaDataAnnotation(&claim.ObjectMeta, ceilingMark, "held")
+	claim, err := claims.Update(ctx, claim, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	// 2. The snapshot updated.
+	vs = vs.DeepCopy()
+	metav1.SetMetaDataAnnotation(&vs.ObjectMeta, ceilingMark, "held")
+	if vs, err = snaps.Update(ctx, vs, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	// 3. The content created.
 	c, err := contents.Create(ctx, &snapv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{Name: handle},
 		Spec: snapv1.VolumeSnapshotContentSpec{
@@ -238,15 +276,32 @@ func snapshotWrites(ctx context.Context, client snapclient.Interface, vs *snapv1
 	if err != nil {
 		return err
 	}
+	// 4. The snapshot's status, then the content marked, its status
+	// written, unmarked; the snapshot's status again; the claim released.
 	now := time.Now()
+	vs.Status.CreationTime = &metav1.Time{Time: now.Add(time.Hour)}
+	if vs, err = snaps.UpdateStatus(ctx, vs, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	mark := `{"metadata":{"labels":{"` + ceilingMark + `":"yes"}}}`
+	if c, err = contents.Patch(ctx, c.Name, types.MergePatchType, []byte(mark), metav1.PatchOptions{}); err != nil {
+		return err
+	}
 	c.Status = &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To(handle), ReadyToUse: ptr.To(true),
 		CreationTime: ptr.To(now.UnixNano()), RestoreSize: ptr.To(int64(snapshotVolumeSize))}
 	if _, err := contents.UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
-	vs = vs.DeepCopy()
-	vs.Status.CreationTime = &metav1.Time{Time: now.Add(time.Hour)}
-	_, err = client.SnapshotV1().VolumeSnapshots(vs.Namespace).UpdateStatus(ctx, vs, metav1.UpdateOptions{})
+	unmark := `{"metadata":{"labels":{"` + ceilingMark + `":null}}}`
+	if _, err := contents.Patch(ctx, c.Name, types.MergePatchType, []byte(unmark), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	vs.Status.CreationTime = &metav1.Time{Time: now.Add(2 * time.Hour)}
+	if _, err := snaps.UpdateStatus(ctx, vs, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	delete(claim.Annotations, ceilingMark)
+	_, err = claims.Update(ctx, claim, metav1.UpdateOptions{})
 	return err
 }
 
