@@ -211,7 +211,17 @@ func TestExpansionRefusedAtMountIsAFailedMountThenThePodRuns(t *testing.T) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
+	// Grown while the agent is stopped, so that its caches list the grown
+	// PV before any pod: the PV's and the pod's watch events are not
+	// ordered, and a pod seen before its PV's growth is mounted unexpanded
+	// and then expanded online (the kubelet reads the PV live when it adds
+	// a pod's volume; the agent reads its cache).
+	bed.agent.stop()
 	growByHand(t, pv, nil, corev1.PersistentVolumeClaimNodeResizePending)
+	var err error
+	if bed.agent, err = startAgent(); err != nil {
+		t.Fatal(err)
+	}
 
 	pod := runPod(t, ns, "app", node, "data")
 	stacktest.Eventually(t, "FailedMount while expanding", func() string {
