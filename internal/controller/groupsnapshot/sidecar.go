@@ -41,7 +41,7 @@ type Sidecar struct {
 	newest *loop.Newest[*vgsv1.VolumeGroupSnapshotContent]
 	// waits counts, per content, the looks in a row at a group the driver
 	// says is not ready yet, for their backoff.
-	waits                *waits
+	waits                *loop.Waits
 	retryStart, retryMax time.Duration
 }
 
@@ -53,7 +53,7 @@ func NewSidecar(cfg Config) (*Sidecar, error) {
 	}
 	s := &Sidecar{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, pool: cfg.Pool, nodeName: cfg.NodeName, now: cfg.Now,
 		q:      loop.NewQueue("csi-groupsnapshotter", cfg.RetryStart, cfg.RetryMax),
-		newest: loop.NewNewest[*vgsv1.VolumeGroupSnapshotContent](), waits: newWaits(),
+		newest: loop.NewNewest[*vgsv1.VolumeGroupSnapshotContent](), waits: &loop.Waits{},
 		retryStart: cfg.RetryStart, retryMax: cfg.RetryMax}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	s.contents, s.classes = gi.VolumeGroupSnapshotContents().Lister(), gi.VolumeGroupSnapshotClasses().Lister()
@@ -97,7 +97,7 @@ func (s *Sidecar) onContent(obj any) {
 func (s *Sidecar) onContentGone(obj any) {
 	if gc, ok := loop.As[*vgsv1.VolumeGroupSnapshotContent](obj); ok {
 		s.newest.Forget(gc.Name)
-		s.waits.done(gc.Name)
+		s.waits.Done(gc.Name)
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 	gc, err := s.contents.Get(name)
 	if apierrors.IsNotFound(err) {
-		s.waits.done(name)
+		s.waits.Done(name)
 		return loop.Done(), nil
 	}
 	if err != nil {
@@ -148,9 +148,9 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 // own writes).
 func (s *Sidecar) afterAnswer(name string, ready bool) loop.Result {
 	if !ready {
-		return loop.After(s.waits.next(name, s.retryStart, s.retryMax))
+		return loop.After(s.waits.Next(name, s.retryStart, s.retryMax))
 	}
-	s.waits.done(name)
+	s.waits.Done(name)
 	return loop.Again()
 }
 

@@ -6,5 +6,6 @@
 // (a work queue and the sync that handles its keys), Newest (per key, the
 // newer of the informer's copy and our last write's), As (an informer's
 // object, read through a delete tombstone), Settings (workers, resync and
-// retry bounds a loop's Config embeds, with their defaults).
+// retry bounds a loop's Config embeds, with their defaults), Waits (per
+// key, the backoff of looks in a row at something not done yet).
 package loop

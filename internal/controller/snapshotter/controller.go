@@ -3,8 +3,6 @@ package snapshotter
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
@@ -25,7 +23,7 @@ type Controller struct {
 	pvs      cache.Indexer
 	q        workqueue.TypedRateLimitingInterface[string]
 	newest   *loop.Newest[*snapv1.VolumeSnapshotContent]
-	waits    *waits
+	waits    *loop.Waits
 	runner   *loop.Runner
 }
 
@@ -36,7 +34,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, q: loop.NewQueue("csi-snapshotter-content", cfg.RetryStart, cfg.RetryMax),
-		newest: loop.NewNewest[*snapv1.VolumeSnapshotContent](), waits: &waits{n: map[string]int{}}}
+		newest: loop.NewNewest[*snapv1.VolumeSnapshotContent](), waits: &loop.Waits{}}
 	contentInf := cfg.SnapshotInformers.Snapshot().V1().VolumeSnapshotContents()
 	classInf := cfg.SnapshotInformers.Snapshot().V1().VolumeSnapshotClasses()
 	pvInf, err := informerindex.PersistentVolumes(cfg.Informers)
@@ -119,7 +117,7 @@ func (c *Controller) onContentUpdate(_, cur any) {
 func (c *Controller) onContentGone(obj any) {
 	if content, ok := loop.As[*snapv1.VolumeSnapshotContent](obj); ok {
 		c.newest.Forget(content.Name)
-		c.waits.done(content.Name)
+		c.waits.Done(content.Name)
 	}
 }
 
@@ -132,44 +130,11 @@ func (c *Controller) resync(context.Context) {
 		return
 	}
 	for _, content := range all {
-		if !c.wanted(content) || c.q.NumRequeues(content.Name) > 0 || c.waits.waiting(content.Name) {
+		if !c.wanted(content) || c.q.NumRequeues(content.Name) > 0 || c.waits.Waiting(content.Name) {
 			continue
 		}
 		if !snapshotting.Ready(content) || snapshotting.Creating(content) || content.DeletionTimestamp != nil {
 			c.q.Add(content.Name)
 		}
 	}
-}
-
-// waits counts, per content, the waits in a row (a snapshot not ready, a
-// deletion not released yet), for their backoff.
-type waits struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// next is the delay before the key's next look: start, doubled per wait in
-// a row, at most max.
-func (w *waits) next(key string, start, max time.Duration) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	d := start
-	for i := 0; i < w.n[key] && d < max; i++ {
-		d *= 2
-	}
-	w.n[key]++
-	return min(d, max)
-}
-
-// waiting says whether the key is waiting out a backoff.
-func (w *waits) waiting(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[key] > 0
-}
-
-func (w *waits) done(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.n, key)
 }

@@ -24,7 +24,7 @@ import (
 func (c *Controller) sync(ctx context.Context, key string) (loop.Result, error) {
 	content, err := c.contents.Get(key)
 	if apierrors.IsNotFound(err) {
-		c.waits.done(key)
+		c.waits.Done(key)
 		return loop.Done(), nil
 	}
 	if err != nil {
@@ -53,10 +53,10 @@ func (c *Controller) sync(ctx context.Context, key string) (loop.Result, error) 
 	if plan.DeletionPending && res == loop.Done() {
 		// Not released yet, whatever the events (external-snapshotter#1446):
 		// look again after a backoff.
-		return loop.After(c.waits.next(key, c.cfg.RetryStart, c.cfg.RetryMax)), nil
+		return loop.After(c.waits.Next(key, c.cfg.RetryStart, c.cfg.RetryMax)), nil
 	}
 	if res == loop.Done() {
-		c.waits.done(key)
+		c.waits.Done(key)
 	}
 	return res, nil
 }
@@ -126,7 +126,7 @@ func (c *Controller) create(ctx context.Context, content *snapv1.VolumeSnapshotC
 		return loop.Done(), fmt.Errorf("failed to remove VolumeSnapshotBeingCreated annotation on the content %s: %w", content.Name, err)
 	}
 	if !snap.GetReadyToUse() {
-		return loop.After(c.waits.next(content.Name, c.cfg.RetryStart, c.cfg.RetryMax)), nil
+		return loop.After(c.waits.Next(content.Name, c.cfg.RetryStart, c.cfg.RetryMax)), nil
 	}
 	return loop.Again(), nil
 }
@@ -163,7 +163,7 @@ func (c *Controller) check(ctx context.Context, content *snapv1.VolumeSnapshotCo
 		return loop.Done(), err
 	}
 	if !a.Ready {
-		return loop.After(c.waits.next(content.Name, c.cfg.RetryStart, c.cfg.RetryMax)), nil
+		return loop.After(c.waits.Next(content.Name, c.cfg.RetryStart, c.cfg.RetryMax)), nil
 	}
 	return loop.Again(), nil
 }
@@ -222,7 +222,7 @@ func (c *Controller) release(ctx context.Context, content *snapv1.VolumeSnapshot
 	if err := c.dropFinalizer(ctx, content); err != nil {
 		return loop.Done(), err
 	}
-	c.waits.done(content.Name)
+	c.waits.Done(content.Name)
 	return loop.Done(), nil
 }
 
