@@ -42,6 +42,7 @@ func newUpCommand() *cobra.Command {
 		capacity    = resource.MustParse("100Gi")
 		metricsAddr string
 		test        upTestFlags
+		onlyCP      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -49,11 +50,23 @@ func newUpCommand() *cobra.Command {
 		Long: `Start, in this process and on 127.0.0.1 only, etcd, the real kube-apiserver,
 kube-scheduler and kube-controller-manager (without the volume controllers that
 volplane replaces) and N simulated Ready nodes. An admin kubeconfig is written to
-DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
+DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.
+
+With --control-plane-only it runs the control plane alone: no simulated node,
+no bundled driver, no volplane loop. Real kubelets join it with their own
+certificates (signed by DIR/pki/ca.key) and deploy/ runs volplane's controller
+and node DaemonSet on them; --advertise-address then names an address those
+nodes reach the API server at (a relay to 127.0.0.1 there).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if onlyCP {
+				if err := checkControlPlaneOnly(cmd); err != nil {
+					return err
+				}
+				return runControlPlaneOnly(ctx, cmd, cfg)
+			}
 			return runUp(ctx, cmd, cfg, capacity, metricsAddr, test)
 		},
 	}
@@ -63,6 +76,8 @@ DIR/kubeconfig. State survives restarts on the same data dir. Ctrl-C stops it.`,
 	f.IntVar(&cfg.APIServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 0, "etcd client port on 127.0.0.1 (0: a free port)")
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
+	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "127.0.0.1", "address of the API server in the `kubernetes` Service and its serving certificate; it still listens on 127.0.0.1 only")
+	f.BoolVar(&onlyCP, "control-plane-only", false, "run etcd, kube-apiserver, kube-scheduler and kube-controller-manager only: no simulated node, bundled driver or volplane loop (real nodes and deploy/ play those parts)")
 	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
@@ -81,6 +96,9 @@ type upTestFlags struct {
 
 func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, test upTestFlags) error {
 	if err := checkUp(cfg, capacity); err != nil {
+		return err
+	}
+	if _, err := cfg.Advertise(); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -155,7 +173,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 func checkUp(cfg cluster.Config, capacity resource.Quantity) error {
 	switch {
 	case cfg.Nodes < 1:
-		return fmt.Errorf("--nodes %d: want at least 1 (the bundled CSI driver and every pod run on a simulated node)", cfg.Nodes)
+		return fmt.Errorf("--nodes %d: want at least 1 (the bundled CSI driver and every pod run on a simulated node; --control-plane-only runs none)", cfg.Nodes)
 	case capacity.Sign() <= 0:
 		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -12,7 +13,7 @@ import (
 
 // serviceCIDR is the service network of the embedded cluster; serviceIP is the
 // first address in it, which the API server gives the `kubernetes` Service.
-// Nothing routes to it: no kube-proxy runs.
+// Nothing routes to it unless a real node runs kube-proxy (tools/realnode).
 const (
 	serviceCIDR = "10.0.0.0/24"
 	serviceIP   = "10.0.0.1"
@@ -22,7 +23,9 @@ const (
 // default admission plugins are on, as in a real cluster, because volplane's
 // behaviour depends on them (protection finalizers, default StorageClass).
 // It reaches etcd over TLS with the one client certificate etcd accepts.
-func apiServerArgs(p pki, etcdPort, port int) []string {
+// advertise is the address the `kubernetes` Service's endpoint names; the
+// API server itself still listens on 127.0.0.1 only.
+func apiServerArgs(p pki, etcdPort, port int, advertise net.IP) []string {
 	return []string{
 		fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", etcdPort),
 		"--etcd-cafile=" + p.etcdCACert(),
@@ -30,7 +33,7 @@ func apiServerArgs(p pki, etcdPort, port int) []string {
 		"--etcd-keyfile=" + p.etcdClientKey(),
 		fmt.Sprintf("--secure-port=%d", port),
 		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--advertise-address=" + advertise.String(),
 		"--tls-cert-file=" + p.servingCert(),
 		"--tls-private-key-file=" + p.servingKey(),
 		"--client-ca-file=" + p.caCert(),

@@ -23,6 +23,10 @@ type Config struct {
 	APIServerPort  int
 	EtcdClientPort int
 	EtcdPeerPort   int
+	// AdvertiseAddress is the API server's address in the `kubernetes`
+	// Service (default 127.0.0.1); it listens on 127.0.0.1 whatever this
+	// is, so something (a relay) must carry the address to it.
+	AdvertiseAddress string
 	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
 	// matters and the data dir is thrown away.
 	UnsafeNoFsync bool
@@ -65,6 +69,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Nodes < 0 {
 		return nil, fmt.Errorf("--nodes must be at least 0, got %d", cfg.Nodes)
 	}
+	if _, err := cfg.Advertise(); err != nil {
+		return nil, err
+	}
 	dir := dataDir(cfg.DataDir)
 	if err := dir.prepare(); err != nil {
 		return nil, err
@@ -93,6 +100,10 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 
 func (cp *ControlPlane) startStorage(ctx context.Context, dir dataDir, cfg Config) error {
 	if err := dir.pki().ensure(); err != nil {
+		return err
+	}
+	advertise, _ := cfg.Advertise()
+	if err := dir.pki().ensureServes(advertise); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir.logDir(), 0o700); err != nil {
@@ -134,7 +145,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 	if cp.Client, err = kubernetes.NewForConfig(cp.RESTConfig); err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
-	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port)
+	advertise, _ := cfg.Advertise()
+	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise)
 	cp.api = startGroup(ctx, cp.failed)
 	cp.api.run("kube-apiserver", func(ctx context.Context) error { return runAPIServer(ctx, args) })
 	return cp.waitReady(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
@@ -214,6 +226,18 @@ func (cp *ControlPlane) Stop() {
 	if cp.lockFile != nil {
 		cp.lockFile.Close()
 	}
+}
+
+// Advertise parses AdvertiseAddress: a unicast address, 127.0.0.1 if unset.
+func (cfg Config) Advertise() (net.IP, error) {
+	if cfg.AdvertiseAddress == "" {
+		return net.ParseIP("127.0.0.1"), nil
+	}
+	ip := net.ParseIP(cfg.AdvertiseAddress)
+	if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
+		return nil, fmt.Errorf("--advertise-address %q: want one unicast IP address such as 10.250.0.1", cfg.AdvertiseAddress)
+	}
+	return ip, nil
 }
 
 func portOrFree(port int) (int, error) {

@@ -93,12 +93,7 @@ func (p pki) ensureCluster() error {
 		return err
 	}
 	if !issuedBy(ca, p.servingCert(), p.servingKey()) {
-		tmpl := leafTemplate("volplane-apiserver", nil)
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}
-		tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default",
-			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
-		if err := p.writeLeaf(tmpl, ca, caKey, p.servingCert(), p.servingKey()); err != nil {
+		if err := p.writeLeaf(servingTemplate(), ca, caKey, p.servingCert(), p.servingKey()); err != nil {
 			return err
 		}
 	}
@@ -113,6 +108,43 @@ func (p pki) ensureCluster() error {
 		return p.writeServiceAccountKeys()
 	}
 	return nil
+}
+
+// servingTemplate is the API server's serving certificate: loopback, the
+// `kubernetes` Service's address and names, and any extra address (the
+// advertise address of a control plane whose nodes reach it elsewhere).
+func servingTemplate(extra ...net.IP) *x509.Certificate {
+	tmpl := leafTemplate("volplane-apiserver", nil)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.IPAddresses = append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}, extra...)
+	tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default",
+		"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	return tmpl
+}
+
+// ensureServes reissues the serving certificate, keeping the addresses it
+// already has, when it is not valid for ip: clients that dial the advertise
+// address (the kubelet, kube-proxy's DNAT of the `kubernetes` Service) check
+// it against the certificate.
+func (p pki) ensureServes(ip net.IP) error {
+	cert, err := readCert(p.servingCert())
+	if err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	if cert.VerifyHostname(ip.String()) == nil {
+		return nil
+	}
+	ca, caKey, err := loadCA(p.caCert(), p.caKey())
+	if err != nil {
+		return err
+	}
+	var extra []net.IP
+	for _, have := range cert.IPAddresses {
+		if !have.Equal(net.ParseIP("127.0.0.1")) && !have.Equal(net.ParseIP(serviceIP)) {
+			extra = append(extra, have)
+		}
+	}
+	return p.writeLeaf(servingTemplate(append(extra, ip)...), ca, caKey, p.servingCert(), p.servingKey())
 }
 
 func (p pki) writeServiceAccountKeys() error {

@@ -33,6 +33,7 @@ mkdir -p "$out/cni"
 # name dir cgo tags package
 targets=(
 	"kubelet         .       0 -                                     k8s.io/kubernetes/cmd/kubelet"
+	"kube-proxy      .       0 -                                     k8s.io/kubernetes/cmd/kube-proxy"
 	"containerd      runtime 0 no_btrfs,no_devmapper,no_zfs          github.com/containerd/containerd/v2/cmd/containerd"
 	"containerd-shim-runc-v2 runtime 0 -                             github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
 	"ctr             runtime 0 -                                     github.com/containerd/containerd/v2/cmd/ctr"
@@ -70,7 +71,7 @@ for t in "${targets[@]}"; do
 	[ "$tags" = - ] && tags=""
 	ldflags=""
 	case $name in
-	kubelet) ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" ;;
+	kubelet | kube-proxy) ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" ;;
 	containerd | containerd-shim-runc-v2 | ctr) ldflags="-X github.com/containerd/containerd/v2/version.Version=v2.4.2" ;;
 	esac
 	start=$(date +%s)
