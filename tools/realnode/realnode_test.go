@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -47,11 +48,57 @@ func TestRealNode(t *testing.T) {
 		}
 		t.Logf("pod reached the kubernetes Service in %s:\n%s", time.Since(began).Round(10*time.Millisecond), log)
 	})
+
+	t.Run("DeployNodeLocalClaim", func(t *testing.T) {
+		applyDeploy(t, n)
+		nodeLocalClaim(t, n)
+	})
+}
+
+// nodeLocalClaim is issue 26's first scenario on deploy/: a claim of the
+// default (node-local, Immediate) class, provisioned by the node
+// DaemonSet's provisioner; a pod writes a file through the kubelet's mount
+// of the driver's volume and is deleted; a second pod reads the file.
+func nodeLocalClaim(t *testing.T, n *harness.Node) {
+	ctx := context.Background()
+	began := time.Now()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "realnode-local", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+		},
+	}
+	if _, err := n.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Client.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), claim.Name, metav1.DeleteOptions{})
+	})
+	w := runToCompletion(t, n, "realnode-writer", "echo written-by-the-first-pod > /data/hello && df /data", claim.Name)
+	if w.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("writer: phase %s, log:\n%s", w.Status.Phase, n.PodLog("default", w.Name, "c"))
+	}
+	t.Logf("writer done %s after the claim was made:\n%s", time.Since(began).Round(10*time.Millisecond), n.PodLog("default", w.Name, "c"))
+	if err := n.Client.CoreV1().Pods("default").Delete(ctx, w.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := runToCompletion(t, n, "realnode-reader", "cat /data/hello", claim.Name)
+	log := n.PodLog("default", r.Name, "c")
+	if r.Status.Phase != corev1.PodSucceeded || !strings.Contains(log, "written-by-the-first-pod") {
+		t.Fatalf("reader: phase %s, log:\n%s", r.Status.Phase, log)
+	}
+	pvc, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node-local claim %s (PV %s): written by one pod, read by the next, %s in all", claim.Name, pvc.Spec.VolumeName,
+		time.Since(began).Round(10*time.Millisecond))
 }
 
 // runToCompletion runs script in a busybox pod on the node and returns the
 // pod once it has finished.
-func runToCompletion(t *testing.T, n *harness.Node, name, script string) *corev1.Pod {
+func runToCompletion(t *testing.T, n *harness.Node, name, script string, claim ...string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
@@ -63,6 +110,11 @@ func runToCompletion(t *testing.T, n *harness.Node, name, script string) *corev1
 			Containers: []corev1.Container{{Name: "c", Image: harness.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 				Command: []string{"/bin/sh", "-c", script}}},
 		},
+	}
+	for _, c := range claim {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	}
 	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -79,7 +131,14 @@ func runToCompletion(t *testing.T, n *harness.Node, name, script string) *corev1
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pod %s not finished after 2m: %v", name, describe(p, err))
+			events, _ := n.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			var msgs []string
+			if events != nil {
+				for _, e := range events.Items {
+					msgs = append(msgs, e.Reason+": "+e.Message)
+				}
+			}
+			t.Fatalf("pod %s not finished after 2m: %v\nevents:\n%s", name, describe(p, err), strings.Join(msgs, "\n"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

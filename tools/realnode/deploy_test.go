@@ -1,0 +1,214 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/tools/realnode/harness"
+)
+
+// Images of deploy/ as the test assembles them (no registry): the static
+// volplane binary with busybox's sh, mount, umount and losetup, and the
+// upstream registrar.
+const (
+	volplaneImage  = "localhost/realnode/volplane"
+	registrarImage = "localhost/realnode/registrar"
+	imageTag       = "1"
+)
+
+// overlayPatch is one change the test's kustomize overlay makes to deploy/:
+// a JSON patch that first tests the old value (so deploy/ changing under it
+// fails the build instead of being patched blindly) and then replaces it.
+type overlayPatch struct {
+	kind, name string
+	path       string
+	old, new   string
+}
+
+// overlayPatches are every patch deploy/ needs on this machine, besides the
+// images (kustomize images:) and imagePullPolicy Never on every container:
+// the kubelet's root dir is the run's (--root-dir), not /var/lib/kubelet,
+// and the driver's data dir is under the run's work dir, which is an rshared
+// mount (`/` is private here).
+func overlayPatches(n *harness.Node) []overlayPatch {
+	kubelet := n.KubeletRoot
+	data := filepath.Join(n.Work, "driver")
+	ds := func(path, old, new string) overlayPatch {
+		return overlayPatch{"DaemonSet", "volplane-node", "/spec/template/spec/" + path, old, new}
+	}
+	return []overlayPatch{
+		ds("containers/0/args/3", "--data-dir=/var/lib/volplane/hostpath", "--data-dir="+data),
+		ds("containers/0/volumeMounts/1/mountPath", "/var/lib/kubelet/pods", kubelet+"/pods"),
+		ds("containers/0/volumeMounts/2/mountPath", "/var/lib/kubelet/plugins", kubelet+"/plugins"),
+		ds("containers/0/volumeMounts/3/mountPath", "/var/lib/volplane/hostpath", data),
+		ds("containers/1/args/1", "--kubelet-registration-path=/var/lib/kubelet/plugins/hostpath.csi.volplane.io/csi.sock",
+			"--kubelet-registration-path="+kubelet+"/plugins/hostpath.csi.volplane.io/csi.sock"),
+		ds("volumes/1/hostPath/path", "/var/lib/kubelet/plugins/hostpath.csi.volplane.io", kubelet+"/plugins/hostpath.csi.volplane.io"),
+		ds("volumes/2/hostPath/path", "/var/lib/kubelet/pods", kubelet+"/pods"),
+		ds("volumes/3/hostPath/path", "/var/lib/kubelet/plugins", kubelet+"/plugins"),
+		ds("volumes/4/hostPath/path", "/var/lib/kubelet/plugins_registry", kubelet+"/plugins_registry"),
+		ds("volumes/5/hostPath/path", "/var/lib/volplane/hostpath", data),
+	}
+}
+
+// pullNever sets imagePullPolicy Never on every container of deploy/'s
+// workloads (the images exist only in the node's containerd).
+var pullNever = map[string][]int{"DaemonSet/volplane-node": {0, 1, 2}, "Deployment/volplane-controller": {0}}
+
+// writeOverlay writes the overlay's kustomization.yaml over the repo's
+// deploy/ and returns its dir.
+func writeOverlay(t *testing.T, n *harness.Node) string {
+	t.Helper()
+	deployDir, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(n.Work, "overlay")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(deployDir, filepath.Join(dir, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string][]string{}
+	for _, p := range overlayPatches(n) {
+		key := p.kind + "/" + p.name
+		ops[key] = append(ops[key],
+			fmt.Sprintf("  - {op: test, path: %s, value: %q}", p.path, p.old),
+			fmt.Sprintf("  - {op: replace, path: %s, value: %q}", p.path, p.new))
+	}
+	for key, cs := range pullNever {
+		for _, c := range cs {
+			ops[key] = append(ops[key], fmt.Sprintf("  - {op: add, path: /spec/template/spec/containers/%d/imagePullPolicy, value: Never}", c))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deploy\nimages:\n")
+	fmt.Fprintf(&b, "  - {name: volplane, newName: %s, newTag: %q}\n", volplaneImage, imageTag)
+	fmt.Fprintf(&b, "  - {name: registry.k8s.io/sig-storage/csi-node-driver-registrar, newName: %s, newTag: %q}\n", registrarImage, imageTag)
+	b.WriteString("patches:\n")
+	for key, lines := range ops {
+		kind, name, _ := strings.Cut(key, "/")
+		fmt.Fprintf(&b, "- target: {kind: %s, name: %s}\n  patch: |-\n", kind, name)
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("overlay:\n%s", b.String())
+	return dir
+}
+
+// deployImages assembles deploy/'s two images and imports them.
+func deployImages(t *testing.T, n *harness.Node) {
+	t.Helper()
+	static, registrar := n.Bin.Path("volplane-static"), n.Bin.Path("csi-node-driver-registrar")
+	if _, err := os.Stat(registrar); err != nil {
+		t.Skipf("no %s: build.sh builds the registrar only from REGISTRAR_SRC (README)", registrar)
+	}
+	if _, err := os.Stat(static); err != nil {
+		began := time.Now()
+		cmd := exec.Command("./build.sh", "volplane-static")
+		cmd.Env = append(os.Environ(), "OUT="+n.Bin.Dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build.sh volplane-static: %v\n%s", err, out)
+		}
+		t.Logf("volplane-static built in %s", time.Since(began).Round(time.Second))
+	}
+	vl := []string{"-tag", volplaneImage + ":" + imageTag, "-out", filepath.Join(n.Work, "volplane.tar"),
+		"-file", static + "=/usr/local/bin/volplane", "-file", "/bin/busybox=/bin/busybox", "-entrypoint", "/usr/local/bin/volplane"}
+	for _, a := range []string{"sh", "mount", "umount", "losetup"} {
+		vl = append(vl, "-link", "/bin/"+a+"=busybox")
+	}
+	mk := func(args ...string) {
+		if out, err := exec.Command(n.Bin.Path("mkimage"), args...).CombinedOutput(); err != nil {
+			t.Fatalf("mkimage %v: %v\n%s", args, err, out)
+		}
+	}
+	mk(vl...)
+	mk("-tag", registrarImage+":"+imageTag, "-out", filepath.Join(n.Work, "registrar.tar"),
+		"-file", registrar+"=/csi-node-driver-registrar", "-entrypoint", "/csi-node-driver-registrar")
+	n.ImportImage(t, filepath.Join(n.Work, "volplane.tar"))
+	n.ImportImage(t, filepath.Join(n.Work, "registrar.tar"))
+}
+
+// kubectl runs `volplane kubectl` as the admin of `up`.
+func kubectl(t *testing.T, n *harness.Node, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(n.Bin.Volplane, append([]string{"kubectl", "--kubeconfig", n.Admin}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// applyDeploy applies the CRDs, then the overlay, as README's "Deploying to
+// a cluster" says, and waits for the controller Deployment and the node
+// DaemonSet to be Ready. Its cleanup deletes it all (before the node is
+// drained).
+func applyDeploy(t *testing.T, n *harness.Node) {
+	t.Helper()
+	began := time.Now()
+	deployImages(t, n)
+	t.Logf("deploy/ images assembled and imported in %s", time.Since(began).Round(time.Second))
+	overlay := writeOverlay(t, n)
+	began = time.Now()
+	kubectl(t, n, "apply", "--server-side", "-k", filepath.Join("..", "..", "deploy", "crd"))
+	kubectl(t, n, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+	kubectl(t, n, "apply", "--server-side", "-k", overlay)
+	t.Cleanup(func() {
+		_, _ = exec.Command(n.Bin.Volplane, "kubectl", "--kubeconfig", n.Admin, "delete", "-k", overlay,
+			"--ignore-not-found", "--wait=true", "--timeout=90s").CombinedOutput()
+	})
+	ctx := context.Background()
+	err := waitCond(3*time.Minute, func() error {
+		d, err := n.Client.AppsV1().Deployments("volplane").Get(ctx, "volplane-controller", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ds, err := n.Client.AppsV1().DaemonSets("volplane").Get(ctx, "volplane-node", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return ready(d, ds)
+	})
+	if err != nil {
+		t.Fatalf("deploy/ not Ready: %v\n%s", err, kubectl(t, n, "get", "pods", "-A", "-o", "wide"))
+	}
+	t.Logf("deploy/ applied and Ready in %s", time.Since(began).Round(time.Second))
+}
+
+func ready(d *appsv1.Deployment, ds *appsv1.DaemonSet) error {
+	if d.Status.ReadyReplicas != *d.Spec.Replicas {
+		return fmt.Errorf("controller: %d/%d ready", d.Status.ReadyReplicas, *d.Spec.Replicas)
+	}
+	if ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady != ds.Status.DesiredNumberScheduled {
+		return fmt.Errorf("node DaemonSet: %d/%d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+	}
+	return nil
+}
+
+func waitCond(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
