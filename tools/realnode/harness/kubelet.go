@@ -31,7 +31,7 @@ func (n *Node) startKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := start(n.Work, n.Netns, "kubelet", n.Bin.Path("kubelet"), "--config", filepath.Join(n.Work, "kubelet.yaml"),
-		"--kubeconfig", kc, "--root-dir", n.KubeletRoot, "--hostname-override", n.Name, "--node-ip", n.IP, "--v=2")
+		"--kubeconfig", kc, "--root-dir", n.KubeletRoot, "--cert-dir", filepath.Join(n.KubeletRoot, "pki"), "--hostname-override", n.Name, "--node-ip", n.IP, "--v=2")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,25 @@ import (
 // false); they are put back.
 var hostSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
 
+// kubeletFixedPaths are what the kubelet makes outside its --root-dir: the
+// device manager's socket dir is a constant of k8s.io/kubelet
+// (deviceplugin/v1beta1.DevicePluginPath), and the kubelet leaves its socket
+// when it stops. Deepest first; removed if the run made them.
+var kubeletFixedPaths = []string{"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
+
 // hostWatch remembers what the run may change on the host.
 type hostWatch struct {
 	n       *Node
 	sysctls map[string]string
+	existed map[string]bool
 }
 
 func snapshotHost(n *Node) *hostWatch {
-	w := &hostWatch{n: n, sysctls: map[string]string{}}
+	w := &hostWatch{n: n, sysctls: map[string]string{}, existed: map[string]bool{}}
+	for _, p := range kubeletFixedPaths {
+		_, err := os.Lstat(p)
+		w.existed[p] = err == nil
+	}
 	for _, s := range hostSysctls {
 		b, _ := os.ReadFile("/proc/sys/" + s)
 		w.sysctls[s] = strings.TrimSpace(string(b))
@@ -43,6 +54,14 @@ func (w *hostWatch) verify(t *testing.T) {
 		}
 	}
 	var left []string
+	for _, p := range kubeletFixedPaths {
+		if w.existed[p] {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			left = append(left, fmt.Sprintf("%s: %v", p, err))
+		}
+	}
 	for s, v := range w.sysctls {
 		b, _ := os.ReadFile("/proc/sys/" + s)
 		if got := strings.TrimSpace(string(b)); got != v {
@@ -78,7 +97,7 @@ func (w *hostWatch) verify(t *testing.T) {
 // kubelet's cgroupRoot); its cleanup kills whatever is still in it and
 // removes it deepest first.
 func (n *Node) makeCgroups(t *testing.T) {
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cgroupHierarchies(false) {
 		if err := os.MkdirAll(filepath.Join(h, n.cgroupRoot), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +120,14 @@ func (n *Node) makeCgroups(t *testing.T) {
 	})
 }
 
-func cgroupHierarchies() []string {
+// cgroupHierarchies are the mounted cgroup hierarchies; the v2 one of the
+// hybrid layout ("unified") only when asked: the kubelet makes its pod
+// cgroups there too, but its root need not be made there first.
+func cgroupHierarchies(unified bool) []string {
 	var hs []string
 	entries, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "unified" {
+		if e.IsDir() && (unified || e.Name() != "unified") {
 			hs = append(hs, filepath.Join("/sys/fs/cgroup", e.Name()))
 		}
 	}
@@ -114,7 +136,7 @@ func cgroupHierarchies() []string {
 
 func cgroupDirs(root string) []string {
 	var ds []string
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cgroupHierarchies(true) {
 		if _, err := os.Stat(filepath.Join(h, root)); err == nil {
 			ds = append(ds, filepath.Join(h, root))
 		}
