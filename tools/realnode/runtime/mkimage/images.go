@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // debianPath is the PATH of Debian's images (the Dockerfile's final stage
@@ -29,35 +32,98 @@ type image struct {
 	config v1.Config
 }
 
-// write saves img as a docker archive (what `docker save` writes and
-// `ctr images import` reads) at out.
+// v1Image assembles img: one layer and the config, with OCI media types
+// when oci is set, Docker's otherwise.
+func (img image) v1Image(oci bool) (v1.Image, error) {
+	data, err := img.layer.tar()
+	if err != nil {
+		return nil, err
+	}
+	var opts []tarball.LayerOption
+	if oci {
+		opts = append(opts, tarball.WithMediaType(types.OCILayer))
+	}
+	lay, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, opts...)
+	if err != nil {
+		return nil, err
+	}
+	base := empty.Image
+	if oci {
+		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
+	im, err := mutate.AppendLayers(base, lay)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := im.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Config = "linux", runtime.GOARCH, img.config
+	return mutate.ConfigFile(im, cf)
+}
+
+// write saves img as a docker archive (what `docker save` writes) at out.
 func (img image) write(out string) error {
 	ref, err := name.NewTag(img.ref)
 	if err != nil {
 		return err
 	}
-	data, err := img.layer.tar()
+	im, err := img.v1Image(false)
 	if err != nil {
-		return err
-	}
-	lay, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		return err
-	}
-	im, err := mutate.AppendLayers(empty.Image, lay)
-	if err != nil {
-		return err
-	}
-	cf, err := im.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Config = "linux", runtime.GOARCH, img.config
-	if im, err = mutate.ConfigFile(im, cf); err != nil {
 		return err
 	}
 	return tarball.WriteToFile(out, ref, im)
+}
+
+// writeOCI saves img as an OCI archive (an image layout in a tar, what
+// `docker buildx build --output type=oci` writes) at out. Its index names
+// the image the way `ctr images import` reads it back.
+func (img image) writeOCI(out string) error {
+	ref, err := name.NewTag(img.ref)
+	if err != nil {
+		return err
+	}
+	im, err := img.v1Image(true)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "mkimage-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	err = p.AppendImage(im, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          ref.Name(),
+		"org.opencontainers.image.ref.name": ref.TagStr(),
+	}))
+	if err != nil {
+		return err
+	}
+	l := layer{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		return l.file(p, "/"+rel)
+	})
+	if err != nil {
+		return err
+	}
+	data, err := l.tar()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, data, 0o644)
 }
 
 // volplaneImage is the Dockerfile's final stage rebuilt: the binary at its

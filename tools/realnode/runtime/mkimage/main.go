@@ -1,10 +1,9 @@
-// Command mkimage writes container images without any registry, as docker
-// archives (what `ctr images import` reads), assembled with
-// go-containerregistry.
+// Command mkimage writes container images without any registry, assembled
+// with go-containerregistry, as archives `ctr images import` reads.
 //
 //	mkimage images -repo DIR -bin DIR -out DIR [-tag T] [-address SOCK]
 //
-// writes the real node's images: localhost/volplane/volplane:T, rebuilt from
+// writes the real node's images as OCI archives: localhost/volplane/volplane:T, rebuilt from
 // the repository's Dockerfile (its go build line, run here, and its final
 // stage: binary path, tools line, USER, ENTRYPOINT); localhost/volplane/pause:T
 // (BIN/pause); localhost/volplane/busybox:T (Debian's busybox-static); and
@@ -15,7 +14,8 @@
 //
 //	mkimage -tag T -out FILE -entrypoint CMD [-file src=dst]... [-link dst=target]...
 //
-// writes one image of the given files and symlinks (PATH=/bin).
+// writes one image of the given files and symlinks (PATH=/bin) as a docker
+// archive.
 package main
 
 import (
@@ -96,7 +96,7 @@ func images(args []string) error {
 			if err != nil {
 				return err
 			}
-			if err := img.write(file); err != nil {
+			if err := img.writeOCI(file); err != nil {
 				return err
 			}
 			fmt.Printf("%s = %s\n", img.ref, file)

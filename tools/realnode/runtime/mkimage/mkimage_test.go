@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"crypto/sha256"
 	"io"
 	"os"
 	"os/exec"
@@ -13,7 +14,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 const dockerfile = "../../../../Dockerfile"
@@ -82,11 +84,49 @@ func TestShellWords(t *testing.T) {
 	}
 }
 
-// readImage reads back an archive mkimage wrote: its config and its one
-// layer's entries by path.
-func readImage(t *testing.T, file string) (v1.Config, map[string]*tar.Header, map[string][]byte) {
+// readImage reads back an OCI archive mkimage wrote: the name its index
+// gives, its config and its one layer's entries by path.
+func readImage(t *testing.T, file, wantRef string) (v1.Config, map[string]*tar.Header, map[string][]byte) {
 	t.Helper()
-	img, err := tarball.ImageFromPath(file, nil)
+	dir := t.TempDir()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for tr := tar.NewReader(f); ; {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, h.Name)
+		if h.Typeflag == tar.TypeDir {
+			err = os.MkdirAll(dst, 0o755)
+		} else if b, rerr := io.ReadAll(tr); rerr != nil {
+			err = rerr
+		} else if err = os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+			err = os.WriteFile(dst, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("index %+v, %v: want one image", im, err)
+	}
+	desc := im.Manifests[0]
+	if got := desc.Annotations["io.containerd.image.name"]; got != wantRef || desc.MediaType != types.OCIManifestSchema1 {
+		t.Errorf("index names %q (%s), want %q (%s)", got, desc.MediaType, wantRef, types.OCIManifestSchema1)
+	}
+	img, err := idx.Image(desc.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +211,10 @@ func TestVolplaneImageIsTheDockerfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "volplane.tar")
-	if err := img.write(file); err != nil {
+	if err := img.writeOCI(file); err != nil {
 		t.Fatal(err)
 	}
-	cfg, heads, data := readImage(t, file)
+	cfg, heads, data := readImage(t, file, img.ref)
 	if cfg.User != spec.User || !slices.Equal(cfg.Entrypoint, spec.Entrypoint) || !slices.Equal(cfg.Env, []string{"PATH=" + debianPath}) || cfg.Cmd != nil {
 		t.Errorf("config user %q entrypoint %q env %q cmd %q; want %q %q PATH=%s none", cfg.User, cfg.Entrypoint, cfg.Env, cfg.Cmd, spec.User, spec.Entrypoint, debianPath)
 	}
@@ -235,33 +275,29 @@ func TestVolplaneImageIsTheDockerfiles(t *testing.T) {
 	}
 }
 
-// The same inputs give the same image (digest), so a rebuild imports as
-// the same image.
+// The same inputs give the same archive, byte for byte, so a rebuild
+// imports as the same image.
 func TestImagesAreReproducible(t *testing.T) {
 	busybox := "/bin/busybox"
 	if _, err := os.Stat(busybox); err != nil {
 		t.Skip("no busybox-static (apt-get install busybox-static)")
 	}
-	var digests []v1.Hash
+	var digests [][32]byte
 	for range 2 {
 		img, err := busyboxImage("localhost/volplane/busybox:test", busybox)
 		if err != nil {
 			t.Fatal(err)
 		}
 		file := filepath.Join(t.TempDir(), "busybox.tar")
-		if err := img.write(file); err != nil {
+		if err := img.writeOCI(file); err != nil {
 			t.Fatal(err)
 		}
-		im, err := tarball.ImageFromPath(file, nil)
+		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := im.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		digests = append(digests, d)
-		cfg, heads, _ := readImage(t, file)
+		digests = append(digests, sha256.Sum256(b))
+		cfg, heads, _ := readImage(t, file, img.ref)
 		if !slices.Equal(cfg.Entrypoint, []string{"/bin/sh"}) || resolve(heads, "/bin/sh") != "/bin/busybox" || resolve(heads, "/bin/nc") != "/bin/busybox" {
 			t.Errorf("busybox image: entrypoint %q, /bin/sh -> %q, /bin/nc -> %q", cfg.Entrypoint, resolve(heads, "/bin/sh"), resolve(heads, "/bin/nc"))
 		}
