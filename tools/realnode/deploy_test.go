@@ -16,13 +16,12 @@ import (
 	"github.com/volplane/volplane/tools/realnode/harness"
 )
 
-// Images of deploy/ as the test assembles them (no registry): the static
-// volplane binary with busybox's sh, mount, umount and losetup, and the
-// upstream registrar.
+// Images of deploy/ as `mkimage images` (tools/realnode/runtime/mkimage,
+// build.sh's images target) assembles them from the Dockerfile's own build
+// (no registry).
 const (
-	volplaneImage  = "localhost/realnode/volplane"
-	registrarImage = "localhost/realnode/registrar"
-	imageTag       = "1"
+	volplaneImage  = "localhost/volplane/volplane:dev"
+	registrarImage = "localhost/volplane/csi-node-driver-registrar:v2.17.0"
 )
 
 // overlayPatch is one change the test's kustomize overlay makes to deploy/:
@@ -93,8 +92,10 @@ func writeOverlay(t *testing.T, n *harness.Node) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deploy\nimages:\n")
-	fmt.Fprintf(&b, "  - {name: volplane, newName: %s, newTag: %q}\n", volplaneImage, imageTag)
-	fmt.Fprintf(&b, "  - {name: registry.k8s.io/sig-storage/csi-node-driver-registrar, newName: %s, newTag: %q}\n", registrarImage, imageTag)
+	for name, ref := range map[string]string{"volplane": volplaneImage, "registry.k8s.io/sig-storage/csi-node-driver-registrar": registrarImage} {
+		newName, newTag, _ := strings.Cut(strings.TrimPrefix(ref, "localhost/"), ":")
+		fmt.Fprintf(&b, "  - {name: %s, newName: localhost/%s, newTag: %q}\n", name, newName, newTag)
+	}
 	b.WriteString("patches:\n")
 	for key, lines := range ops {
 		kind, name, _ := strings.Cut(key, "/")
@@ -110,37 +111,26 @@ func writeOverlay(t *testing.T, n *harness.Node) string {
 	return dir
 }
 
-// deployImages assembles deploy/'s two images and imports them.
+// deployImages makes deploy/'s images with `mkimage images` and imports
+// them into the node's containerd. The first run builds the Dockerfile's
+// static volplane into BIN/volplane-image (a cold compile: minutes).
 func deployImages(t *testing.T, n *harness.Node) {
 	t.Helper()
-	static, registrar := n.Bin.Path("volplane-static"), n.Bin.Path("csi-node-driver-registrar")
-	if _, err := os.Stat(registrar); err != nil {
-		t.Skipf("no %s: build.sh builds the registrar only from REGISTRAR_SRC (README)", registrar)
+	if _, err := os.Stat(n.Bin.Path("csi-node-driver-registrar")); err != nil {
+		t.Skipf("no %s: the module proxy serves no node-driver-registrar; build.sh builds it from REGISTRAR_SRC (README)",
+			n.Bin.Path("csi-node-driver-registrar"))
 	}
-	if _, err := os.Stat(static); err != nil {
-		began := time.Now()
-		cmd := exec.Command("./build.sh", "volplane-static")
-		cmd.Env = append(os.Environ(), "OUT="+n.Bin.Dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build.sh volplane-static: %v\n%s", err, out)
-		}
-		t.Logf("volplane-static built in %s", time.Since(began).Round(time.Second))
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
 	}
-	vl := []string{"-tag", volplaneImage + ":" + imageTag, "-out", filepath.Join(n.Work, "volplane.tar"),
-		"-file", static + "=/usr/local/bin/volplane", "-file", "/bin/busybox=/bin/busybox", "-entrypoint", "/usr/local/bin/volplane"}
-	for _, a := range []string{"sh", "mount", "umount", "losetup"} {
-		vl = append(vl, "-link", "/bin/"+a+"=busybox")
+	cmd := exec.Command("nice", "-n", "15", n.Bin.Path("mkimage"), "images", "-repo", repo, "-bin", n.Bin.Dir,
+		"-out", filepath.Join(n.Work, "images"), "-address", n.ContainerdSock)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkimage images: %v\n%s", err, out)
+	} else {
+		t.Logf("mkimage images:\n%s", out)
 	}
-	mk := func(args ...string) {
-		if out, err := exec.Command(n.Bin.Path("mkimage"), args...).CombinedOutput(); err != nil {
-			t.Fatalf("mkimage %v: %v\n%s", args, err, out)
-		}
-	}
-	mk(vl...)
-	mk("-tag", registrarImage+":"+imageTag, "-out", filepath.Join(n.Work, "registrar.tar"),
-		"-file", registrar+"=/csi-node-driver-registrar", "-entrypoint", "/csi-node-driver-registrar")
-	n.ImportImage(t, filepath.Join(n.Work, "volplane.tar"))
-	n.ImportImage(t, filepath.Join(n.Work, "registrar.tar"))
 }
 
 // kubectl runs `volplane kubectl` as the admin of `up`.
