@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -96,6 +97,27 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 	}
 	t.Logf("node-local claim %s (PV %s): written by one pod, read by the next, %s in all", claim.Name, pvc.Spec.VolumeName,
 		time.Since(began).Round(10*time.Millisecond))
+
+	// Reclaim (Delete): the node's provisioner deletes the volume once the
+	// pods and the claim are gone.
+	began = time.Now()
+	for _, p := range []string{w.Name, r.Name} {
+		_ = n.Client.CoreV1().Pods("default").Delete(ctx, p, metav1.DeleteOptions{})
+	}
+	if err := n.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(2*time.Minute, func() error {
+		_, err := n.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("PV %s still there (%v)", pvc.Spec.VolumeName, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("claim deleted, PV %s reclaimed in %s", pvc.Spec.VolumeName, time.Since(began).Round(10*time.Millisecond))
 }
 
 // runToCompletion runs script in a busybox pod on the node and returns the
