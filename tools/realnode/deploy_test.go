@@ -92,7 +92,8 @@ func writeOverlay(t *testing.T, n *harness.Node) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deploy\nimages:\n")
-	for name, ref := range map[string]string{"volplane": volplaneImage, "registry.k8s.io/sig-storage/csi-node-driver-registrar": registrarImage} {
+	// Names as deploy/ has them after its own images: rewrite.
+	for name, ref := range map[string]string{"ghcr.io/volplane/volplane": volplaneImage, "registry.k8s.io/sig-storage/csi-node-driver-registrar": registrarImage} {
 		newName, newTag, _ := strings.Cut(strings.TrimPrefix(ref, "localhost/"), ":")
 		fmt.Fprintf(&b, "  - {name: %s, newName: localhost/%s, newTag: %q}\n", name, newName, newTag)
 	}
@@ -174,7 +175,7 @@ func applyDeploy(t *testing.T, n *harness.Node) {
 		return ready(d, ds)
 	})
 	if err != nil {
-		t.Fatalf("deploy/ not Ready: %v\n%s", err, kubectl(t, n, "get", "pods", "-A", "-o", "wide"))
+		t.Fatalf("deploy/ not Ready: %v\n%s\n%s", err, kubectl(t, n, "get", "pods", "-A", "-o", "wide"), containerLogs(t, n, "volplane"))
 	}
 	t.Logf("deploy/ applied and Ready in %s", time.Since(began).Round(time.Second))
 }
@@ -201,4 +202,24 @@ func waitCond(timeout time.Duration, cond func() error) error {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// containerLogs is the tail of every container log of namespace's pods on
+// the node, for a failure message (the kubelet removes them with the pod).
+func containerLogs(t *testing.T, n *harness.Node, namespace string) string {
+	pods, err := n.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			lines := strings.Split(strings.TrimSpace(n.PodLog(namespace, p.Name, c.Name)), "\n")
+			if len(lines) > 15 {
+				lines = lines[len(lines)-15:]
+			}
+			fmt.Fprintf(&b, "--- %s/%s:\n%s\n", p.Name, c.Name, strings.Join(lines, "\n"))
+		}
+	}
+	return b.String()
 }
