@@ -41,6 +41,10 @@ type Driver struct {
 	// Stage: the node service has STAGE_UNSTAGE_VOLUME; Expand: it has
 	// EXPAND_VOLUME.
 	Stage, Expand bool
+	// SingleNodeMultiWriter: SINGLE_NODE_MULTI_WRITER, which changes the
+	// access modes of the node calls; MountGroup: VOLUME_MOUNT_GROUP, so the
+	// pod's fsGroup is given to the driver.
+	SingleNodeMultiWriter, MountGroup bool
 }
 
 // Staged is a volume's staging found on disk.

@@ -93,7 +93,7 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, w mounting.W
 	if !ok {
 		return quantity.TooLarge(size)
 	}
-	req := n.layout.ExpandRequest(w, pod.UID, v, bytes)
+	req := n.layout.ExpandRequest(w, pod, v, bytes)
 	if req.Secrets, err = a.nodeExpandSecrets(ctx, v.PV); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // stage is the kubelet's MountDevice: record the staging in its
 // vol_data.json, call NodeStageVolume if the driver stages, and record that
 // it succeeded.
-func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mounting.Volume) error {
+func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
 	dir := n.layout.StagingDir(v.Driver, v.Handle)
 	data := mounting.StagingRecord(n.name, v)
@@ -25,7 +25,7 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 		return err
 	}
 	if e.Info.Stage {
-		req := n.layout.StageRequest(w, v)
+		req := n.layout.StageRequest(w, pod, v)
 		var err error
 		if req.Secrets, err = a.nodeSecrets(ctx, "NodeStageSecretRef", v.PV.Spec.CSI.NodeStageSecretRef); err != nil {
 			return err
@@ -42,7 +42,7 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, v *mo
 // NodePublishVolume, record that it succeeded.
 func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
-	req := n.layout.PublishRequest(w, pod.UID, v)
+	req := n.layout.PublishRequest(w, pod, v)
 	var err error
 	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef); err != nil {
 		return err

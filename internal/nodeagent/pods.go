@@ -88,7 +88,7 @@ func (a *Agent) step(ctx context.Context, n *nodeState, w mounting.World, pod *c
 		var err error
 		switch op {
 		case mounting.OpStage:
-			err = a.stage(ctx, n, w, s.Volume)
+			err = a.stage(ctx, n, w, pod, s.Volume)
 		case mounting.OpPublish:
 			err = a.publish(ctx, n, w, pod, s.Volume)
 		case mounting.OpExpand:

@@ -41,7 +41,8 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 		w.Attached[av.Name] = true
 	}
 	for name, e := range n.endpoints {
-		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand}
+		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand,
+			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup}
 	}
 	return w, a.addObjects(&w)
 }
