@@ -57,14 +57,21 @@ func OpFailedMessage(op Op, pv string, err error) string {
 
 // WaitMessage is the per-operation FailedMount message of a wait the
 // kubelet reports: the driver not registered (MountDevice), an attachment
-// that failed (WaitForAttach). Plain waits record nothing: "".
+// missing, being deleted, failed or not attached (WaitForAttach), a node
+// affinity that does not match, a ReadWriteOncePod volume another pod uses
+// (SetUp). Plain waits record nothing: "".
 func (s Step) WaitMessage() string {
 	if s.Action != Wait || s.Err == "" || s.Volume == nil {
 		return ""
 	}
 	prefix := "MountVolume.WaitForAttach failed"
-	if s.Reason == DriverNotServed {
+	switch s.Reason {
+	case DriverNotServed:
 		prefix = "MountVolume.MountDevice failed"
+	case NodeAffinityMismatch:
+		prefix = "MountVolume.NodeAffinity check failed"
+	case InUseByAnotherPod:
+		prefix = "MountVolume.SetUp failed"
 	}
 	return fmt.Sprintf("%s for volume %q : %s", prefix, s.Volume.PV.Name, s.Err)
 }

@@ -58,7 +58,20 @@ const (
 	// NotAttached: the volume is not in node.status.volumesAttached yet, or
 	// its VolumeAttachment is not attached.
 	NotAttached Reason = "NotAttached"
+	// NodeAffinityMismatch: the PV's node affinity does not match the
+	// node's labels; the kubelet refuses to mount it (an event, and it
+	// waits for the PV or the node to change).
+	NodeAffinityMismatch Reason = "NodeAffinityMismatch"
+	// InUseByAnotherPod: the volume's only access mode is ReadWriteOncePod
+	// and another pod of the node has it published; the mount fails and
+	// is retried with backoff, as the kubelet's.
+	InUseByAnotherPod Reason = "InUseByAnotherPod"
 )
+
+// Retries says whether a wait for this reason is retried with backoff
+// rather than woken by an event: nothing the agent watches says when
+// another pod's publication is gone.
+func (r Reason) Retries() bool { return r == InUseByAnotherPod }
 
 // processingFailed says whether the reason is a failure to process the
 // pod's volume, which the reference reports as a pod-level event, rather
@@ -103,6 +116,10 @@ type Volume struct {
 	// (set when Attachable).
 	Attachment string
 	Unique     corev1.UniqueVolumeName
+	// PublishRefused is why publishing fails before any call (the
+	// kubelet's SetUp checks: the CSIDriver does not list the Persistent
+	// lifecycle mode); "" when it may go on. Staging is not held back.
+	PublishRefused string
 }
 
 // PodPlan is the decision for one live pod.

@@ -13,6 +13,9 @@ type World struct {
 	// Registered: the Node object exists. Without it nothing is reported
 	// and no deletion is finished.
 	Registered bool
+	// NodeLabels are the Node's labels, which a PV's node affinity must
+	// match before the volume is mounted.
+	NodeLabels map[string]string
 	// Attached is node.status.volumesAttached, by unique volume name.
 	Attached map[corev1.UniqueVolumeName]bool
 	// Reported is node.status.volumesInUse as last written.

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -41,6 +42,9 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *
 // publish is the kubelet's SetUp: record the publication, call
 // NodePublishVolume, record that it succeeded.
 func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
+	if v.PublishRefused != "" {
+		return errors.New(v.PublishRefused)
+	}
 	e := n.endpoints[v.Driver]
 	req := n.layout.PublishRequest(w, pod, v)
 	var err error

@@ -78,10 +78,14 @@ func (a *Agent) mountPod(ctx context.Context, n *nodeState, w mounting.World, pp
 func (a *Agent) step(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, s mounting.Step) error {
 	logger := klog.FromContext(ctx)
 	if s.Action == mounting.Wait {
-		if msg := s.WaitMessage(); msg != "" {
+		msg := s.WaitMessage()
+		if msg != "" {
 			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, msg)
 		}
 		logger.V(4).Info("Volume waits", "pod", klog.KObj(pod), "node", n.name, "volume", s.Name, "reason", s.Reason)
+		if s.Reason.Retries() {
+			return errors.New(msg)
+		}
 		return nil
 	}
 	for _, op := range s.Ops() {

@@ -1,0 +1,65 @@
+package mounting
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// The kubelet's mount checks, in its order: the attachment as the node
+// reports it, then node affinity and ReadWriteOncePod, then the
+// VolumeAttachment, then the driver; the lifecycle mode is checked at
+// publish, after staging.
+func TestMountChecksComeInTheKubeletsOrder(t *testing.T) {
+	notServed := func(w *World) { delete(w.Drivers, network) }
+	elsewhere := func(w *World) {
+		w.Volumes["pv-1"].Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}
+		w.Registered, w.NodeLabels = true, map[string]string{"zone": "a"}
+	}
+	rwop := func(w *World) {
+		w.Volumes["pv-1"].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	}
+	ephemeralOnly := func(w *World) {
+		w.CSIDrivers[local].Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}
+	}
+	unattached := func(w *World) {
+		attachedAndReported(w)
+		for _, va := range w.Attachments {
+			va.Status.Attached = false
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		w       World
+		action  Action
+		reason  Reason
+		refused bool
+	}{
+		{"driver missing, not reported in use yet", world(network, withPods(pod(podUID, "data")), notServed), Wait, NotReportedInUse, false},
+		{"driver missing once attached", world(network, withPods(pod(podUID, "data")), notServed, attachedAndReported), Wait, DriverNotServed, false},
+		{"affinity before the attachment", world(network, withPods(pod(podUID, "data")), elsewhere, unattached), Wait, NodeAffinityMismatch, false},
+		{"affinity matches", world(local, withPods(pod(podUID, "data")), elsewhere, func(w *World) { w.NodeLabels["zone"] = "b" }), Stage, "", false},
+		{"affinity of an unregistered node is not checked", world(local, withPods(pod(podUID, "data")), elsewhere, func(w *World) { w.Registered = false }), Stage, "", false},
+		{"ReadWriteOncePod published to another pod", world(local, withPods(pod(podUID, "data")), rwop, staged(local, true), published(otherUID, local, true)), Wait, InUseByAnotherPod, false},
+		{"ReadWriteOncePod alone", world(local, withPods(pod(podUID, "data")), rwop, staged(local, true)), Publish, "", false},
+		{"ReadWriteOnce shared on the node", world(local, withPods(pod(podUID, "data")), staged(local, true), published(otherUID, local, true)), Publish, "", false},
+		{"lifecycle mode: staged, publish refused", world(local, withPods(pod(podUID, "data")), ephemeralOnly), Stage, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Decide(tc.w).Pods[0].Steps[0]
+			if s.Action != tc.action || s.Reason != tc.reason || (s.Volume.PublishRefused != "") != tc.refused {
+				t.Errorf("step %v %q (publish refused %q), want %v %q (refused %v)", s.Action, s.Reason, s.Volume.PublishRefused, tc.action, tc.reason, tc.refused)
+			}
+		})
+	}
+	w := world(local, withPods(pod(podUID, "data")), ephemeralOnly)
+	want := `kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Persistent" not supported by driver local.csi (only supports ["Ephemeral"])`
+	if got := Decide(w).Pods[0].Steps[0].Volume.PublishRefused; got != want {
+		t.Errorf("publish refused %q, want %q", got, want)
+	}
+	if !InUseByAnotherPod.Retries() || NotAttached.Retries() {
+		t.Error("only the ReadWriteOncePod refusal retries with backoff")
+	}
+}
