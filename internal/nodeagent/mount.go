@@ -32,7 +32,7 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *
 			return err
 		}
 		if err := e.NodeStageVolume(ctx, req); err != nil {
-			return fmt.Errorf("rpc NodeStageVolume: %w", err)
+			return finished(err, dir, n.layout.StagingPath(v.Driver, v.Handle))
 		}
 	}
 	data.Done = true
@@ -57,10 +57,26 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 		return err
 	}
 	if err := e.NodePublishVolume(ctx, req); err != nil {
-		return fmt.Errorf("rpc NodePublishVolume: %w", err)
+		return finished(err, dir, req.TargetPath)
 	}
 	data.Done = true
 	return writeVolData(dir, data)
+}
+
+// finished handles a failed NodeStageVolume or NodePublishVolume as the
+// kubelet does: an answer that ends the operation (csierror.OperationFinal)
+// means nothing was mounted, so the record and its directories go (while
+// the mount point is empty) and nothing is torn down later; any other
+// error leaves the record not done, an uncertain mount the teardown
+// undoes. The error is returned as the driver gave it: the kubelet's event
+// text is "<operation> failed for volume ... : rpc error: ...".
+func finished(err error, dir, mountPoint string) error {
+	if csierror.OperationFinal(err) {
+		if rerr := removeRecord(dir, filepath.Base(mountPoint)); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
 // nodeSecrets reads the secret a PV names for a node call (field says

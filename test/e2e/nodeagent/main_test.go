@@ -7,8 +7,10 @@ package nodeagent
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,14 +50,38 @@ var bed struct {
 // grow while in use (FailedPrecondition); while noNodeExpand is set, it
 // hides the node service's EXPAND_VOLUME capability (the agent probes it
 // when it starts).
+//
+// It also records every node call that names a volume (nodeCalls) and
+// answers those refuse lists (method/handle) with the code given.
 type driverTap struct {
 	mu           sync.Mutex
 	seen         []*csipb.NodeExpandVolumeRequest
 	inUse        map[string]bool
 	noNodeExpand atomic.Bool
+	nodeCalls    []nodeCall
+	refuse       map[string]codes.Code
 }
 
-func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// nodeCall is a node service call and its request.
+type nodeCall struct {
+	method string
+	req    proto.Message
+}
+
+func (c *driverTap) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r, ok := req.(interface {
+		proto.Message
+		GetVolumeId() string
+	}); ok && strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") {
+		method := path.Base(info.FullMethod)
+		c.mu.Lock()
+		c.nodeCalls = append(c.nodeCalls, nodeCall{method, proto.Clone(r)})
+		code, refuse := c.refuse[method+"/"+r.GetVolumeId()]
+		c.mu.Unlock()
+		if refuse {
+			return nil, status.Error(code, "refused by the test")
+		}
+	}
 	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
 		c.mu.Lock()
 		c.seen = append(c.seen, proto.CloneOf(r))
@@ -83,6 +109,35 @@ func (c *driverTap) refuseInUse(handle string, refuse bool) {
 		c.inUse = map[string]bool{}
 	}
 	c.inUse[handle] = refuse
+}
+
+// refuseCall makes the drivers answer method (e.g. "NodePublishVolume")
+// for the volume with code, until the test ends.
+func (c *driverTap) refuseCall(t *testing.T, method, handle string, code codes.Code) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refuse == nil {
+		c.refuse = map[string]codes.Code{}
+	}
+	c.refuse[method+"/"+handle] = code
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.refuse, method+"/"+handle)
+	})
+}
+
+// callsOf returns the node calls of method made for the volume.
+func (c *driverTap) callsOf(method, handle string) []proto.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []proto.Message
+	for _, call := range c.nodeCalls {
+		if call.method == method && call.req.(interface{ GetVolumeId() string }).GetVolumeId() == handle {
+			out = append(out, call.req)
+		}
+	}
+	return out
 }
 
 // of returns the calls for a volume.
@@ -132,8 +187,10 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
+	// podInfoOnMount, so that the node calls carry the pod's identity as
+	// the kubelet's do.
 	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true)}}
 	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, err

@@ -1,0 +1,167 @@
+package nodeagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/mounting"
+	"github.com/volplane/volplane/internal/stacktest"
+)
+
+// The node calls carry what the kubelet v1.36 sends: the staging and
+// target paths of its layout, the access mode as mapped for a node service
+// with SINGLE_NODE_MULTI_WRITER (ReadWriteOnce is SINGLE_NODE_MULTI_WRITER),
+// the PV's fsType, and, for a CSIDriver with podInfoOnMount, the pod's
+// identity in the publish volume context only; the publication record
+// names the volume's attachment as the kubelet's does.
+func TestNodeCallsCarryWhatTheKubeletSends(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+	pod, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle, l := pv.Spec.CSI.VolumeHandle, layout(node)
+	stages, publishes := bed.tap.callsOf("NodeStageVolume", handle), bed.tap.callsOf("NodePublishVolume", handle)
+	if len(stages) != 1 || len(publishes) != 1 {
+		t.Fatalf("%d stage and %d publish calls, want one each", len(stages), len(publishes))
+	}
+	stage, publish := stages[0].(*csipb.NodeStageVolumeRequest), publishes[0].(*csipb.NodePublishVolumeRequest)
+	snmw := csipb.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+	if stage.GetStagingTargetPath() != l.StagingPath(hostpath.DriverName, handle) || stage.GetVolumeCapability().GetAccessMode().GetMode() != snmw ||
+		stage.GetVolumeCapability().GetMount().GetFsType() != "ext4" || stage.GetVolumeContext()[mounting.PodNameKey] != "" {
+		t.Errorf("NodeStageVolume %v: want the staging path, %v, ext4 and no pod info", stage, snmw)
+	}
+	want := map[string]string{mounting.PodNameKey: pod.Name, mounting.PodNamespaceKey: ns, mounting.PodUIDKey: string(pod.UID),
+		mounting.ServiceAccountNameKey: pod.Spec.ServiceAccountName, mounting.EphemeralKey: "false"}
+	for k, v := range want {
+		if publish.GetVolumeContext()[k] != v {
+			t.Errorf("NodePublishVolume volume context %s = %q, want %q", k, publish.GetVolumeContext()[k], v)
+		}
+	}
+	if publish.GetTargetPath() != l.TargetPath(pod.UID, pv.Name) || publish.GetStagingTargetPath() != stage.GetStagingTargetPath() ||
+		publish.GetVolumeCapability().GetAccessMode().GetMode() != snmw || publish.GetReadonly() {
+		t.Errorf("NodePublishVolume %v: want the target and staging paths, %v, read-write", publish, snmw)
+	}
+	raw, err := os.ReadFile(filepath.Join(l.TargetDir(pod.UID, pv.Name), mounting.VolDataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["attachmentID"] != attachment.Name(handle, hostpath.DriverName, node) || rec["volumeLifecycleMode"] != "Persistent" || rec["specVolID"] != pv.Name {
+		t.Errorf("publication record %s: want the kubelet's attachmentID, lifecycle mode and spec name", raw)
+	}
+	deletePodAndWaitGone(t, pod)
+}
+
+// A publish the driver refuses with a final answer leaves no record: the
+// kubelet removes the target directory and its vol_data.json, so nothing
+// is unpublished when the pod goes. A transient answer leaves the mount
+// uncertain, and the teardown unpublishes it. Both are FailedMount events
+// with the driver's own text.
+func TestFinalMountErrorLeavesNothingToTearDown(t *testing.T) {
+	for _, tc := range []struct {
+		code  codes.Code
+		final bool
+	}{{codes.InvalidArgument, true}, {codes.Aborted, false}} {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			ns := stacktest.Namespace(t)
+			node := bed.cp.Nodes[1]
+			pv := boundClaim(t, ns, "data", node)
+			handle := pv.Spec.CSI.VolumeHandle
+			bed.tap.refuseCall(t, "NodePublishVolume", handle, tc.code)
+			pod := runPod(t, ns, "app", node, "data")
+			text := fmt.Sprintf("MountVolume.SetUp failed for volume %q : rpc error: code = %s desc = refused by the test", pv.Name, tc.code)
+			stacktest.Eventually(t, "FailedMount event", func() string { return hasEvent(t, ns, pod.Name, "FailedMount", text) }, alive)
+			_, err := os.Stat(layout(node).TargetDir(pod.UID, pv.Name))
+			if left := err == nil; left == tc.final {
+				t.Errorf("publication directory left %v (%v), want %v", left, err, !tc.final)
+			}
+			deletePodAndWaitGone(t, pod)
+			if n := len(bed.tap.callsOf("NodeUnpublishVolume", handle)); (n > 0) == tc.final {
+				t.Errorf("%d NodeUnpublishVolume calls after a %s publish failure", n, tc.code)
+			}
+			if n := len(bed.tap.callsOf("NodeUnstageVolume", handle)); n != 1 {
+				t.Errorf("%d NodeUnstageVolume calls, want 1: the staging succeeded", n)
+			}
+		})
+	}
+}
+
+// A volume whose only access mode is ReadWriteOncePod is refused to a
+// second pod of the node while the first has it, with the kubelet's
+// event, and mounted once the first is gone.
+func TestReadWriteOncePodVolumeIsRefusedToASecondPodOfTheNode(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaimWithPV(t, ns, "data", bed.drivers[node], func(pv *corev1.PersistentVolume) {
+		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	}, func(c *corev1.PersistentVolumeClaim) {
+		c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	})
+	first := runPod(t, ns, "first", node, "data")
+	waitRunning(t, first)
+	second := runPod(t, ns, "second", node, "data")
+	text := fmt.Sprintf("MountVolume.SetUp failed for volume %q : volume uses the ReadWriteOncePod access mode and is already in use by another pod", pv.Name)
+	stacktest.Eventually(t, "FailedMount event", func() string { return hasEvent(t, ns, second.Name, "FailedMount", text) }, alive)
+	deletePodAndWaitGone(t, first)
+	waitRunning(t, second)
+	for _, r := range bed.tap.callsOf("NodePublishVolume", pv.Spec.CSI.VolumeHandle) {
+		if m := r.(*csipb.NodePublishVolumeRequest).GetVolumeCapability().GetAccessMode().GetMode(); m != csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {
+			t.Errorf("published as %v, want SINGLE_NODE_SINGLE_WRITER", m)
+		}
+	}
+	deletePodAndWaitGone(t, second)
+}
+
+// A PV whose node affinity the node does not match is not mounted there:
+// the kubelet's NodeAffinity event, until the node gets the label.
+func TestVolumeOfAnotherNodeIsNotMountedUntilTheNodeMatches(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	key := "test.volplane.io/" + ns
+	pv := boundClaimWithPV(t, ns, "data", bed.drivers[node], func(pv *corev1.PersistentVolume) {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"yes"}}}}}}}
+	})
+	pod := runPod(t, ns, "app", node, "data")
+	text := fmt.Sprintf("MountVolume.NodeAffinity check failed for volume %q : no matching NodeSelectorTerms", pv.Name)
+	stacktest.Eventually(t, "FailedMount event", func() string { return hasEvent(t, ns, pod.Name, "FailedMount", text) }, alive)
+	if n := len(bed.tap.callsOf("NodeStageVolume", pv.Spec.CSI.VolumeHandle)); n != 0 {
+		t.Errorf("%d NodeStageVolume calls for a volume of another node", n)
+	}
+	labelNode(t, node, key, "yes")
+	waitRunning(t, pod)
+	deletePodAndWaitGone(t, pod)
+}
+
+// labelNode sets a label on the node until the test ends.
+func labelNode(t *testing.T, node, key, value string) {
+	t.Helper()
+	patch := func(v any) error {
+		raw, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
+		_, err := bed.cp.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, raw, metav1.PatchOptions{})
+		return err
+	}
+	if err := patch(value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = patch(nil) })
+}
