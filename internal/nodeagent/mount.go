@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
@@ -51,6 +53,13 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef); err != nil {
 		return err
 	}
+	if tokens := w.TokensFor(v.Driver, pod); tokens != nil {
+		attrs, err := a.tokens(ctx, pod, tokens)
+		if err != nil {
+			return errors.New(mounting.TokenFailure(err))
+		}
+		req.VolumeContext, req.Secrets = tokens.WithTokens(req.VolumeContext, req.Secrets, attrs)
+	}
 	dir := n.layout.TargetDir(pod.UID, v.PV.Name)
 	data := mounting.PublicationRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
@@ -77,6 +86,20 @@ func finished(err error, dir, mountPoint string) error {
 		}
 	}
 	return err
+}
+
+// tokens requests the pod's service account tokens a CSIDriver asks for,
+// as the kubelet does at every publish.
+func (a *Agent) tokens(ctx context.Context, pod *corev1.Pod, t *mounting.Tokens) (map[string]string, error) {
+	var statuses []authenticationv1.TokenRequestStatus
+	for _, req := range t.Requests {
+		tr, err := a.cfg.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, req, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		statuses = append(statuses, tr.Status)
+	}
+	return t.Attributes(statuses)
 }
 
 // nodeSecrets reads the secret a PV names for a node call (field says

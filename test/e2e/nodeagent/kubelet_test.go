@@ -3,12 +3,14 @@ package nodeagent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -164,4 +166,39 @@ func labelNode(t *testing.T, node, key, value string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = patch(nil) })
+}
+
+// A CSIDriver with tokenRequests (the attach driver's, in the secrets) gets
+// a token of the pod's service account for its audience at publish, bound
+// to the pod, and the attachment's metadata as publish context.
+func TestPublishCarriesThePodsServiceAccountToken(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[0]
+	pv := boundClaimOf(t, ns, "net", bed.attachDriver)
+	pod := runPod(t, ns, "app", node, "net")
+	attachByHand(t, node, pv)
+	waitRunning(t, pod)
+	calls := bed.tap.callsOf("NodePublishVolume", pv.Spec.CSI.VolumeHandle)
+	if len(calls) != 1 {
+		t.Fatalf("%d NodePublishVolume calls, want 1", len(calls))
+	}
+	publish := calls[0].(*csipb.NodePublishVolumeRequest)
+	if publish.GetVolumeContext()[mounting.TokensKey] != "" {
+		t.Errorf("tokens in the volume context; the CSIDriver wants them in the secrets")
+	}
+	var tokens map[string]authenticationv1.TokenRequestStatus
+	if err := json.Unmarshal([]byte(publish.GetSecrets()[mounting.TokensKey]), &tokens); err != nil {
+		t.Fatalf("secrets %v: %v", publish.GetSecrets(), err)
+	}
+	if len(tokens) != 1 || tokens[tokenAudience].Token == "" || tokens[tokenAudience].ExpirationTimestamp.Time.IsZero() {
+		t.Errorf("tokens %v: want one for %q", tokens, tokenAudience)
+	}
+	va, err := bed.cp.Client.StorageV1().VolumeAttachments().Get(ctx, attachment.Name(pv.Spec.CSI.VolumeHandle, attachDriverName, node), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(publish.GetPublishContext(), va.Status.AttachmentMetadata) {
+		t.Errorf("publish context %v, want the attachment's metadata %v", publish.GetPublishContext(), va.Status.AttachmentMetadata)
+	}
+	deletePodAndWaitGone(t, pod)
 }

@@ -157,6 +157,9 @@ func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 // attached first.
 const attachDriverName = "attach.csi.volplane.io"
 
+// tokenAudience is the audience of the token the attach driver asks for.
+const tokenAudience = "volplane-test"
+
 func TestMain(m *testing.M) { support.Main(m, 2, setUp) }
 
 func setUp(cp *cluster.ControlPlane) (func(), error) {
@@ -195,8 +198,11 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
+	// A service account token of the pod at every publish, in the
+	// secrets (the kubelet's tokenRequests).
 	attachDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: attachDriverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}}
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true), ServiceAccountTokenInSecrets: ptr.To(true),
+			TokenRequests: []storagev1.TokenRequest{{Audience: tokenAudience}}}}
 	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, attachDriver, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, err
