@@ -13,6 +13,7 @@ import (
 
 	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/controller/resizing"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
 	"github.com/volplane/volplane/internal/quantity"
@@ -98,7 +99,11 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, w mounting.W
 		return err
 	}
 	if _, err := e.NodeExpandVolume(ctx, req); err != nil {
-		// The kubelet's text, capital and all: users match on it.
+		// The kubelet's texts, capital, missing colon and all: users
+		// match on them.
+		if csierror.ExpandInfeasible(err) {
+			return fmt.Errorf("Expander.NodeExpand failed to expand the volume %w", err)
+		}
 		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", err)
 	}
 	return nil
