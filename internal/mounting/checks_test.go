@@ -63,3 +63,24 @@ func TestMountChecksComeInTheKubeletsOrder(t *testing.T) {
 		t.Error("only the ReadWriteOncePod refusal retries with backoff")
 	}
 }
+
+// NodePublishVolume is read-only when the pod's claim source says so; the
+// PV's csi.readOnly is for ControllerPublishVolume only, as in the kubelet.
+func TestPublishReadOnlyIsThePodsClaimSource(t *testing.T) {
+	l := Layout{Root: "/root"}
+	for _, tc := range []struct {
+		name        string
+		claim, csi  bool
+		wantPublish bool
+	}{{"neither", false, false, false}, {"pod's claim source", true, false, true}, {"PV only", false, true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod(podUID, "data")
+			p.Spec.Volumes[2].PersistentVolumeClaim.ReadOnly = tc.claim
+			w := world(local, withPods(p), func(w *World) { w.Volumes["pv-1"].Spec.CSI.ReadOnly = tc.csi })
+			v := Decide(w).Pods[0].Steps[0].Volume
+			if got := l.PublishRequest(w, p, v).Readonly; got != tc.wantPublish {
+				t.Errorf("readonly %v, want %v", got, tc.wantPublish)
+			}
+		})
+	}
+}

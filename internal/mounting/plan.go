@@ -110,7 +110,7 @@ type Volume struct {
 	Claim      *corev1.PersistentVolumeClaim
 	Driver     string
 	Handle     string
-	ReadOnly   bool // the pod's claim source says readOnly
+	ReadOnly   bool // the pod's claim source says readOnly (the PV's csi.readOnly is not the node's)
 	Attachable bool
 	// Attachment is the VolumeAttachment name of the volume on this node
 	// (set when Attachable).

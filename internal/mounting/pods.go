@@ -96,7 +96,9 @@ func (w World) resolve(pod *corev1.Pod, claimName string, isEphemeral, readOnly 
 		return nil, "", ""
 	}
 	src := pv.Spec.CSI
-	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly || src.ReadOnly,
+	// Read-only is the pod's claim source's alone, as the kubelet's volume
+	// spec: the PV's csi.readOnly is the attacher's (ControllerPublish).
+	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly,
 		Attachable: w.attachable(src.Driver), Unique: attachment.UniqueVolumeName(src.Driver, src.VolumeHandle)}
 	if v.Attachable {
 		v.Attachment = attachment.Name(src.VolumeHandle, src.Driver, w.Node)
