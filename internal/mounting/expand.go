@@ -47,6 +47,9 @@ type Expansion struct {
 	// FailedMount and keeps the pod from starting. Otherwise the pod runs
 	// and a failure is a VolumeResizeFailed.
 	AtMount bool
+	// Block: a block volume, whose failure at mount has the kubelet's
+	// MapVolume text.
+	Block bool
 }
 
 // Why a volume whose PV grew is not expanded on the node: the set is
@@ -93,7 +96,7 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, R
 		return nil, DriverNotServed // nothing could expand it, and nothing may finish it in its place
 	}
 	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
-	e := &Expansion{Size: newSize(v.Claim, status, pvSize), AtMount: pod.Status.Phase != corev1.PodRunning}
+	e := &Expansion{Size: newSize(v.Claim, status, pvSize), AtMount: pod.Status.Phase != corev1.PodRunning, Block: v.Block}
 	if !e.AtMount && node.RefusedInUse.Cmp(e.Size) == 0 {
 		return nil, RefusedInUse
 	}

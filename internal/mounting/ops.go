@@ -44,13 +44,18 @@ func (s Step) Ops() []Op {
 }
 
 // OpFailedMessage is the kubelet's FailedMount event message for a failed
-// stage or publish of the volume (the expansion records its own).
-func OpFailedMessage(op Op, pv string, err error) string {
-	switch op {
-	case OpStage:
-		return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", pv, err)
-	case OpPublish:
-		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", pv, err)
+// stage or publish of the volume (the expansion records its own): its
+// MountVolume texts, or its MapVolume texts for a block volume.
+func OpFailedMessage(op Op, v *Volume, err error) string {
+	switch {
+	case op == OpStage && v.Block:
+		return fmt.Sprintf("MapVolume.SetUpDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpPublish && v.Block:
+		return fmt.Sprintf("MapVolume.MapPodDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpStage:
+		return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpPublish:
+		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.PV.Name, err)
 	}
 	return ""
 }
@@ -72,6 +77,16 @@ func (s Step) WaitMessage() string {
 		prefix = "MountVolume.NodeAffinity check failed"
 	case InUseByAnotherPod:
 		prefix = "MountVolume.SetUp failed"
+	}
+	if s.Volume.Block {
+		switch s.Reason {
+		case DriverNotServed, InUseByAnotherPod:
+			prefix = "MapVolume.SetUpDevice failed"
+		case NodeAffinityMismatch:
+			prefix = "MapVolume.NodeAffinity check failed"
+		default:
+			prefix = "MapVolume.WaitForAttach failed"
+		}
 	}
 	return fmt.Sprintf("%s for volume %q : %s", prefix, s.Volume.PV.Name, s.Err)
 }
@@ -164,6 +179,9 @@ func (e *Expansion) Failed(pv string, err error) ExpandFailure {
 	if e.AtMount {
 		f.EventReason = FailedMount
 		f.EventMessage = fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : %v", pv, err)
+		if e.Block {
+			f.EventMessage = fmt.Sprintf("MapVolume.MarkVolumeAsMounted failed while expanding volume for volume %q : %v", pv, err)
+		}
 	}
 	if e.Mode == ExpandAndFinish && csierror.OperationFinal(err) {
 		f.MarkFailed, f.Infeasible = true, csierror.ExpandInfeasible(err)

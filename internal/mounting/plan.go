@@ -116,6 +116,9 @@ type Volume struct {
 	// (set when Attachable).
 	Attachment string
 	Unique     corev1.UniqueVolumeName
+	// Block: the PV's volumeMode is Block: the kubelet maps it (its block
+	// layout, its MapVolume texts) rather than mounts it.
+	Block bool
 	// PublishRefused is why publishing fails before any call (the
 	// kubelet's SetUp checks: the CSIDriver does not list the Persistent
 	// lifecycle mode); "" when it may go on. Staging is not held back.

@@ -99,6 +99,7 @@ func (w World) resolve(pod *corev1.Pod, claimName string, isEphemeral, readOnly 
 	// Read-only is the pod's claim source's alone, as the kubelet's volume
 	// spec: the PV's csi.readOnly is the attacher's (ControllerPublish).
 	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly,
+		Block:      pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
 		Attachable: w.attachable(src.Driver), Unique: attachment.UniqueVolumeName(src.Driver, src.VolumeHandle)}
 	if v.Attachable {
 		v.Attachment = attachment.Name(src.VolumeHandle, src.Driver, w.Node)
@@ -162,6 +163,9 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 	if _, ok := w.Drivers[v.Driver]; !ok {
 		step.Reason = DriverNotServed
 		step.Err = fmt.Sprintf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers", v.Driver)
+		if v.Block {
+			step.Err = fmt.Sprintf("kubernetes.io/csi: blockMapper.SetUpDevice failed to get CSI client: driver name %s not found in the list of registered CSI drivers", v.Driver)
+		}
 		return step
 	}
 	if s, ok := d.staged[volumeKey{v.Driver, v.Handle}]; ok && s.Done {

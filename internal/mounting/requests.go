@@ -21,24 +21,29 @@ import (
 // pod (whose fsGroup goes to a driver with VOLUME_MOUNT_GROUP).
 func (l Layout) StageRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodeStageVolumeRequest {
 	drv := w.Drivers[v.Driver]
+	_, staging := l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	return &csipb.NodeStageVolumeRequest{VolumeId: v.Handle, PublishContext: w.publishContext(v),
-		StagingTargetPath: l.StagingPath(v.Driver, v.Handle),
+		StagingTargetPath: staging,
 		VolumeCapability:  withMountGroup(Capability(v.PV, drv.SingleNodeMultiWriter), drv, pod),
 		VolumeContext:     v.PV.Spec.CSI.VolumeAttributes}
 }
 
 // PublishRequest is the NodePublishVolume request of v for the pod; the
-// staging path is given when the driver stages, and the volume context
+// staging path is given when the driver stages (always for a block
+// volume, as the kubelet's block mapper), and the volume context
 // carries the pod's identity when the CSIDriver asks for it
 // (podInfoOnMount).
 func (l Layout) PublishRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodePublishVolumeRequest {
 	drv := w.Drivers[v.Driver]
+	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: w.publishContext(v),
-		TargetPath:       l.TargetPath(pod.UID, v.PV.Name),
+		TargetPath:       target,
 		VolumeCapability: withMountGroup(Capability(v.PV, drv.SingleNodeMultiWriter), drv, pod),
 		Readonly:         v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
-	if drv.Stage {
-		req.StagingTargetPath = l.StagingPath(v.Driver, v.Handle)
+	if drv.Stage || v.Block {
+		// The block mapper gives its staging path whether the driver
+		// stages or not.
+		_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	}
 	if d := w.CSIDrivers[v.Driver]; d != nil && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
 		req.VolumeContext = merged(req.VolumeContext, PodInfo(pod))
@@ -86,13 +91,14 @@ func withMountGroup(c *csipb.VolumeCapability, drv Driver, pod *corev1.Pod) *csi
 
 // ExpandRequest is the NodeExpandVolume request growing v to bytes: the
 // volume path is the pod's publication, the staging path is given when the
-// driver stages.
+// driver stages (always for a block volume, as the kubelet's block mapper).
 func (l Layout) ExpandRequest(w World, pod *corev1.Pod, v *Volume, bytes int64) *csipb.NodeExpandVolumeRequest {
 	drv := w.Drivers[v.Driver]
-	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: l.TargetPath(pod.UID, v.PV.Name),
+	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
+	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: target,
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: Capability(v.PV, drv.SingleNodeMultiWriter)}
-	if drv.Stage {
-		req.StagingTargetPath = l.StagingPath(v.Driver, v.Handle)
+	if drv.Stage || v.Block {
+		_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	}
 	return req
 }

@@ -1,6 +1,7 @@
 package mounting
 
 import (
+	"errors"
 	"maps"
 	"testing"
 
@@ -140,5 +141,38 @@ func TestPodInfoAndMountGroupAreTheKubelets(t *testing.T) {
 				t.Errorf("volume mount group: stage %q, publish %q; want %q", g1, g2, group)
 			}
 		})
+	}
+}
+
+// A block volume has the kubelet's block mapper paths and texts: staged at
+// volumeDevices/staging/<pv>, published at volumeDevices/publish/<pv>/<uid>
+// with the staging path even for a driver that does not stage, expanded on
+// the publish path, and MapVolume events.
+func TestBlockVolumeHasTheBlockMappersPathsAndTexts(t *testing.T) {
+	l := Layout{Root: "/root"}
+	block := corev1.PersistentVolumeBlock
+	p := pod(podUID, "data")
+	w := world(local, withPods(p), func(w *World) {
+		w.Volumes["pv-1"].Spec.VolumeMode = &block
+		w.Drivers[local] = Driver{}
+	})
+	v := Decide(w).Pods[0].Steps[0].Volume
+	staging, target := "/root/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1", "/root/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/"+string(podUID)
+	if !v.Block || l.StageRequest(w, p, v).StagingTargetPath != staging {
+		t.Errorf("block %v, staging %q", v.Block, l.StageRequest(w, p, v).StagingTargetPath)
+	}
+	pub, exp := l.PublishRequest(w, p, v), l.ExpandRequest(w, p, v, 1)
+	if pub.TargetPath != target || pub.StagingTargetPath != staging || exp.VolumePath != target || exp.StagingTargetPath != staging {
+		t.Errorf("publish %q from %q, expand %q from %q", pub.TargetPath, pub.StagingTargetPath, exp.VolumePath, exp.StagingTargetPath)
+	}
+	if dir, _ := l.StagePaths(true, local, "h-1", "pv-1"); dir != "/root/plugins/kubernetes.io/csi/volumeDevices/pv-1/data" {
+		t.Errorf("block record dir %q", dir)
+	}
+	err := errors.New("boom")
+	if got := OpFailedMessage(OpStage, v, err); got != `MapVolume.SetUpDevice failed for volume "pv-1" : boom` {
+		t.Errorf("stage failure %q", got)
+	}
+	if got := OpFailedMessage(OpPublish, v, err); got != `MapVolume.MapPodDevice failed for volume "pv-1" : boom` {
+		t.Errorf("publish failure %q", got)
 	}
 }

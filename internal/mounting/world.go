@@ -63,6 +63,8 @@ type Staged struct {
 	// while in use (FailedPrecondition); zero if none. The node does not
 	// try that size online again while the volume stays staged.
 	RefusedInUse resource.Quantity
+	// Block: found in the block layout (a volumeMode Block volume).
+	Block bool
 }
 
 // Published is a pod's publication found on disk.
@@ -70,6 +72,8 @@ type Published struct {
 	PodUID             types.UID
 	Driver, Handle, PV string
 	Done               bool
+	// Block: found in the block layout (a volumeMode Block volume).
+	Block bool
 }
 
 // volumeKey names a volume on the node: its driver and handle.

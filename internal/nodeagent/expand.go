@@ -138,7 +138,7 @@ func recordSize(n *nodeState, v *mounting.Volume, size resource.Quantity) error 
 
 // updateRecord changes the node's staging record of the volume.
 func updateRecord(n *nodeState, v *mounting.Volume, change func(*mounting.VolData)) error {
-	dir := n.layout.StagingDir(v.Driver, v.Handle)
+	dir, _ := n.layout.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	data, ok, err := readVolData(dir)
 	if err != nil || !ok {
 		return err

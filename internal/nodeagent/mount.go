@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -22,10 +23,17 @@ import (
 // it succeeded.
 func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, v *mounting.Volume) error {
 	e := n.endpoints[v.Driver]
-	dir := n.layout.StagingDir(v.Driver, v.Handle)
+	dir, staging := n.layout.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	data := mounting.StagingRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
 		return err
+	}
+	if v.Block && e.Info.Stage {
+		// The block mapper makes the staging directory; the driver puts
+		// what it wants in it.
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			return fmt.Errorf("kubernetes.io/csi: blockMapper.stageVolumeForBlock failed to create dir %s: %w", staging, err)
+		}
 	}
 	if e.Info.Stage {
 		req := n.layout.StageRequest(w, pod, v)
@@ -34,7 +42,7 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *
 			return err
 		}
 		if err := e.NodeStageVolume(ctx, req); err != nil {
-			return finished(err, dir, n.layout.StagingPath(v.Driver, v.Handle))
+			return finished(err, v.Block, dir, staging)
 		}
 	}
 	data.Done = true
@@ -60,13 +68,19 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 		}
 		req.VolumeContext, req.Secrets = tokens.WithTokens(req.VolumeContext, req.Secrets, attrs)
 	}
-	dir := n.layout.TargetDir(pod.UID, v.PV.Name)
+	dir, _ := n.layout.PublishPaths(v.Block, pod.UID, v.PV.Name)
 	data := mounting.PublicationRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
 		return err
 	}
+	if v.Block {
+		// The driver makes the target file; the block mapper its directory.
+		if err := os.MkdirAll(filepath.Dir(req.TargetPath), 0o750); err != nil {
+			return fmt.Errorf("kubernetes.io/csi: blockMapper.publishVolumeForBlock failed to create dir %s: %w", filepath.Dir(req.TargetPath), err)
+		}
+	}
 	if err := e.NodePublishVolume(ctx, req); err != nil {
-		return finished(err, dir, req.TargetPath)
+		return finished(err, v.Block, dir, req.TargetPath)
 	}
 	data.Done = true
 	return writeVolData(dir, data)
@@ -79,9 +93,9 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 // error leaves the record not done, an uncertain mount the teardown
 // undoes. The error is returned as the driver gave it: the kubelet's event
 // text is "<operation> failed for volume ... : rpc error: ...".
-func finished(err error, dir, mountPoint string) error {
+func finished(err error, block bool, dir, mountPoint string) error {
 	if csierror.OperationFinal(err) {
-		if rerr := removeRecord(dir, filepath.Base(mountPoint)); rerr != nil {
+		if rerr := removeRecord(block, dir, mountPoint); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 	}
@@ -121,11 +135,11 @@ func (a *Agent) unpublish(ctx context.Context, n *nodeState, p mounting.Publishe
 	if err != nil {
 		return err
 	}
-	target := n.layout.TargetPath(p.PodUID, p.PV)
+	dir, target := n.layout.PublishPaths(p.Block, p.PodUID, p.PV)
 	if err := e.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.Handle, TargetPath: target}); err != nil && !csierror.NotFound(err) {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: rpc NodeUnpublishVolume: %w", p.PV, err)
 	}
-	return removeRecord(n.layout.TargetDir(p.PodUID, p.PV), filepath.Base(target))
+	return removeRecord(p.Block, dir, target)
 }
 
 // unstage is the kubelet's UnmountDevice.
@@ -134,14 +148,14 @@ func (a *Agent) unstage(ctx context.Context, n *nodeState, s mounting.Staged) er
 	if err != nil {
 		return err
 	}
-	path := n.layout.StagingPath(s.Driver, s.Handle)
+	dir, path := n.layout.StagePaths(s.Block, s.Driver, s.Handle, s.PV)
 	if e.Info.Stage {
 		err := e.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: s.Handle, StagingTargetPath: path})
 		if err != nil && !csierror.NotFound(err) {
 			return fmt.Errorf("UnmountDevice failed for volume %q: rpc NodeUnstageVolume: %w", s.PV, err)
 		}
 	}
-	return removeRecord(n.layout.StagingDir(s.Driver, s.Handle), filepath.Base(path))
+	return removeRecord(s.Block, dir, path)
 }
 
 func (n *nodeState) endpoint(driver string) (*csi.Endpoint, error) {

@@ -99,7 +99,7 @@ func (a *Agent) step(ctx context.Context, n *nodeState, w mounting.World, pod *c
 			return a.expand(ctx, n, w, pod, s.Volume, s.Expand)
 		}
 		if err != nil {
-			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, mounting.OpFailedMessage(op, s.Volume.PV.Name, err))
+			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, mounting.OpFailedMessage(op, s.Volume, err))
 			return err
 		}
 	}

@@ -202,3 +202,46 @@ func TestPublishCarriesThePodsServiceAccountToken(t *testing.T) {
 	}
 	deletePodAndWaitGone(t, pod)
 }
+
+// A block volume is staged and published at the kubelet's block mapper
+// paths (volumeDevices/staging/<pv>, volumeDevices/publish/<pv>/<pod uid>,
+// the staging path given to the publish), its record in
+// volumeDevices/<pv>/data; all of it goes with the pod.
+func TestBlockVolumeIsMappedAtTheKubeletsBlockPaths(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	block := corev1.PersistentVolumeBlock
+	pv := boundClaimWithPV(t, ns, "raw", bed.drivers[node], func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = &block },
+		func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block })
+	pod := runPod(t, ns, "app", node, "raw")
+	waitRunning(t, pod)
+	handle, l := pv.Spec.CSI.VolumeHandle, layout(node)
+	stages, publishes := bed.tap.callsOf("NodeStageVolume", handle), bed.tap.callsOf("NodePublishVolume", handle)
+	if len(stages) != 1 || len(publishes) != 1 {
+		t.Fatalf("%d stage and %d publish calls, want one each", len(stages), len(publishes))
+	}
+	stage, publish := stages[0].(*csipb.NodeStageVolumeRequest), publishes[0].(*csipb.NodePublishVolumeRequest)
+	staging, target := l.BlockStagingPath(pv.Name), l.BlockPublishPath(pv.Name, pod.UID)
+	if stage.GetStagingTargetPath() != staging || stage.GetVolumeCapability().GetBlock() == nil {
+		t.Errorf("NodeStageVolume %v: want a block capability staged at %s", stage, staging)
+	}
+	if publish.GetTargetPath() != target || publish.GetStagingTargetPath() != staging || publish.GetVolumeCapability().GetBlock() == nil {
+		t.Errorf("NodePublishVolume %v: want a block capability published at %s from %s", publish, target, staging)
+	}
+	for _, rec := range []string{l.BlockDataDir(pv.Name), filepath.Join(l.PodDevicesDir(pod.UID), pv.Name)} {
+		if _, err := os.Stat(filepath.Join(rec, mounting.VolDataFile)); err != nil {
+			t.Errorf("record: %v", err)
+		}
+	}
+	deletePodAndWaitGone(t, pod)
+	unpublished, unstaged := bed.tap.callsOf("NodeUnpublishVolume", handle), bed.tap.callsOf("NodeUnstageVolume", handle)
+	if len(unpublished) != 1 || unpublished[0].(*csipb.NodeUnpublishVolumeRequest).GetTargetPath() != target ||
+		len(unstaged) != 1 || unstaged[0].(*csipb.NodeUnstageVolumeRequest).GetStagingTargetPath() != staging {
+		t.Errorf("unpublished %v, unstaged %v: want once each at the block paths", unpublished, unstaged)
+	}
+	for _, left := range []string{staging, filepath.Dir(target), filepath.Dir(l.BlockDataDir(pv.Name)), l.PodDir(pod.UID)} {
+		if _, err := os.Stat(left); !os.IsNotExist(err) {
+			t.Errorf("%s left behind (%v)", left, err)
+		}
+	}
+}
