@@ -32,8 +32,15 @@
 //     queue the node if its volumesInUse must be written first
 //     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level
 //     FailedMount event, then per volume its Step.Ops in order (stage:
-//     record, NodeStageVolume, record done; publish: read secrets, record,
-//     NodePublishVolume, record done; expand: Expansion.Ops in order: the
+//     record, NodeStageVolume, record done; publish: read secrets, request
+//     the service account tokens the CSIDriver asks for, record,
+//     NodePublishVolume, record done; a stage or publish the driver ends
+//     with a final answer removes its record, as the kubelet removes its
+//     directory, so nothing is torn down for it, while any other error
+//     leaves the record not done, an uncertain mount the teardown undoes;
+//     a wait that nothing the agent watches ends, a ReadWriteOncePod volume
+//     another pod has, returns an error and retries with backoff; expand:
+//     Expansion.Ops in order: the
 //     read-only warning, claim marked NodeResizeInProgress,
 //     NodeExpandVolume, claim finished, staging record sized), each failure
 //     with the kubelet's event; last, once every step succeeded and
