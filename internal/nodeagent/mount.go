@@ -82,6 +82,13 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	if err := e.NodePublishVolume(ctx, req); err != nil {
 		return finished(err, v.Block, dir, req.TargetPath)
 	}
+	if o := w.OwnershipFor(pod, v); o != nil {
+		// Published but not usable: the record stays not done, an
+		// uncertain mount, as the kubelet's.
+		if err := applyOwnership(req.TargetPath, o); err != nil {
+			return fmt.Errorf("applyFSGroup failed for vol %s: %w", v.Handle, err)
+		}
+	}
 	data.Done = true
 	return writeVolData(dir, data)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -244,4 +246,33 @@ func TestBlockVolumeIsMappedAtTheKubeletsBlockPaths(t *testing.T) {
 			t.Errorf("%s left behind (%v)", left, err)
 		}
 	}
+}
+
+// A pod with an fsGroup, on a driver without VOLUME_MOUNT_GROUP whose
+// CSIDriver keeps the default fsGroupPolicy, gets its ReadWriteOnce ext4
+// volume owned by that group (group read-write, setgid), as the kubelet
+// changes it after NodePublishVolume.
+func TestPublishedVolumeIsGivenThePodsFSGroup(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Spec: corev1.PodSpec{NodeName: node,
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321)},
+		Containers:      []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	pod, err := bed.cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pod)
+	target := layout(node).TargetPath(pod.UID, pv.Name)
+	info, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Gid != 4321 || info.Mode().Perm()&0o770 != 0o770 || info.Mode()&os.ModeSetgid == 0 {
+		t.Errorf("target %s: gid %d mode %v, want gid 4321, group rwx and setgid", target, st.Gid, info.Mode())
+	}
+	deletePodAndWaitGone(t, pod)
 }
