@@ -24,6 +24,11 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # slim image has all three (package mount). The controller roles use none
 # of them.
 FROM debian:trixie-20261109-slim
+# The one list of the tools the driver runs; the build fails if the base
+# lacks one. deploy/image_test.go checks it is what the code executes, and
+# tools/realnode/runtime/mkimage reads this stage (this list, USER,
+# ENTRYPOINT, the COPY) to assemble the same image without a registry.
+RUN for tool in mount umount losetup; do command -v "$tool" || exit 1; done
 COPY --from=build /out/volplane /usr/local/bin/volplane
 # Non-root by default. The driver's DaemonSet runs it as root (it mounts
 # volumes); that is set there, in its securityContext, not here.

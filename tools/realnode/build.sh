@@ -21,9 +21,22 @@
 # supported".
 #
 # node-driver-registrar: its module path has no /v2 although its tags are
-# v2.x, so the Go module proxy serves no version of it (any spelling). It is
-# built only when REGISTRAR_SRC names a checkout of its v2.17.0 tag (the
-# repository vendors its dependencies: go build -mod=vendor, no network).
+# v2.x, and the Go module proxy serves no version of it at all: 403 "This
+# module version is not available" for @v2.17.0, for @latest and the version
+# list, for the tag's commit (c5794c45f34c) and its pseudo-versions
+# (v0.0.0-20260521145649-c5794c45f34c, v1.3.1-0.20260521145649-c5794c45f34c),
+# even for its last v1 tag (v1.3.0). It is built only when REGISTRAR_SRC names
+# a checkout of its v2.17.0 tag (the repository vendors its dependencies:
+# go build -mod=vendor, no network).
+#
+# images: `mkimage images` (tools/realnode/runtime/mkimage) writes the real
+# node's images into OUT/images and, with CONTAINERD_ADDRESS set, imports
+# them into that containerd: localhost/volplane/volplane:dev (rebuilt from the
+# Dockerfile: it runs the Dockerfile's own go build into OUT/volplane-image),
+# localhost/volplane/pause:dev, localhost/volplane/busybox:dev (Debian's
+# busybox-static) and localhost/volplane/csi-node-driver-registrar:v2.17.0
+# when OUT has the registrar. It needs pause built first (mkimage is rebuilt), and the
+# host's util-linux (mount, umount, losetup: copied with their libraries).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,3 +90,13 @@ for t in "${targets[@]}"; do
 	(cd "$here/$dir" && CGO_ENABLED=$cgo nice -n 15 go build -tags "$tags" -ldflags "$ldflags" -o "$out/$name" "$pkg")
 	echo "$name: built in $(($(date +%s) - start))s"
 done
+if [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx images; then
+	start=$(date +%s)
+	# Always this tree's mkimage: one kept from an older tree may lack `images`.
+	(cd "$here/runtime" && nice -n 15 go build -o "$out/mkimage" ./mkimage)
+	rebuild=()
+	[ "${REBUILD:-0}" = 1 ] && rebuild=(-rebuild)
+	nice -n 15 "$out/mkimage" images -repo "$here/../.." -bin "$out" -out "$out/images" "${rebuild[@]}" \
+		${CONTAINERD_ADDRESS:+-address "$CONTAINERD_ADDRESS"}
+	echo "images: made in $(($(date +%s) - start))s"
+fi
