@@ -173,7 +173,9 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 	} else {
 		step.Action = Stage
 	}
-	v.PublishRefused = w.lifecycleRefusal(v)
+	if !v.Block { // the block mapper does not check lifecycle modes
+		v.PublishRefused = w.lifecycleRefusal(v)
+	}
 	w.expand(&step, pod, d)
 	return step
 }

@@ -22,11 +22,12 @@ type Tokens struct {
 	InSecrets bool
 }
 
-// TokensFor says which tokens the publish of a volume of driver needs for
-// pod; nil when the driver has no CSIDriver or asks for none.
-func (w World) TokensFor(driver string, pod *corev1.Pod) *Tokens {
-	d := w.CSIDrivers[driver]
-	if d == nil || len(d.Spec.TokenRequests) == 0 {
+// TokensFor says which tokens the publish of v needs for pod; nil when
+// its driver has no CSIDriver or asks for none, and for a block volume
+// (the kubelet's block mapper sends none).
+func (w World) TokensFor(v *Volume, pod *corev1.Pod) *Tokens {
+	d := w.CSIDrivers[v.Driver]
+	if d == nil || len(d.Spec.TokenRequests) == 0 || v.Block {
 		return nil
 	}
 	t := &Tokens{InSecrets: d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets}

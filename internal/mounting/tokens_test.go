@@ -16,11 +16,12 @@ import (
 func TestTokensAreTheKubelets(t *testing.T) {
 	p := pod(podUID, "data")
 	w := world(local, withPods(p))
-	if w.TokensFor(local, p) != nil {
+	v := Decide(w).Pods[0].Steps[0].Volume
+	if w.TokensFor(v, p) != nil {
 		t.Fatal("tokens for a CSIDriver asking for none")
 	}
 	w.CSIDrivers[local].Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "a", ExpirationSeconds: ptr.To[int64](600)}, {Audience: ""}}
-	tokens := w.TokensFor(local, p)
+	tokens := w.TokensFor(v, p)
 	if len(tokens.Requests) != 2 || tokens.InSecrets {
 		t.Fatalf("tokens %+v: want two, in the volume context", tokens)
 	}
@@ -43,8 +44,11 @@ func TestTokensAreTheKubelets(t *testing.T) {
 		t.Errorf("volume context %v, secrets %v: want the tokens in a copy of the context", ctx, sec)
 	}
 	w.CSIDrivers[local].Spec.ServiceAccountTokenInSecrets = ptr.To(true)
-	ctx, sec = w.TokensFor(local, p).WithTokens(vc, nil, attrs)
+	ctx, sec = w.TokensFor(v, p).WithTokens(vc, nil, attrs)
 	if ctx[TokensKey] != "" || sec[TokensKey] == "" {
 		t.Errorf("volume context %v, secrets %v: want the tokens in the secrets", ctx, sec)
+	}
+	if blockVol := (&Volume{Driver: local, Block: true}); w.TokensFor(blockVol, p) != nil {
+		t.Error("tokens for a block volume: the kubelet's block mapper sends none")
 	}
 }

@@ -61,7 +61,7 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef); err != nil {
 		return err
 	}
-	if tokens := w.TokensFor(v.Driver, pod); tokens != nil {
+	if tokens := w.TokensFor(v, pod); tokens != nil {
 		attrs, err := a.tokens(ctx, pod, tokens)
 		if err != nil {
 			return errors.New(mounting.TokenFailure(err))
