@@ -85,6 +85,10 @@ type Info struct {
 	// VolumeMountGroup: VOLUME_MOUNT_GROUP, so the pod's fsGroup goes to
 	// the driver in NodeStageVolume and NodePublishVolume.
 	NodeSingleNodeMultiWriter, VolumeMountGroup bool
+	// VolumeStats: GET_VOLUME_STATS, so the kubelet reports a published
+	// volume's usage (NodeGetVolumeStats); VolumeCondition:
+	// VOLUME_CONDITION, so it reports the volume's health too.
+	VolumeStats, VolumeCondition bool
 }
 
 // Endpoint is one dialed driver socket.
@@ -247,6 +251,10 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.NodeSingleNodeMultiWriter = true
 		case csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
 			info.VolumeMountGroup = true
+		case csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			info.VolumeStats = true
+		case csi.NodeServiceCapability_RPC_VOLUME_CONDITION:
+			info.VolumeCondition = true
 		}
 	}
 	return info, nil

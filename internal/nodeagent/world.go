@@ -42,7 +42,8 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 	}
 	for name, e := range n.endpoints {
 		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand,
-			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup}
+			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup,
+			Stats: e.Info.VolumeStats, Condition: e.Info.VolumeCondition}
 	}
 	return w, a.addObjects(&w)
 }

@@ -276,3 +276,50 @@ func TestPublishedVolumeIsGivenThePodsFSGroup(t *testing.T) {
 	}
 	deletePodAndWaitGone(t, pod)
 }
+
+// A published claim's usage is reported as the kubelet reports it,
+// kubelet_volume_stats_* by namespace and claim (and, here, node), from
+// NodeGetVolumeStats at the target path; it goes with the pod.
+func TestPublishedClaimsUsageIsReportedAsTheKubeletsVolumeStats(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+	series := func(name string) (float64, bool) {
+		families, err := bed.agent.metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == ns && labels["persistentvolumeclaim"] == "data" && labels["node"] == node {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+		return 0, false
+	}
+	if v, ok := series("kubelet_volume_stats_capacity_bytes"); !ok || v != float64(1<<20) {
+		t.Errorf("capacity %v (reported %v), want the volume's 1Mi", v, ok)
+	}
+	if v, ok := series("kubelet_volume_stats_health_status_abnormal"); !ok || v != 0 {
+		t.Errorf("health abnormal %v (reported %v), want 0", v, ok)
+	}
+	calls := bed.tap.callsOf("NodeGetVolumeStats", pv.Spec.CSI.VolumeHandle)
+	if len(calls) == 0 || calls[0].(*csipb.NodeGetVolumeStatsRequest).GetVolumePath() != layout(node).TargetPath(pod.UID, pv.Name) ||
+		calls[0].(*csipb.NodeGetVolumeStatsRequest).GetStagingTargetPath() != "" {
+		t.Errorf("NodeGetVolumeStats calls %v: want the target path and no staging path", calls)
+	}
+	deletePodAndWaitGone(t, pod)
+	if _, ok := series("kubelet_volume_stats_capacity_bytes"); ok {
+		t.Error("the claim's stats still reported after its pod is gone")
+	}
+}

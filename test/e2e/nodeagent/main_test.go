@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -223,14 +224,16 @@ func serve(ctx context.Context, drivers *support.Drivers, cfg hostpath.Config) (
 	return csi.Dial(ctx, cfg.Endpoint, nil)
 }
 
-// running is an agent running in the background.
+// running is an agent running in the background, with its metrics.
 type running struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel  context.CancelFunc
+	done    chan error
+	metrics *prometheus.Registry
 }
 
 func startAgent() (*running, error) {
-	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir}
+	reg := prometheus.NewRegistry()
+	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg}
 	for _, node := range bed.cp.Nodes {
 		endpoints := []string{bed.endpoints[node]}
 		if node == bed.cp.Nodes[0] {
@@ -243,7 +246,7 @@ func startAgent() (*running, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{cancel: cancel, done: make(chan error, 1), metrics: reg}
 	go func() { r.done <- a.Run(ctx) }()
 	return r, nil
 }
