@@ -35,6 +35,9 @@ func fuzzPod(in *fuzzing.Input) *corev1.Pod {
 		} else {
 			vol.Ephemeral = &corev1.EphemeralVolumeSource{}
 		}
+		if slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vol.Name }) {
+			continue // the API refuses a pod with two volumes of one name
+		}
 		p.Spec.Volumes = append(p.Spec.Volumes, vol)
 		switch in.Intn(3) {
 		case 1:
