@@ -52,6 +52,12 @@
 //     (only once the node reports what it uses, so a detach never comes
 //     before the node stopped reporting the volume).
 //
+// After a publish, the pod's fsGroup is applied to the volume where the
+// kubelet applies it (mounting.OwnershipFor). With Config.Metrics, each
+// scrape asks NodeGetVolumeStats of every claim published on the agent's
+// nodes and reports the kubelet's kubelet_volume_stats_* (with a node
+// label: one agent serves several nodes).
+//
 // Syncs return loop.Result: Done, or an error retried with backoff; waits
 // end with the event that lets them go on (a claim bound, an attachment,
 // the node's status), never with a timer.
