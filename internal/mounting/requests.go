@@ -90,16 +90,16 @@ func withMountGroup(c *csipb.VolumeCapability, drv Driver, pod *corev1.Pod) *csi
 }
 
 // ExpandRequest is the NodeExpandVolume request growing v to bytes: the
-// volume path is the pod's publication, the staging path is given when the
-// driver stages (always for a block volume, as the kubelet's block mapper).
+// volume path is the pod's publication, and the staging path is always
+// given, as the kubelet gives it.
 func (l Layout) ExpandRequest(w World, pod *corev1.Pod, v *Volume, bytes int64) *csipb.NodeExpandVolumeRequest {
 	drv := w.Drivers[v.Driver]
 	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
 	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: target,
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: Capability(v.PV, drv.SingleNodeMultiWriter)}
-	if drv.Stage || v.Block {
-		_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
-	}
+	// The kubelet gives the staging path whether the driver stages or not
+	// (its CSI plugin is always a device mounter).
+	_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	return req
 }
 
