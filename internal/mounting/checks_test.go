@@ -84,3 +84,43 @@ func TestPublishReadOnlyIsThePodsClaimSource(t *testing.T) {
 		})
 	}
 }
+
+// A CSI volume of the pod's own spec: refused with the kubelet's SetUp text
+// when the driver's CSIDriver does not list Ephemeral (or is missing), and
+// never mounted here otherwise; the pod does not run either way.
+func TestInlineVolumeIsRefusedAsTheKubeletRefusesIt(t *testing.T) {
+	inline := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch",
+			VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: local}}})
+		return p
+	}
+	persistentOnly := func(w *World) {
+		w.CSIDrivers[local].Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	}
+	ephemeralToo := func(w *World) {
+		w.CSIDrivers[local].Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}
+	}
+	for _, tc := range []struct {
+		name   string
+		mod    func(*World)
+		reason Reason
+		text   string
+	}{
+		{"persistent only", persistentOnly, EphemeralNotSupported,
+			`MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver local.csi (only supports ["Persistent"])`},
+		{"no CSIDriver", func(w *World) { delete(w.CSIDrivers, local) }, EphemeralNotSupported,
+			`MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver local.csi (no CSIDriver object)`},
+		{"ephemeral supported", ephemeralToo, InlineNotServed, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := Decide(world(local, withPods(inline(pod(podUID))), tc.mod)).Pods[0]
+			s := pp.Steps[0]
+			if len(pp.Steps) != 1 || s.Action != Wait || s.Reason != tc.reason || s.WaitMessage() != tc.text {
+				t.Errorf("steps %+v: want one wait %s with %q", pp.Steps, tc.reason, tc.text)
+			}
+			if !pp.Waits() || pp.MarkRunning() || pp.FailureMessage() != "" {
+				t.Errorf("the pod must wait, not run, with no pod-level event")
+			}
+		})
+	}
+}

@@ -63,9 +63,13 @@ func OpFailedMessage(op Op, v *Volume, err error) string {
 // WaitMessage is the per-operation FailedMount message of a wait the
 // kubelet reports: the driver not registered (MountDevice), an attachment
 // missing, being deleted, failed or not attached (WaitForAttach), a node
-// affinity that does not match, a ReadWriteOncePod volume another pod uses
-// (SetUp). Plain waits record nothing: "".
+// affinity that does not match, a ReadWriteOncePod volume another pod uses,
+// an inline volume its driver does not take (SetUp). Plain waits record
+// nothing: "".
 func (s Step) WaitMessage() string {
+	if s.Action == Wait && s.Reason == EphemeralNotSupported {
+		return s.Err // an inline volume: the whole text, named by the pod's volume
+	}
 	if s.Action != Wait || s.Err == "" || s.Volume == nil {
 		return ""
 	}

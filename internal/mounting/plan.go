@@ -66,6 +66,14 @@ const (
 	// and another pod of the node has it published; the mount fails and
 	// is retried with backoff, as the kubelet's.
 	InUseByAnotherPod Reason = "InUseByAnotherPod"
+	// EphemeralNotSupported: a CSI volume of the pod's own spec whose
+	// driver does not list the Ephemeral lifecycle mode: the kubelet's
+	// SetUp refuses it (an event) and the pod never starts.
+	EphemeralNotSupported Reason = "EphemeralNotSupported"
+	// InlineNotServed: a CSI volume of the pod's own spec the driver would
+	// take; the agent does not publish inline volumes (yet), so the pod
+	// waits.
+	InlineNotServed Reason = "InlineNotServed"
 )
 
 // Retries says whether a wait for this reason is retried with backoff

@@ -323,3 +323,29 @@ func TestPublishedClaimsUsageIsReportedAsTheKubeletsVolumeStats(t *testing.T) {
 		t.Error("the claim's stats still reported after its pod is gone")
 	}
 }
+
+// A CSI volume in the pod's own spec, of the bundled driver (its CSIDriver
+// lists Persistent only), is refused as the kubelet's SetUp refuses it,
+// and the pod does not run.
+func TestInlineVolumeOfAPersistentOnlyDriverIsRefused(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	drv, err := bed.cp.Client.StorageV1().CSIDrivers().Get(ctx, hostpath.DriverName, metav1.GetOptions{})
+	if err != nil || len(drv.Spec.VolumeLifecycleModes) != 1 {
+		t.Fatalf("CSIDriver %v (%v): want the API's default, Persistent only", drv, err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inline"}, Spec: corev1.PodSpec{NodeName: node,
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{
+			CSI: &corev1.CSIVolumeSource{Driver: hostpath.DriverName}}}}}}
+	if pod, err = bed.cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text := `MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver ` +
+		hostpath.DriverName + ` (only supports ["Persistent"])`
+	stacktest.Eventually(t, "FailedMount event", func() string { return hasEvent(t, ns, pod.Name, "FailedMount", text) }, alive)
+	if p, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || p.Status.Phase == corev1.PodRunning {
+		t.Errorf("pod %v (%v): want it not running", p.Status.Phase, err)
+	}
+	deletePodAndWaitGone(t, pod)
+}
