@@ -86,11 +86,39 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 	if err := n.Client.CoreV1().Pods("default").Delete(ctx, w.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := runToCompletion(t, n, "realnode-reader", "cat /data/hello", claim.Name)
-	log := n.PodLog("default", r.Name, "c")
-	if r.Status.Phase != corev1.PodSucceeded || !strings.Contains(log, "written-by-the-first-pod") {
-		t.Fatalf("reader: phase %s, log:\n%s", r.Status.Phase, log)
+	// The reader stays up so that the kubelet reports the volume's stats
+	// (NodeGetVolumeStats through deploy/'s driver).
+	r := startPod(t, n, "realnode-reader", "cat /data/hello && sleep 600", claim.Name)
+	err := waitCond(2*time.Minute, func() error {
+		if log := n.PodLog("default", r.Name, "c"); !strings.Contains(log, "written-by-the-first-pod") {
+			return fmt.Errorf("reader's log: %q", log)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	var stats []string
+	err = waitCond(time.Minute, func() error {
+		body, err := n.KubeletMetrics()
+		if err != nil {
+			return fmt.Errorf("kubelet /metrics: %v %.300s", err, body)
+		}
+		stats = nil
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "kubelet_volume_stats_") && strings.Contains(l, `persistentvolumeclaim="`+claim.Name+`"`) {
+				stats = append(stats, l)
+			}
+		}
+		if !strings.Contains(strings.Join(stats, "\n"), "kubelet_volume_stats_capacity_bytes") {
+			return fmt.Errorf("no kubelet_volume_stats_capacity_bytes for %s yet", claim.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the kubelet's stats of the volume:\n%s", strings.Join(stats, "\n"))
 	pvc, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -125,27 +153,7 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 func runToCompletion(t *testing.T, n *harness.Node, name, script string, claim ...string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:                      n.Name,
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers: []corev1.Container{{Name: "c", Image: harness.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"/bin/sh", "-c", script}}},
-		},
-	}
-	for _, c := range claim {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
-		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	}
-	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = n.Client.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	startPod(t, n, name, script, claim...)
 	var got *corev1.Pod
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -167,6 +175,48 @@ func runToCompletion(t *testing.T, n *harness.Node, name, script string, claim .
 		time.Sleep(200 * time.Millisecond)
 	}
 	return got
+}
+
+// startPod creates a busybox pod running script on the node, with claim
+// mounted at /data if given, and deletes it at cleanup.
+func startPod(t *testing.T, n *harness.Node, name, script string, claim ...string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      n.Name,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "c", Image: harness.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/sh", "-c", script}}},
+		},
+	}
+	for _, c := range claim {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	}
+	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Gone before deploy/ is deleted: the kubelet unmounts the volume
+	// through the driver, which must still run.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = n.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+		err := waitCond(time.Minute, func() error {
+			_, err := n.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("pod %s not gone (%v)", name, err)
+		})
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	return pod
 }
 
 func describe(p *corev1.Pod, err error) string {

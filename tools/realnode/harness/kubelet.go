@@ -130,3 +130,13 @@ func (n *Node) PodLog(namespace, pod, container string) string {
 	}
 	return all.String()
 }
+
+// KubeletMetrics reads the kubelet's /metrics inside the node's namespace
+// (where it listens) with the admin client certificate of `up`.
+func (n *Node) KubeletMetrics() (string, error) {
+	pki := filepath.Join(n.DataDir, "pki")
+	// -k: the kubelet serves a self-signed certificate of its own (no
+	// serving certificate was issued to it); only the client is checked.
+	return runErr("ip", "netns", "exec", n.Netns, "curl", "-sS", "--fail", "-k",
+		"--cert", filepath.Join(pki, "admin.crt"), "--key", filepath.Join(pki, "admin.key"), "https://127.0.0.1:10250/metrics")
+}
