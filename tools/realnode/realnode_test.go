@@ -82,7 +82,9 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 	if w.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("writer: phase %s, log:\n%s", w.Status.Phase, n.PodLog("default", w.Name, "c"))
 	}
-	t.Logf("writer done %s after the claim was made:\n%s", time.Since(began).Round(10*time.Millisecond), n.PodLog("default", w.Name, "c"))
+	t.Logf("writer done %s after the claim was made:\n%s\nevents:\n%s", time.Since(began).Round(10*time.Millisecond),
+		n.PodLog("default", w.Name, "c"), kubectl(t, n, "get", "events", "-n", "default", "--sort-by=.metadata.creationTimestamp",
+			"-o", "custom-columns=TIME:.metadata.creationTimestamp,FIRST:.firstTimestamp,OBJECT:.involvedObject.name,REASON:.reason,FROM:.source.component,MESSAGE:.message"))
 	if err := n.Client.CoreV1().Pods("default").Delete(ctx, w.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
