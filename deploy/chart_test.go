@@ -147,6 +147,27 @@ func TestChartValuesLand(t *testing.T) {
 	}
 }
 
+// Helm refuses a misspelt value or one of the wrong type (values.schema.json)
+// rather than rendering the defaults.
+func TestChartRefusesWrongValues(t *testing.T) {
+	chrt, err := loader.LoadDir(ChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"controler.replicas=3", "controller.replicas=two", "namespace=Not_A_Namespace",
+		"kubeletDir=var/lib/kubelet", "admissionPolicy.enabled=maybe", "image.tag="} {
+		overrides, err := strvals.Parse(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = chartutil.ToRenderValues(chrt, overrides, common.ReleaseOptions{Name: "volplane", Namespace: "default", IsInstall: true},
+			common.DefaultCapabilities)
+		if err == nil {
+			t.Errorf("--set %s was accepted", set)
+		}
+	}
+}
+
 func checkKubeletDir(t *testing.T, id string, pod map[string]any) {
 	t.Helper()
 	var paths []string
