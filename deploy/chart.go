@@ -315,8 +315,9 @@ description: The Kubernetes persistent-volume control plane (binder, attach/deta
 type: application
 version: %s
 appVersion: %s
-# The node role's admission policy is a ValidatingAdmissionPolicy.
-kubeVersion: ">=1.30.0-0"
+# Kubernetes 1.30 or later (the node role's ValidatingAdmissionPolicy).
+# No kubeVersion: Helm would refuse the embedded API server of volplane
+# up, which reports the version v0.0.0-master.
 home: https://github.com/volplane/volplane
 `, strings.TrimPrefix(d.tag, "v"), d.tag)
 }
