@@ -50,9 +50,12 @@ func TestImportIntoContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(bin, "ctr"), "--address", sock, "-n", "k8s.io", "images", "check").CombinedOutput()
+	var stderr strings.Builder
+	check := exec.Command(filepath.Join(bin, "ctr"), "--address", sock, "-n", "k8s.io", "images", "check")
+	check.Stderr = &stderr
+	out, err := check.Output()
 	if err != nil {
-		t.Fatalf("ctr images check: %v: %s", err, out)
+		t.Fatalf("ctr images check: %v: %s", err, stderr.String())
 	}
 	var got []string
 	for line := range strings.Lines(string(out)) {
