@@ -29,6 +29,12 @@ import (
 // ChartDir is the chart's directory, relative to deploy/.
 const ChartDir = "chart"
 
+// ChartSetExample is README's `helm install --set` example of non-default
+// values: TestChartValuesLand checks that each lands, test/e2e/chart
+// installs the chart with them.
+const ChartSetExample = "namespace=storage,image.repository=registry.example/volplane,image.tag=v9.9.9," +
+	"controller.replicas=3,kubeletDir=/var/lib/k0s/kubelet,node.nodeSelector.disk=ssd,admissionPolicy.enabled=false,tenantRoles.enabled=false"
+
 // The namespaces of deploy/, each with the value that names it in the chart.
 var chartNamespaces = []struct{ name, value string }{
 	{"volplane", "namespace"},

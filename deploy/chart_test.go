@@ -83,11 +83,6 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 	}
 }
 
-// ChartSetExample is what README's `helm install --set` example sets; the
-// test below checks that each value lands where it says.
-const ChartSetExample = "namespace=storage,image.repository=registry.example/volplane,image.tag=v9.9.9," +
-	"controller.replicas=3,kubeletDir=/var/lib/k0s/kubelet,node.nodeSelector.disk=ssd,admissionPolicy.enabled=false,tenantRoles.enabled=false"
-
 func TestChartValuesLand(t *testing.T) {
 	objs := renderChart(t, ChartSetExample)
 	var namespaced, deployments, daemonsets int
