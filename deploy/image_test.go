@@ -85,6 +85,9 @@ func specOf(t *testing.T, stages []dockerStage) imageSpec {
 		if in[0] != "RUN" || !strings.Contains(in[1], " go build ") {
 			continue
 		}
+		if strings.ContainsAny(in[1], "$`;&|<>(){}*?[") {
+			t.Errorf("Dockerfile: RUN %q: mkimage runs this go build itself, from plain words only (no expansion, no second command)", in[1])
+		}
 		words := strings.Fields(in[1])
 		i := slices.Index(words, "-o")
 		if i < 0 || i+1 >= len(words) || spec.buildOut != "" {

@@ -79,6 +79,16 @@ type Info struct {
 	Stage bool
 	// Expand: the node service has EXPAND_VOLUME.
 	Expand bool
+	// NodeSingleNodeMultiWriter: the node service has
+	// SINGLE_NODE_MULTI_WRITER, so the kubelet maps ReadWriteOnce and
+	// ReadWriteOncePod to the finer CSI modes in its node calls;
+	// VolumeMountGroup: VOLUME_MOUNT_GROUP, so the pod's fsGroup goes to
+	// the driver in NodeStageVolume and NodePublishVolume.
+	NodeSingleNodeMultiWriter, VolumeMountGroup bool
+	// VolumeStats: GET_VOLUME_STATS, so the kubelet reports a published
+	// volume's usage (NodeGetVolumeStats); VolumeCondition:
+	// VOLUME_CONDITION, so it reports the volume's health too.
+	VolumeStats, VolumeCondition bool
 }
 
 // Endpoint is one dialed driver socket.
@@ -237,6 +247,14 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.Stage = true
 		case csi.NodeServiceCapability_RPC_EXPAND_VOLUME:
 			info.Expand = true
+		case csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			info.NodeSingleNodeMultiWriter = true
+		case csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
+			info.VolumeMountGroup = true
+		case csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			info.VolumeStats = true
+		case csi.NodeServiceCapability_RPC_VOLUME_CONDITION:
+			info.VolumeCondition = true
 		}
 	}
 	return info, nil

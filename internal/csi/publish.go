@@ -61,3 +61,9 @@ func (e *Endpoint) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolu
 	resp, err := timed(ctx, e, "NodeExpandVolume", nodeTimeout, e.node.NodeExpandVolume, req)
 	return resp.GetCapacityBytes(), err
 }
+
+// NodeGetVolumeStats asks the usage (and condition) of a volume published
+// at a path of the endpoint's node.
+func (e *Endpoint) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	return timed(ctx, e, "NodeGetVolumeStats", nodeTimeout, e.node.NodeGetVolumeStats, req)
+}

@@ -37,11 +37,11 @@ func TestRegisterDriversKeepsOthersAndWritesOnlyAChange(t *testing.T) {
 
 func TestVolDataReadsBack(t *testing.T) {
 	d := VolData{PV: "pv-1", Handle: "h-1", Driver: local, Done: true, Size: "2Gi", RefusedInUse: "bad"}
-	s := d.Staged()
+	s := d.Staged(false)
 	if s.Size.Cmp(resource.MustParse("2Gi")) != 0 || !s.RefusedInUse.IsZero() || !s.Done || s.PV != "pv-1" {
 		t.Errorf("staged %+v: want 2Gi, no refused size (it does not parse), done", s)
 	}
-	if p := d.Published(podUID); p.PodUID != podUID || p.Handle != "h-1" || !p.Done {
+	if p := d.Published(podUID, true); p.PodUID != podUID || p.Handle != "h-1" || !p.Done || !p.Block {
 		t.Errorf("published %+v", p)
 	}
 }

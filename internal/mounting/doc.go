@@ -34,11 +34,22 @@
 //     volumesInUse first, then finish the deletions).
 //   - RunningStatus: the pod's status once its containers started.
 //
-// The rules are kubelet v1.36's (pkg/kubelet/volumemanager, pkg/volume/csi):
-// a claim that is missing, not bound or being deleted fails the pod's volume
-// processing with the reference's texts; an attachable volume (CSIDriver
-// attachRequired, or no CSIDriver at all) is first reported in use, then
-// waited for in node.status.volumesAttached and its VolumeAttachment; a
-// volume is staged once per node before any pod publishes it; teardown
-// unpublishes first and unstages a volume once no pod on the node uses it.
+// The rules are kubelet v1.36's (pkg/kubelet/volumemanager, pkg/volume/csi,
+// pkg/volume/util/operationexecutor): a claim that is missing, not bound or
+// being deleted fails the pod's volume processing with the reference's
+// texts; an attachable volume (CSIDriver attachRequired, or no CSIDriver at
+// all) is first reported in use, then waited for in
+// node.status.volumesAttached; then the mount's own checks (the PV's node
+// affinity against the node's labels, a ReadWriteOncePod volume another pod
+// of the node has), its VolumeAttachment (present, not being deleted,
+// attached: WaitForAttach) and its driver; a volume is staged once per node
+// before any pod publishes it, and publishing checks the CSIDriver's
+// lifecycle modes; teardown unpublishes first and unstages a volume once no
+// pod on the node uses it. The node requests are the kubelet's: access
+// modes mapped by the node service's SINGLE_NODE_MULTI_WRITER, the pod's
+// fsGroup to a driver with VOLUME_MOUNT_GROUP, the pod's identity for a
+// CSIDriver with podInfoOnMount, the service account tokens it asks for
+// (Tokens), read-only by the pod's claim source alone, and a block volume at
+// the block mapper's paths (Layout) with its MapVolume texts. A node
+// expansion grows the volume to the claim's allocated size.
 package mounting

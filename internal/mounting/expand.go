@@ -39,13 +39,17 @@ func (m ExpandMode) String() string {
 // NodeExpander).
 type Expansion struct {
 	Mode ExpandMode
-	// Size is the volume's new size, the PV's capacity.
+	// Size is the volume's new size: the claim's allocated storage, or the
+	// PV's capacity when the claim has none (see newSize).
 	Size resource.Quantity
 	// AtMount: the pod does not run yet, so the expansion is part of its
 	// mount (the kubelet's expandVolumeDuringMount): a failure is a
 	// FailedMount and keeps the pod from starting. Otherwise the pod runs
 	// and a failure is a VolumeResizeFailed.
 	AtMount bool
+	// Block: a block volume, whose failure at mount has the kubelet's
+	// MapVolume text.
+	Block bool
 }
 
 // Why a volume whose PV grew is not expanded on the node: the set is
@@ -91,12 +95,12 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, R
 	if !served {
 		return nil, DriverNotServed // nothing could expand it, and nothing may finish it in its place
 	}
-	e := &Expansion{Size: pvSize, AtMount: pod.Status.Phase != corev1.PodRunning}
-	if !e.AtMount && node.RefusedInUse.Cmp(pvSize) == 0 {
+	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	e := &Expansion{Size: newSize(v.Claim, status, pvSize), AtMount: pod.Status.Phase != corev1.PodRunning, Block: v.Block}
+	if !e.AtMount && node.RefusedInUse.Cmp(e.Size) == 0 {
 		return nil, RefusedInUse
 	}
-	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
-	claimUpdated := claimSize.Cmp(pvSize) >= 0 && status == ""
+	claimUpdated := claimSize.Cmp(e.Size) >= 0 && status == ""
 	switch {
 	case v.ReadOnly:
 		e.Mode = SkipReadOnly
@@ -112,6 +116,19 @@ func (w World) expansion(pod *corev1.Pod, v *Volume, node Staged) (*Expansion, R
 		e.Mode = ExpandAndFinish
 	}
 	return e, ""
+}
+
+// newSize is the size the kubelet expands the volume to on the node: the
+// claim's allocated storage once the resizer records one (its recovery
+// from expansion failures, always on since v1.34: a driver that rounded
+// the PV up does not make the node expand past what the claim was
+// allocated), else the PV's capacity.
+func newSize(claim *corev1.PersistentVolumeClaim, status corev1.ClaimResourceStatus, pvSize resource.Quantity) resource.Quantity {
+	allocated, ok := claim.Status.AllocatedResources[corev1.ResourceStorage]
+	if (status != "" || claim.Status.AllocatedResources != nil) && ok && !allocated.IsZero() {
+		return allocated
+	}
+	return pvSize
 }
 
 // expandEveryNode says whether every node using the claim's volume expands

@@ -110,3 +110,31 @@ func TestNodeExpansionRunsOnlyWhenTheClaimWaitsForTheNode(t *testing.T) {
 		})
 	}
 }
+
+// The kubelet expands to the claim's allocated storage once the resizer
+// recorded one (a driver that rounded the PV up does not make the node
+// expand past it), else to the PV's capacity.
+func TestNodeExpandsToTheAllocatedSize(t *testing.T) {
+	allocated := func(size string) func(*World) {
+		return func(w *World) {
+			w.Claims["ns/data"].Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		mods []func(*World)
+		want string
+	}{
+		{"no allocation recorded", with(inUse(local, "1Gi"), grown("3Gi", "1Gi", pending)), "3Gi"},
+		{"allocated below the rounded PV", with(inUse(local, "1Gi"), grown("3Gi", "1Gi", pending), allocated("2Gi")), "2Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world(local, tc.mods...)
+			w.Drivers[local] = Driver{Stage: true, Expand: true}
+			s := Decide(w).Pods[0].Steps[0]
+			if s.Expand == nil || s.Expand.Size.String() != tc.want {
+				t.Fatalf("expansion %+v (%s), want to %s", s.Expand, s.NotExpanded, tc.want)
+			}
+		})
+	}
+}

@@ -35,6 +35,9 @@ func fuzzPod(in *fuzzing.Input) *corev1.Pod {
 		} else {
 			vol.Ephemeral = &corev1.EphemeralVolumeSource{}
 		}
+		if slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vol.Name }) {
+			continue // the API refuses a pod with two volumes of one name
+		}
 		p.Spec.Volumes = append(p.Spec.Volumes, vol)
 		switch in.Intn(3) {
 		case 1:
@@ -226,8 +229,9 @@ func checkStep(w World, pod *corev1.Pod, s Step) error {
 			return fmt.Errorf("%s of %s before it is reported in use and attached", s.Action, v.Unique)
 		}
 	}
-	if e := s.Expand; e != nil && !e.Size.Equal(v.PV.Spec.Capacity[corev1.ResourceStorage]) {
-		return fmt.Errorf("expands to %s, not the PV's capacity", e.Size.String())
+	status := v.Claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	if e := s.Expand; e != nil && !e.Size.Equal(newSize(v.Claim, status, v.PV.Spec.Capacity[corev1.ResourceStorage])) {
+		return fmt.Errorf("expands to %s, not the claim's allocated size or the PV's capacity", e.Size.String())
 	}
 	return nil
 }

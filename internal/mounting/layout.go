@@ -45,6 +45,68 @@ func (l Layout) StagingPath(driver, handle string) string {
 	return filepath.Join(l.StagingDir(driver, handle), stagingLeaf)
 }
 
+// Block volumes (volumeMode Block) have the kubelet's other layout, its
+// block mapper's: under <root>/plugins/kubernetes.io/csi/volumeDevices,
+// staging/<pv> is the staging path, publish/<pv>/<pod uid> the target (a
+// file the driver makes), <pv>/data holds the volume's vol_data.json.
+// Each pod's publication is recorded in
+// <root>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>/: where the
+// kubelet puts its symlink to the device, the agent (no device to link on
+// a simulated node) keeps a directory with its record.
+const (
+	devicesDir  = "volumeDevices"
+	blockStage  = "staging"
+	blockPublic = "publish"
+	blockData   = "data"
+)
+
+// DevicesDir holds the block volumes' staging, publish and data
+// directories.
+func (l Layout) DevicesDir() string { return filepath.Join(l.DriversDir(), devicesDir) }
+
+// BlockStagingPath is the staging path of a block volume, by PV name.
+func (l Layout) BlockStagingPath(pv string) string {
+	return filepath.Join(l.DevicesDir(), blockStage, pv)
+}
+
+// BlockPublishPath is the target path of a pod's publication of a block
+// volume.
+func (l Layout) BlockPublishPath(pv string, uid types.UID) string {
+	return filepath.Join(l.DevicesDir(), blockPublic, pv, string(uid))
+}
+
+// BlockDataDir is where a block volume's vol_data.json lives.
+func (l Layout) BlockDataDir(pv string) string {
+	return filepath.Join(l.DevicesDir(), pv, blockData)
+}
+
+// IsBlockLayoutDir says whether a directory under DevicesDir is the staging
+// or publish directory rather than a volume's (by PV name).
+func IsBlockLayoutDir(name string) bool { return name == blockStage || name == blockPublic }
+
+// PodDevicesDir holds a pod's block publications, one directory per volume.
+func (l Layout) PodDevicesDir(uid types.UID) string {
+	return filepath.Join(l.PodDir(uid), devicesDir, csiPodPluginDir)
+}
+
+// StagePaths are the record directory and the staging path of a volume,
+// by its layout.
+func (l Layout) StagePaths(block bool, driver, handle, pv string) (recordDir, path string) {
+	if block {
+		return l.BlockDataDir(pv), l.BlockStagingPath(pv)
+	}
+	return l.StagingDir(driver, handle), l.StagingPath(driver, handle)
+}
+
+// PublishPaths are the record directory and the target path of a pod's
+// publication of a volume, by its layout.
+func (l Layout) PublishPaths(block bool, uid types.UID, pv string) (recordDir, target string) {
+	if block {
+		return filepath.Join(l.PodDevicesDir(uid), escapeQualifiedName(pv)), l.BlockPublishPath(pv, uid)
+	}
+	return l.TargetDir(uid, pv), l.TargetPath(uid, pv)
+}
+
 // PodsDir holds one directory per pod UID.
 func (l Layout) PodsDir() string { return filepath.Join(l.Root, "pods") }
 
@@ -89,10 +151,10 @@ type VolData struct {
 	RefusedInUse string `json:"volplaneRefusedInUse,omitempty"`
 }
 
-// Staged is the staging a record says; a size that does not parse is
-// unknown.
-func (d VolData) Staged() Staged {
-	s := Staged{Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done}
+// Staged is the staging a record says (found in the block layout: block);
+// a size that does not parse is unknown.
+func (d VolData) Staged(block bool) Staged {
+	s := Staged{Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done, Block: block}
 	if q, err := resource.ParseQuantity(d.Size); err == nil {
 		s.Size = q
 	}
@@ -102,7 +164,8 @@ func (d VolData) Staged() Staged {
 	return s
 }
 
-// Published is the publication to the pod a record says.
-func (d VolData) Published(pod types.UID) Published {
-	return Published{PodUID: pod, Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done}
+// Published is the publication to the pod a record says (found in the
+// block layout: block).
+func (d VolData) Published(pod types.UID, block bool) Published {
+	return Published{PodUID: pod, Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done, Block: block}
 }

@@ -44,27 +44,53 @@ func (s Step) Ops() []Op {
 }
 
 // OpFailedMessage is the kubelet's FailedMount event message for a failed
-// stage or publish of the volume (the expansion records its own).
-func OpFailedMessage(op Op, pv string, err error) string {
-	switch op {
-	case OpStage:
-		return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", pv, err)
-	case OpPublish:
-		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", pv, err)
+// stage or publish of the volume (the expansion records its own): its
+// MountVolume texts, or its MapVolume texts for a block volume.
+func OpFailedMessage(op Op, v *Volume, err error) string {
+	switch {
+	case op == OpStage && v.Block:
+		return fmt.Sprintf("MapVolume.SetUpDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpPublish && v.Block:
+		return fmt.Sprintf("MapVolume.MapPodDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpStage:
+		return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", v.PV.Name, err)
+	case op == OpPublish:
+		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.PV.Name, err)
 	}
 	return ""
 }
 
 // WaitMessage is the per-operation FailedMount message of a wait the
 // kubelet reports: the driver not registered (MountDevice), an attachment
-// that failed (WaitForAttach). Plain waits record nothing: "".
+// missing, being deleted, failed or not attached (WaitForAttach), a node
+// affinity that does not match, a ReadWriteOncePod volume another pod uses,
+// an inline volume its driver does not take (SetUp). Plain waits record
+// nothing: "".
 func (s Step) WaitMessage() string {
+	if s.Action == Wait && s.Reason == EphemeralNotSupported {
+		return s.Err // an inline volume: the whole text, named by the pod's volume
+	}
 	if s.Action != Wait || s.Err == "" || s.Volume == nil {
 		return ""
 	}
 	prefix := "MountVolume.WaitForAttach failed"
-	if s.Reason == DriverNotServed {
+	switch s.Reason {
+	case DriverNotServed:
 		prefix = "MountVolume.MountDevice failed"
+	case NodeAffinityMismatch:
+		prefix = "MountVolume.NodeAffinity check failed"
+	case InUseByAnotherPod:
+		prefix = "MountVolume.SetUp failed"
+	}
+	if s.Volume.Block {
+		switch s.Reason {
+		case DriverNotServed, InUseByAnotherPod:
+			prefix = "MapVolume.SetUpDevice failed"
+		case NodeAffinityMismatch:
+			prefix = "MapVolume.NodeAffinity check failed"
+		default:
+			prefix = "MapVolume.WaitForAttach failed"
+		}
 	}
 	return fmt.Sprintf("%s for volume %q : %s", prefix, s.Volume.PV.Name, s.Err)
 }
@@ -157,6 +183,9 @@ func (e *Expansion) Failed(pv string, err error) ExpandFailure {
 	if e.AtMount {
 		f.EventReason = FailedMount
 		f.EventMessage = fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : %v", pv, err)
+		if e.Block {
+			f.EventMessage = fmt.Sprintf("MapVolume.MarkVolumeAsMounted failed while expanding volume for volume %q : %v", pv, err)
+		}
 	}
 	if e.Mode == ExpandAndFinish && csierror.OperationFinal(err) {
 		f.MarkFailed, f.Infeasible = true, csierror.ExpandInfeasible(err)

@@ -8,8 +8,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/attachment"
 )
 
 func TestStepOpsStageThenPublishThenExpand(t *testing.T) {
@@ -85,7 +89,30 @@ func TestExpansionFailedByAnswer(t *testing.T) {
 }
 
 func TestWaitMessageOnlyForReportedWaits(t *testing.T) {
-	notServed := func(w *World) { delete(w.Drivers, network) }
+	// The kubelet waits for the attachment first: only an attached volume
+	// reaches MountDevice and finds its driver missing.
+	notServed := func(w *World) { attachedAndReported(w); delete(w.Drivers, network) }
+	notAttached := func(w *World) {
+		attachedAndReported(w)
+		for _, va := range w.Attachments {
+			va.Status.Attached = false
+		}
+	}
+	goingAway := func(w *World) {
+		attachedAndReported(w)
+		for _, va := range w.Attachments {
+			va.DeletionTimestamp = &metav1.Time{}
+		}
+	}
+	elsewhere := func(w *World) {
+		w.Volumes["pv-1"].Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}
+		w.Registered, w.NodeLabels = true, map[string]string{"zone": "a"}
+	}
+	rwopTaken := func(w *World) {
+		w.Volumes["pv-1"].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+		published(otherUID, local, false)(w)
+	}
 	failed := func(w *World) {
 		attachedAndReported(w)
 		for _, va := range w.Attachments {
@@ -103,6 +130,14 @@ func TestWaitMessageOnlyForReportedWaits(t *testing.T) {
 		{"driver not served", world(network, withPods(pod(podUID, "data")), notServed),
 			`MountVolume.MountDevice failed for volume "pv-1" : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name network.csi not found in the list of registered CSI drivers`},
 		{"attach failed", world(network, withPods(pod(podUID, "data")), failed), `MountVolume.WaitForAttach failed for volume "pv-1" : rpc error: boom`},
+		{"attachment not attached yet", world(network, withPods(pod(podUID, "data")), notAttached),
+			`MountVolume.WaitForAttach failed for volume "pv-1" : volume h-1 is not attached for volume attachment ` + attachment.Name("h-1", network, node)},
+		{"attachment being deleted", world(network, withPods(pod(podUID, "data")), goingAway),
+			`MountVolume.WaitForAttach failed for volume "pv-1" : volume attachment is being deleted`},
+		{"node affinity", world(local, withPods(pod(podUID, "data")), elsewhere),
+			`MountVolume.NodeAffinity check failed for volume "pv-1" : no matching NodeSelectorTerms`},
+		{"ReadWriteOncePod used by another pod", world(local, withPods(pod(podUID, "data")), rwopTaken),
+			`MountVolume.SetUp failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Decide(tc.w).Pods[0].Steps[0]

@@ -58,7 +58,28 @@ const (
 	// NotAttached: the volume is not in node.status.volumesAttached yet, or
 	// its VolumeAttachment is not attached.
 	NotAttached Reason = "NotAttached"
+	// NodeAffinityMismatch: the PV's node affinity does not match the
+	// node's labels; the kubelet refuses to mount it (an event, and it
+	// waits for the PV or the node to change).
+	NodeAffinityMismatch Reason = "NodeAffinityMismatch"
+	// InUseByAnotherPod: the volume's only access mode is ReadWriteOncePod
+	// and another pod of the node has it published; the mount fails and
+	// is retried with backoff, as the kubelet's.
+	InUseByAnotherPod Reason = "InUseByAnotherPod"
+	// EphemeralNotSupported: a CSI volume of the pod's own spec whose
+	// driver does not list the Ephemeral lifecycle mode: the kubelet's
+	// SetUp refuses it (an event) and the pod never starts.
+	EphemeralNotSupported Reason = "EphemeralNotSupported"
+	// InlineNotServed: a CSI volume of the pod's own spec the driver would
+	// take; the agent does not publish inline volumes (yet), so the pod
+	// waits.
+	InlineNotServed Reason = "InlineNotServed"
 )
+
+// Retries says whether a wait for this reason is retried with backoff
+// rather than woken by an event: nothing the agent watches says when
+// another pod's publication is gone.
+func (r Reason) Retries() bool { return r == InUseByAnotherPod }
 
 // processingFailed says whether the reason is a failure to process the
 // pod's volume, which the reference reports as a pod-level event, rather
@@ -97,12 +118,19 @@ type Volume struct {
 	Claim      *corev1.PersistentVolumeClaim
 	Driver     string
 	Handle     string
-	ReadOnly   bool // the pod's claim source says readOnly
+	ReadOnly   bool // the pod's claim source says readOnly (the PV's csi.readOnly is not the node's)
 	Attachable bool
 	// Attachment is the VolumeAttachment name of the volume on this node
 	// (set when Attachable).
 	Attachment string
 	Unique     corev1.UniqueVolumeName
+	// Block: the PV's volumeMode is Block: the kubelet maps it (its block
+	// layout, its MapVolume texts) rather than mounts it.
+	Block bool
+	// PublishRefused is why publishing fails before any call (the
+	// kubelet's SetUp checks: the CSIDriver does not list the Persistent
+	// lifecycle mode); "" when it may go on. Staging is not held back.
+	PublishRefused string
 }
 
 // PodPlan is the decision for one live pod.

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/component-helpers/storage/ephemeral"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/volplane/volplane/internal/attachment"
 )
@@ -36,6 +38,9 @@ func (w World) podPlan(pod *corev1.Pod, d *disk) PodPlan {
 			claim, readOnly = pv.PersistentVolumeClaim.ClaimName, pv.PersistentVolumeClaim.ReadOnly
 		case pv.Ephemeral != nil:
 			claim = ephemeral.VolumeClaimName(pod, pv)
+		case pv.CSI != nil:
+			pp.Steps = append(pp.Steps, w.inline(pv))
+			continue
 		default:
 			continue
 		}
@@ -55,6 +60,28 @@ func (w World) podPlan(pod *corev1.Pod, d *disk) PodPlan {
 		}
 	}
 	return pp
+}
+
+// inline decides a CSI volume of the pod's own spec (an ephemeral inline
+// volume): the kubelet publishes it only for a driver whose CSIDriver lists
+// the Ephemeral lifecycle mode, and refuses it otherwise at SetUp with its
+// text. The agent publishes no inline volume yet: a supported one waits,
+// silently (InlineNotServed).
+func (w World) inline(vol *corev1.Volume) Step {
+	step := Step{Name: vol.Name, Action: Wait, Reason: InlineNotServed}
+	driver, mode := vol.CSI.Driver, storagev1.VolumeLifecycleEphemeral
+	var why string
+	switch d := w.CSIDrivers[driver]; {
+	case d == nil:
+		why = fmt.Sprintf("volume mode %q not supported by driver %s (no CSIDriver object)", mode, driver)
+	case !slices.Contains(d.Spec.VolumeLifecycleModes, mode):
+		why = fmt.Sprintf("volume mode %q not supported by driver %s (only supports %q)", mode, driver, d.Spec.VolumeLifecycleModes)
+	default:
+		return step
+	}
+	step.Reason = EphemeralNotSupported
+	step.Err = fmt.Sprintf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %s", vol.Name, why)
+	return step
 }
 
 // resolve finds the CSI volume behind a pod's claim, or the reason it
@@ -94,7 +121,10 @@ func (w World) resolve(pod *corev1.Pod, claimName string, isEphemeral, readOnly 
 		return nil, "", ""
 	}
 	src := pv.Spec.CSI
-	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly || src.ReadOnly,
+	// Read-only is the pod's claim source's alone, as the kubelet's volume
+	// spec: the PV's csi.readOnly is the attacher's (ControllerPublish).
+	v := &Volume{PV: pv, Claim: claim, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly,
+		Block:      pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
 		Attachable: w.attachable(src.Driver), Unique: attachment.UniqueVolumeName(src.Driver, src.VolumeHandle)}
 	if v.Attachable {
 		v.Attachment = attachment.Name(src.VolumeHandle, src.Driver, w.Node)
@@ -125,7 +155,11 @@ func volumeModeMismatch(pod *corev1.Pod, name string, pv *corev1.PersistentVolum
 }
 
 // next decides the next step for a resolved volume: published already,
-// waiting for its driver or its attachment, or staging then publishing.
+// or, in the kubelet's order, waiting for it to be reported in use and in
+// the node's volumesAttached (the reconciler's VerifyControllerAttachedVolume),
+// refused by the mount's own checks (node affinity, ReadWriteOncePod), waiting
+// for its VolumeAttachment (WaitForAttach) or its driver (MountDevice), or
+// staging then publishing.
 func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 	step := Step{Volume: v}
 	if p, ok := d.published[publicationKey{pod.UID, v.PV.Name}]; ok && p.Done {
@@ -135,21 +169,37 @@ func (w World) next(pod *corev1.Pod, v *Volume, d *disk) Step {
 		}
 		return step
 	}
-	if _, ok := w.Drivers[v.Driver]; !ok {
-		step.Reason = DriverNotServed
-		step.Err = fmt.Sprintf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers", v.Driver)
+	if v.Attachable {
+		if reason := w.attachedByNode(v); reason != "" {
+			step.Reason = reason
+			return step
+		}
+	}
+	if reason, err := w.mountRefusal(pod, v, d); reason != "" {
+		step.Reason, step.Err = reason, err
 		return step
 	}
 	if v.Attachable {
-		if reason, err := w.attachWait(v); reason != "" {
-			step.Reason, step.Err = reason, err
+		if err := w.attachmentWait(v); err != "" {
+			step.Reason, step.Err = NotAttached, err
 			return step
 		}
+	}
+	if _, ok := w.Drivers[v.Driver]; !ok {
+		step.Reason = DriverNotServed
+		step.Err = fmt.Sprintf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers", v.Driver)
+		if v.Block {
+			step.Err = fmt.Sprintf("kubernetes.io/csi: blockMapper.SetUpDevice failed to get CSI client: driver name %s not found in the list of registered CSI drivers", v.Driver)
+		}
+		return step
 	}
 	if s, ok := d.staged[volumeKey{v.Driver, v.Handle}]; ok && s.Done {
 		step.Action = Publish
 	} else {
 		step.Action = Stage
+	}
+	if !v.Block { // the block mapper does not check lifecycle modes
+		v.PublishRefused = w.lifecycleRefusal(v)
 	}
 	w.expand(&step, pod, d)
 	return step
@@ -166,28 +216,68 @@ func (w World) expand(step *Step, pod *corev1.Pod, d *disk) {
 	step.Expand, step.NotExpanded = w.expansion(pod, v, node)
 }
 
-// attachWait says what an attachable volume still waits for: being
-// reported in use (the kubelet verifies attachment only after that), being
-// in node.status.volumesAttached, then its VolumeAttachment attached. An
-// attach error on the VolumeAttachment is the WaitForAttach error the
-// kubelet reports.
-func (w World) attachWait(v *Volume) (Reason, string) {
-	if !slices.Contains(w.Reported, v.Unique) {
-		return NotReportedInUse, ""
+// attachedByNode says what an attachable volume waits for before the
+// kubelet tries to mount it: being reported in use (it verifies attachment
+// only after that), then being in node.status.volumesAttached.
+func (w World) attachedByNode(v *Volume) Reason {
+	switch {
+	case !slices.Contains(w.Reported, v.Unique):
+		return NotReportedInUse
+	case !w.Attached[v.Unique]:
+		return NotAttached
 	}
-	if !w.Attached[v.Unique] {
-		return NotAttached, ""
-	}
+	return ""
+}
+
+// attachmentWait is the kubelet's WaitForAttach: the volume's
+// VolumeAttachment must exist, not be being deleted, and say attached;
+// otherwise its error text ("" once attached).
+func (w World) attachmentWait(v *Volume) string {
 	va := w.Attachments[v.Attachment]
 	switch {
 	case va == nil:
-		return NotAttached, fmt.Sprintf("volume %s has GET error for volume attachment %s: volumeattachments.storage.k8s.io %q not found", v.Handle, v.Attachment, v.Attachment)
-	case va.Status.AttachError != nil && !va.Status.Attached:
-		return NotAttached, va.Status.AttachError.Message
-	case !va.Status.Attached:
-		return NotAttached, ""
+		return fmt.Sprintf("volume %s has GET error for volume attachment %s: volumeattachments.storage.k8s.io %q not found", v.Handle, v.Attachment, v.Attachment)
+	case va.DeletionTimestamp != nil:
+		return "volume attachment is being deleted"
+	case va.Status.Attached:
+		return ""
+	case va.Status.AttachError != nil:
+		return va.Status.AttachError.Message
+	}
+	return fmt.Sprintf("volume %s is not attached for volume attachment %s", v.Handle, v.Attachment)
+}
+
+// mountRefusal is what the kubelet's mount operation checks before it
+// waits for the attachment: the PV's node affinity against the node's
+// labels, and a volume whose only access mode is ReadWriteOncePod that
+// another pod of the node has published (or may have: a record not done
+// counts), with the kubelet's texts.
+func (w World) mountRefusal(pod *corev1.Pod, v *Volume, d *disk) (Reason, string) {
+	if w.Registered {
+		if err := volumehelpers.CheckNodeAffinity(v.PV, w.NodeLabels); err != nil {
+			return NodeAffinityMismatch, err.Error()
+		}
+	}
+	if slices.Equal(v.PV.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}) {
+		for _, p := range d.published {
+			if p.PodUID != pod.UID && p.key() == (volumeKey{v.Driver, v.Handle}) {
+				return InUseByAnotherPod, "volume uses the ReadWriteOncePod access mode and is already in use by another pod"
+			}
+		}
 	}
 	return "", ""
+}
+
+// lifecycleRefusal is the kubelet's check at publish (SetUp) that the
+// driver's CSIDriver, if any, lists the Persistent lifecycle mode: its
+// error text, or "". An empty list is the API's default, Persistent.
+func (w World) lifecycleRefusal(v *Volume) string {
+	d := w.CSIDrivers[v.Driver]
+	if d == nil || len(d.Spec.VolumeLifecycleModes) == 0 || slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecyclePersistent) {
+		return ""
+	}
+	return fmt.Sprintf("kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode %q not supported by driver %s (only supports %q)",
+		storagev1.VolumeLifecyclePersistent, v.Driver, d.Spec.VolumeLifecycleModes)
 }
 
 // FailureMessage is the pod-level FailedMount message the reference records

@@ -1,44 +1,105 @@
 package mounting
 
 import (
+	"maps"
+	"strconv"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/volplane/volplane/internal/attachment"
 )
 
 // The CSI node requests the agent sends, built as the kubelet builds them
 // (pkg/volume/csi). Secrets are left out: the agent reads them right before
 // each call, as the kubelet does, and a secret that cannot be read fails
-// the call.
+// the call. So are the service account tokens a CSIDriver asks for
+// (TokenRequests): the agent requests them and adds them (TokenAttributes).
 
-// StageRequest is the NodeStageVolume request of v on the node.
-func (l Layout) StageRequest(w World, v *Volume) *csipb.NodeStageVolumeRequest {
+// StageRequest is the NodeStageVolume request of v on the node, staged for
+// pod (whose fsGroup goes to a driver with VOLUME_MOUNT_GROUP).
+func (l Layout) StageRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodeStageVolumeRequest {
+	drv := w.Drivers[v.Driver]
+	_, staging := l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	return &csipb.NodeStageVolumeRequest{VolumeId: v.Handle, PublishContext: w.publishContext(v),
-		StagingTargetPath: l.StagingPath(v.Driver, v.Handle),
-		VolumeCapability:  Capability(v.PV), VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
+		StagingTargetPath: staging,
+		VolumeCapability:  withMountGroup(Capability(v.PV, drv.SingleNodeMultiWriter), drv, pod),
+		VolumeContext:     v.PV.Spec.CSI.VolumeAttributes}
 }
 
 // PublishRequest is the NodePublishVolume request of v for the pod; the
-// staging path is given when the driver stages.
-func (l Layout) PublishRequest(w World, pod types.UID, v *Volume) *csipb.NodePublishVolumeRequest {
+// staging path is given when the driver stages (always for a block
+// volume, as the kubelet's block mapper), and the volume context
+// carries the pod's identity when the CSIDriver asks for it
+// (podInfoOnMount).
+func (l Layout) PublishRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodePublishVolumeRequest {
+	drv := w.Drivers[v.Driver]
+	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: w.publishContext(v),
-		TargetPath: l.TargetPath(pod, v.PV.Name), VolumeCapability: Capability(v.PV),
-		Readonly: v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
-	if w.Drivers[v.Driver].Stage {
-		req.StagingTargetPath = l.StagingPath(v.Driver, v.Handle)
+		TargetPath:       target,
+		VolumeCapability: withMountGroup(Capability(v.PV, drv.SingleNodeMultiWriter), drv, pod),
+		Readonly:         v.ReadOnly, VolumeContext: v.PV.Spec.CSI.VolumeAttributes}
+	if drv.Stage || v.Block {
+		// The block mapper gives its staging path whether the driver
+		// stages or not.
+		_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
+	}
+	if d := w.CSIDrivers[v.Driver]; d != nil && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
+		req.VolumeContext = merged(req.VolumeContext, PodInfo(pod))
 	}
 	return req
 }
 
-// ExpandRequest is the NodeExpandVolume request growing v to bytes: the
-// volume path is the pod's publication, the staging path is given when the
-// driver stages.
-func (l Layout) ExpandRequest(w World, pod types.UID, v *Volume, bytes int64) *csipb.NodeExpandVolumeRequest {
-	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: l.TargetPath(pod, v.PV.Name),
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: Capability(v.PV)}
-	if w.Drivers[v.Driver].Stage {
-		req.StagingTargetPath = l.StagingPath(v.Driver, v.Handle)
+// The volume context keys of podInfoOnMount and of service account tokens.
+const (
+	PodNameKey            = "csi.storage.k8s.io/pod.name"
+	PodNamespaceKey       = "csi.storage.k8s.io/pod.namespace"
+	PodUIDKey             = "csi.storage.k8s.io/pod.uid"
+	ServiceAccountNameKey = "csi.storage.k8s.io/serviceAccount.name"
+	EphemeralKey          = "csi.storage.k8s.io/ephemeral"
+	TokensKey             = "csi.storage.k8s.io/serviceAccount.tokens"
+)
+
+// PodInfo is what the kubelet adds to a persistent volume's context for a
+// CSIDriver with podInfoOnMount.
+func PodInfo(pod *corev1.Pod) map[string]string {
+	return map[string]string{PodNameKey: pod.Name, PodNamespaceKey: pod.Namespace, PodUIDKey: string(pod.UID),
+		ServiceAccountNameKey: pod.Spec.ServiceAccountName, EphemeralKey: strconv.FormatBool(false)}
+}
+
+// merged is a copy of a with b's entries added: the PV's attributes are
+// the informer's and never modified.
+func merged(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
 	}
+	maps.Copy(out, b)
+	return out
+}
+
+// withMountGroup gives the pod's fsGroup to a driver with
+// VOLUME_MOUNT_GROUP, as the kubelet does, on a mount capability.
+func withMountGroup(c *csipb.VolumeCapability, drv Driver, pod *corev1.Pod) *csipb.VolumeCapability {
+	sc := pod.Spec.SecurityContext
+	if m := c.GetMount(); m != nil && drv.MountGroup && sc != nil && sc.FSGroup != nil {
+		m.VolumeMountGroup = strconv.FormatInt(*sc.FSGroup, 10)
+	}
+	return c
+}
+
+// ExpandRequest is the NodeExpandVolume request growing v to bytes: the
+// volume path is the pod's publication, and the staging path is always
+// given, as the kubelet gives it.
+func (l Layout) ExpandRequest(w World, pod *corev1.Pod, v *Volume, bytes int64) *csipb.NodeExpandVolumeRequest {
+	drv := w.Drivers[v.Driver]
+	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
+	req := &csipb.NodeExpandVolumeRequest{VolumeId: v.Handle, VolumePath: target,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}, VolumeCapability: Capability(v.PV, drv.SingleNodeMultiWriter)}
+	// The kubelet gives the staging path whether the driver stages or not
+	// (its CSI plugin is always a device mounter).
+	_, req.StagingTargetPath = l.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	return req
 }
 
@@ -54,9 +115,12 @@ func StagingRecord(node string, v *Volume) VolData {
 }
 
 // PublicationRecord is the vol_data.json of a pod's publication of v on the
-// node, not done yet.
+// node, not done yet. Its attachmentID is the VolumeAttachment name the
+// volume has or would have on the node, attachable or not, as the
+// kubelet's.
 func PublicationRecord(node string, v *Volume) VolData {
-	return VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: node, AttachmentID: v.Attachment, Mode: "Persistent"}
+	return VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: node,
+		AttachmentID: attachment.Name(v.Handle, v.Driver, node), Mode: string(storagev1.VolumeLifecyclePersistent)}
 }
 
 // publishContext is the attachment's metadata (the attacher's publish
@@ -69,9 +133,11 @@ func (w World) publishContext(v *Volume) map[string]string {
 }
 
 // Capability is the kubelet's volume capability for a PV: block or mount
-// (fsType, mount options), and the access mode of its first access mode.
-func Capability(pv *corev1.PersistentVolume) *csipb.VolumeCapability {
-	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: accessMode(pv)}}
+// (fsType, mount options), and the access mode of its first access mode,
+// mapped as the kubelet maps it for a node service with or without
+// SINGLE_NODE_MULTI_WRITER.
+func Capability(pv *corev1.PersistentVolume, singleNodeMultiWriter bool) *csipb.VolumeCapability {
+	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: accessMode(pv, singleNodeMultiWriter)}}
 	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
 		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
 		return c
@@ -81,7 +147,12 @@ func Capability(pv *corev1.PersistentVolume) *csipb.VolumeCapability {
 	return c
 }
 
-func accessMode(pv *corev1.PersistentVolume) csipb.VolumeCapability_AccessMode_Mode {
+// accessMode is the kubelet's: the PV's first access mode (ReadWriteOnce
+// when it has none); a node service without SINGLE_NODE_MULTI_WRITER gets
+// SINGLE_NODE_WRITER for both single-node modes, one with it gets
+// SINGLE_NODE_MULTI_WRITER for ReadWriteOnce and SINGLE_NODE_SINGLE_WRITER
+// for ReadWriteOncePod.
+func accessMode(pv *corev1.PersistentVolume, singleNodeMultiWriter bool) csipb.VolumeCapability_AccessMode_Mode {
 	mode := corev1.ReadWriteOnce
 	if len(pv.Spec.AccessModes) > 0 {
 		mode = pv.Spec.AccessModes[0]
@@ -91,8 +162,16 @@ func accessMode(pv *corev1.PersistentVolume) csipb.VolumeCapability_AccessMode_M
 		return csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	case corev1.ReadWriteMany:
 		return csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	case corev1.ReadWriteOnce:
+		if singleNodeMultiWriter {
+			return csipb.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		}
+		return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	case corev1.ReadWriteOncePod:
-		return csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		if singleNodeMultiWriter {
+			return csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		}
+		return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	}
-	return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+	return csipb.VolumeCapability_AccessMode_UNKNOWN
 }

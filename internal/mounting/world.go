@@ -13,6 +13,9 @@ type World struct {
 	// Registered: the Node object exists. Without it nothing is reported
 	// and no deletion is finished.
 	Registered bool
+	// NodeLabels are the Node's labels, which a PV's node affinity must
+	// match before the volume is mounted.
+	NodeLabels map[string]string
 	// Attached is node.status.volumesAttached, by unique volume name.
 	Attached map[corev1.UniqueVolumeName]bool
 	// Reported is node.status.volumesInUse as last written.
@@ -41,6 +44,12 @@ type Driver struct {
 	// Stage: the node service has STAGE_UNSTAGE_VOLUME; Expand: it has
 	// EXPAND_VOLUME.
 	Stage, Expand bool
+	// SingleNodeMultiWriter: SINGLE_NODE_MULTI_WRITER, which changes the
+	// access modes of the node calls; MountGroup: VOLUME_MOUNT_GROUP, so the
+	// pod's fsGroup is given to the driver.
+	SingleNodeMultiWriter, MountGroup bool
+	// Stats: GET_VOLUME_STATS; Condition: VOLUME_CONDITION.
+	Stats, Condition bool
 }
 
 // Staged is a volume's staging found on disk.
@@ -56,6 +65,8 @@ type Staged struct {
 	// while in use (FailedPrecondition); zero if none. The node does not
 	// try that size online again while the volume stays staged.
 	RefusedInUse resource.Quantity
+	// Block: found in the block layout (a volumeMode Block volume).
+	Block bool
 }
 
 // Published is a pod's publication found on disk.
@@ -63,6 +74,8 @@ type Published struct {
 	PodUID             types.UID
 	Driver, Handle, PV string
 	Done               bool
+	// Block: found in the block layout (a volumeMode Block volume).
+	Block bool
 }
 
 // volumeKey names a volume on the node: its driver and handle.

@@ -82,6 +82,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
+	if cfg.Metrics != nil {
+		if err := registerStats(cfg.Metrics, a); err != nil {
+			return nil, err
+		}
+	}
 	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
 		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}},
 		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}

@@ -28,7 +28,9 @@ type Config struct {
 	// starts nor stops it; its owner does, after New. Nil: the agent makes
 	// its own over Client, and starts and stops it in Run.
 	Informers informers.SharedInformerFactory
-	// Metrics, if set, takes the loop runner's stuck-key metrics.
+	// Metrics, if set, takes the loop runner's stuck-key metrics and the
+	// kubelet's volume stats of the published claims
+	// (kubelet_volume_stats_*, with a node label).
 	Metrics prometheus.Registerer
 	// Events sends the events; nil means a broadcaster of the agent's own
 	// writing to Client. Each node records as the kubelet does, with

@@ -29,6 +29,9 @@ func scan(l mounting.Layout) (onDisk, error) {
 		return d, err
 	}
 	for _, driver := range drivers {
+		if driver == filepath.Base(l.DevicesDir()) {
+			continue // the block layout, read below
+		}
 		vols, err := readDirs(filepath.Join(l.DriversDir(), driver))
 		if err != nil {
 			return d, err
@@ -39,9 +42,12 @@ func scan(l mounting.Layout) (onDisk, error) {
 				return d, err
 			}
 			if ok {
-				d.staged = append(d.staged, data.Staged())
+				d.staged = append(d.staged, data.Staged(false))
 			}
 		}
+	}
+	if err := scanBlock(l, &d); err != nil {
+		return d, err
 	}
 	pods, err := readDirs(l.PodsDir())
 	if err != nil {
@@ -56,18 +62,47 @@ func scan(l mounting.Layout) (onDisk, error) {
 	return d, nil
 }
 
-func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {
-	vols, err := readDirs(l.PodVolumesDir(uid))
+// scanBlock reads the block volumes' records: <pv>/data/vol_data.json
+// under the block layout's directory.
+func scanBlock(l mounting.Layout, d *onDisk) error {
+	vols, err := readDirs(l.DevicesDir())
 	if err != nil {
 		return err
 	}
-	for _, v := range vols {
-		data, ok, err := readVolData(filepath.Join(l.PodVolumesDir(uid), v))
+	for _, pv := range vols {
+		if mounting.IsBlockLayoutDir(pv) {
+			continue
+		}
+		data, ok, err := readVolData(l.BlockDataDir(pv))
 		if err != nil {
 			return err
 		}
 		if ok {
-			d.published = append(d.published, data.Published(uid))
+			d.staged = append(d.staged, data.Staged(true))
+		}
+	}
+	return nil
+}
+
+// scanPod reads a pod's publication records, of mounted and of block
+// volumes.
+func scanPod(l mounting.Layout, uid types.UID, d *onDisk) error {
+	for _, layout := range []struct {
+		dir   string
+		block bool
+	}{{l.PodVolumesDir(uid), false}, {l.PodDevicesDir(uid), true}} {
+		vols, err := readDirs(layout.dir)
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			data, ok, err := readVolData(filepath.Join(layout.dir, v))
+			if err != nil {
+				return err
+			}
+			if ok {
+				d.published = append(d.published, data.Published(uid, layout.block))
+			}
 		}
 	}
 	return nil
@@ -126,19 +161,31 @@ func writeVolData(dir string, data mounting.VolData) error {
 	return nil
 }
 
-// removeRecord removes a staging or publication directory once its mount
-// is undone: the mount point (only if empty: a mount still there, or data
-// under it, stops the removal instead of being deleted), the
-// vol_data.json, then the directory.
-func removeRecord(dir, leaf string) error {
-	if err := removeEmpty(filepath.Join(dir, leaf)); err != nil {
+// removeRecord removes a staging or publication record once its mount
+// is undone: the mount point (a directory only if empty: a mount still
+// there, or data under it, stops the removal instead of being deleted; a
+// block volume's is the file the driver made, or nothing), the
+// vol_data.json, then the record's directory. For a block volume, the
+// mount point's directory and the record directory's parent go too once
+// empty (the kubelet's cleanup of orphan device files).
+func removeRecord(block bool, dir, mountPoint string) error {
+	if err := removeEmpty(mountPoint); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, mounting.VolDataFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove record: %w", err)
 	}
-	return removeEmpty(dir)
+	if err := removeEmpty(dir); err != nil || !block {
+		return err
+	}
+	removeIfEmpty(filepath.Dir(mountPoint))
+	removeIfEmpty(filepath.Dir(dir))
+	return nil
 }
+
+// removeIfEmpty removes a directory shared by several records once the
+// last is gone; one still in use stays, silently.
+func removeIfEmpty(dir string) { _ = os.Remove(dir) }
 
 // removeEmptyTree removes dir and the empty directories under it, deepest
 // first; anything else in it stops the removal with an error.

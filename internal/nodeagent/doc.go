@@ -32,8 +32,15 @@
 //     queue the node if its volumesInUse must be written first
 //     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level
 //     FailedMount event, then per volume its Step.Ops in order (stage:
-//     record, NodeStageVolume, record done; publish: read secrets, record,
-//     NodePublishVolume, record done; expand: Expansion.Ops in order: the
+//     record, NodeStageVolume, record done; publish: read secrets, request
+//     the service account tokens the CSIDriver asks for, record,
+//     NodePublishVolume, record done; a stage or publish the driver ends
+//     with a final answer removes its record, as the kubelet removes its
+//     directory, so nothing is torn down for it, while any other error
+//     leaves the record not done, an uncertain mount the teardown undoes;
+//     a wait that nothing the agent watches ends, a ReadWriteOncePod volume
+//     another pod has, returns an error and retries with backoff; expand:
+//     Expansion.Ops in order: the
 //     read-only warning, claim marked NodeResizeInProgress,
 //     NodeExpandVolume, claim finished, staging record sized), each failure
 //     with the kubelet's event; last, once every step succeeded and
@@ -44,6 +51,12 @@
 //     node.status.volumesInUse, or complete the deletion of Plan.Finish
 //     (only once the node reports what it uses, so a detach never comes
 //     before the node stopped reporting the volume).
+//
+// After a publish, the pod's fsGroup is applied to the volume where the
+// kubelet applies it (mounting.OwnershipFor). With Config.Metrics, each
+// scrape asks NodeGetVolumeStats of every claim published on the agent's
+// nodes and reports the kubelet's kubelet_volume_stats_* (with a node
+// label: one agent serves several nodes).
 //
 // Syncs return loop.Result: Done, or an error retried with backoff; waits
 // end with the event that lets them go on (a claim bound, an attachment,

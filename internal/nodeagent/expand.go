@@ -13,6 +13,7 @@ import (
 
 	"github.com/volplane/volplane/internal/claimstatus"
 	"github.com/volplane/volplane/internal/controller/resizing"
+	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/expansion"
 	"github.com/volplane/volplane/internal/mounting"
 	"github.com/volplane/volplane/internal/quantity"
@@ -93,12 +94,16 @@ func (a *Agent) nodeExpandVolume(ctx context.Context, n *nodeState, w mounting.W
 	if !ok {
 		return quantity.TooLarge(size)
 	}
-	req := n.layout.ExpandRequest(w, pod.UID, v, bytes)
+	req := n.layout.ExpandRequest(w, pod, v, bytes)
 	if req.Secrets, err = a.nodeExpandSecrets(ctx, v.PV); err != nil {
 		return err
 	}
 	if _, err := e.NodeExpandVolume(ctx, req); err != nil {
-		// The kubelet's text, capital and all: users match on it.
+		// The kubelet's texts, capital, missing colon and all: users
+		// match on them.
+		if csierror.ExpandInfeasible(err) {
+			return fmt.Errorf("Expander.NodeExpand failed to expand the volume %w", err)
+		}
 		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", err)
 	}
 	return nil
@@ -133,7 +138,7 @@ func recordSize(n *nodeState, v *mounting.Volume, size resource.Quantity) error 
 
 // updateRecord changes the node's staging record of the volume.
 func updateRecord(n *nodeState, v *mounting.Volume, change func(*mounting.VolData)) error {
-	dir := n.layout.StagingDir(v.Driver, v.Handle)
+	dir, _ := n.layout.StagePaths(v.Block, v.Driver, v.Handle, v.PV.Name)
 	data, ok, err := readVolData(dir)
 	if err != nil || !ok {
 		return err

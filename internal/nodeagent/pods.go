@@ -78,24 +78,28 @@ func (a *Agent) mountPod(ctx context.Context, n *nodeState, w mounting.World, pp
 func (a *Agent) step(ctx context.Context, n *nodeState, w mounting.World, pod *corev1.Pod, s mounting.Step) error {
 	logger := klog.FromContext(ctx)
 	if s.Action == mounting.Wait {
-		if msg := s.WaitMessage(); msg != "" {
+		msg := s.WaitMessage()
+		if msg != "" {
 			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, msg)
 		}
 		logger.V(4).Info("Volume waits", "pod", klog.KObj(pod), "node", n.name, "volume", s.Name, "reason", s.Reason)
+		if s.Reason.Retries() {
+			return errors.New(msg)
+		}
 		return nil
 	}
 	for _, op := range s.Ops() {
 		var err error
 		switch op {
 		case mounting.OpStage:
-			err = a.stage(ctx, n, w, s.Volume)
+			err = a.stage(ctx, n, w, pod, s.Volume)
 		case mounting.OpPublish:
 			err = a.publish(ctx, n, w, pod, s.Volume)
 		case mounting.OpExpand:
 			return a.expand(ctx, n, w, pod, s.Volume, s.Expand)
 		}
 		if err != nil {
-			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, mounting.OpFailedMessage(op, s.Volume.PV.Name, err))
+			n.recorder.Event(pod, corev1.EventTypeWarning, mounting.FailedMount, mounting.OpFailedMessage(op, s.Volume, err))
 			return err
 		}
 	}

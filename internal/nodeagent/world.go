@@ -31,7 +31,7 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 	if err != nil {
 		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
 	}
-	w := mounting.World{Node: n.name, Registered: node.Name != "", Pods: pods, Reported: node.Status.VolumesInUse,
+	w := mounting.World{Node: n.name, Registered: node.Name != "", NodeLabels: node.Labels, Pods: pods, Reported: node.Status.VolumesInUse,
 		Attached: map[corev1.UniqueVolumeName]bool{},
 		Claims:   map[string]*corev1.PersistentVolumeClaim{}, Volumes: map[string]*corev1.PersistentVolume{},
 		CSIDrivers: map[string]*storagev1.CSIDriver{}, Drivers: map[string]mounting.Driver{},
@@ -41,7 +41,9 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 		w.Attached[av.Name] = true
 	}
 	for name, e := range n.endpoints {
-		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand}
+		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand,
+			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup,
+			Stats: e.Info.VolumeStats, Condition: e.Info.VolumeCondition}
 	}
 	return w, a.addObjects(&w)
 }

@@ -177,7 +177,7 @@ func TestInfeasibleNodeExpansionIsReportedAndNotRetried(t *testing.T) {
 
 	growByHand(t, pv, nil, corev1.PersistentVolumeClaimNodeResizePending)
 	stacktest.Eventually(t, "VolumeResizeFailed on the pod", func() string {
-		return hasEvent(t, ns, pod.Name, "VolumeResizeFailed", fmt.Sprintf("NodeExpandVolume.NodeExpandVolume failed for volume %q : Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange", pv.Name))
+		return hasEvent(t, ns, pod.Name, "VolumeResizeFailed", fmt.Sprintf("NodeExpandVolume.NodeExpandVolume failed for volume %q : Expander.NodeExpand failed to expand the volume rpc error: code = OutOfRange", pv.Name))
 	}, alive)
 	stacktest.Eventually(t, "claim NodeResizeInfeasible", func() string {
 		c := getClaim(t, ns, "data")
@@ -225,7 +225,7 @@ func TestExpansionRefusedAtMountIsAFailedMountThenThePodRuns(t *testing.T) {
 
 	pod := runPod(t, ns, "app", node, "data")
 	stacktest.Eventually(t, "FailedMount while expanding", func() string {
-		return hasEvent(t, ns, pod.Name, "FailedMount", fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange", pv.Name))
+		return hasEvent(t, ns, pod.Name, "FailedMount", fmt.Sprintf("MountVolume.Setup failed while expanding volume for volume %q : Expander.NodeExpand failed to expand the volume rpc error: code = OutOfRange", pv.Name))
 	}, alive)
 	waitRunning(t, pod)
 	c := getClaim(t, ns, "data")

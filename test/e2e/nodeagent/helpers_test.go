@@ -31,11 +31,25 @@ func boundClaim(t *testing.T, ns, name, node string) *corev1.PersistentVolume {
 // the bundled node-local driver serves single-node modes only.
 func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint, mods ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolume {
 	t.Helper()
+	return boundClaimWithPV(t, ns, name, driver, nil, mods...)
+}
+
+// boundClaimWithPV is boundClaimOf with pvMod (if not nil) changing the PV
+// before it is created.
+func boundClaimWithPV(t *testing.T, ns, name string, driver *csi.Endpoint, pvMod func(*corev1.PersistentVolume), mods ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolume {
+	t.Helper()
 	client := bed.cp.Client
+	// The volume is made for the access type the PV will ask for: pvMod
+	// is tried on an empty PV first to see whether it makes a block one.
+	capability := &csipb.VolumeCapability{AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+	if probe := (&corev1.PersistentVolume{}); pvMod != nil {
+		if pvMod(probe); probe.Spec.VolumeMode != nil && *probe.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+			capability.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+		}
+	}
 	vol, err := driver.CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: ns + "-" + name,
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: 1 << 20},
-		VolumeCapabilities: []*csipb.VolumeCapability{{AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
-			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}})
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: 1 << 20}, VolumeCapabilities: []*csipb.VolumeCapability{capability}})
 	if err != nil {
 		t.Fatalf("CreateVolume: %v", err)
 	}
@@ -58,6 +72,9 @@ func boundClaimOf(t *testing.T, ns, name string, driver *csi.Endpoint, mods ...f
 		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 			Driver: driver.Info.Driver, VolumeHandle: vol.GetVolumeId(), FSType: "ext4"}}}}
+	if pvMod != nil {
+		pvMod(pv)
+	}
 	if pv, err = client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,16 @@ package nodeagent
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,14 +51,38 @@ var bed struct {
 // grow while in use (FailedPrecondition); while noNodeExpand is set, it
 // hides the node service's EXPAND_VOLUME capability (the agent probes it
 // when it starts).
+//
+// It also records every node call that names a volume (nodeCalls) and
+// answers those refuse lists (method/handle) with the code given.
 type driverTap struct {
 	mu           sync.Mutex
 	seen         []*csipb.NodeExpandVolumeRequest
 	inUse        map[string]bool
 	noNodeExpand atomic.Bool
+	nodeCalls    []nodeCall
+	refuse       map[string]codes.Code
 }
 
-func (c *driverTap) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// nodeCall is a node service call and its request.
+type nodeCall struct {
+	method string
+	req    proto.Message
+}
+
+func (c *driverTap) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r, ok := req.(interface {
+		proto.Message
+		GetVolumeId() string
+	}); ok && strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") {
+		method := path.Base(info.FullMethod)
+		c.mu.Lock()
+		c.nodeCalls = append(c.nodeCalls, nodeCall{method, proto.Clone(r)})
+		code, refuse := c.refuse[method+"/"+r.GetVolumeId()]
+		c.mu.Unlock()
+		if refuse {
+			return nil, status.Error(code, "refused by the test")
+		}
+	}
 	if r, ok := req.(*csipb.NodeExpandVolumeRequest); ok {
 		c.mu.Lock()
 		c.seen = append(c.seen, proto.CloneOf(r))
@@ -85,6 +112,35 @@ func (c *driverTap) refuseInUse(handle string, refuse bool) {
 	c.inUse[handle] = refuse
 }
 
+// refuseCall makes the drivers answer method (e.g. "NodePublishVolume")
+// for the volume with code, until the test ends.
+func (c *driverTap) refuseCall(t *testing.T, method, handle string, code codes.Code) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refuse == nil {
+		c.refuse = map[string]codes.Code{}
+	}
+	c.refuse[method+"/"+handle] = code
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.refuse, method+"/"+handle)
+	})
+}
+
+// callsOf returns the node calls of method made for the volume.
+func (c *driverTap) callsOf(method, handle string) []proto.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []proto.Message
+	for _, call := range c.nodeCalls {
+		if call.method == method && call.req.(interface{ GetVolumeId() string }).GetVolumeId() == handle {
+			out = append(out, call.req)
+		}
+	}
+	return out
+}
+
 // of returns the calls for a volume.
 func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 	c.mu.Lock()
@@ -101,6 +157,9 @@ func (c *driverTap) of(handle string) []*csipb.NodeExpandVolumeRequest {
 // attachDriverName is the second driver of node-1, whose volumes must be
 // attached first.
 const attachDriverName = "attach.csi.volplane.io"
+
+// tokenAudience is the audience of the token the attach driver asks for.
+const tokenAudience = "volplane-test"
 
 func TestMain(m *testing.M) { support.Main(m, 2, setUp) }
 
@@ -132,14 +191,19 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		teardown()
 		return nil, err
 	}
+	// podInfoOnMount, so that the node calls carry the pod's identity as
+	// the kubelet's do.
 	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: hostpath.DriverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true)}}
 	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, err
 	}
+	// A service account token of the pod at every publish, in the
+	// secrets (the kubelet's tokenRequests).
 	attachDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: attachDriverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}}
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true), ServiceAccountTokenInSecrets: ptr.To(true),
+			TokenRequests: []storagev1.TokenRequest{{Audience: tokenAudience}}}}
 	if _, err := cp.Client.StorageV1().CSIDrivers().Create(ctx, attachDriver, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, err
@@ -160,14 +224,16 @@ func serve(ctx context.Context, drivers *support.Drivers, cfg hostpath.Config) (
 	return csi.Dial(ctx, cfg.Endpoint, nil)
 }
 
-// running is an agent running in the background.
+// running is an agent running in the background, with its metrics.
 type running struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel  context.CancelFunc
+	done    chan error
+	metrics *prometheus.Registry
 }
 
 func startAgent() (*running, error) {
-	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir}
+	reg := prometheus.NewRegistry()
+	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg}
 	for _, node := range bed.cp.Nodes {
 		endpoints := []string{bed.endpoints[node]}
 		if node == bed.cp.Nodes[0] {
@@ -180,7 +246,7 @@ func startAgent() (*running, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{cancel: cancel, done: make(chan error, 1), metrics: reg}
 	go func() { r.done <- a.Run(ctx) }()
 	return r, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,76 @@ func TestImportIntoContainerd(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("containerd has %q, want %q", got, want)
 	}
+	if _, err := os.Stat(filepath.Join(bin, "runc")); err != nil {
+		t.Skipf("no runc in %s: the images are not run", bin)
+	}
+	runLoopLifecycle(t, bin, sock, work)
+}
+
+// runLoopLifecycle runs, in containers of the volplane image (privileged
+// and root, as deploy/'s driver container), the losetup calls the driver
+// makes for a block volume: attach, find by file, grow, detach. They are
+// util-linux's long options, which busybox's losetup refuses.
+func runLoopLifecycle(t *testing.T, bin, sock, work string) {
+	file := filepath.Join(work, "vol.img")
+	if err := os.WriteFile(file, make([]byte, 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	group := fmt.Sprintf("mkimage-test-%d", os.Getpid())
+	t.Cleanup(func() {
+		// The host's losetup detaches what a failed step left attached.
+		if out, err := exec.Command("losetup", "--associated", file).Output(); err == nil {
+			for line := range strings.Lines(string(out)) {
+				if dev, _, ok := strings.Cut(line, ":"); ok {
+					_ = exec.Command("losetup", "--detach", dev).Run()
+				}
+			}
+		}
+		// runc removes each container's cgroup, not the parent named here.
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + group)
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil {
+				t.Errorf("cgroup left: %v", err)
+			}
+		}
+	})
+	n := 0
+	losetup := func(args ...string) string {
+		t.Helper()
+		n++
+		id := fmt.Sprintf("losetup-%d", n)
+		ctr := []string{"--address", sock, "-n", "k8s.io", "run", "--rm", "--runc-binary", filepath.Join(bin, "runc"),
+			"--privileged", "--user", "0", "--cgroup", "/" + group + "/" + id,
+			"--mount", "type=bind,src=" + file + ",dst=/vol.img,options=rbind:rw",
+			"localhost/volplane/volplane:t1", id, "/usr/sbin/losetup"}
+		var stderr strings.Builder
+		cmd := exec.Command(filepath.Join(bin, "ctr"), append(ctr, args...)...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("losetup %q in the volplane image: %v: %s", args, err, stderr.String())
+		}
+		return strings.TrimSpace(string(out))
+	}
+	dev := losetup("--find", "--show", "/vol.img")
+	t.Logf("losetup --find --show in the volplane image: %s", dev)
+	if !strings.HasPrefix(dev, "/dev/loop") {
+		t.Fatalf("losetup --find --show: %q", dev)
+	}
+	if got := losetup("--associated", "/vol.img"); !strings.HasPrefix(got, dev+":") {
+		t.Errorf("losetup --associated: %q, want a line of %s", got, dev)
+	}
+	if err := os.Truncate(file, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	losetup("--set-capacity", dev)
+	if size, err := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/size"); err != nil || strings.TrimSpace(string(size)) != "32768" {
+		t.Errorf("%s after --set-capacity: %s sectors, %v; want 32768 (16 MiB)", dev, size, err)
+	}
+	losetup("--detach", dev)
+	if out, _ := exec.Command("losetup", "--associated", file).Output(); len(out) > 0 {
+		t.Errorf("still attached after --detach: %s", out)
+	}
 }
 
 // startContainerd runs containerd with everything under work (no CRI: only
@@ -100,6 +171,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
 		t.Fatal(err)
 	}
 	cmd := exec.Command(containerd, "--config", conf)
+	// containerd finds its runc shim on its PATH.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(containerd)+":"+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,108 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/internal/mounting"
+)
+
+// The kubelet's volume stats, with its names and labels, plus the node
+// (one agent serves several nodes; a kubelet is scraped per node).
+var (
+	statsLabels       = []string{"namespace", "persistentvolumeclaim", "node"}
+	statsCapacity     = statsDesc("capacity_bytes", "Capacity in bytes of the volume")
+	statsAvailable    = statsDesc("available_bytes", "Number of available bytes in the volume")
+	statsUsed         = statsDesc("used_bytes", "Number of used bytes in the volume")
+	statsInodes       = statsDesc("inodes", "Maximum number of inodes in the volume")
+	statsInodesFree   = statsDesc("inodes_free", "Number of free inodes in the volume")
+	statsInodesUsed   = statsDesc("inodes_used", "Number of used inodes in the volume")
+	statsAbnormal     = statsDesc("health_status_abnormal", "Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy")
+	statsTimeout      = 10 * time.Second
+	errStatsCollector = errors.New("node agent: volume stats collector")
+)
+
+func statsDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("kubelet_volume_stats_"+name, help, statsLabels, nil)
+}
+
+// statsCollector reports the usage of the claims published on the agent's
+// nodes, asked of their drivers with NodeGetVolumeStats at each scrape (the
+// kubelet asks periodically and caches; a scrape here is the period).
+type statsCollector struct{ a *Agent }
+
+func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{statsCapacity, statsAvailable, statsUsed, statsInodes, statsInodesFree, statsInodesUsed, statsAbnormal} {
+		ch <- d
+	}
+}
+
+func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range c.a.nodes {
+		n.mu.RLock()
+		w, err := c.a.world(n)
+		n.mu.RUnlock()
+		if err != nil {
+			klog.Background().V(2).Info("No volume stats for the node", "node", n.name, "err", err)
+			continue
+		}
+		for _, t := range w.StatsTargets(n.layout) {
+			u, err := c.a.usage(n, t)
+			if err != nil {
+				klog.Background().V(2).Info("No volume stats", "node", n.name, "pvc", t.Namespace+"/"+t.Claim, "err", err)
+				continue
+			}
+			gauge := func(d *prometheus.Desc, v int64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), t.Namespace, t.Claim, n.name)
+			}
+			gauge(statsCapacity, u.CapacityBytes)
+			gauge(statsAvailable, u.AvailableBytes)
+			gauge(statsUsed, u.UsedBytes)
+			gauge(statsInodes, u.Inodes)
+			gauge(statsInodesFree, u.InodesFree)
+			gauge(statsInodesUsed, u.InodesUsed)
+			if u.Abnormal != nil {
+				abnormal := int64(0)
+				if *u.Abnormal {
+					abnormal = 1
+				}
+				gauge(statsAbnormal, abnormal)
+			}
+		}
+	}
+}
+
+// usage asks the driver the usage of one published volume.
+func (a *Agent) usage(n *nodeState, t mounting.StatsTarget) (mounting.Usage, error) {
+	e, err := n.endpoint(t.Driver)
+	if err != nil {
+		return mounting.Usage{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	resp, err := e.NodeGetVolumeStats(ctx, &csipb.NodeGetVolumeStatsRequest{VolumeId: t.Handle, VolumePath: t.Path})
+	if err != nil {
+		return mounting.Usage{}, err
+	}
+	return mounting.UsageOf(resp, t.Condition)
+}
+
+// registerStats registers the volume stats on reg, replacing the
+// collector of an agent this one replaces.
+func registerStats(reg prometheus.Registerer, a *Agent) error {
+	err := reg.Register(statsCollector{a})
+	var exists prometheus.AlreadyRegisteredError
+	if errors.As(err, &exists) {
+		reg.Unregister(exists.ExistingCollector)
+		err = reg.Register(statsCollector{a})
+	}
+	if err != nil {
+		return errors.Join(errStatsCollector, err)
+	}
+	return nil
+}
