@@ -192,6 +192,7 @@ func (d *chartDefaults) document(doc string) (string, error) {
 		}
 	}
 	workload := workloads[kind]
+	placed := false
 	var out []string
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
@@ -214,7 +215,11 @@ func (d *chartDefaults) document(doc string) (string, error) {
 		out = append(out, t)
 		if workload != "" && saNameLine.MatchString(l) {
 			out = append(out, schedulingBlock(workload, "nodeSelector"), schedulingBlock(workload, "tolerations"))
+			placed = true
 		}
+	}
+	if workload != "" && !placed {
+		return "", fmt.Errorf("the pod spec of the %s has no serviceAccountName to place its nodeSelector and tolerations after", kind)
 	}
 	return strings.Join(out, "\n"), nil
 }
