@@ -83,11 +83,6 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 	}
 }
 
-// ChartSetExample is what README's `helm install --set` example sets; the
-// test below checks that each value lands where it says.
-const ChartSetExample = "namespace=storage,image.repository=registry.example/volplane,image.tag=v9.9.9," +
-	"controller.replicas=3,kubeletDir=/var/lib/k0s/kubelet,node.nodeSelector.disk=ssd,admissionPolicy.enabled=false,tenantRoles.enabled=false"
-
 func TestChartValuesLand(t *testing.T) {
 	objs := renderChart(t, ChartSetExample)
 	var namespaced, deployments, daemonsets int
@@ -143,6 +138,27 @@ func TestChartValuesLand(t *testing.T) {
 	for _, id := range []string{"Namespace//storage", "ServiceAccount/storage/volplane-node", "ClusterRoleBinding//volplane-controller"} {
 		if _, ok := objs[id]; !ok {
 			t.Errorf("no %s", id)
+		}
+	}
+}
+
+// Helm refuses a misspelt value or one of the wrong type (values.schema.json)
+// rather than rendering the defaults.
+func TestChartRefusesWrongValues(t *testing.T) {
+	chrt, err := loader.LoadDir(ChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"controler.replicas=3", "controller.replicas=two", "namespace=Not_A_Namespace",
+		"kubeletDir=var/lib/kubelet", "admissionPolicy.enabled=maybe", "image.tag="} {
+		overrides, err := strvals.Parse(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = chartutil.ToRenderValues(chrt, overrides, common.ReleaseOptions{Name: "volplane", Namespace: "default", IsInstall: true},
+			common.DefaultCapabilities)
+		if err == nil {
+			t.Errorf("--set %s was accepted", set)
 		}
 	}
 }

@@ -71,18 +71,21 @@ func TestDashboardReadsVolplanesMetrics(t *testing.T) {
 
 func TestExprMetrics(t *testing.T) {
 	for expr, want := range map[string]string{
-		`sum by (le, method_name) (rate(csi_sidecar_operations_seconds_bucket{job=~"$job", method_name=~"a|b"}[$__rate_interval]))`: "csi_sidecar_operations_seconds_bucket",
-		`volplane_leading{job=~"$job"} or up{job="x"}`:      "volplane_leading,up",
-		`rate(volplane_binder_resyncs_total[5m])`:           "error", // a metric without braces
-		`sum(rate(volplane_leading{job="x"}[1m])) by (pod)`: "volplane_leading",
+		`sum by (le, method_name) (rate(csi_sidecar_operations_seconds_bucket{job=~"$job", grpc_status_code!="OK"}[$__rate_interval]))`: "csi_sidecar_operations_seconds_bucket: grpc_status_code le method_name",
+		`volplane_leading{job=~"$job"} or up{job="x"}`:                                  "volplane_leading up: ",
+		`rate(volplane_binder_resyncs_total[5m])`:                                       "error", // a metric without braces
+		`sum(rate(volplane_leading{job="x"}[1m])) by (pod)`:                             "volplane_leading: ",
+		`sum by (state) (a{job="x"}) / sum by (state) (b{job="x"})`:                     "error", // whose label?
+		`histogram_quantile(0.5, sum by (le) (rate(h_bucket{operation_name="p"}[1m])))`: "h_bucket: le operation_name",
 		`1 + 2`: "error",
 	} {
-		got, err := exprMetrics(expr)
+		names, labels, err := exprMetrics(expr)
+		got := strings.Join(names, " ") + ": " + strings.Join(labels, " ")
 		if err != nil {
-			got = []string{"error"}
+			got = "error"
 		}
-		if strings.Join(got, ",") != want {
-			t.Errorf("exprMetrics(%s) = %v (%v), want %s", expr, got, err, want)
+		if got != want {
+			t.Errorf("exprMetrics(%s) = %q (%v), want %q", expr, got, err, want)
 		}
 	}
 }
@@ -90,12 +93,12 @@ func TestExprMetrics(t *testing.T) {
 func TestScrapedSeries(t *testing.T) {
 	page := `# HELP h a histogram
 # TYPE h histogram
-h_bucket{le="1"} 1
-h_bucket{le="+Inf"} 1
-h_sum 0.5
-h_count 1
-# HELP c a counter
-# TYPE c counter
+h_bucket{op="a",le="1"} 1
+h_bucket{op="a",le="+Inf"} 1
+h_sum{op="a"} 0.5
+h_count{op="a"} 1
+# HELP c_total a counter
+# TYPE c_total counter
 c_total 3
 # HELP g a gauge
 # TYPE g gauge
@@ -105,12 +108,36 @@ g{x="y"} 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"h_bucket", "h_count", "h_sum", "c_total", "g"} {
-		if !series[want] {
-			t.Errorf("no %s in %v", want, series)
+	for name, labels := range map[string]string{"h_bucket": "le op", "h_count": "op", "h_sum": "op", "c_total": "", "g": "x"} {
+		have, ok := series[name]
+		var got []string
+		for l := range have {
+			got = append(got, l)
+		}
+		slices.Sort(got)
+		if !ok || strings.Join(got, " ") != labels {
+			t.Errorf("%s: %v (%v), want labels %q", name, got, ok, labels)
 		}
 	}
-	if series["h"] != true || series["c"] {
-		t.Errorf("series %v", series)
+	missing, err := MissingMetrics(Series{"volplane_leading": {}, "pv_collector_bound_pvc_count": {"namespace": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(missing, "pv_collector_bound_pvc_count{storage_class}") || slices.Contains(missing, "volplane_leading") ||
+		!slices.Contains(missing, "csi_sidecar_operations_seconds_count") {
+		t.Errorf("missing %v", missing)
+	}
+}
+
+// The rare metrics are the dashboard's.
+func TestDashboardRareMetricsAreRead(t *testing.T) {
+	used, err := DashboardMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range DashboardRareMetrics {
+		if !slices.Contains(used, m) {
+			t.Errorf("%s is in DashboardRareMetrics but no query reads it", m)
+		}
 	}
 }

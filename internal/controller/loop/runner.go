@@ -49,8 +49,8 @@ type Runner struct {
 	Queues       []Queue
 	Resync       func(context.Context)
 	ResyncPeriod time.Duration
-	// Metrics, if set, takes the stuck-key metrics (shared by every runner
-	// of the registry, labelled by Name).
+	// Metrics, if set, takes the stuck-key metrics and the queue depth
+	// (shared by every runner of the registry, labelled by Name).
 	Metrics prometheus.Registerer
 	// StuckAfter is how long a key may keep failing before it is logged at
 	// error level and counted; DefaultStuckAfter when zero.
@@ -75,6 +75,11 @@ func (r *Runner) Run(ctx context.Context, logValues ...any) error {
 			return fmt.Errorf("%s metrics: %w", r.Name, err)
 		}
 		metrics = m
+		depths, err := register(r.Metrics, newQueueDepths())
+		if err != nil {
+			return fmt.Errorf("%s metrics: %w", r.Name, err)
+		}
+		defer depths.track(r)()
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), r.Synced...) {
 		return nil
