@@ -113,8 +113,9 @@ func writeOverlay(t *testing.T, n *harness.Node) string {
 }
 
 // deployImages makes deploy/'s images with `mkimage images` and imports
-// them into the node's containerd. The first run builds the Dockerfile's
-// static volplane into BIN/volplane-image (a cold compile: minutes).
+// them into the node's containerd. It rebuilds BIN/volplane-image with the
+// Dockerfile's go build every run, so the image holds this checkout (a cold
+// compile takes minutes, a warm one is a link).
 func deployImages(t *testing.T, n *harness.Node) {
 	t.Helper()
 	if _, err := os.Stat(n.Bin.Path("csi-node-driver-registrar")); err != nil {
@@ -126,7 +127,7 @@ func deployImages(t *testing.T, n *harness.Node) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("nice", "-n", "15", n.Bin.Path("mkimage"), "images", "-repo", repo, "-bin", n.Bin.Dir,
-		"-out", filepath.Join(n.Work, "images"), "-address", n.ContainerdSock)
+		"-out", filepath.Join(n.Work, "images"), "-address", n.ContainerdSock, "-rebuild")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mkimage images: %v\n%s", err, out)
 	} else {
