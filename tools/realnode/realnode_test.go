@@ -52,9 +52,21 @@ func TestRealNode(t *testing.T) {
 		t.Logf("pod reached the kubernetes Service in %s:\n%s", time.Since(began).Round(10*time.Millisecond), log)
 	})
 
-	t.Run("DeployNodeLocalClaim", func(t *testing.T) {
+	t.Run("Deploy", func(t *testing.T) {
 		applyDeploy(t, n)
-		nodeLocalClaim(t, n)
+		for _, s := range []struct {
+			name string
+			run  func(*testing.T, *harness.Node)
+		}{
+			{"NodeLocalClaim", nodeLocalClaim},
+			{"LeaderKilled", leaderKilled},
+			{"ExpandUnderRunningPod", expandUnderRunningPod},
+			{"DashboardMetrics", dashboardScrape},
+		} {
+			began := time.Now()
+			ok := t.Run(s.name, func(t *testing.T) { s.run(t, n) })
+			t.Logf("%s: ok=%v in %s", s.name, ok, time.Since(began).Round(10*time.Millisecond))
+		}
 	})
 }
 

@@ -140,3 +140,9 @@ func (n *Node) KubeletMetrics() (string, error) {
 	return runErr("ip", "netns", "exec", n.Netns, "curl", "-sS", "--fail", "-k",
 		"--cert", filepath.Join(pki, "admin.crt"), "--key", filepath.Join(pki, "admin.key"), "https://127.0.0.1:10250/metrics")
 }
+
+// InNetns runs a command inside the node's network namespace (where the
+// pod IPs are routed) and returns its output.
+func (n *Node) InNetns(args ...string) (string, error) {
+	return runErr(append([]string{"ip", "netns", "exec", n.Netns}, args...)...)
+}
