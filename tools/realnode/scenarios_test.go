@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,16 +108,25 @@ func leaderKilled(t *testing.T, n *harness.Node) {
 		t.Fatal(err)
 	}
 	handover := time.Since(killed)
-	waitRunning(t, n, "realnode-failover", 3*time.Minute)
-	pvc, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "realnode-failover", metav1.GetOptions{})
+	var pvc *corev1.PersistentVolumeClaim
+	err = waitCond(3*time.Minute, func() error {
+		var err error
+		if pvc, err = n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "realnode-failover", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("claim %s", pvc.Status.Phase)
+		}
+		return nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nevents:\n%s", err, kubectl(t, n, "get", "events", "-n", "default", "--sort-by=.metadata.creationTimestamp"))
 	}
-	if pvc.Status.Phase != corev1.ClaimBound {
-		t.Fatalf("claim %s", pvc.Status.Phase)
-	}
-	t.Logf("leader %s deleted (grace 0): Lease taken by %s (%s) %s later; claim bound to %s and pod running %s after the claim was made",
-		leader, newLeader, newID, handover.Round(10*time.Millisecond), pvc.Spec.VolumeName, time.Since(began).Round(10*time.Millisecond))
+	bound := time.Since(began)
+	waitRunning(t, n, "realnode-failover", 3*time.Minute)
+	t.Logf("leader %s deleted (grace 0): Lease taken by %s (%s) %s later; after the claim was made: bound to %s at %s, pod running at %s",
+		leader, newLeader, newID, handover.Round(10*time.Millisecond), pvc.Spec.VolumeName, bound.Round(10*time.Millisecond),
+		time.Since(began).Round(10*time.Millisecond))
 }
 
 // volumeCapacity is the kubelet's kubelet_volume_stats_capacity_bytes of
@@ -182,7 +192,7 @@ func expandUnderRunningPod(t *testing.T, n *harness.Node) {
 			if err != nil {
 				return err
 			}
-			if capacity != fmt.Sprintf("%.8g", float64(want.Value())) && capacity != fmt.Sprint(want.Value()) {
+			if v, err := strconv.ParseFloat(capacity, 64); err != nil || int64(v) != want.Value() {
 				return fmt.Errorf("kubelet_volume_stats_capacity_bytes %s, want %d", capacity, want.Value())
 			}
 			statsAt = time.Since(began)
