@@ -280,6 +280,61 @@ func dashboardMetricNames(t *testing.T) []string {
 // served by one of them (but expectedMissing).
 func dashboardScrape(t *testing.T, n *harness.Node) {
 	ctx := context.Background()
+	// What the binder's pv_collector counts: a bound claim, a Pending one
+	// (no consumer of the WaitForFirstConsumer class) and an Available
+	// volume (static, Retain: deleting it touches no driver).
+	makeClaim(t, n, "realnode-metrics", "16Mi")
+	wffc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "realnode-metrics-pending", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("volplane-hostpath-wffc"),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}},
+		},
+	}
+	if _, err := n.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, wffc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Client.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), wffc.Name, metav1.DeleteOptions{})
+	})
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "realnode-metrics-static"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "realnode-none",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "hostpath.csi.volplane.io", VolumeHandle: "realnode-metrics-static"}},
+		},
+	}
+	if _, err := n.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	err := waitCond(2*time.Minute, func() error {
+		c, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "realnode-metrics", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("claim realnode-metrics %s", c.Status.Phase)
+		}
+		v, err := n.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if v.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Errorf("PV %s %s", pv.Name, v.Status.Phase)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pods, err := n.Client.CoreV1().Pods("volplane").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
