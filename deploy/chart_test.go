@@ -18,7 +18,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
 	"helm.sh/helm/v4/pkg/strvals"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -203,16 +202,7 @@ func renderChart(t *testing.T, set string) map[string]map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overrides, err := strvals.Parse(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(chrt, overrides,
-		common.ReleaseOptions{Name: "volplane", Namespace: "default", IsInstall: true, Revision: 1}, common.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(chrt, vals)
+	files, err := RenderChart(chrt, set)
 	if err != nil {
 		t.Fatal(err)
 	}

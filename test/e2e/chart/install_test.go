@@ -15,13 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/chart/common"
-	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
-	"helm.sh/helm/v4/pkg/strvals"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,16 +95,7 @@ func TestChartInstallsWithREADMEValues(t *testing.T) {
 // Helm's install order.
 func render(t *testing.T, chrt *chartv2.Chart, set string) []releaseutil.Manifest {
 	t.Helper()
-	overrides, err := strvals.Parse(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(chrt, overrides,
-		common.ReleaseOptions{Name: "volplane", Namespace: "default", IsInstall: true, Revision: 1}, common.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(chrt, vals)
+	files, err := deploy.RenderChart(chrt, set)
 	if err != nil {
 		t.Fatal(err)
 	}
