@@ -315,3 +315,15 @@ func TestReadyGroupOutlivesItsClaims(t *testing.T) {
 		t.Errorf("claims gone: %+v", p)
 	}
 }
+
+// A member snapshot's name leads to its content's name; no other name does.
+func TestMemberContentOf(t *testing.T) {
+	if got, ok := MemberContentOf(MemberSnapshotName("u1", "vol")); !ok || got != MemberContentName("u1", "vol") {
+		t.Errorf("member: %q %v", got, ok)
+	}
+	for _, name := range []string{"snapshot-abc", "db-snap", "snapshot-" + strings.Repeat("g", 64), "snapcontent-" + strings.Repeat("a", 64), "snapshot-" + strings.Repeat("A", 64)} {
+		if got, ok := MemberContentOf(name); ok {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}

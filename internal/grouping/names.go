@@ -38,6 +38,18 @@ func MemberContentName(groupUID types.UID, handle string) string {
 	return fmt.Sprintf("snapcontent-%x", sha256.Sum256([]byte(string(groupUID)+handle)))
 }
 
+// MemberContentOf is the content name MemberContentName gives the member
+// snapshot of that name, if the name is one MemberSnapshotName gives. It
+// only says which content to look at: the content's own reference decides
+// whether it belongs to the snapshot.
+func MemberContentOf(snapshotName string) (string, bool) {
+	sum, ok := strings.CutPrefix(snapshotName, "snapshot-")
+	if !ok || len(sum) != 2*sha256.Size || strings.Trim(sum, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return "snapcontent-" + sum, true
+}
+
 // OwnerReference is the reference a member VolumeSnapshot carries to its
 // group.
 func OwnerReference(group *vgsv1.VolumeGroupSnapshot) metav1.OwnerReference {

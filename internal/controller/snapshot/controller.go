@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/snapshotbinding"
@@ -121,6 +122,13 @@ func (c *Controller) onSnapshotGone(obj any) {
 	}
 	if name := snapshotbinding.Designated(s); name != "" {
 		c.contentQ.Add(name)
+	} else if snapshotbinding.GroupOf(s) != "" {
+		// A group member deleted before it was bound designates no
+		// content, yet its content may now be an orphan to delete
+		// (snapshotbinding.DecideContent): look at the one named after it.
+		if name, ok := grouping.MemberContentOf(s.Name); ok {
+			c.contentQ.Add(name)
+		}
 	}
 	if claim := ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, ""); claim != "" {
 		c.queueSnapshotsOf(s.Namespace, claim)
