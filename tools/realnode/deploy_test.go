@@ -164,7 +164,7 @@ func applyDeploy(t *testing.T, n *harness.Node) {
 			"--ignore-not-found", "--wait=true", "--timeout=90s").CombinedOutput()
 	})
 	ctx := context.Background()
-	err := waitCond(3*time.Minute, func() error {
+	err := harness.WaitFor(3*time.Minute, func() error {
 		d, err := n.Client.AppsV1().Deployments("volplane").Get(ctx, "volplane-controller", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -189,20 +189,6 @@ func ready(d *appsv1.Deployment, ds *appsv1.DaemonSet) error {
 		return fmt.Errorf("node DaemonSet: %d/%d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
 	}
 	return nil
-}
-
-func waitCond(timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // containerLogs is the tail of every container log of namespace's pods on

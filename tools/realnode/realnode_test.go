@@ -103,7 +103,7 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 	// The reader stays up so that the kubelet reports the volume's stats
 	// (NodeGetVolumeStats through deploy/'s driver).
 	r := startPod(t, n, "realnode-reader", "cat /data/hello && sleep 600", claim.Name)
-	err := waitCond(2*time.Minute, func() error {
+	err := harness.WaitFor(2*time.Minute, func() error {
 		if log := n.PodLog("default", r.Name, "c"); !strings.Contains(log, "written-by-the-first-pod") {
 			return fmt.Errorf("reader's log: %q", log)
 		}
@@ -113,7 +113,7 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 		t.Fatal(err)
 	}
 	var stats []string
-	err = waitCond(time.Minute, func() error {
+	err = harness.WaitFor(time.Minute, func() error {
 		body, err := n.KubeletMetrics()
 		if err != nil {
 			return fmt.Errorf("kubelet /metrics: %v %.300s", err, body)
@@ -149,7 +149,7 @@ func nodeLocalClaim(t *testing.T, n *harness.Node) {
 	if err := n.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = waitCond(2*time.Minute, func() error {
+	err = harness.WaitFor(2*time.Minute, func() error {
 		_, err := n.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -219,7 +219,7 @@ func startPod(t *testing.T, n *harness.Node, name, script string, claim ...strin
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = n.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
-		err := waitCond(time.Minute, func() error {
+		err := harness.WaitFor(time.Minute, func() error {
 			_, err := n.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil

@@ -59,7 +59,7 @@ func leaseHolder(n *harness.Node) (string, string, error) {
 // waitRunning waits for pod to run (its container started).
 func waitRunning(t *testing.T, n *harness.Node, name string, timeout time.Duration) {
 	t.Helper()
-	err := waitCond(timeout, func() error {
+	err := harness.WaitFor(timeout, func() error {
 		p, err := n.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -93,7 +93,7 @@ func leaderKilled(t *testing.T, n *harness.Node) {
 	}
 	killed := time.Now()
 	var newID, newLeader string
-	err = waitCond(2*time.Minute, func() error {
+	err = harness.WaitFor(2*time.Minute, func() error {
 		var err error
 		newID, newLeader, err = leaseHolder(n)
 		if err != nil {
@@ -109,7 +109,7 @@ func leaderKilled(t *testing.T, n *harness.Node) {
 	}
 	handover := time.Since(killed)
 	var pvc *corev1.PersistentVolumeClaim
-	err = waitCond(3*time.Minute, func() error {
+	err = harness.WaitFor(3*time.Minute, func() error {
 		var err error
 		if pvc, err = n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "realnode-failover", metav1.GetOptions{}); err != nil {
 			return err
@@ -159,7 +159,7 @@ func expandUnderRunningPod(t *testing.T, n *harness.Node) {
 		t.Fatal(err)
 	}
 	var capacity string
-	if err := waitCond(time.Minute, func() error {
+	if err := harness.WaitFor(time.Minute, func() error {
 		capacity, err = volumeCapacity(n, claim)
 		if err == nil && capacity == "" {
 			err = fmt.Errorf("no kubelet_volume_stats_capacity_bytes for %s yet", claim)
@@ -176,7 +176,7 @@ func expandUnderRunningPod(t *testing.T, n *harness.Node) {
 	}
 	want := resource.MustParse("128Mi")
 	var claimAt, statsAt time.Duration
-	err = waitCond(3*time.Minute, func() error {
+	err = harness.WaitFor(3*time.Minute, func() error {
 		if claimAt == 0 {
 			pvc, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
 			if err != nil {
@@ -315,7 +315,7 @@ func dashboardScrape(t *testing.T, n *harness.Node) {
 	t.Cleanup(func() {
 		_ = n.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
 	})
-	err := waitCond(2*time.Minute, func() error {
+	err := harness.WaitFor(2*time.Minute, func() error {
 		c, err := n.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "realnode-metrics", metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -62,7 +62,7 @@ func (n *Node) drain(t *testing.T) {
 	for _, p := range pods.Items {
 		_ = n.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
 	}
-	err = waitFor(time.Minute, func() error {
+	err = WaitFor(time.Minute, func() error {
 		pods, err := n.Client.CoreV1().Pods("").List(ctx, sel)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func (n *Node) startKubeProxy(t *testing.T) {
 	n.kpx = p
 	t.Cleanup(func() { p.Stop(10 * time.Second) })
 	want := fmt.Sprintf("%s:%d", n.IP, n.apiPort(t))
-	err = waitFor(2*time.Minute, func() error {
+	err = WaitFor(2*time.Minute, func() error {
 		if done, err := p.Exited(); done {
 			t.Fatalf("kube-proxy exited: %v\n%s", err, p.Tail(30))
 		}

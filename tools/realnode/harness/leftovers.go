@@ -169,7 +169,7 @@ func killUnder(t *testing.T, work, cgroupRoot string) {
 	for pid := range targets {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	err := waitFor(10*time.Second, func() error {
+	err := WaitFor(10*time.Second, func() error {
 		for pid := range targets {
 			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
 				return fmt.Errorf("process %d still running", pid)

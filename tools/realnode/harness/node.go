@@ -104,7 +104,7 @@ func (n *Node) startUp(t *testing.T) {
 	}
 	n.up = p
 	t.Cleanup(func() { p.Stop(60 * time.Second) })
-	if err := waitFor(4*time.Minute, func() error {
+	if err := WaitFor(4*time.Minute, func() error {
 		if done, err := p.Exited(); done {
 			t.Fatalf("volplane up exited: %v\n%s", err, p.Tail(30))
 		}
@@ -167,7 +167,7 @@ func (n *Node) startContainerd(t *testing.T) {
 	}
 	n.containerd = p
 	t.Cleanup(func() { n.stopContainerd(t) })
-	if err := waitFor(time.Minute, func() error {
+	if err := WaitFor(time.Minute, func() error {
 		if done, err := p.Exited(); done {
 			t.Fatalf("containerd exited: %v\n%s", err, p.Tail(20))
 		}
@@ -216,7 +216,7 @@ func (n *Node) ImportImage(t *testing.T, tar string) {
 
 // WaitNode waits until the Node reports cond True.
 func (n *Node) waitNodeReady(t *testing.T, p *Process) {
-	err := waitFor(2*time.Minute, func() error {
+	err := WaitFor(2*time.Minute, func() error {
 		if done, err := p.Exited(); done {
 			t.Fatalf("%s exited: %v\n%s", p.Name, err, p.Tail(30))
 		}

@@ -93,9 +93,9 @@ func run(t *testing.T, argv ...string) string {
 	return string(out)
 }
 
-// waitFor polls cond every 200ms until it holds or timeout passes; it
+// WaitFor polls cond every 200ms until it holds or timeout passes; it
 // returns the last error cond gave.
-func waitFor(timeout time.Duration, cond func() error) error {
+func WaitFor(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
