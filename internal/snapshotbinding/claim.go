@@ -24,10 +24,7 @@ import (
 // never takes the claim, and a failed one lets it go until the sidecar
 // tries again.
 func Holds(s *snapv1.VolumeSnapshot, c *snapv1.VolumeSnapshotContent) bool {
-	if s == nil || c == nil || s.DeletionTimestamp != nil || !Dynamic(s) || member(s) {
-		return false
-	}
-	if s.Status != nil && ptr.Deref(s.Status.ReadyToUse, false) {
+	if c == nil || !MayHold(s) {
 		return false
 	}
 	if !PointsBack(s, c) || c.Name != snapshotapi.ContentName(s.UID) {
@@ -41,6 +38,18 @@ func Holds(s *snapv1.VolumeSnapshot, c *snapv1.VolumeSnapshotContent) bool {
 		return creating
 	}
 	return true
+}
+
+// MayHold says a snapshot holds its claim once its content is seen (Holds
+// with a content that points back and is still being made): a dynamic
+// snapshot, not a group member, not being deleted, not ready. A cache may
+// not have seen the content such a snapshot has just created; whoever
+// releases the claim must look for it first.
+func MayHold(s *snapv1.VolumeSnapshot) bool {
+	if s == nil || s.DeletionTimestamp != nil || !Dynamic(s) || member(s) {
+		return false
+	}
+	return s.Status == nil || !ptr.Deref(s.Status.ReadyToUse, false)
 }
 
 // claimStep is what happens to the source claim's finalizer after the

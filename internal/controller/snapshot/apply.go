@@ -117,8 +117,12 @@ func (c *Controller) claimFinalizer(ctx context.Context, claim *corev1.Persisten
 	} else {
 		upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == snapshotapi.ClaimFinalizer })
 	}
-	_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
-	return err
+	got, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	c.newClaim.Wrote(snapshotKey(got.Namespace, got.Name), got)
+	return nil
 }
 
 // patch merge-patches a content, under the resourceVersion read when rv

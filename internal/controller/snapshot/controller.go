@@ -22,6 +22,7 @@ import (
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/keyedmutex"
 	"github.com/volplane/volplane/internal/snapshotapi"
 	"github.com/volplane/volplane/internal/snapshotbinding"
 )
@@ -43,7 +44,15 @@ type Controller struct {
 	groupContents grouplisters.VolumeGroupSnapshotContentLister
 	// byClaim indexes the snapshots by their source claim
 	// (informerindex.ClaimOfSnapshot).
-	byClaim  cache.Indexer
+	byClaim cache.Indexer
+	// claimLocks serializes the syncs of the snapshots of one claim
+	// (namespace/claim): one's release of the claim's finalizer and
+	// another's content creation never interleave.
+	claimLocks *keyedmutex.Mutex
+	// newClaim holds the claims this loop wrote that the cache has not
+	// delivered yet: a sync after a release must not trust a cached
+	// finalizer that is gone.
+	newClaim *loop.Newest[*corev1.PersistentVolumeClaim]
 	snapQ    workqueue.TypedRateLimitingInterface[string]
 	contentQ workqueue.TypedRateLimitingInterface[string]
 	runner   *loop.Runner
@@ -56,6 +65,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, clock: cfg.Clock,
+		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](),
 		snapQ:    loop.NewQueue("snapshot", cfg.RetryStart, cfg.RetryMax),
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
@@ -77,7 +87,7 @@ func New(cfg Config) (*Controller, error) {
 		{Informer: contentInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onContent, UpdateFunc: loop.Updated(c.onContent), DeleteFunc: c.onContent}},
 		{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaim}},
+			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimGone}},
 	}
 	if cfg.Groups {
 		g := cfg.SnapshotInformers.Groupsnapshot().V1()
@@ -154,12 +164,20 @@ func (c *Controller) onClaim(obj any) {
 	if !ok {
 		return
 	}
+	c.newClaim.Observe(snapshotKey(claim.Namespace, claim.Name), claim)
 	c.queueSnapshotsOf(claim.Namespace, claim.Name)
 	if d := claim.Spec.DataSource; d != nil && d.Kind == snapshotapi.KindSnapshot {
 		c.snapQ.Add(snapshotKey(claim.Namespace, d.Name))
 	}
 	if d := claim.Spec.DataSourceRef; d != nil && d.Kind == snapshotapi.KindSnapshot && ptr.Deref(d.Namespace, claim.Namespace) == claim.Namespace {
 		c.snapQ.Add(snapshotKey(claim.Namespace, d.Name))
+	}
+}
+
+func (c *Controller) onClaimGone(obj any) {
+	if claim, ok := loop.As[*corev1.PersistentVolumeClaim](obj); ok {
+		c.newClaim.Forget(snapshotKey(claim.Namespace, claim.Name))
+		c.onClaim(claim)
 	}
 }
 

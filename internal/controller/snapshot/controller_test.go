@@ -81,6 +81,16 @@ func TestDynamicSnapshotWriteOrder(t *testing.T) {
 // and syncs the snapshot ns/snap once.
 func syncOnce(t *testing.T, client *fake.Clientset, snaps *snapfake.Clientset, rec record.EventRecorder, objs ...runtime.Object) {
 	t.Helper()
+	c := cachedOver(t, client, snaps, rec, objs...)
+	if _, err := c.syncSnapshot(context.Background(), "ns/snap"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cachedOver builds the loop over the fakes with its caches filled by hand
+// with objs (and only them).
+func cachedOver(t *testing.T, client *fake.Clientset, snaps *snapfake.Clientset, rec record.EventRecorder, objs ...runtime.Object) *Controller {
+	t.Helper()
 	inf := informers.NewSharedInformerFactory(client, 0)
 	sinf := snapinformers.NewSharedInformerFactory(snaps, 0)
 	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: rec})
@@ -105,9 +115,7 @@ func syncOnce(t *testing.T, client *fake.Clientset, snaps *snapfake.Clientset, r
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.syncSnapshot(context.Background(), "ns/snap"); err != nil {
-		t.Fatal(err)
-	}
+	return c
 }
 
 func hasString(list []string, s string) bool {

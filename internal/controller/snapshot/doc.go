@@ -36,7 +36,9 @@
 //  5. the snapshot's status written (mirrored from the content, or the
 //     error);
 //  6. the source claim's pvc-as-source-protection finalizer removed (no
-//     snapshot of the claim is still being made);
+//     snapshot of the claim is still being made; a sibling that would
+//     hold the claim but has no content in the cache has its content read
+//     from the API server first);
 //  7. the snapshot's finalizers removed (last: after its content was
 //     dealt with and its claim released);
 //  8. the plan's events recorded on the snapshot.
@@ -44,6 +46,14 @@
 // For a content: its bound-protection finalizer added, then the
 // being-deleted annotation when its snapshot is being deleted; its
 // snapshot is queued on every change of the content.
+//
+// The syncs of the snapshots of one claim are serialized (a lock per
+// namespace/claim), and a claim this loop wrote is read as written until
+// the cache catches up: a release and a sibling's content creation never
+// interleave, and a sibling never trusts a cached finalizer already
+// removed. Without both, a release raced with a new snapshot of the same
+// claim, which then took a snapshot of a claim free to be deleted (the
+// soak, seed 987670: its volume was deleted under it).
 //
 // Queued: a snapshot on each change of it, of its content, of a claim it
 // snapshots or that restores from it, and of its group (deleted). Retries

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,11 +32,28 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (loop.Result,
 	if err != nil {
 		return loop.Done(), err
 	}
+	if claim := ptr.Deref(s.Spec.Source.PersistentVolumeClaimName, ""); claim != "" {
+		unlock, err := c.claimLocks.Lock(ctx, snapshotKey(ns, claim))
+		if err != nil {
+			return loop.Done(), err
+		}
+		defer unlock()
+	}
 	f, err := c.snapshotFacts(s)
 	if err != nil {
 		return loop.Done(), err
 	}
 	p := snapshotbinding.DecideSnapshot(f)
+	if p.Claim == snapshotbinding.ClaimRemoveFinalizer || len(p.RemoveFinalizers) > 0 {
+		// A content created just before (by this snapshot's last sync, or
+		// a sibling's just before this sync took the claim's lock) may be
+		// unseen by the cache: look before letting the claim or the
+		// snapshot go.
+		if f, err = c.withLiveContents(ctx, f); err != nil {
+			return loop.Done(), err
+		}
+		p = snapshotbinding.DecideSnapshot(f)
+	}
 	klog.FromContext(ctx).V(4).Info("Snapshot decided", "snapshot", klog.KObj(s), "reason", p.Reason,
 		"create", p.Create != nil, "bind", p.Bind != nil, "claim", p.Claim, "retry", p.Retry)
 	if err := c.apply(ctx, s, f, p); err != nil {
@@ -101,12 +119,54 @@ func (c *Controller) content(name string) (*snapv1.VolumeSnapshotContent, error)
 	return content, err
 }
 
+// claim is the claim from the cache, or the copy this loop last wrote if
+// the cache has not caught up with it.
 func (c *Controller) claim(ns, name string) (*corev1.PersistentVolumeClaim, error) {
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
-	return claim, err
+	if err != nil {
+		return nil, err
+	}
+	return c.newClaim.Newer(snapshotKey(ns, name), claim), nil
+}
+
+// withLiveContents reads from the API server the contents the cache has
+// not seen: the snapshot's own designated one, and that of each sibling
+// that would hold the claim once its content is seen
+// (snapshotbinding.MayHold).
+func (c *Controller) withLiveContents(ctx context.Context, f snapshotbinding.SnapshotFacts) (snapshotbinding.SnapshotFacts, error) {
+	var err error
+	if f.Content == nil {
+		if f.Content, err = c.liveContent(ctx, snapshotbinding.Designated(f.Snapshot)); err != nil {
+			return f, err
+		}
+	}
+	siblings := slices.Clone(f.Siblings)
+	for i, sib := range siblings {
+		if sib.Content != nil || !snapshotbinding.MayHold(sib.Snapshot) {
+			continue
+		}
+		if siblings[i].Content, err = c.liveContent(ctx, snapshotbinding.Designated(sib.Snapshot)); err != nil {
+			return f, err
+		}
+	}
+	f.Siblings = siblings
+	return f, nil
+}
+
+// liveContent is the content of that name read from the API server, nil
+// if none.
+func (c *Controller) liveContent(ctx context.Context, name string) (*snapv1.VolumeSnapshotContent, error) {
+	if name == "" {
+		return nil, nil
+	}
+	live, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
 }
 
 // siblings are the namespace's other snapshots of the claim with their
