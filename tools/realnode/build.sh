@@ -20,14 +20,19 @@
 # seccomp profile and runc answers "seccomp: config provided but seccomp not
 # supported".
 #
-# node-driver-registrar: its module path has no /v2 although its tags are
-# v2.x, and the Go module proxy serves no version of it at all: 403 "This
-# module version is not available" for @v2.17.0, for @latest and the version
-# list, for the tag's commit (c5794c45f34c) and its pseudo-versions
+# csi-node-driver-registrar: upstream's module path has no /v2 although its
+# tags are v2.x, and the Go module proxy serves no version of it at all: 403
+# "This module version is not available" for @v2.17.0, for @latest and the
+# version list, for the tag's commit (c5794c45f34c) and its pseudo-versions
 # (v0.0.0-20260521145649-c5794c45f34c, v1.3.1-0.20260521145649-c5794c45f34c),
-# even for its last v1 tag (v1.3.0). It is built only when REGISTRAR_SRC names
-# a checkout of its v2.17.0 tag (the repository vendors its dependencies:
-# go build -mod=vendor, no network).
+# even for its last v1 tag (v1.3.0). With REGISTRAR_SRC naming a checkout of
+# its v2.17.0 tag, upstream's is built (the repository vendors its
+# dependencies: go build -mod=vendor, no network); without it, the stand-in
+# ./registrar of this module (volplane's own; README.md says what it lacks).
+# `csi-node-driver-registrar --version` tells them apart.
+#
+# helm: helm.sh/helm/v4 v4.2.0's cmd/helm (a tool of this module's go.mod),
+# for the README commands TestRealNode runs.
 #
 # images: `mkimage images` (tools/realnode/runtime/mkimage) writes the real
 # node's images into OUT/images and, with CONTAINERD_ADDRESS set, imports
@@ -57,6 +62,7 @@ targets=(
 	"pause           runtime 0 -                                     ./pause"
 	"mkimage         runtime 0 -                                     ./mkimage"
 	"csicreate       runtime 0 -                                     ./csicreate"
+	"helm            .       0 -                                     helm.sh/helm/v4/cmd/helm"
 	"volplane        ../..   1 -                                     ./cmd/volplane"
 	"volplane-static ../..   0 -                                     ./cmd/volplane"
 )
@@ -69,7 +75,15 @@ if [ -n "${REGISTRAR_SRC:-}" ] && { [ ${#want[@]} -eq 0 ] || printf '%s\n' "${wa
 		start=$(date +%s)
 		(cd "$REGISTRAR_SRC" && CGO_ENABLED=0 nice -n 15 go build -mod=vendor -ldflags "-X main.version=v2.17.0" \
 			-o "$out/csi-node-driver-registrar" ./cmd/csi-node-driver-registrar)
-		echo "csi-node-driver-registrar: built in $(($(date +%s) - start))s"
+		echo "csi-node-driver-registrar: built in $(($(date +%s) - start))s (upstream v2.17.0 from $REGISTRAR_SRC)"
+	fi
+elif [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx csi-node-driver-registrar; then
+	if [ -x "$out/csi-node-driver-registrar" ] && [ "${REBUILD:-0}" != 1 ]; then
+		echo "csi-node-driver-registrar: kept"
+	else
+		start=$(date +%s)
+		(cd "$here" && CGO_ENABLED=0 nice -n 15 go build -o "$out/csi-node-driver-registrar" ./registrar)
+		echo "csi-node-driver-registrar: built in $(($(date +%s) - start))s (the stand-in ./registrar: no REGISTRAR_SRC)"
 	fi
 fi
 for t in "${targets[@]}"; do
@@ -84,6 +98,7 @@ for t in "${targets[@]}"; do
 	[ "$tags" = - ] && tags=""
 	ldflags=""
 	case $name in
+	helm) ldflags="-X helm.sh/helm/v4/internal/version.version=v4.2.0" ;;
 	kubelet | kube-proxy) ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" ;;
 	containerd | containerd-shim-runc-v2 | ctr) ldflags="-X github.com/containerd/containerd/v2/version.Version=v2.4.2" ;;
 	esac
