@@ -53,7 +53,7 @@ func TestRealNode(t *testing.T) {
 	})
 
 	t.Run("Deploy", func(t *testing.T) {
-		applyDeploy(t, n)
+		r := applyDeploy(t, n)
 		for _, s := range []struct {
 			name string
 			run  func(*testing.T, *harness.Node)
@@ -67,6 +67,7 @@ func TestRealNode(t *testing.T) {
 			ok := t.Run(s.name, func(t *testing.T) { s.run(t, n) })
 			t.Logf("%s: ok=%v in %s", s.name, ok, time.Since(began).Round(10*time.Millisecond))
 		}
+		r.uninstallAndHelm(t, n)
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 
 // Upstream are the binaries of BIN a node needs, by build.sh's names.
 var Upstream = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
-	"cni/bridge", "cni/host-local", "cni/loopback", "pause", "mkimage"}
+	"cni/bridge", "cni/host-local", "cni/loopback", "pause", "mkimage", "csi-node-driver-registrar", "helm"}
 
 // Binaries are where the node's programs are: BIN (upstream, built by
 // build.sh) and volplane, built from this checkout for every run.

@@ -16,7 +16,9 @@ import (
 // startKubelet joins the node with its own client certificate
 // (CN system:node:NAME, O system:nodes: the Node authorizer and the
 // NodeRestriction admission plugin hold it to its own Node), talking to the
-// API server at the advertised address through the relay.
+// API server at the advertised address through the relay. Its root dir and
+// cert dir are the defaults (/var/lib/kubelet, /var/lib/kubelet/pki), the
+// paths deploy/ mounts.
 func (n *Node) startKubelet(t *testing.T) {
 	began := time.Now()
 	id, err := issueClient(filepath.Join(n.DataDir, "pki"), filepath.Join(n.Work, "kubelet"), "system:node:"+n.Name, "system:nodes")
@@ -31,7 +33,7 @@ func (n *Node) startKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := start(n.Work, n.Netns, "kubelet", n.Bin.Path("kubelet"), "--config", filepath.Join(n.Work, "kubelet.yaml"),
-		"--kubeconfig", kc, "--root-dir", n.KubeletRoot, "--cert-dir", filepath.Join(n.KubeletRoot, "pki"), "--hostname-override", n.Name, "--node-ip", n.IP, "--v=2")
+		"--kubeconfig", kc, "--hostname-override", n.Name, "--node-ip", n.IP, "--v=2")
 	if err != nil {
 		t.Fatal(err)
 	}

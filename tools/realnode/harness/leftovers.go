@@ -17,30 +17,36 @@ import (
 // false); they are put back.
 var hostSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
 
-// kubeletFixedPaths are what the kubelet makes outside its --root-dir: the
-// device manager's socket dir is a constant of k8s.io/kubelet
-// (deviceplugin/v1beta1.DevicePluginPath), and the kubelet leaves its socket
-// when it stops. Deepest first; removed if the run made them.
-var kubeletFixedPaths = []string{"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
+// KubeletRoot and DriverData are the host dirs deploy/ names: the kubelet's
+// default root dir (its pods, plugins, plugins_registry, pki and the device
+// manager's socket) and the bundled driver's data dir. The run makes them
+// and removes them; it refuses to start when either exists.
+const (
+	KubeletRoot = "/var/lib/kubelet"
+	DriverData  = "/var/lib/volplane"
+)
 
 // hostWatch remembers what the run may change on the host.
 type hostWatch struct {
 	n       *Node
 	sysctls map[string]string
-	existed map[string]bool
 }
 
-func snapshotHost(n *Node) *hostWatch {
-	w := &hostWatch{n: n, sysctls: map[string]string{}, existed: map[string]bool{}}
-	for _, p := range kubeletFixedPaths {
-		_, err := os.Lstat(p)
-		w.existed[p] = err == nil
+// snapshotHost refuses a host where the kubelet's or the driver's dir
+// already exists (another kubelet's, or a run's leftover: remove it by hand
+// once nothing uses it), and remembers the sysctls the kubelet changes.
+func snapshotHost(n *Node) (*hostWatch, error) {
+	for _, d := range []string{n.KubeletRoot, n.DriverData} {
+		if _, err := os.Lstat(d); err == nil {
+			return nil, fmt.Errorf("%s exists: another kubelet's, or a run's leftover; the real node makes it and removes it, so it refuses to start", d)
+		}
 	}
+	w := &hostWatch{n: n, sysctls: map[string]string{}}
 	for _, s := range hostSysctls {
 		b, _ := os.ReadFile("/proc/sys/" + s)
 		w.sysctls[s] = strings.TrimSpace(string(b))
 	}
-	return w
+	return w, nil
 }
 
 // verify puts the sysctls back, then fails the test for every process,
@@ -54,12 +60,13 @@ func (w *hostWatch) verify(t *testing.T) {
 		}
 	}
 	var left []string
-	for _, p := range kubeletFixedPaths {
-		if w.existed[p] {
-			continue
-		}
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			left = append(left, fmt.Sprintf("%s: %v", p, err))
+	for _, d := range []string{n.KubeletRoot, n.DriverData} {
+		// Removed only when nothing is mounted under it any more: never
+		// through a mount into a volume.
+		if ms := mountsUnder(d); len(ms) > 0 {
+			left = append(left, fmt.Sprintf("%s (still mounted: %v)", d, ms))
+		} else if err := os.RemoveAll(d); err != nil {
+			left = append(left, fmt.Sprintf("%s: %v", d, err))
 		}
 	}
 	for s, v := range w.sysctls {
@@ -71,8 +78,10 @@ func (w *hostWatch) verify(t *testing.T) {
 	for _, pid := range pidsMentioning(n.Work) {
 		left = append(left, fmt.Sprintf("process %d: %s", pid, cmdline(pid)))
 	}
-	for _, m := range mountsUnder(n.Work) {
-		left = append(left, "mount "+m)
+	for _, d := range []string{n.Work, n.KubeletRoot, n.DriverData} {
+		for _, m := range mountsUnder(d) {
+			left = append(left, "mount "+m)
+		}
 	}
 	if _, err := os.Stat(netnsPath(n.Netns)); err == nil {
 		left = append(left, "netns "+n.Netns)

@@ -34,10 +34,14 @@ type Node struct {
 	Netns   string
 	DataDir string // of `volplane up`
 	// Admin is the admin kubeconfig of `volplane up`; Client uses it.
-	Admin       string
-	REST        *rest.Config
-	Client      kubernetes.Interface
-	KubeletRoot string
+	Admin  string
+	REST   *rest.Config
+	Client kubernetes.Interface
+	// KubeletRoot is the kubelet's default --root-dir and DriverData the
+	// data dir deploy/node.yaml gives the bundled driver: deploy/ applies
+	// unpatched. Start refuses to run when either exists (another
+	// kubelet's) and removes both at the end.
+	KubeletRoot, DriverData string
 	// ContainerdSock is the node's CRI endpoint.
 	ContainerdSock string
 	// Steps are the wall times of Start's steps, in order.
@@ -68,11 +72,15 @@ func Start(t *testing.T) *Node {
 	}
 	n := &Node{Name: "realnode-1", IP: "10.250.0.1", PodCIDR: "10.251.0.0/24", Work: work,
 		Netns: fmt.Sprintf("realnode-%d", os.Getpid()), cgroupRoot: fmt.Sprintf("realnode-%d", os.Getpid()),
-		KubeletRoot: filepath.Join(work, "kubelet"), ContainerdSock: filepath.Join(work, "containerd.sock"),
+		KubeletRoot: KubeletRoot, DriverData: DriverData, ContainerdSock: filepath.Join(work, "containerd.sock"),
 		DataDir: filepath.Join(work, "up")}
 	n.Admin = filepath.Join(n.DataDir, "kubeconfig")
 	// First registered, last to run: nothing may be left.
-	watch := snapshotHost(n)
+	watch, err := snapshotHost(n)
+	if err != nil {
+		_ = os.Remove(work)
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { watch.verify(t) })
 	t.Logf("work dir %s, netns %s", work, n.Netns)
 
@@ -140,16 +148,22 @@ func (n *Node) APIServer(t *testing.T) string {
 	return fmt.Sprintf("https://%s:%d", n.IP, n.apiPort(t))
 }
 
-// sharedWork bind-mounts the work dir on itself, rshared: `/` is a private
-// mount here and a driver's Bidirectional mounts need a shared one.
+// sharedWork bind-mounts the work dir, the kubelet's root dir and the
+// driver's data dir each on itself, rshared: `/` is a private mount here and
+// the driver's Bidirectional mounts need shared ones. Their cleanups (after
+// the kubelet's and containerd's) unmount whatever is left under them; the
+// two host dirs are removed by the leftover check.
 func (n *Node) sharedWork(t *testing.T) {
-	run(t, "mount", "--bind", n.Work, n.Work)
-	t.Cleanup(func() { unmountUnder(t, n.Work) })
-	run(t, "mount", "--make-rshared", n.Work)
-	for _, d := range []string{n.KubeletRoot, filepath.Join(n.Work, "pod-logs")} {
+	for _, d := range []string{n.Work, n.KubeletRoot, n.DriverData} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		run(t, "mount", "--bind", d, d)
+		t.Cleanup(func() { unmountUnder(t, d) })
+		run(t, "mount", "--make-rshared", d)
+	}
+	if err := os.MkdirAll(filepath.Join(n.Work, "pod-logs"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 
