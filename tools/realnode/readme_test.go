@@ -32,8 +32,11 @@ var dockerLines = []string{
 }
 
 // uninstallLine is README's first command after which deploy/ is gone: the
-// Deploy scenarios run on the kubectl install before it.
-const uninstallLine = "kubectl delete -k deploy/"
+// Deploy scenarios run on the kubectl install before it. --ignore-not-found:
+// the snapshot classes are gone with their CRDs, which kubectl deletes
+// first (without it kubectl fails on them: "the server could not find the
+// requested resource").
+const uninstallLine = "kubectl delete -k deploy/ --ignore-not-found"
 
 // readmeCommands reads every ```sh block of README's section: comments
 // (a # at the start of a line or after a blank) dropped, lines ending in a
@@ -221,7 +224,7 @@ func applyDeploy(t *testing.T, n *harness.Node) *readme {
 	t.Logf("in place of %q: deploy/'s images made and imported in %s", dockerLines, time.Since(began).Round(time.Second))
 	r.next = 2
 	t.Cleanup(func() {
-		if out := r.op.quiet(uninstallLine + " --ignore-not-found --timeout=2m"); r.next < len(r.cmds) {
+		if out := r.op.quiet(uninstallLine + " --timeout=2m"); r.next < len(r.cmds) {
 			t.Logf("cleanup: %s\n%s", uninstallLine, out)
 		}
 	})
@@ -231,6 +234,9 @@ func applyDeploy(t *testing.T, n *harness.Node) *readme {
 	}
 	if err := deployReady(n, 2); err != nil {
 		t.Fatalf("after README's install: %v\n%s", err, containerLogs(t, n, "volplane"))
+	}
+	if err := harness.WaitFor(time.Minute, func() error { return registered(n) }); err != nil {
+		t.Fatalf("the registrar: %v\n%s", err, containerLogs(t, n, "volplane"))
 	}
 	t.Logf("README's kubectl install: deploy/ Ready in %s", time.Since(began).Round(10*time.Millisecond))
 	return r
@@ -271,7 +277,7 @@ func (r *readme) uninstallAndHelm(t *testing.T, n *harness.Node) {
 		r.op.run(t, cmd)
 		switch {
 		case cmd == uninstallLine:
-			if err := goneNamespaces(n); err != nil {
+			if err := harness.WaitFor(2*time.Minute, func() error { return goneNamespaces(n) }); err != nil {
 				t.Fatalf("after %q: %v", cmd, err)
 			}
 			t.Logf("kubectl install removed %s after the scenarios", time.Since(began).Round(10*time.Millisecond))
@@ -310,6 +316,24 @@ func deployReady(n *harness.Node, replicas int32) error {
 		return fmt.Errorf("controller: spec.replicas %d, want %d", *d.Spec.Replicas, replicas)
 	}
 	return ready(d, ds)
+}
+
+// registered checks the kubelet registered deploy/'s driver through the
+// registrar: the node's CSINode lists it with its topology key.
+func registered(n *harness.Node) error {
+	c, err := n.Client.StorageV1().CSINodes().Get(context.Background(), n.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, d := range c.Spec.Drivers {
+		if d.Name == "hostpath.csi.volplane.io" {
+			if d.NodeID != n.Name || len(d.TopologyKeys) == 0 {
+				return fmt.Errorf("CSINode %s: driver %s with node ID %q, topology keys %v", n.Name, d.Name, d.NodeID, d.TopologyKeys)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("CSINode %s lists no hostpath.csi.volplane.io: %v", n.Name, c.Spec.Drivers)
 }
 
 // goneNamespaces checks deploy/'s namespaces no longer exist.
