@@ -238,6 +238,7 @@ func applyDeploy(t *testing.T, n *harness.Node) *readme {
 	if err := harness.WaitFor(time.Minute, func() error { return registered(n) }); err != nil {
 		t.Fatalf("the registrar: %v\n%s", err, containerLogs(t, n, "volplane"))
 	}
+	t.Logf("the kubelet registered hostpath.csi.volplane.io (CSINode) %s after README's install began", time.Since(began).Round(10*time.Millisecond))
 	t.Logf("README's kubectl install: deploy/ Ready in %s", time.Since(began).Round(10*time.Millisecond))
 	return r
 }
