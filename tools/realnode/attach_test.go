@@ -287,7 +287,8 @@ func kubeletLines(n *harness.Node, pvName, handle string) string {
 }
 
 // timeline polls the volume's VolumeAttachment and the Node every 100 ms
-// and records each change it sees, with the time since it began.
+// and records each change it sees, with the time since it began and the
+// wall clock (UTC, as the kubelet's log).
 type timeline struct {
 	mu    sync.Mutex
 	lines []string
@@ -337,7 +338,8 @@ func track(n *harness.Node, pvName, handle string) *timeline {
 			tl.mu.Lock()
 			for _, k := range []string{"pods", "VolumeAttachment", "node volumesInUse", "node volumesAttached"} {
 				if v, ok := now[k]; ok && v != last[k] {
-					tl.lines = append(tl.lines, fmt.Sprintf("%8s %s: %s", time.Since(began).Round(10*time.Millisecond), k, v))
+					tl.lines = append(tl.lines, fmt.Sprintf("%8s %s %s: %s", time.Since(began).Round(10*time.Millisecond),
+						time.Now().UTC().Format("15:04:05.000"), k, v))
 					last[k] = v
 				}
 			}
