@@ -14,6 +14,7 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -84,7 +85,8 @@ func attacherGrants(objs []runtime.Object) []call {
 	return out
 }
 
-// create makes each object with the admin client.
+// create makes each object with the admin client; one made already (by
+// an earlier run of the test in this binary: -count) is left as it is.
 func create(ctx context.Context, c kubernetes.Interface, objs []runtime.Object) error {
 	for _, o := range objs {
 		var err error
@@ -104,7 +106,7 @@ func create(ctx context.Context, c kubernetes.Interface, objs []runtime.Object) 
 		default:
 			err = fmt.Errorf("unexpected %T", o)
 		}
-		if err != nil {
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
