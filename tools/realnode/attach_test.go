@@ -143,7 +143,16 @@ func applyAttach(t *testing.T, n *harness.Node) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../overlay]\ncomponents: [../overlay/deploy/attach]\n"
+	// The component from the repo, by a relative path (kustomize refuses an
+	// absolute one), over the overlay applyDeploy applied.
+	component, err := filepath.Abs(filepath.Join("..", "..", "deploy", "attach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if component, err = filepath.Rel(dir, component); err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../overlay]\ncomponents: [" + component + "]\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +164,7 @@ func applyAttach(t *testing.T, n *harness.Node) {
 			"clusterrolebinding/volplane-node-attacher", "clusterrole/volplane-node-attacher",
 			"validatingadmissionpolicybinding/volplane-node-attachments", "validatingadmissionpolicy/volplane-node-attachments").CombinedOutput()
 	})
-	err := harness.WaitFor(3*time.Minute, func() error {
+	err = harness.WaitFor(3*time.Minute, func() error {
 		ds, err := n.Client.AppsV1().DaemonSets("volplane").Get(ctx, "volplane-node", metav1.GetOptions{})
 		if err != nil {
 			return err
