@@ -78,11 +78,13 @@ those drivers first. On a real cluster a driver is served one of two ways:
   leader election on if it has replicas.
 
   A node-local driver (volumes live on the node its driver runs on): run
-  --node-deployment --node-name=$(NODE_NAME) --controllers provisioner[,resizer][,snapshotter]
+  --node-deployment --node-name=$(NODE_NAME) --controllers provisioner[,attacher][,resizer][,snapshotter]
   beside each node's driver (a DaemonSet), with that node's socket as the
   only --csi-endpoint. Each provisioner handles the claims whose selected
   node is its node, and deletes (and the resizer expands) only the volumes
-  whose node affinity points at its node; the snapshotter serves the
+  whose node affinity points at its node; the attacher attaches (through
+  its node's driver, for a driver whose CSIDriver has attachRequired) only
+  the VolumeAttachments whose spec.nodeName is its node; the snapshotter serves the
   snapshot contents labelled snapshot.storage.kubernetes.io/managed-by with
   its node, or whose source volume (or snapshot) is on its node. Claims of an Immediate class have
   no selected node: every node that can serve one (the Node carries its
@@ -161,7 +163,7 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for volplane bench)")
 	_ = fl.MarkHidden("cpuprofile")
 	fl.BoolVar(&f.node.enabled, "node-deployment", false,
-		"run beside one node's node-local driver: serve only that node's claims, volumes and snapshot contents (see above); needs --node-name")
+		"run beside one node's node-local driver: serve only that node's claims, volumes, attachments and snapshot contents (see above); needs --node-name")
 	fl.StringVar(&f.node.name, "node-name", "", "the Kubernetes node this process runs on, with --node-deployment (default: $NODE_NAME)")
 	fl.BoolVar(&f.node.immediate, "node-deployment-immediate-binding", true,
 		"with --node-deployment, race the other nodes for claims of Immediate classes (false: only claims the scheduler assigned to this node)")

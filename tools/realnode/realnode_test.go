@@ -62,6 +62,7 @@ func TestRealNode(t *testing.T) {
 			{"LeaderKilled", leaderKilled},
 			{"ExpandUnderRunningPod", expandUnderRunningPod},
 			{"DashboardMetrics", dashboardScrape},
+			{"AttachDetach", attachDetach},
 		} {
 			began := time.Now()
 			ok := t.Run(s.name, func(t *testing.T) { s.run(t, n) })

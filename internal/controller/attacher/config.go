@@ -40,6 +40,12 @@ type Config struct {
 	// Clock stamps the errors saved in attachments and times failing keys
 	// (default the real clock).
 	Clock clock.PassiveClock
+	// NodeName, if set, is node deployment: the loop runs beside that
+	// node's driver (Pool holds its endpoint) and handles only the
+	// VolumeAttachments whose spec.nodeName is this node, and only the PVs
+	// that driver holds (their node affinity admits the node, as for the
+	// resizer), since another node's driver cannot attach there.
+	NodeName string
 }
 
 // The external-attacher's defaults.

@@ -20,6 +20,7 @@ import (
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/provisioning"
 	"github.com/volplane/volplane/internal/publication"
 )
 
@@ -27,6 +28,7 @@ import (
 type Controller struct {
 	client   kubernetes.Interface
 	pool     *csi.Pool
+	node     string
 	timeout  time.Duration
 	clock    clock.PassiveClock
 	vas      storagelisters.VolumeAttachmentLister
@@ -49,7 +51,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: cfg.Client, pool: cfg.Pool, timeout: cfg.Timeout, clock: cfg.Clock,
+	c := &Controller{client: cfg.Client, pool: cfg.Pool, node: cfg.NodeName, timeout: cfg.Timeout, clock: cfg.Clock,
 		vaQ:      loop.NewQueue("attacher-va", cfg.RetryStart, cfg.RetryMax),
 		pvQ:      loop.NewQueue("attacher-pv", cfg.RetryStart, cfg.RetryMax),
 		newestVA: loop.NewNewest[*storagev1.VolumeAttachment](),
@@ -84,15 +86,17 @@ func New(cfg Config) (*Controller, error) {
 // Run starts the workers once the caches are synced and blocks until ctx
 // is done. The informer factory must be started by the caller after New.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.runner.Run(ctx, "drivers", c.pool.Drivers())
+	return c.runner.Run(ctx, "drivers", c.pool.Drivers(), "node", c.node)
 }
 
 // Ready reports whether the caches are synced and the workers run.
 func (c *Controller) Ready() bool { return c.runner.Ready() }
 
-// ours says whether the attachment is for a driver of the pool.
+// ours says whether the attachment is for a driver of the pool and, in
+// node deployment, for this node: another node's attachment is its own
+// loop's, whose driver is the one that can attach there.
 func (c *Controller) ours(va *storagev1.VolumeAttachment) bool {
-	return c.pool.Serves(va.Spec.Attacher)
+	return c.pool.Serves(va.Spec.Attacher) && (c.node == "" || va.Spec.NodeName == c.node)
 }
 
 func (c *Controller) onAttachment(obj any) {
@@ -143,7 +147,13 @@ func (c *Controller) onVolumeDeleted(obj any) {
 }
 
 // volumeDriver is the served driver whose finalizer the PV carries, or "".
+// In node deployment that is only for a PV this node's driver holds (its
+// node affinity admits the node): a node-local volume's attachments are
+// all its node's, and no other node may write the PV.
 func (c *Controller) volumeDriver(pv *v1.PersistentVolume) string {
+	if c.node != "" && !c.holds(pv) {
+		return ""
+	}
 	for _, d := range c.pool.Drivers() {
 		if slices.Contains(pv.Finalizers, attachment.Finalizer(d)) {
 			return d
@@ -152,11 +162,21 @@ func (c *Controller) volumeDriver(pv *v1.PersistentVolume) string {
 	return ""
 }
 
+// holds says whether this node's driver holds pv's volume
+// (provisioning.ForVolume, with the driver's segment).
+func (c *Controller) holds(pv *v1.PersistentVolume) bool {
+	if pv.Spec.CSI == nil {
+		return false
+	}
+	info, ok := c.pool.Info(pv.Spec.CSI.Driver)
+	return ok && provisioning.ForVolume(provisioning.Local{Node: c.node, Topology: info.Topology}, pv).Ours
+}
+
 // onCSINode wakes the node's attachments not attached yet: a driver that
 // registers there gives them the node ID they wait for.
 func (c *Controller) onCSINode(obj any) {
 	n, ok := obj.(*storagev1.CSINode)
-	if !ok {
+	if !ok || (c.node != "" && n.Name != c.node) {
 		return
 	}
 	vas, _ := c.vas.List(labels.Everything())

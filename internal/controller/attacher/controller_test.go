@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -164,4 +165,95 @@ func TestPVFinalizerGoesOnlyWhenNoAttachmentNamesThePV(t *testing.T) {
 	if patch != want {
 		t.Errorf("patch %s\nwant  %s", patch, want)
 	}
+}
+
+// In node deployment the loop handles its own node's attachments alone:
+// another node's is neither queued, nor synced, nor woken by that node's
+// CSINode, nor revisited by the resync.
+func TestNodeDeploymentLeavesAnotherNodesAttachmentAlone(t *testing.T) {
+	other := testVA(func(va *storagev1.VolumeAttachment) { va.Name, va.Spec.NodeName = "va2", "node2" })
+	client := fake.NewClientset(testVA(), other, testPV(),
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node2"}})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pool := csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: drv, Publish: true}})
+	c, err := New(Config{Client: client, Informers: factory, Pool: pool, NodeName: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), c.runner.Synced...) // every initial add handled
+	// The informers' adds queued node1's attachment only.
+	if got := queued(c); !slices.Equal(got, []string{"va1"}) {
+		t.Fatalf("queued %v, want only va1", got)
+	}
+	client.ClearActions()
+	if _, err := c.syncAttachment(ctx, "va2"); err != nil || len(writes(client)) != 0 {
+		t.Errorf("sync of node2's attachment: %v, writes %v", err, writes(client))
+	}
+	c.onCSINode(&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node2"}})
+	c.onAttachmentUpdate(other, other)
+	c.onAttachmentDeleted(other)
+	if got := queued(c); len(got) != 0 || c.pvQ.Len() != 0 {
+		t.Errorf("queued %v and %d PVs for node2's attachment", got, c.pvQ.Len())
+	}
+	c.resync(ctx) // revisits the attachments not attached: node1's alone
+	if got := queued(c); !slices.Equal(got, []string{"va1"}) {
+		t.Errorf("resync queued %v, want only va1", got)
+	}
+	// The same loop without a node name serves both.
+	c2, _ := newTest(t, true, testVA(), other, testPV())
+	cache.WaitForCacheSync(ctx.Done(), c2.runner.Synced...)
+	if got := queued(c2); !slices.Equal(got, []string{"va1", "va2"}) {
+		t.Errorf("without a node: queued %v, want both", got)
+	}
+}
+
+// In node deployment a PV being deleted with our finalizer is this node's
+// to release only when its node affinity admits the node.
+func TestNodeDeploymentReleasesOnlyItsOwnNodesVolumes(t *testing.T) {
+	on := func(node string) func(*v1.PersistentVolume) {
+		return func(pv *v1.PersistentVolume) {
+			pv.DeletionTimestamp = &metav1.Time{}
+			pv.Finalizers = []string{attachment.Finalizer(drv)}
+			pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: topologyKey, Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}
+		}
+	}
+	for node, want := range map[string]bool{"node1": true, "node2": false} {
+		client := fake.NewClientset(testPV(on(node)))
+		factory := informers.NewSharedInformerFactory(client, 0)
+		pool := csi.NewPool(&csi.Endpoint{Info: csi.Info{Driver: drv, Publish: true, Topology: map[string]string{topologyKey: "node1"}}})
+		c, err := New(Config{Client: client, Informers: factory, Pool: pool, NodeName: "node1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		factory.Start(ctx.Done())
+		factory.WaitForCacheSync(ctx.Done())
+		client.ClearActions()
+		if _, err := c.syncVolume(ctx, "pv1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(writes(client)) == 1; got != want {
+			t.Errorf("PV of %s: writes %v, want a finalizer removal: %t", node, writes(client), want)
+		}
+		cancel()
+	}
+}
+
+const topologyKey = "topology.d.csi.test/node"
+
+// queued drains the attachment queue and returns its keys, sorted.
+func queued(c *Controller) []string {
+	var out []string
+	for c.vaQ.Len() > 0 {
+		k, _ := c.vaQ.Get()
+		c.vaQ.Done(k)
+		c.vaQ.Forget(k)
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

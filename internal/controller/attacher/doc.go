@@ -26,4 +26,12 @@
 // retries them with per-attachment exponential backoff (1s to 5m). Updates that only change attachError or
 // detachError (our own reports) do not queue the attachment again, which
 // would undo the backoff.
+//
+// Node deployment (Config.NodeName): the loop runs beside one node's
+// driver, as the node-local provisioner does, and handles only the
+// VolumeAttachments whose spec.nodeName is that node (another node's
+// driver is the one that can attach there), and releases the PV finalizer
+// only of volumes that driver holds (their node affinity admits the node).
+// RBAC cannot narrow a node's writes to its own attachments (it has no
+// field filter): the loop keeps to them itself.
 package attacher

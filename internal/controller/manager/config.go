@@ -72,9 +72,10 @@ type Config struct {
 	// "unix:///absolute/path"; several endpoints may report the same driver
 	// name (one per node of a node-local driver).
 	CSIEndpoints []string
-	// NodeDeployment, if set, runs the provisioner (and the resizer and
-	// the snapshotter) beside one node's driver: CSIEndpoints are that node's, and only
-	// its claims and volumes are served (provisioner.NodeDeployment).
+	// NodeDeployment, if set, runs the provisioner (and the attacher, the
+	// resizer and the snapshotter) beside one node's driver: CSIEndpoints
+	// are that node's, and only its claims, volumes and attachments are
+	// served (provisioner.NodeDeployment).
 	// Only those loops (NodeLoops) may run so, without leader election: every
 	// node runs its own.
 	NodeDeployment *provisioner.NodeDeployment
@@ -160,8 +161,9 @@ func (c Config) Validate() error {
 }
 
 // NodeLoops are the loops that may run in node deployment: those that
-// call a node-local driver for a node's own volumes.
-func NodeLoops() []string { return []string{Provisioner, Resizer, Snapshotter} }
+// call a node-local driver for a node's own volumes (and the attacher, for
+// its own node's attachments).
+func NodeLoops() []string { return []string{Provisioner, Attacher, Resizer, Snapshotter} }
 
 func (c Config) validateNodeDeployment() error {
 	if c.NodeDeployment == nil {

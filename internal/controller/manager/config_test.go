@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/volplane/volplane/internal/controller/provisioner"
 )
 
 func TestValidateProvisionerConfig(t *testing.T) {
@@ -32,6 +34,35 @@ func TestValidateProvisionerConfig(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%+v %v: error %v, want it to say %s", tc.cfg.Controllers, tc.cfg.CSIEndpoints, err, tc.want)
 		}
+	}
+}
+
+// Node deployment runs the node loops alone, the attacher among them (for
+// its node's attachments), and nothing central.
+func TestValidateNodeDeploymentConfig(t *testing.T) {
+	rc := &rest.Config{Host: "https://127.0.0.1:1"}
+	node := &provisioner.NodeDeployment{NodeName: "node-1"}
+	sock := []string{"unix:///csi/csi.sock"}
+	cases := []struct {
+		controllers []string
+		want        string // "" = valid
+	}{
+		{[]string{Provisioner, Attacher, Resizer, Snapshotter}, ""},
+		{[]string{Attacher}, ""},
+		{[]string{Provisioner, Binder}, "node deployment runs only provisioner, attacher, resizer and snapshotter beside a node's driver; run binder in the central controller"},
+		{[]string{AttachDetach}, "run attachdetach in the central controller"},
+	}
+	for _, tc := range cases {
+		err := Config{REST: rc, Controllers: tc.controllers, CSIEndpoints: sock, NodeDeployment: node}.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v, want valid", tc.controllers, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want it to say %s", tc.controllers, err, tc.want)
+		}
+	}
+	if got := (Config{NodeDeployment: node}).nodeName(); got != "node-1" {
+		t.Errorf("node name %q, want node-1 (the attacher's Config.NodeName)", got)
 	}
 }
 
