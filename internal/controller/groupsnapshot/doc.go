@@ -22,7 +22,11 @@
 // and applies it: one API write (create the content or a member, bind,
 // status, finalizer, mark, delete), then the plan's events. Events follow
 // the write they report; a failed create records
-// CreateGroupSnapshotContentFailed. A content is looked at when it changes:
+// CreateGroupSnapshotContentFailed. The last step of a group's deletion,
+// the removal of its finalizer, is decided again on a live read of its
+// content and of its namespace's snapshots: a content or a member the
+// caches have not seen would otherwise be left behind, with its backend
+// group snapshot. A content is looked at when it changes:
 // grouping.DecideGroupContent adds its finalizer once bound, never deletes
 // it.
 //

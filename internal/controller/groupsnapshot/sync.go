@@ -39,6 +39,15 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (loop.Result, er
 		return loop.Done(), err
 	}
 	plan := grouping.DecideGroup(f)
+	if plan.Step == grouping.RemoveFinalizer {
+		// The group goes with this write: a content or a member the caches
+		// have not seen (just made, or missed across a restart) would be
+		// left behind with nothing to delete it. Decide again on live reads.
+		if f, err = c.withLive(ctx, f); err != nil {
+			return loop.Done(), err
+		}
+		plan = grouping.DecideGroup(f)
+	}
 	klog.FromContext(ctx).V(4).Info("Group snapshot step decided", "group", key, "step", plan.Step, "err", plan.Err)
 	next, err := c.apply(ctx, g, plan)
 	if err != nil {
@@ -96,6 +105,30 @@ func (c *Controller) facts(g *vgsv1.VolumeGroupSnapshot) (grouping.GroupFacts, e
 				}
 			}
 		}
+	}
+	return f, nil
+}
+
+// withLive is f with the group's content and its namespace's snapshots
+// read from the API server: what the group's deletion must not miss.
+func (c *Controller) withLive(ctx context.Context, f grouping.GroupFacts) (grouping.GroupFacts, error) {
+	g := f.Group
+	if f.Content == nil {
+		live, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, grouping.ContentNameOf(g), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			f.Content = live
+		case !apierrors.IsNotFound(err):
+			return f, err
+		}
+	}
+	list, err := c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return f, err
+	}
+	f.Snapshots = make(map[string]*snapv1.VolumeSnapshot, len(list.Items))
+	for i := range list.Items {
+		f.Snapshots[list.Items[i].Name] = &list.Items[i]
 	}
 	return f, nil
 }
