@@ -52,6 +52,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (loop.Result,
 		if f, err = c.withLiveContents(ctx, f); err != nil {
 			return loop.Done(), err
 		}
+		if f.GroupLive, err = c.liveGroupLive(ctx, f); err != nil {
+			return loop.Done(), err
+		}
 		p = snapshotbinding.DecideSnapshot(f)
 	}
 	klog.FromContext(ctx).V(4).Info("Snapshot decided", "snapshot", klog.KObj(s), "reason", p.Reason,
@@ -197,6 +200,23 @@ func (c *Controller) groupLive(s *snapv1.VolumeSnapshot) (bool, error) {
 		return false, nil
 	}
 	_, err := c.groups.VolumeGroupSnapshots(s.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// liveGroupLive is GroupLive for a member being deleted, read from the
+// API server when the cache has no group: a group the cache has not seen
+// (just made, or missed across a restart) still holds its member, whose
+// in-group finalizer and content must not go under it.
+func (c *Controller) liveGroupLive(ctx context.Context, f snapshotbinding.SnapshotFacts) (bool, error) {
+	s := f.Snapshot
+	name := snapshotbinding.GroupOf(s)
+	if f.GroupLive || s.DeletionTimestamp == nil || name == "" || c.groups == nil {
+		return f.GroupLive, nil
+	}
+	_, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
