@@ -183,10 +183,11 @@ func (s *Sidecar) writeStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshot
 	return cause
 }
 
-// putStatus writes the content's status, unless it is unchanged, and
-// returns the content as written.
+// putStatus writes the content's status, unless it is unchanged or nil
+// (no step clears a status: an empty one written back over an error
+// erased it until the next backoff), and returns the content as written.
 func (s *Sidecar) putStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, st *vgsv1.VolumeGroupSnapshotContentStatus) (*vgsv1.VolumeGroupSnapshotContent, error) {
-	if equality.Semantic.DeepEqual(gc.Status, st) {
+	if st == nil || equality.Semantic.DeepEqual(gc.Status, st) {
 		return gc, nil
 	}
 	n := gc.DeepCopy()
