@@ -248,7 +248,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	if err != nil || content == nil {
 		return loop.Done(), err
 	}
-	f := snapshotbinding.ContentFacts{Content: content}
+	f := snapshotbinding.ContentFacts{Content: content, SnapshotBypassed: c.bypassed.has(content.Spec.VolumeSnapshotRef.UID)}
 	if r := content.Spec.VolumeSnapshotRef; r.Namespace != "" && r.Name != "" {
 		s, err := c.snapshots.VolumeSnapshots(r.Namespace).Get(r.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -261,7 +261,9 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	p := snapshotbinding.DecideContent(f)
 	if p.Delete {
 		// The cache may not have seen a member snapshot made just before
-		// its content: decide again on a live read before deleting.
+		// its content (or a snapshot seen deleted past its finalizers may
+		// be another of that name): decide again on a live read before
+		// deleting.
 		r := content.Spec.VolumeSnapshotRef
 		live, err := c.snaps.SnapshotV1().VolumeSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		switch {
