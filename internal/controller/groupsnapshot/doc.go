@@ -26,7 +26,12 @@
 // the removal of its finalizer, is decided again on a live read of its
 // content and of its namespace's snapshots: a content or a member the
 // caches have not seen would otherwise be left behind, with its backend
-// group snapshot. A content is looked at when it changes:
+// group snapshot. A group whose delete event shows it went past its
+// finalizer (it carried it, with no deletion timestamp: the API server's
+// DELETE read it before the finalizer was added) has the content made for
+// it given its finalizer, marked and deleted under Delete, as its deletion
+// would have (grouping.DecideBypassedContent), unless a live read finds
+// the group. A content is looked at when it changes:
 // grouping.DecideGroupContent adds its finalizer once bound, never deletes
 // it.
 //

@@ -3,6 +3,9 @@ package groupsnapshot
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	vgsv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -10,12 +13,16 @@ import (
 	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
@@ -111,5 +118,60 @@ func TestDeletedGroupLooksForWhatItsCachesMissed(t *testing.T) {
 	live, _ = snaps.GroupsnapshotV1().VolumeGroupSnapshots("ns").Get(ctx, "grp", metav1.GetOptions{})
 	if slices.Contains(live.Finalizers, snapshotapi.GroupBoundFinalizer) {
 		t.Fatalf("group kept with nothing left: %v", live.Finalizers)
+	}
+}
+
+// The group's twin of the snapshot loop's bypassed snapshot: a DELETE
+// that read the group before its finalizer was added removes it at once
+// once it is, while the sync that added it creates its content. The
+// group's delete event shows the finalizer with no deletion timestamp; the
+// content made for it then gets its finalizer, the being-deleted mark and
+// is deleted (the sidecar deletes the group snapshot). A relist's
+// tombstone proves nothing: the content stays.
+func TestContentOfAGroupDeletedPastItsFinalizerIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	g, content, _ := deletedGroup()
+	g.DeletionTimestamp = nil
+	content.Finalizers = nil
+	content.ResourceVersion = "1"
+	c, snaps := cachedController(t, []runtime.Object{content}, content)
+	var rv atomic.Int64
+	rv.Store(1)
+	snaps.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.UpdateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		return false, nil, nil
+	})
+	syncAll := func() {
+		t.Helper()
+		for range 5 {
+			res, err := c.syncContent(ctx, content.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res != loop.Again() {
+				return
+			}
+		}
+		t.Fatalf("content sync never done")
+	}
+	c.onGroupGone(cache.DeletedFinalStateUnknown{Key: "ns/grp", Obj: g})
+	syncAll()
+	if got, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{}); err != nil ||
+		got.Annotations[snapshotapi.GroupBeingDeleted] != "" {
+		t.Fatalf("content touched on a tombstone: %v %v", err, got)
+	}
+	c.onGroupGone(g)
+	syncAll()
+	var writes []string
+	for _, a := range snaps.Actions() {
+		if v := a.GetVerb(); v == "update" || v == "delete" {
+			writes = append(writes, v)
+		}
+	}
+	if _, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("content of a group deleted past its finalizer kept after %v: %v", writes, err)
+	}
+	if got := strings.Join(writes, " "); got != "update update delete" {
+		t.Errorf("writes %s, want the finalizer, the mark, the delete", got)
 	}
 }

@@ -265,6 +265,11 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		return loop.Done(), nil
 	}
 	p := grouping.DecideGroupContent(gc)
+	if c.bypassed.has(gc.Spec.VolumeGroupSnapshotRef.UID) {
+		if bp, ok := grouping.DecideBypassedContent(gc); ok {
+			return c.applyBypassed(ctx, gc, bp)
+		}
+	}
 	if p.Step == grouping.AddContentFinalizer {
 		n := gc.DeepCopy()
 		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
@@ -276,4 +281,42 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	}
 	c.record(gc, p.Events)
 	return loop.Done(), p.Err
+}
+
+// applyBypassed takes the step for the content of a group deleted past its
+// finalizer, after a live read says no group of that UID is there.
+func (c *Controller) applyBypassed(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, p grouping.Plan) (loop.Result, error) {
+	if p.Step == grouping.Wait {
+		return loop.Done(), nil
+	}
+	r := gc.Spec.VolumeGroupSnapshotRef
+	live, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && live.UID == r.UID:
+		c.bypassed.remove(r.UID)
+		return loop.Again(), nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return loop.Done(), err
+	}
+	contents := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents()
+	switch p.Step {
+	case grouping.AddContentFinalizer:
+		n := gc.DeepCopy()
+		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
+		p.Content = n
+		fallthrough
+	case grouping.MarkContent:
+		out, err := contents.Update(ctx, p.Content, metav1.UpdateOptions{})
+		if err != nil {
+			return loop.Done(), fmt.Errorf("group snapshot content %s of a group gone: %s: %w", gc.Name, p.Step, err)
+		}
+		c.own.contents.Wrote(out.Name, out)
+		return loop.Again(), nil
+	case grouping.DeleteContent:
+		err := contents.Delete(ctx, gc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &gc.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return loop.Done(), fmt.Errorf("group snapshot content %s of a group gone: delete: %w", gc.Name, err)
+		}
+	}
+	return loop.Done(), nil
 }
