@@ -44,7 +44,8 @@
 // GroupSnapshotCreationFailed event, before any mark or call), then the
 // being-created mark (with the endpoint's topology,
 // grouping.EndpointAnnotation, so every later call of the group goes to
-// the same node even once its PVs are gone), then the call, then the content's status, then the
+// the same node even once its PVs are gone), then the call (in the sync
+// that wrote the mark, so a group refused for good backs off), then the content's status, then the
 // mark's removal (on success or a final error only). Deletion calls
 // DeleteVolumeGroupSnapshot (group ID and every member snapshot ID) under
 // Delete and then removes the content's finalizer. Secrets are read live

@@ -92,3 +92,55 @@ func TestRefusedGroupKeepsItsRefusalAcrossSyncs(t *testing.T) {
 		t.Errorf("the refusal was written %d times, want once", len(statuses))
 	}
 }
+
+// A group the driver refuses for good (its source volume is gone: a final
+// NotFound) is marked, asked and unmarked in one sync that fails, so its
+// retries back off. The mark was once a sync of its own, which succeeded
+// and reset the backoff: the soak (seed 42) saw such a group marked, asked
+// and unmarked several times a second for minutes.
+func TestGroupRefusedForGoodIsAskedInTheSyncThatMarksIt(t *testing.T) {
+	ctx := context.Background()
+	ep := serveDriver(t)
+	hp.createFailures.Store(0)
+	class := &vgsv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "gc"}, Driver: driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
+	content := &vgsv1.VolumeGroupSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "groupsnapcontent-gone", UID: "c-gone", ResourceVersion: "1",
+		Finalizers: []string{snapshotapi.GroupContentFinalizer}},
+		Spec: vgsv1.VolumeGroupSnapshotContentSpec{Driver: driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+			VolumeGroupSnapshotClassName: &class.Name,
+			VolumeGroupSnapshotRef:       v1.ObjectReference{Namespace: "ns", Name: "grp", UID: "g-gone"},
+			Source:                       vgsv1.VolumeGroupSnapshotContentSource{VolumeHandles: []string{"vol-that-went"}}}}
+	client := fake.NewClientset()
+	snaps := snapfake.NewSimpleClientset(class, content)
+	var rv atomic.Int64
+	rv.Store(1)
+	snaps.PrependReactor("update", "volumegroupsnapshotcontents", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.UpdateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		return false, nil, nil
+	})
+	inf, sinf := informers.NewSharedInformerFactory(client, 0), snapinformers.NewSharedInformerFactory(snaps, 0)
+	s, err := NewSidecar(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf,
+		Recorder: record.NewFakeRecorder(10), Pool: csi.NewPool(ep)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []error{sinf.Groupsnapshot().V1().VolumeGroupSnapshotClasses().Informer().GetIndexer().Add(class),
+		sinf.Groupsnapshot().V1().VolumeGroupSnapshotContents().Informer().GetIndexer().Add(content)} {
+		if add != nil {
+			t.Fatal(add)
+		}
+	}
+	before := hp.creates.Load()
+	if _, err := s.sync(ctx, content.Name); err == nil {
+		t.Fatalf("the sync that marked the group succeeded: its backoff starts again")
+	}
+	if got := hp.creates.Load() - before; got != 1 {
+		t.Errorf("%d CreateVolumeGroupSnapshot calls in the sync, want 1", got)
+	}
+	gc, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, marked := gc.Annotations[snapshotapi.GroupBeingCreated]; marked || gc.Status == nil || gc.Status.Error == nil {
+		t.Errorf("after a final refusal: annotations %v, status %+v; want unmarked with the error", gc.Annotations, gc.Status)
+	}
+}
