@@ -283,7 +283,9 @@ func (w *workload) deleteGroup(ctx context.Context, rng *rand.Rand) error {
 // Terminating; every snapshot is ready, but one whose claim went before
 // it was taken (it has no content, and never will); every group is ready,
 // but one that failed before it had a content (a selection that came to
-// nothing).
+// nothing) or one that failed once a claim it selected went before its
+// group snapshot was taken (nothing protects a group's claims, in the
+// reference either: the driver answers NotFound for the volume, for good).
 func snapshotsUnfinished(claims []corev1.PersistentVolumeClaim, snaps []snapv1.VolumeSnapshot, contents []snapv1.VolumeSnapshotContent,
 	groups []groupv1.VolumeGroupSnapshot, groupContents []groupv1.VolumeGroupSnapshotContent) []string {
 	var out []string
@@ -318,6 +320,7 @@ func snapshotsUnfinished(claims []corev1.PersistentVolumeClaim, snaps []snapv1.V
 			out = append(out, fmt.Sprintf("VolumeGroupSnapshot %s is still Terminating (finalizers %v)", g.Name, g.Finalizers))
 		case st != nil && st.ReadyToUse != nil && *st.ReadyToUse:
 		case st != nil && st.Error != nil && st.BoundVolumeGroupSnapshotContentName == nil:
+		case st != nil && st.Error != nil && lostAClaim(g, claims, groupContents):
 		default:
 			out = append(out, fmt.Sprintf("VolumeGroupSnapshot %s is not ready (status %+v)", g.Name, st))
 		}
@@ -339,6 +342,23 @@ func snapshotStatus(st *snapv1.VolumeSnapshotStatus) string {
 		msg = *st.Error.Message
 	}
 	return fmt.Sprintf("bound %v, ready %v, error %q", ptr.Deref(st.BoundVolumeSnapshotContentName, ""), ptr.Deref(st.ReadyToUse, false), msg)
+}
+
+// lostAClaim says fewer claims carry the group's label than its content
+// has source volumes: one it selected went.
+func lostAClaim(g groupv1.VolumeGroupSnapshot, claims []corev1.PersistentVolumeClaim, contents []groupv1.VolumeGroupSnapshotContent) bool {
+	name := ptr.Deref(g.Status.BoundVolumeGroupSnapshotContentName, "")
+	i := slices.IndexFunc(contents, func(c groupv1.VolumeGroupSnapshotContent) bool { return c.Name == name })
+	if i < 0 {
+		return false
+	}
+	selected := 0
+	for _, c := range claims {
+		if c.Namespace == g.Namespace && c.DeletionTimestamp == nil && c.Labels[groupLabel+g.Name] == "yes" {
+			selected++
+		}
+	}
+	return selected < len(contents[i].Spec.Source.VolumeHandles)
 }
 
 // listSnapshotWork lists what snapshotsUnfinished looks at.

@@ -118,3 +118,41 @@ func DecideGroupContent(c *vgsv1.VolumeGroupSnapshotContent) Plan {
 	}
 	return wait(nil)
 }
+
+// DecideBypassedContent is the step for a group content whose group was
+// seen deleted past its finalizer (GroupSkippedFinalizer): a DELETE that
+// read the group before its finalizer was added removes it at once once
+// it is, while the sync that added it goes on to create the content. The
+// dynamic content made for that group (named after its UID) is then
+// deleted under Delete as the group's deletion would have: its finalizer
+// (so the sidecar deletes the group snapshot first), the being-deleted
+// mark, the delete. Any other content is left as DecideGroupContent
+// leaves it.
+func DecideBypassedContent(c *vgsv1.VolumeGroupSnapshotContent) (Plan, bool) {
+	r := c.Spec.VolumeGroupSnapshotRef
+	if len(c.Spec.Source.VolumeHandles) == 0 || r.UID == "" || c.Name != snapshotapi.GroupContentName(r.UID) ||
+		c.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
+		return Plan{}, false
+	}
+	switch {
+	case c.DeletionTimestamp != nil:
+		return wait(nil), true
+	case !slices.Contains(c.Finalizers, snapshotapi.GroupContentFinalizer):
+		return Plan{Step: AddContentFinalizer, Content: c}, true
+	case c.Annotations[snapshotapi.GroupBeingDeleted] == "":
+		marked := c.DeepCopy()
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
+		marked.Annotations[snapshotapi.GroupBeingDeleted] = "yes"
+		return Plan{Step: MarkContent, Content: marked}, true
+	}
+	return Plan{Step: DeleteContent, Content: c}, true
+}
+
+// GroupSkippedFinalizer says a group's delete event shows it deleted past
+// its finalizer: it carried it, with no deletion timestamp (a deletion
+// the finalizer held always sets one first).
+func GroupSkippedFinalizer(g *vgsv1.VolumeGroupSnapshot) bool {
+	return g.DeletionTimestamp == nil && slices.Contains(g.Finalizers, snapshotapi.GroupBoundFinalizer)
+}

@@ -147,3 +147,48 @@ func TestDecideGroupContent(t *testing.T) {
 		t.Errorf("both sources: %+v", p)
 	}
 }
+
+// The content of a group deleted past its finalizer: its finalizer, the
+// mark, the delete, under Delete only, and only the dynamic content named
+// after the group.
+func TestDecideBypassedContent(t *testing.T) {
+	g := group()
+	c := content(g, func(c *vgsv1.VolumeGroupSnapshotContent) { c.Finalizers = nil })
+	var steps []Step
+	for range 4 {
+		p, ok := DecideBypassedContent(c)
+		if !ok {
+			t.Fatalf("not taken: %+v", c)
+		}
+		steps = append(steps, p.Step)
+		switch p.Step {
+		case AddContentFinalizer:
+			c.Finalizers = append(c.Finalizers, snapshotapi.GroupContentFinalizer)
+		case MarkContent:
+			c = p.Content
+		case DeleteContent:
+			c.DeletionTimestamp = &metav1.Time{}
+		}
+	}
+	if want := []Step{AddContentFinalizer, MarkContent, DeleteContent, Wait}; !slices.Equal(steps, want) {
+		t.Errorf("steps %v, want %v", steps, want)
+	}
+	for name, other := range map[string]*vgsv1.VolumeGroupSnapshotContent{
+		"Retain":          content(g, func(c *vgsv1.VolumeGroupSnapshotContent) { c.Spec.DeletionPolicy = snapv1.VolumeSnapshotContentRetain }),
+		"another name":    content(g, func(c *vgsv1.VolumeGroupSnapshotContent) { c.Name = "copied" }),
+		"pre-provisioned": staticContent(g.Namespace, g.Name, string(g.UID)),
+	} {
+		if p, ok := DecideBypassedContent(other); ok {
+			t.Errorf("%s: taken (%s)", name, p.Step)
+		}
+	}
+	gone := g.DeepCopy()
+	gone.Finalizers = []string{snapshotapi.GroupBoundFinalizer}
+	if !GroupSkippedFinalizer(gone) {
+		t.Errorf("a group gone with its finalizer and no deletion timestamp: not told")
+	}
+	gone.DeletionTimestamp = &metav1.Time{}
+	if GroupSkippedFinalizer(gone) || GroupSkippedFinalizer(g) {
+		t.Errorf("an ordinary deletion told as skipping the finalizer")
+	}
+}

@@ -73,7 +73,16 @@ func DecideGroup(f GroupFacts) Plan {
 		}
 		return mirror(f)
 	}
-	return createContent(f, class)
+	p := createContent(f, class)
+	if p.Step == CreateContent && !slices.Contains(g.Finalizers, snapshotapi.GroupBoundFinalizer) {
+		// The finalizer before the content, unlike the reference (which
+		// adds it once bound): a group deleted between its content's
+		// creation and its finalizer went at once, and the content under
+		// Delete, with the group snapshot the driver then took, was left
+		// to no one.
+		return Plan{Step: AddFinalizer}
+	}
+	return p
 }
 
 // defaultClassFor finds the default class of the driver of the group's

@@ -69,7 +69,9 @@ func TestDynamicGroupEndToEnd(t *testing.T) {
 		snapshotapi.GroupSecretNamespaceParameter: "${volumegroupsnapshot.namespace}",
 	}
 	steps := run(t, &f)
-	if want := []Step{SetClass, CreateContent, AddFinalizer, UpdateStatus, Wait}; !slices.Equal(steps, want) {
+	// The finalizer before the content: a group deleted in between would
+	// otherwise go at once and leave its content (and group snapshot).
+	if want := []Step{SetClass, AddFinalizer, CreateContent, UpdateStatus, Wait}; !slices.Equal(steps, want) {
 		t.Fatalf("steps %v, want %v", steps, want)
 	}
 	c := f.Content

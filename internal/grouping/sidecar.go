@@ -321,7 +321,14 @@ func DeleteFailed() Event {
 
 // CreateRefused is the status and events for a group the loop cannot ask
 // the driver for (no single endpoint holds its volumes, its secret cannot
-// be read): GroupSnapshotCreationFailed, as a failed create.
+// be read): GroupSnapshotCreationFailed, as a failed create. Status is
+// never nil for a content that has one (errorStatus): the same refusal
+// again leaves it as it is. It was once nil then, and the loop wrote the
+// refusal back empty: every other sync of a refused group cleared its
+// error (the flake of TestGroupNoEndpointHoldsRefused, status nil after
+// 30 s: written, cleared, written again after each doubled backoff).
 func CreateRefused(c *vgsv1.VolumeGroupSnapshotContent, err error, now time.Time) CSIPlan {
-	return failContent(c, now, "GroupSnapshotCreationFailed", fmt.Sprintf("Failed to create group snapshot: %v", err))
+	p := failContent(c, now, "GroupSnapshotCreationFailed", fmt.Sprintf("Failed to create group snapshot: %v", err))
+	p.Status = errorStatus(c, p)
+	return p
 }

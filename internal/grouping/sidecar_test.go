@@ -187,3 +187,23 @@ func TestSecretRef(t *testing.T) {
 		t.Errorf("none: %v %v", ref, err)
 	}
 }
+
+// The same refusal twice: the second leaves the status as the first
+// wrote it (never nil, which the loop would write back, clearing the
+// error).
+func TestCreateRefusedAgainKeepsTheStatus(t *testing.T) {
+	c := content(group())
+	now := time.Unix(100, 0)
+	first := CreateRefused(c, errors.New("no served endpoint"), now)
+	if first.Step != FailContent || first.Status == nil || first.Status.Error == nil || len(first.Events) != 1 {
+		t.Fatalf("first refusal: %+v", first)
+	}
+	c.Status = first.Status
+	again := CreateRefused(c, errors.New("no served endpoint"), now.Add(time.Second))
+	if again.Step != Idle || again.Err == nil || len(again.Events) != 0 {
+		t.Fatalf("the same refusal again: %+v", again)
+	}
+	if again.Status == nil || *again.Status.Error.Message != *first.Status.Error.Message || !again.Status.Error.Time.Equal(first.Status.Error.Time) {
+		t.Fatalf("the same refusal again changed the status to %+v", again.Status)
+	}
+}

@@ -17,6 +17,9 @@ type ContentFacts struct {
 	// Snapshot is the snapshot the content's volumeSnapshotRef names
 	// (namespace and name), nil if none.
 	Snapshot *snapv1.VolumeSnapshot
+	// SnapshotBypassed says the snapshot of the ref's UID was seen deleted
+	// past this loop's finalizers (SkippedFinalizers).
+	SnapshotBypassed bool
 }
 
 // ContentPlan is what the loop does for one content: add the
@@ -27,7 +30,9 @@ type ContentPlan struct {
 	AddFinalizer     bool
 	MarkBeingDeleted bool
 	// Delete deletes the content: only a group member's, under Delete,
-	// whose member snapshot went without it (see orphanedMember).
+	// whose member snapshot went without it (see orphanedMember), or a
+	// dynamic one whose snapshot went past its finalizers
+	// (bypassedSnapshot).
 	Delete          bool
 	RequeueSnapshot bool
 	Events          []Event
@@ -57,11 +62,17 @@ func DecideContent(f ContentFacts) ContentPlan {
 		if !p.AddFinalizer {
 			p.Reason = ContentSnapGone
 		}
+		if f.SnapshotBypassed {
+			return bypassedSnapshot(c, p)
+		}
 		return orphanedMember(c, p)
 	}
 	if s.UID != c.Spec.VolumeSnapshotRef.UID || s.Namespace != c.Spec.VolumeSnapshotRef.Namespace || s.Name != c.Spec.VolumeSnapshotRef.Name {
 		if !p.AddFinalizer {
 			p.Reason = ContentSnapNewer
+		}
+		if f.SnapshotBypassed {
+			return bypassedSnapshot(c, p)
 		}
 		return orphanedMember(c, p)
 	}
@@ -91,6 +102,36 @@ func orphanedMember(c *snapv1.VolumeSnapshotContent, p ContentPlan) ContentPlan 
 	p.MarkBeingDeleted = !hasAnnotation(c.Annotations, snapshotapi.BeingDeleted)
 	p.Delete = true
 	return p
+}
+
+// bypassedSnapshot deletes, under Delete, the dynamic content this loop
+// made for a snapshot the API server deleted past its finalizers, as the
+// snapshot's deletion would have: a DELETE that read the snapshot before
+// its finalizers were added removes it without a deletion timestamp once
+// they are (the registry decides "no finalizers, delete now" on its first
+// read and does not look again), while the sync that added them goes on to
+// create its content (the soak, seed 42: the content and its backend
+// snapshot were left behind). The data-loss guard does not apply: the
+// snapshot was this cluster's, seen deleted, and the content is the one
+// made for it (its name is the snapshot's UID's).
+func bypassedSnapshot(c *snapv1.VolumeSnapshotContent, p ContentPlan) ContentPlan {
+	r := c.Spec.VolumeSnapshotRef
+	if c.Spec.Source.VolumeHandle == nil || c.Name != snapshotapi.ContentName(r.UID) || hasAnnotation(c.Annotations, snapshotapi.GroupHandleAnnotation) ||
+		c.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete || c.DeletionTimestamp != nil {
+		return p
+	}
+	p.Reason = ContentSnapshotBypassed
+	p.MarkBeingDeleted = !hasAnnotation(c.Annotations, snapshotapi.BeingDeleted)
+	p.Delete = true
+	return p
+}
+
+// SkippedFinalizers says a snapshot's delete event shows it deleted past
+// this loop's finalizers: it carried one, with no deletion timestamp (a
+// deletion the finalizers held always sets one first).
+func SkippedFinalizers(s *snapv1.VolumeSnapshot) bool {
+	return s.DeletionTimestamp == nil &&
+		(slices.Contains(s.Finalizers, snapshotapi.AsSourceFinalizer) || slices.Contains(s.Finalizers, snapshotapi.BoundFinalizer))
 }
 
 // Warning and Normal are the event types, for tests.

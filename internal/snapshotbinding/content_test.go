@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/snapshotapi"
@@ -55,5 +56,48 @@ func TestDecideContent(t *testing.T) {
 				t.Errorf("DecideContent = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A dynamic content whose snapshot was seen deleted past its finalizers
+// is deleted under Delete, as the snapshot's deletion would have; under
+// Retain, or a content not made for that snapshot, it is kept.
+func TestDecideContentSnapshotBypassed(t *testing.T) {
+	s := dyn("snap", withClass("snaps"))
+	retain := dynContent(s)
+	retain.Spec.DeletionPolicy = snapv1.VolumeSnapshotContentRetain
+	renamed := dynContent(s)
+	renamed.Name = "copied-from-elsewhere"
+	pre := preContent("pre", ns, "snap", s.UID)
+	recreated := s.DeepCopy()
+	recreated.UID = "uid-new"
+	for _, tc := range []struct {
+		name     string
+		content  *snapv1.VolumeSnapshotContent
+		snapshot *snapv1.VolumeSnapshot
+		want     ContentPlan
+	}{
+		{"gone under Delete: deleted", dynContent(s), nil, ContentPlan{Reason: ContentSnapshotBypassed, AddFinalizer: true, MarkBeingDeleted: true, Delete: true}},
+		{"recreated under the name: deleted", dynContent(s), recreated, ContentPlan{Reason: ContentSnapshotBypassed, AddFinalizer: true, MarkBeingDeleted: true, Delete: true}},
+		{"under Retain: kept", retain, nil, ContentPlan{Reason: ContentProtect, AddFinalizer: true}},
+		{"not named after it: kept", renamed, nil, ContentPlan{Reason: ContentProtect, AddFinalizer: true}},
+		{"pre-provisioned: kept", pre, nil, ContentPlan{Reason: ContentProtect, AddFinalizer: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideContent(ContentFacts{Content: tc.content, Snapshot: tc.snapshot, SnapshotBypassed: true})
+			if got.Reason != tc.want.Reason || got.AddFinalizer != tc.want.AddFinalizer || got.MarkBeingDeleted != tc.want.MarkBeingDeleted ||
+				got.Delete != tc.want.Delete {
+				t.Errorf("DecideContent = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	deleted := s.DeepCopy()
+	deleted.Finalizers = []string{snapshotapi.AsSourceFinalizer}
+	if !SkippedFinalizers(deleted) {
+		t.Errorf("a snapshot gone with a finalizer and no deletion timestamp: not told")
+	}
+	deleted.DeletionTimestamp = &metav1.Time{}
+	if SkippedFinalizers(deleted) || SkippedFinalizers(s) {
+		t.Errorf("an ordinary deletion told as skipping finalizers")
 	}
 }

@@ -58,6 +58,10 @@ const (
 	// ContentMemberOrphaned: a group member's content under Delete whose
 	// member snapshot is gone is deleted (orphanedMember).
 	ContentMemberOrphaned Reason = "ContentMemberOrphaned"
+	// ContentSnapshotBypassed: a dynamic content under Delete whose
+	// snapshot the API server deleted past its finalizers is deleted
+	// (bypassedSnapshot).
+	ContentSnapshotBypassed Reason = "ContentSnapshotBypassed"
 )
 
 // Event is one event the loop records on the object it decided about,

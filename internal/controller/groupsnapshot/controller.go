@@ -40,6 +40,9 @@ type Controller struct {
 	// The copies our writes returned, until the informers deliver them
 	// (see own.go): syncs decide from them, and their events wake nothing.
 	own ownWrites
+	// bypassed holds the UIDs of groups seen deleted past their finalizer
+	// (grouping.GroupSkippedFinalizer) until their content is gone.
+	bypassed *uidSet
 }
 
 // NewController builds the half over the given informers.
@@ -50,7 +53,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{snaps: cfg.Snapshots, recorder: cfg.Recorder, now: cfg.Now,
 		groupQ:   loop.NewQueue("groupsnapshot", cfg.RetryStart, cfg.RetryMax),
-		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax), own: newOwnWrites()}
+		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax), own: newOwnWrites(), bypassed: newUIDSet()}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	si := cfg.SnapshotInformers.Snapshot().V1()
 	ci := cfg.Informers.Core().V1()
@@ -106,6 +109,13 @@ func (c *Controller) onGroup(obj any) {
 func (c *Controller) onGroupGone(obj any) {
 	if g, ok := loop.As[*vgsv1.VolumeGroupSnapshot](obj); ok {
 		c.own.groups.Forget(grouping.GroupKey(g))
+		if _, final := obj.(*vgsv1.VolumeGroupSnapshot); final && grouping.GroupSkippedFinalizer(g) {
+			// The watch's own delete event (a relist's tombstone may be an
+			// older copy): gone past its finalizer, its content is ours to
+			// deal with.
+			c.bypassed.add(g.UID)
+			c.contentQ.Add(snapshotapi.GroupContentName(g.UID))
+		}
 		c.onGroup(g)
 	}
 }
@@ -122,6 +132,7 @@ func (c *Controller) onContent(obj any) {
 func (c *Controller) onContentGone(obj any) {
 	if gc, ok := loop.As[*vgsv1.VolumeGroupSnapshotContent](obj); ok {
 		c.own.contents.Forget(gc.Name)
+		c.bypassed.remove(gc.Spec.VolumeGroupSnapshotRef.UID)
 		c.onContent(gc)
 	}
 }

@@ -22,7 +22,16 @@
 // and applies it: one API write (create the content or a member, bind,
 // status, finalizer, mark, delete), then the plan's events. Events follow
 // the write they report; a failed create records
-// CreateGroupSnapshotContentFailed. A content is looked at when it changes:
+// CreateGroupSnapshotContentFailed. The last step of a group's deletion,
+// the removal of its finalizer, is decided again on a live read of its
+// content and of its namespace's snapshots: a content or a member the
+// caches have not seen would otherwise be left behind, with its backend
+// group snapshot. A group whose delete event shows it went past its
+// finalizer (it carried it, with no deletion timestamp: the API server's
+// DELETE read it before the finalizer was added) has the content made for
+// it given its finalizer, marked and deleted under Delete, as its deletion
+// would have (grouping.DecideBypassedContent), unless a live read finds
+// the group. A content is looked at when it changes:
 // grouping.DecideGroupContent adds its finalizer once bound, never deletes
 // it.
 //
@@ -35,7 +44,8 @@
 // GroupSnapshotCreationFailed event, before any mark or call), then the
 // being-created mark (with the endpoint's topology,
 // grouping.EndpointAnnotation, so every later call of the group goes to
-// the same node even once its PVs are gone), then the call, then the content's status, then the
+// the same node even once its PVs are gone), then the call (in the sync
+// that wrote the mark, so a group refused for good backs off), then the content's status, then the
 // mark's removal (on success or a final error only). Deletion calls
 // DeleteVolumeGroupSnapshot (group ID and every member snapshot ID) under
 // Delete and then removes the content's finalizer. Secrets are read live

@@ -89,8 +89,14 @@ func (s *Sidecar) sync(ctx context.Context, name string) (loop.Result, error) {
 			if err != nil {
 				return loop.Done(), err
 			}
-			s.newest.Wrote(name, out)
-			return loop.Again(), nil
+			// The call follows in this sync, on the marked copy: a sync
+			// of its own would succeed and reset the key's backoff, so a
+			// group the driver refuses for good (its volume gone) was
+			// marked, asked and unmarked again at the base retry for ever.
+			gc = s.newest.Wrote(name, out)
+			if p = grouping.DecideContent(gc, class, now); p.Step != grouping.Create {
+				return loop.Again(), nil
+			}
 		}
 		p.Create.Secrets = data
 		answer, callErr := ep.CreateVolumeGroupSnapshot(ctx, p.Create)
@@ -183,10 +189,11 @@ func (s *Sidecar) writeStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshot
 	return cause
 }
 
-// putStatus writes the content's status, unless it is unchanged, and
-// returns the content as written.
+// putStatus writes the content's status, unless it is unchanged or nil
+// (no step clears a status: an empty one written back over an error
+// erased it until the next backoff), and returns the content as written.
 func (s *Sidecar) putStatus(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, st *vgsv1.VolumeGroupSnapshotContentStatus) (*vgsv1.VolumeGroupSnapshotContent, error) {
-	if equality.Semantic.DeepEqual(gc.Status, st) {
+	if st == nil || equality.Semantic.DeepEqual(gc.Status, st) {
 		return gc, nil
 	}
 	n := gc.DeepCopy()

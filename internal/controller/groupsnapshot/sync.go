@@ -39,6 +39,15 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (loop.Result, er
 		return loop.Done(), err
 	}
 	plan := grouping.DecideGroup(f)
+	if plan.Step == grouping.RemoveFinalizer {
+		// The group goes with this write: a content or a member the caches
+		// have not seen (just made, or missed across a restart) would be
+		// left behind with nothing to delete it. Decide again on live reads.
+		if f, err = c.withLive(ctx, f); err != nil {
+			return loop.Done(), err
+		}
+		plan = grouping.DecideGroup(f)
+	}
 	klog.FromContext(ctx).V(4).Info("Group snapshot step decided", "group", key, "step", plan.Step, "err", plan.Err)
 	next, err := c.apply(ctx, g, plan)
 	if err != nil {
@@ -96,6 +105,30 @@ func (c *Controller) facts(g *vgsv1.VolumeGroupSnapshot) (grouping.GroupFacts, e
 				}
 			}
 		}
+	}
+	return f, nil
+}
+
+// withLive is f with the group's content and its namespace's snapshots
+// read from the API server: what the group's deletion must not miss.
+func (c *Controller) withLive(ctx context.Context, f grouping.GroupFacts) (grouping.GroupFacts, error) {
+	g := f.Group
+	if f.Content == nil {
+		live, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, grouping.ContentNameOf(g), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			f.Content = live
+		case !apierrors.IsNotFound(err):
+			return f, err
+		}
+	}
+	list, err := c.snaps.SnapshotV1().VolumeSnapshots(g.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return f, err
+	}
+	f.Snapshots = make(map[string]*snapv1.VolumeSnapshot, len(list.Items))
+	for i := range list.Items {
+		f.Snapshots[list.Items[i].Name] = &list.Items[i]
 	}
 	return f, nil
 }
@@ -232,6 +265,11 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		return loop.Done(), nil
 	}
 	p := grouping.DecideGroupContent(gc)
+	if c.bypassed.has(gc.Spec.VolumeGroupSnapshotRef.UID) {
+		if bp, ok := grouping.DecideBypassedContent(gc); ok {
+			return c.applyBypassed(ctx, gc, bp)
+		}
+	}
 	if p.Step == grouping.AddContentFinalizer {
 		n := gc.DeepCopy()
 		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
@@ -243,4 +281,42 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	}
 	c.record(gc, p.Events)
 	return loop.Done(), p.Err
+}
+
+// applyBypassed takes the step for the content of a group deleted past its
+// finalizer, after a live read says no group of that UID is there.
+func (c *Controller) applyBypassed(ctx context.Context, gc *vgsv1.VolumeGroupSnapshotContent, p grouping.Plan) (loop.Result, error) {
+	if p.Step == grouping.Wait {
+		return loop.Done(), nil
+	}
+	r := gc.Spec.VolumeGroupSnapshotRef
+	live, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && live.UID == r.UID:
+		c.bypassed.remove(r.UID)
+		return loop.Again(), nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return loop.Done(), err
+	}
+	contents := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents()
+	switch p.Step {
+	case grouping.AddContentFinalizer:
+		n := gc.DeepCopy()
+		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
+		p.Content = n
+		fallthrough
+	case grouping.MarkContent:
+		out, err := contents.Update(ctx, p.Content, metav1.UpdateOptions{})
+		if err != nil {
+			return loop.Done(), fmt.Errorf("group snapshot content %s of a group gone: %s: %w", gc.Name, p.Step, err)
+		}
+		c.own.contents.Wrote(out.Name, out)
+		return loop.Again(), nil
+	case grouping.DeleteContent:
+		err := contents.Delete(ctx, gc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &gc.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return loop.Done(), fmt.Errorf("group snapshot content %s of a group gone: delete: %w", gc.Name, err)
+		}
+	}
+	return loop.Done(), nil
 }

@@ -53,6 +53,10 @@ type Controller struct {
 	// delivered yet: a sync after a release must not trust a cached
 	// finalizer that is gone.
 	newClaim *loop.Newest[*corev1.PersistentVolumeClaim]
+	// bypassed holds the UIDs of snapshots seen deleted past this loop's
+	// finalizers (snapshotbinding.SkippedFinalizers), until their content
+	// is gone.
+	bypassed *uidSet
 	snapQ    workqueue.TypedRateLimitingInterface[string]
 	contentQ workqueue.TypedRateLimitingInterface[string]
 	runner   *loop.Runner
@@ -65,7 +69,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, clock: cfg.Clock,
-		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](),
+		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](), bypassed: newUIDSet(),
 		snapQ:    loop.NewQueue("snapshot", cfg.RetryStart, cfg.RetryMax),
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
@@ -85,7 +89,7 @@ func New(cfg Config) (*Controller, error) {
 		{Informer: snapInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onSnapshot, UpdateFunc: loop.Updated(c.onSnapshot), DeleteFunc: c.onSnapshotGone}},
 		{Informer: contentInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onContent, UpdateFunc: loop.Updated(c.onContent), DeleteFunc: c.onContent}},
+			AddFunc: c.onContent, UpdateFunc: loop.Updated(c.onContent), DeleteFunc: c.onContentGone}},
 		{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onClaim, UpdateFunc: loop.Updated(c.onClaim), DeleteFunc: c.onClaimGone}},
 	}
@@ -130,6 +134,12 @@ func (c *Controller) onSnapshotGone(obj any) {
 	if !ok {
 		return
 	}
+	if _, final := obj.(*snapv1.VolumeSnapshot); final && snapshotbinding.SkippedFinalizers(s) {
+		// The watch's own delete event (a relist's tombstone may be an
+		// older copy): deleted past our finalizers, its content is ours to
+		// deal with.
+		c.bypassed.add(s.UID)
+	}
 	if name := snapshotbinding.Designated(s); name != "" {
 		c.contentQ.Add(name)
 	} else if snapshotbinding.GroupOf(s) != "" {
@@ -154,6 +164,13 @@ func (c *Controller) onContent(obj any) {
 	c.contentQ.Add(content.Name)
 	if r := content.Spec.VolumeSnapshotRef; r.Name != "" && r.Namespace != "" {
 		c.snapQ.Add(snapshotKey(r.Namespace, r.Name))
+	}
+}
+
+func (c *Controller) onContentGone(obj any) {
+	if content, ok := loop.As[*snapv1.VolumeSnapshotContent](obj); ok {
+		c.bypassed.remove(content.Spec.VolumeSnapshotRef.UID)
+		c.onContent(content)
 	}
 }
 

@@ -53,7 +53,14 @@
 // interleave, and a sibling never trusts a cached finalizer already
 // removed. Without both, a release raced with a new snapshot of the same
 // claim, which then took a snapshot of a claim free to be deleted (the
-// soak, seed 987670: its volume was deleted under it).
+// soak, seed 987670: its volume was deleted under it). A group member
+// being deleted whose group the cache does not hold reads the group from
+// the API server before its in-group finalizer goes. A snapshot whose
+// delete event shows it went past this loop's finalizers (it carried one,
+// with no deletion timestamp: the API server's DELETE read it before they
+// were added) has the content made for it deleted under Delete, as its
+// deletion would have (snapshotbinding.SkippedFinalizers; the soak, seed
+// 42).
 //
 // Queued: a snapshot on each change of it, of its content, of a claim it
 // snapshots or that restores from it, and of its group (deleted). Retries

@@ -52,6 +52,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (loop.Result,
 		if f, err = c.withLiveContents(ctx, f); err != nil {
 			return loop.Done(), err
 		}
+		if f.GroupLive, err = c.liveGroupLive(ctx, f); err != nil {
+			return loop.Done(), err
+		}
 		p = snapshotbinding.DecideSnapshot(f)
 	}
 	klog.FromContext(ctx).V(4).Info("Snapshot decided", "snapshot", klog.KObj(s), "reason", p.Reason,
@@ -203,6 +206,23 @@ func (c *Controller) groupLive(s *snapv1.VolumeSnapshot) (bool, error) {
 	return err == nil, err
 }
 
+// liveGroupLive is GroupLive for a member being deleted, read from the
+// API server when the cache has no group: a group the cache has not seen
+// (just made, or missed across a restart) still holds its member, whose
+// in-group finalizer and content must not go under it.
+func (c *Controller) liveGroupLive(ctx context.Context, f snapshotbinding.SnapshotFacts) (bool, error) {
+	s := f.Snapshot
+	name := snapshotbinding.GroupOf(s)
+	if f.GroupLive || s.DeletionTimestamp == nil || name == "" || c.groups == nil {
+		return f.GroupLive, nil
+	}
+	_, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // groupOfHandle is the group (of the namespace) whose group content has
 // that handle; missing if none.
 func (c *Controller) groupOfHandle(ns, handle string) (string, bool) {
@@ -228,7 +248,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	if err != nil || content == nil {
 		return loop.Done(), err
 	}
-	f := snapshotbinding.ContentFacts{Content: content}
+	f := snapshotbinding.ContentFacts{Content: content, SnapshotBypassed: c.bypassed.has(content.Spec.VolumeSnapshotRef.UID)}
 	if r := content.Spec.VolumeSnapshotRef; r.Namespace != "" && r.Name != "" {
 		s, err := c.snapshots.VolumeSnapshots(r.Namespace).Get(r.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -241,7 +261,9 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	p := snapshotbinding.DecideContent(f)
 	if p.Delete {
 		// The cache may not have seen a member snapshot made just before
-		// its content: decide again on a live read before deleting.
+		// its content (or a snapshot seen deleted past its finalizers may
+		// be another of that name): decide again on a live read before
+		// deleting.
 		r := content.Spec.VolumeSnapshotRef
 		live, err := c.snaps.SnapshotV1().VolumeSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		switch {

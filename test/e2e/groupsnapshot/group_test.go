@@ -318,6 +318,19 @@ func TestGroupNoEndpointHoldsRefused(t *testing.T) {
 		}
 		return "no GroupSnapshotCreationFailed event"
 	}, bed.stack.EndedEarly)
+	// The refusal stays through the sidecar's retries (the first comes
+	// after a 1s backoff): every other retry once wrote the status back
+	// empty, which made this test fail about once in five runs.
+	stacktest.Holds(t, "refusal kept", 2500*time.Millisecond, func() string {
+		c, err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if c.Status == nil || c.Status.Error == nil {
+			return fmt.Sprintf("content status %+v", c.Status)
+		}
+		return ""
+	})
 	// Deleting the refused group leaves nothing behind.
 	if err := bed.snaps.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, "far", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
