@@ -110,7 +110,7 @@ func attachDetach(t *testing.T, n *harness.Node) {
 	if err := n.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(n.Work, "driver", "volumes", handle)
+	dir := filepath.Join(n.DriverData, "hostpath", "volumes", handle)
 	err = harness.WaitFor(3*time.Minute, func() error {
 		if _, err := n.Client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PV %s still there (%v)", pvName, err)
@@ -131,8 +131,7 @@ func attachDetach(t *testing.T, n *harness.Node) {
 	t.Logf("the kubelet on the volume:\n%s", kubeletLines(n, pvName, handle))
 }
 
-// applyAttach re-applies deploy/ with the attach component over the
-// test's overlay. CSIDriver.spec.attachRequired is immutable, so the
+// applyAttach re-applies deploy/ with the attach component. CSIDriver.spec.attachRequired is immutable, so the
 // CSIDriver is deleted first; then the DaemonSet rolls out its new pod
 // (the driver with --attach-required, the provisioner container with the
 // attacher). The component's own objects go at cleanup.
@@ -143,16 +142,14 @@ func applyAttach(t *testing.T, n *harness.Node) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The component from the repo, by a relative path (kustomize refuses an
-	// absolute one), over the overlay applyDeploy applied.
-	component, err := filepath.Abs(filepath.Join("..", "..", "deploy", "attach"))
+	// deploy/ as README applied it, and the component, from the repo by
+	// relative paths (kustomize refuses absolute ones).
+	base, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if component, err = filepath.Rel(dir, component); err != nil {
-		t.Fatal(err)
-	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../overlay]\ncomponents: [" + component + "]\n"
+	component := filepath.Join(base, "attach")
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + base + "]\ncomponents: [" + component + "]\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}

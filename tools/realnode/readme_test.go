@@ -240,31 +240,7 @@ func applyDeploy(t *testing.T, n *harness.Node) *readme {
 	}
 	t.Logf("the kubelet registered hostpath.csi.volplane.io (CSINode) %s after README's install began", time.Since(began).Round(10*time.Millisecond))
 	t.Logf("README's kubectl install: deploy/ Ready in %s", time.Since(began).Round(10*time.Millisecond))
-	compatPaths(t, n)
 	return r
-}
-
-// compatPaths keeps the paths attach_test.go (helper "attach", written
-// against the overlay this test had before) reads: WORK/overlay, a
-// kustomization of deploy/ as it is (no patch: what README applied), on
-// which it layers deploy/attach; WORK/driver, the driver's data dir
-// (deploy/node.yaml's /var/lib/volplane/hostpath, a symlink).
-func compatPaths(t *testing.T, n *harness.Node) {
-	t.Helper()
-	dir := filepath.Join(n.Work, "overlay")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deploy]\n"
-	for _, err := range []error{
-		os.Symlink(filepath.Join(repoRoot(t), "deploy"), filepath.Join(dir, "deploy")),
-		os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644),
-		os.Symlink(filepath.Join(n.DriverData, "hostpath"), filepath.Join(n.Work, "driver")),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // uninstallAndHelm runs the rest of README once the scenarios are done:
