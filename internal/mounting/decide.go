@@ -58,7 +58,7 @@ func Decide(w World) Plan {
 	w.stillInUse(inUse)
 	plan.VolumesInUse = sortedNames(inUse)
 	plan.Node = w.nodeAction(plan.VolumesInUse)
-	plan.Finish = w.finished(plan, d, live)
+	plan.Finish = w.finished(d, live)
 	return plan
 }
 
@@ -101,22 +101,19 @@ func (w World) stillInUse(inUse map[corev1.UniqueVolumeName]bool) {
 	}
 }
 
-// finished lists the pods being deleted whose teardown is complete: nothing
-// of theirs is published, their directory is gone, nothing on the node waits
-// to be unstaged, and the node reports no volume it no longer uses (so the
-// attach/detach controller may detach as soon as the pod is gone).
-func (w World) finished(plan Plan, d *disk, live map[types.UID]bool) []*corev1.Pod {
-	if len(plan.Unstage) > 0 {
+// finished lists the pods being deleted whose volumes are torn down:
+// nothing of theirs is published (or half-published) on the node. That is
+// the kubelet's rule (podVolumesExist, before its status manager lets the
+// pod go): the pod's directory, the unstage of its volumes and the drop
+// from volumesInUse may all still follow the pod's deletion; the
+// attach/detach controller detaches nothing the node still reports in use.
+func (w World) finished(d *disk, live map[types.UID]bool) []*corev1.Pod {
+	if !w.Registered {
 		return nil
-	}
-	for _, name := range w.Reported {
-		if !slices.Contains(plan.VolumesInUse, name) {
-			return nil
-		}
 	}
 	var out []*corev1.Pod
 	for _, pod := range w.Pods {
-		if pod.DeletionTimestamp == nil || live[pod.UID] || d.pubsIn[pod.UID] > 0 || slices.Contains(w.PodDirs, pod.UID) {
+		if pod.DeletionTimestamp == nil || live[pod.UID] || d.pubsIn[pod.UID] > 0 {
 			continue
 		}
 		out = append(out, pod)

@@ -221,9 +221,11 @@ func TestVolumesInUseListsAttachableVolumesWantedOrStillMounted(t *testing.T) {
 	}
 }
 
-// Teardown: unpublish first, unstage once no pod on the node uses the
-// volume, remove the pod's directory, and only then finish the deletion.
-func TestTeardownUnpublishesThenUnstagesThenFinishes(t *testing.T) {
+// Teardown: unpublish first; once nothing of the pod is published its
+// deletion is finished (the kubelet's podVolumesExist), in the same plan as
+// the unstage and the removal of its directory, and whatever the node still
+// reports in use.
+func TestTeardownUnpublishesThenFinishesWithTheUnstage(t *testing.T) {
 	gone := deleting(pod(podUID, "data"))
 	for _, tc := range []struct {
 		name                                  string
@@ -231,16 +233,20 @@ func TestTeardownUnpublishesThenUnstagesThenFinishes(t *testing.T) {
 		unpublish, unstage, removeDir, finish int
 	}{
 		{"published: unpublish only", world(local, withPods(gone), staged(local, true), published(podUID, local, true)), 1, 0, 0, 0},
-		{"unpublished: unstage and remove the dir", world(local, withPods(gone), staged(local, true), func(w *World) { w.PodDirs = []types.UID{podUID} }), 0, 1, 1, 0},
+		{"half-published: unpublish only", world(local, withPods(gone), staged(local, true), published(podUID, local, false)), 1, 0, 0, 0},
+		{"unpublished: finish, unstage and remove the dir", world(local, withPods(gone), staged(local, true), func(w *World) { w.PodDirs = []types.UID{podUID} }), 0, 1, 1, 1},
 		{"another pod uses it: keep the staging", world(local, withPods(gone, pod(otherUID, "data")), staged(local, true), published(otherUID, local, true)), 0, 0, 0, 1},
 		{"all torn down: finish", world(local, withPods(gone)), 0, 0, 0, 1},
 		{"half-done publication of a vanished pod is unpublished", world(local, staged(local, true), published(podUID, local, false)), 1, 0, 0, 0},
-		{"still reported in use: wait for the node status", world(network, withPods(gone), func(w *World) {
+		{"still reported in use: finish all the same", world(network, withPods(gone), func(w *World) {
 			w.Reported = []corev1.UniqueVolumeName{attachment.UniqueVolumeName(network, "h-1")}
-		}), 0, 0, 0, 0},
+		}), 0, 0, 0, 1},
+		{"no Node object: nothing finished", world(local, withPods(gone), func(w *World) { w.Registered = false }), 0, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Decide(tc.w)
+			w := tc.w
+			w.Registered = w.Registered || !strings.HasPrefix(tc.name, "no Node")
+			p := Decide(w)
 			if len(p.Unpublish) != tc.unpublish || len(p.Unstage) != tc.unstage || len(p.RemovePodDirs) != tc.removeDir || len(p.Finish) != tc.finish {
 				t.Errorf("unpublish %d unstage %d removeDirs %d finish %d, want %d %d %d %d",
 					len(p.Unpublish), len(p.Unstage), len(p.RemovePodDirs), len(p.Finish), tc.unpublish, tc.unstage, tc.removeDir, tc.finish)

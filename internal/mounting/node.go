@@ -19,16 +19,16 @@ const (
 	// nothing to finish; the Node's creation brings the node back.
 	Unregistered NodeAction = iota
 	// ReportInUse: node.status.volumesInUse is not Plan.VolumesInUse:
-	// write it. Finishing waits for the informer's copy of the written
-	// status, whose event brings the node back.
+	// write it.
 	ReportInUse
-	// FinishPods: the node reports what it uses: complete the deletion of
-	// Plan.Finish (there may be none).
-	FinishPods
+	// UpToDate: the node reports what it uses; nothing to write.
+	// (Plan.Finish is completed whatever the action: the kubelet's pod
+	// deletion does not wait for the node status.)
+	UpToDate
 )
 
 func (a NodeAction) String() string {
-	return [...]string{"Unregistered", "ReportInUse", "FinishPods"}[a]
+	return [...]string{"Unregistered", "ReportInUse", "UpToDate"}[a]
 }
 
 // nodeAction decides the node's write from the plan's volumesInUse and
@@ -40,7 +40,7 @@ func (w World) nodeAction(inUse []corev1.UniqueVolumeName) NodeAction {
 	case !slices.Equal(inUse, w.Reported):
 		return ReportInUse
 	}
-	return FinishPods
+	return UpToDate
 }
 
 // TearsDown says whether the plan unpublishes, unstages or removes a pod

@@ -21,9 +21,9 @@ func TestNodeActionReportsFirstThenFinishes(t *testing.T) {
 	}{
 		{"no Node object", world(network, withPods(pod(podUID, "data"))), Unregistered},
 		{"volume wanted, not reported", world(network, registered, withPods(pod(podUID, "data"))), ReportInUse},
-		{"reported as wanted", world(network, registered, reports(u), withPods(pod(podUID, "data"))), FinishPods},
+		{"reported as wanted", world(network, registered, reports(u), withPods(pod(podUID, "data"))), UpToDate},
 		{"reported, no longer used", world(network, registered, reports(u)), ReportInUse},
-		{"nothing used, nothing reported", world(local, registered, withPods(pod(podUID, "data"))), FinishPods},
+		{"nothing used, nothing reported", world(local, registered, withPods(pod(podUID, "data"))), UpToDate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Decide(tc.w).Node; got != tc.want {

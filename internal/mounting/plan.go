@@ -164,9 +164,9 @@ type Plan struct {
 	// RemovePodDirs: directories of pods that are not live, with nothing
 	// published left in them.
 	RemovePodDirs []types.UID
-	// Finish: pods being deleted whose teardown is complete (nothing left
-	// to unpublish, unstage or drop from volumesInUse, their directory
-	// gone): their deletion may be completed.
+	// Finish: pods being deleted whose volumes are unpublished (nothing of
+	// theirs left published on disk): their deletion may be completed, as
+	// the kubelet's, before the unstage and the volumesInUse drop.
 	Finish []*corev1.Pod
 	// VolumesInUse is what node.status.volumesInUse must hold: the sorted
 	// unique names of attachable volumes that live pods want or that are

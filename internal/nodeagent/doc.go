@@ -45,12 +45,12 @@
 //     NodeExpandVolume, claim finished, staging record sized), each failure
 //     with the kubelet's event; last, once every step succeeded and
 //     PodPlan.MarkRunning, the pod's Running status.
-//   - syncNode (node lock exclusive): read, Decide, unpublish then unstage
-//     then remove empty pod directories, again while a round tore something
-//     down (mounting.MaxTeardownRounds); then, as Plan.Node says, patch
-//     node.status.volumesInUse, or complete the deletion of Plan.Finish
-//     (only once the node reports what it uses, so a detach never comes
-//     before the node stopped reporting the volume).
+//   - syncNode (node lock exclusive): read, Decide, complete the deletion
+//     of Plan.Finish (pods whose volumes are unpublished, as the kubelet:
+//     before their unstage), unpublish then unstage then remove empty pod
+//     directories, again while a round tore something down
+//     (mounting.MaxTeardownRounds); then patch node.status.volumesInUse if
+//     Plan.Node says so (a detach waits for it, not the pod's deletion).
 //
 // After a publish, the pod's fsGroup is applied to the volume where the
 // kubelet applies it (mounting.OwnershipFor). With Config.Metrics, each

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/controller/loop"
@@ -16,9 +17,10 @@ import (
 )
 
 // syncNode tears down what no live pod needs, deciding again after each
-// round that did something (up to mounting.MaxTeardownRounds), then writes
-// what the last plan says (Plan.Node): the node's volumesInUse, or the
-// completed deletions of pods whose teardown is done.
+// round that did something (up to mounting.MaxTeardownRounds). Each round
+// first completes the deletion of the pods whose volumes are unpublished
+// (Plan.Finish), as the kubelet does before it unstages; the last plan's
+// volumesInUse is written last (Plan.Node).
 func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) {
 	n := a.nodes[name]
 	if n == nil {
@@ -27,12 +29,16 @@ func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var plan mounting.Plan
+	finished := map[types.UID]bool{}
 	for round := 0; ; round++ {
 		w, err := a.world(n)
 		if err != nil {
 			return loop.Done(), err
 		}
 		plan = mounting.Decide(w)
+		if err := a.finish(ctx, plan.Finish, finished); err != nil {
+			return loop.Done(), err
+		}
 		if err := a.teardown(ctx, n, plan); err != nil {
 			return loop.Done(), err
 		}
@@ -40,11 +46,8 @@ func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) 
 			break
 		}
 	}
-	switch plan.Node {
-	case mounting.ReportInUse:
+	if plan.Node == mounting.ReportInUse {
 		return loop.Done(), a.patchVolumesInUse(ctx, name, plan.VolumesInUse)
-	case mounting.FinishPods:
-		return loop.Done(), a.finish(ctx, plan.Finish)
 	}
 	return loop.Done(), nil
 }
@@ -85,12 +88,18 @@ func (a *Agent) patchVolumesInUse(ctx context.Context, node string, names []core
 	return nil
 }
 
-// finish completes the deletion of pods whose teardown is done, as the
-// kubelet does: a delete with grace period 0, only of the pod with that UID.
-func (a *Agent) finish(ctx context.Context, pods []*corev1.Pod) error {
+// finish completes the deletion of pods whose volumes are torn down, as the
+// kubelet does: a delete with grace period 0, only of the pod with that UID;
+// done records the UIDs deleted in this sync (the informer may still hold
+// them in the next round).
+func (a *Agent) finish(ctx context.Context, pods []*corev1.Pod, done map[types.UID]bool) error {
 	var errs []error
 	for _, pod := range pods {
 		uid := pod.UID
+		if done[uid] {
+			continue
+		}
+		done[uid] = true
 		err := a.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/hostpath"
@@ -14,8 +15,8 @@ import (
 
 // A pod using a bound claim on node-1: the driver is registered in the
 // node's CSINode, the volume is staged and published at the kubelet's
-// paths, and the pod runs; deleting it unpublishes, unstages, and
-// completes the deletion.
+// paths, and the pod runs; deleting it unpublishes, completes the
+// deletion, unstages and removes the pod's directory.
 func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[0]
@@ -35,15 +36,52 @@ func TestPodWithClaimIsStagedPublishedRunningThenTornDownOnDelete(t *testing.T) 
 	}
 
 	deletePodAndWaitGone(t, pod)
-	if mounted(staging) || mounted(target) {
-		t.Errorf("after the pod's deletion: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
+	if mounted(target) {
+		t.Errorf("after the pod's deletion: target %s still mounted", target)
 	}
-	if _, err := os.Stat(l.PodDir(pod.UID)); !os.IsNotExist(err) {
-		t.Errorf("pod dir %s left behind: %v", l.PodDir(pod.UID), err)
+	waitTornDown(t, staging, l.PodDir(pod.UID), l.StagingDir(hostpath.DriverName, pv.Spec.CSI.VolumeHandle))
+}
+
+// The kubelet lets a deleted pod's object go once its volumes are
+// unpublished (podVolumesExist), not once they are unstaged: with the
+// driver refusing NodeUnstageVolume, the pod still goes, the staging stays
+// mounted, and it is unstaged once the driver agrees.
+func TestDeletedPodGoesOnceUnpublishedBeforeItsVolumeIsUnstaged(t *testing.T) {
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[0]
+	pv := boundClaim(t, ns, "data", node)
+	handle := pv.Spec.CSI.VolumeHandle
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+	l := layout(node)
+	staging, target := l.StagingPath(hostpath.DriverName, handle), l.TargetPath(pod.UID, pv.Name)
+
+	bed.tap.refuseCall(t, "NodeUnstageVolume", handle, codes.Internal)
+	deletePodAndWaitGone(t, pod)
+	if mounted(target) || !mounted(staging) {
+		t.Fatalf("pod gone: target mounted %v (want false), staging mounted %v (want true)", mounted(target), mounted(staging))
 	}
-	if _, err := os.Stat(l.StagingDir(hostpath.DriverName, pv.Spec.CSI.VolumeHandle)); !os.IsNotExist(err) {
-		t.Errorf("staging dir left behind: %v", err)
+	if len(bed.tap.callsOf("NodeUnpublishVolume", handle)) == 0 {
+		t.Errorf("pod gone with no NodeUnpublishVolume")
 	}
+	bed.tap.allowCall("NodeUnstageVolume", handle)
+	waitTornDown(t, staging, l.PodDir(pod.UID), l.StagingDir(hostpath.DriverName, handle))
+}
+
+// waitTornDown waits for each path to be neither mounted nor on disk.
+func waitTornDown(t *testing.T, paths ...string) {
+	t.Helper()
+	stacktest.Eventually(t, "torn down", func() string {
+		for _, p := range paths {
+			if mounted(p) {
+				return p + " still mounted"
+			}
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				return fmt.Sprintf("%s left behind: %v", p, err)
+			}
+		}
+		return ""
+	}, alive)
 }
 
 func TestPodWithoutVolumesRunsAtOnce(t *testing.T) {
@@ -96,7 +134,8 @@ func TestRestartedAgentCarriesOnAndTearsDownWhatWasDeletedMeanwhile(t *testing.T
 		t.Fatal(err)
 	}
 	waitGone(t, pod)
-	if mounted(staging) || mounted(target) {
-		t.Errorf("after restart: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
+	if mounted(target) {
+		t.Errorf("after restart: target %s still mounted", target)
 	}
+	waitTornDown(t, staging)
 }

@@ -128,6 +128,13 @@ func (c *driverTap) refuseCall(t *testing.T, method, handle string, code codes.C
 	})
 }
 
+// allowCall undoes refuseCall before the test ends.
+func (c *driverTap) allowCall(method, handle string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.refuse, method+"/"+handle)
+}
+
 // callsOf returns the node calls of method made for the volume.
 func (c *driverTap) callsOf(method, handle string) []proto.Message {
 	c.mu.Lock()
