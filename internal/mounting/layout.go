@@ -136,12 +136,14 @@ func escapeQualifiedName(s string) string { return strings.ReplaceAll(s, "/", "~
 
 // VolData is the content of a vol_data.json, with the kubelet's keys; Done
 // is ours: it records that the stage or publish call succeeded, so that a
-// restarted agent neither repeats it nor trusts a half-done one.
+// restarted agent neither repeats it nor trusts a half-done one (the
+// kubelet keeps that in memory and finds mounts again from the mount
+// table, which a driver that stages nothing leaves empty).
 type VolData struct {
-	PV           string `json:"specVolID"`
+	PV           string `json:"specVolID,omitempty"`
 	Handle       string `json:"volumeHandle"`
 	Driver       string `json:"driverName"`
-	Node         string `json:"nodeName"`
+	Node         string `json:"nodeName,omitempty"`
 	AttachmentID string `json:"attachmentID,omitempty"`
 	Mode         string `json:"volumeLifecycleMode,omitempty"`
 	Done         bool   `json:"volplaneDone,omitempty"`

@@ -105,9 +105,16 @@ func (l Layout) ExpandRequest(w World, pod *corev1.Pod, v *Volume, bytes int64) 
 
 // StagingRecord is the vol_data.json of v's staging on the node, not done
 // yet: its size is the claim's capacity, the size the node starts from (the
-// kubelet keeps it in its actual state).
+// kubelet keeps it in its actual state). A filesystem staging's holds the
+// kubelet's two keys, driverName and volumeHandle (the agent finds the PV's
+// name again from the publications and the PVs), a block volume's data
+// directory the kubelet's five; both add the agent's own (volplane*): what
+// the kubelet keeps in memory, which a restarted agent must find again.
 func StagingRecord(node string, v *Volume) VolData {
-	data := VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: node, AttachmentID: v.Attachment}
+	data := VolData{Handle: v.Handle, Driver: v.Driver}
+	if v.Block {
+		data.PV, data.Node, data.AttachmentID = v.PV.Name, node, v.Attachment
+	}
 	if size, ok := v.Claim.Status.Capacity[corev1.ResourceStorage]; ok {
 		data.Size = size.String()
 	}

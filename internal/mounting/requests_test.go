@@ -1,8 +1,10 @@
 package mounting
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -94,8 +96,18 @@ func TestRecordsStartNotDone(t *testing.T) {
 	w := world(local, withPods(pod(podUID, "data")), grown("2Gi", "1Gi", ""))
 	v := Decide(w).Pods[0].Steps[0].Volume
 	s, p := StagingRecord(node, v), PublicationRecord(node, v)
-	if s.Done || p.Done || s.Size != "1Gi" || p.Mode != "Persistent" || s.Node != node {
+	if s.Done || p.Done || s.Size != "1Gi" || p.Mode != "Persistent" || p.Node != node || p.PV != "pv-1" {
 		t.Errorf("staging %+v, publication %+v: want not done, the claim's size staged, a persistent publication", s, p)
+	}
+	// The kubelet's staging vol_data.json (next to globalmount) holds
+	// driverName and volumeHandle; the agent adds only its own keys.
+	raw, _ := json.Marshal(s)
+	var keys map[string]any
+	_ = json.Unmarshal(raw, &keys)
+	for k := range keys {
+		if k != "driverName" && k != "volumeHandle" && !strings.HasPrefix(k, "volplane") {
+			t.Errorf("staging record %s has the key %s, not the kubelet's", raw, k)
+		}
 	}
 	// The kubelet names the attachment in every publication record, of an
 	// attachable volume or not.

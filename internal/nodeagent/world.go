@@ -45,7 +45,44 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup,
 			Stats: e.Info.VolumeStats, Condition: e.Info.VolumeCondition}
 	}
-	return w, a.addObjects(&w)
+	if err := a.addObjects(&w); err != nil {
+		return w, err
+	}
+	a.nameStaged(&w)
+	return w, nil
+}
+
+// nameStaged finds the PV of each filesystem staging, whose record holds
+// only the kubelet's driverName and volumeHandle: a publication of the
+// volume names it, else the PV with that handle; a staging of no PV left
+// is named by its handle (the name is only in logs and errors).
+func (a *Agent) nameStaged(w *mounting.World) {
+	var all []*corev1.PersistentVolume
+	for i := range w.Staged {
+		s := &w.Staged[i]
+		if s.PV != "" {
+			continue
+		}
+		for _, p := range w.Published {
+			if p.Driver == s.Driver && p.Handle == s.Handle {
+				s.PV = p.PV
+				break
+			}
+		}
+		if s.PV != "" {
+			continue
+		}
+		if all == nil {
+			all, _ = a.volumes.List(labels.Everything())
+		}
+		s.PV = s.Handle
+		for _, pv := range all {
+			if src := pv.Spec.CSI; src != nil && src.Driver == s.Driver && src.VolumeHandle == s.Handle {
+				s.PV = pv.Name
+				break
+			}
+		}
+	}
 }
 
 // addObjects adds the claims and volumes the node's pods use, the CSI

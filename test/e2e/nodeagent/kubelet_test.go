@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -28,7 +29,8 @@ import (
 // with SINGLE_NODE_MULTI_WRITER (ReadWriteOnce is SINGLE_NODE_MULTI_WRITER),
 // the PV's fsType, and, for a CSIDriver with podInfoOnMount, the pod's
 // identity in the publish volume context only; the publication record
-// names the volume's attachment as the kubelet's does.
+// names the volume's attachment as the kubelet's does, the staging record
+// only the driver and the handle.
 func TestNodeCallsCarryWhatTheKubeletSends(t *testing.T) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
@@ -71,6 +73,24 @@ func TestNodeCallsCarryWhatTheKubeletSends(t *testing.T) {
 	}
 	if rec["attachmentID"] != attachment.Name(handle, hostpath.DriverName, node) || rec["volumeLifecycleMode"] != "Persistent" || rec["specVolID"] != pv.Name {
 		t.Errorf("publication record %s: want the kubelet's attachmentID, lifecycle mode and spec name", raw)
+	}
+	// The staging record next to globalmount: the kubelet's driverName and
+	// volumeHandle, and only the agent's own keys besides.
+	raw, err = os.ReadFile(filepath.Join(l.StagingDir(hostpath.DriverName, handle), mounting.VolDataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = nil
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	for k := range rec {
+		if k != "driverName" && k != "volumeHandle" && !strings.HasPrefix(k, "volplane") {
+			t.Errorf("staging record %s: key %s is not the kubelet's", raw, k)
+		}
+	}
+	if rec["driverName"] != hostpath.DriverName || rec["volumeHandle"] != handle {
+		t.Errorf("staging record %s: want driverName %s and volumeHandle %s", raw, hostpath.DriverName, handle)
 	}
 	deletePodAndWaitGone(t, pod)
 }
