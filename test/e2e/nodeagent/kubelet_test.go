@@ -122,9 +122,13 @@ func TestFinalMountErrorLeavesNothingToTearDown(t *testing.T) {
 			if n := len(bed.tap.callsOf("NodeUnpublishVolume", handle)); (n > 0) == tc.final {
 				t.Errorf("%d NodeUnpublishVolume calls after a %s publish failure", n, tc.code)
 			}
-			if n := len(bed.tap.callsOf("NodeUnstageVolume", handle)); n != 1 {
-				t.Errorf("%d NodeUnstageVolume calls, want 1: the staging succeeded", n)
-			}
+			// The unstage may follow the pod's deletion, as the kubelet's.
+			stacktest.Eventually(t, "one NodeUnstageVolume (the staging succeeded)", func() string {
+				if n := len(bed.tap.callsOf("NodeUnstageVolume", handle)); n != 1 {
+					return fmt.Sprintf("%d calls", n)
+				}
+				return ""
+			}, alive)
 		})
 	}
 }
@@ -256,6 +260,9 @@ func TestBlockVolumeIsMappedAtTheKubeletsBlockPaths(t *testing.T) {
 		}
 	}
 	deletePodAndWaitGone(t, pod)
+	// The unstage and the directories' removal may follow the pod's
+	// deletion, as the kubelet's.
+	waitTornDown(t, staging, filepath.Dir(target), filepath.Dir(l.BlockDataDir(pv.Name)), l.PodDir(pod.UID))
 	unpublished, unstaged := bed.tap.callsOf("NodeUnpublishVolume", handle), bed.tap.callsOf("NodeUnstageVolume", handle)
 	if len(unpublished) != 1 || unpublished[0].(*csipb.NodeUnpublishVolumeRequest).GetTargetPath() != target ||
 		len(unstaged) != 1 || unstaged[0].(*csipb.NodeUnstageVolumeRequest).GetStagingTargetPath() != staging {
