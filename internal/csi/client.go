@@ -241,22 +241,7 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 	if err != nil {
 		return info, fmt.Errorf("NodeGetCapabilities: %w", err)
 	}
-	for _, c := range nc.GetCapabilities() {
-		switch c.GetRpc().GetType() {
-		case csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
-			info.Stage = true
-		case csi.NodeServiceCapability_RPC_EXPAND_VOLUME:
-			info.Expand = true
-		case csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
-			info.NodeSingleNodeMultiWriter = true
-		case csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
-			info.VolumeMountGroup = true
-		case csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:
-			info.VolumeStats = true
-		case csi.NodeServiceCapability_RPC_VOLUME_CONDITION:
-			info.VolumeCondition = true
-		}
-	}
+	setNodeCapabilities(&info, nc.GetCapabilities())
 	return info, nil
 }
 

@@ -28,14 +28,15 @@ func (a *Agent) stage(ctx context.Context, n *nodeState, w mounting.World, pod *
 	if err := writeVolData(dir, data); err != nil {
 		return err
 	}
-	if v.Block && e.Info.Stage {
+	stages := w.Drivers[v.Driver].Stage
+	if v.Block && stages {
 		// The block mapper makes the staging directory; the driver puts
 		// what it wants in it.
 		if err := os.MkdirAll(staging, 0o750); err != nil {
 			return fmt.Errorf("kubernetes.io/csi: blockMapper.stageVolumeForBlock failed to create dir %s: %w", staging, err)
 		}
 	}
-	if e.Info.Stage {
+	if stages {
 		req := n.layout.StageRequest(w, pod, v)
 		var err error
 		if req.Secrets, err = a.nodeSecrets(ctx, "NodeStageSecretRef", v.PV.Spec.CSI.NodeStageSecretRef); err != nil {
@@ -156,7 +157,11 @@ func (a *Agent) unstage(ctx context.Context, n *nodeState, s mounting.Staged) er
 		return err
 	}
 	dir, path := n.layout.StagePaths(s.Block, s.Driver, s.Handle, s.PV)
-	if e.Info.Stage {
+	info, err := e.NodeCapabilities(ctx) // the kubelet's NodeSupportsStageUnstage
+	if err != nil {
+		return fmt.Errorf("UnmountDevice failed for volume %q: NodeGetCapabilities: %w", s.PV, err)
+	}
+	if info.Stage {
 		err := e.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: s.Handle, StagingTargetPath: path})
 		if err != nil && !csierror.NotFound(err) {
 			return fmt.Errorf("UnmountDevice failed for volume %q: rpc NodeUnstageVolume: %w", s.PV, err)

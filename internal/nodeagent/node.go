@@ -31,7 +31,7 @@ func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) 
 	var plan mounting.Plan
 	finished := map[types.UID]bool{}
 	for round := 0; ; round++ {
-		w, err := a.world(n)
+		w, err := a.world(ctx, n)
 		if err != nil {
 			return loop.Done(), err
 		}

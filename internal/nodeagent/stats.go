@@ -45,7 +45,7 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range c.a.nodes {
 		n.mu.RLock()
-		w, err := c.a.world(n)
+		w, err := c.a.world(context.Background(), n)
 		n.mu.RUnlock()
 		if err != nil {
 			klog.Background().V(2).Info("No volume stats for the node", "node", n.name, "err", err)

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -14,9 +15,12 @@ import (
 	"github.com/volplane/volplane/internal/protection"
 )
 
-// world gathers what the node's decision rests on: the informers' objects
-// and what the node's disk holds. The pure core reads the objects only.
-func (a *Agent) world(n *nodeState) (mounting.World, error) {
+// world gathers what the node's decision rests on: the informers' objects,
+// what the node's disk holds, and the node services' capabilities, asked
+// again each time as the kubelet asks before each decision (a driver that
+// does not answer fails the sync, retried). The pure core reads the
+// objects only.
+func (a *Agent) world(ctx context.Context, n *nodeState) (mounting.World, error) {
 	node, err := a.nodeList.Get(n.name)
 	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{}
@@ -41,9 +45,13 @@ func (a *Agent) world(n *nodeState) (mounting.World, error) {
 		w.Attached[av.Name] = true
 	}
 	for name, e := range n.endpoints {
-		w.Drivers[name] = mounting.Driver{Stage: e.Info.Stage, Expand: e.Info.Expand,
-			SingleNodeMultiWriter: e.Info.NodeSingleNodeMultiWriter, MountGroup: e.Info.VolumeMountGroup,
-			Stats: e.Info.VolumeStats, Condition: e.Info.VolumeCondition}
+		info, err := e.NodeCapabilities(ctx)
+		if err != nil {
+			return mounting.World{}, fmt.Errorf("node %s: NodeGetCapabilities of driver %s: %w", n.name, name, err)
+		}
+		w.Drivers[name] = mounting.Driver{Stage: info.Stage, Expand: info.Expand,
+			SingleNodeMultiWriter: info.NodeSingleNodeMultiWriter, MountGroup: info.VolumeMountGroup,
+			Stats: info.VolumeStats, Condition: info.VolumeCondition}
 	}
 	if err := a.addObjects(&w); err != nil {
 		return w, err

@@ -309,6 +309,26 @@ func TestNodeThatCannotExpandFinishesTheClaimWithoutACall(t *testing.T) {
 	deletePodAndWaitGone(t, pod)
 }
 
+// The kubelet asks the node service's capabilities before each decision
+// (NodeSupportsNodeExpand...), not once: EXPAND_VOLUME hidden while the
+// agent runs, it finishes the claim without a NodeExpandVolume.
+func TestNodeCapabilitiesAreAskedAtEachDecision(t *testing.T) {
+	bed.tap.noNodeExpand.Store(true)
+	t.Cleanup(func() { bed.tap.noNodeExpand.Store(false) })
+	ns := stacktest.Namespace(t)
+	node := bed.cp.Nodes[1]
+	pv := boundClaim(t, ns, "data", node)
+	pod := runPod(t, ns, "app", node, "data")
+	waitRunning(t, pod)
+
+	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
+	stacktest.Eventually(t, "claim finished", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
+	if calls := bed.tap.of(pv.Spec.CSI.VolumeHandle); len(calls) > 0 {
+		t.Errorf("NodeExpandVolume called after the node service stopped saying EXPAND_VOLUME: %v", calls)
+	}
+	deletePodAndWaitGone(t, pod)
+}
+
 // restartAgent restarts the agent with the drivers' node EXPAND_VOLUME
 // hidden or not: the agent learns the capabilities when it starts.
 func restartAgent(t *testing.T, hideNodeExpand bool) {
