@@ -41,6 +41,9 @@ type Agent struct {
 
 	podQ, nodeQ workqueue.TypedRateLimitingInterface[string]
 	runner      *loop.Runner
+	// stats: the claims' usage, refreshed every VolumeStatsAggPeriod
+	// (with Config.Metrics).
+	stats volumeStats
 }
 
 // nodeState is one node's drivers, layout and lock.
@@ -113,6 +116,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.ownsFactory {
 		a.factory.Start(ctx.Done())
 		defer a.factory.Shutdown()
+	}
+	if a.cfg.Metrics != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { a.runStats(ctx) })
 	}
 	return a.runner.Run(ctx, "nodes", len(a.nodes))
 }

@@ -41,6 +41,10 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Workers is the number of workers per queue (default loop.DefaultWorkers).
 	Workers int
+	// VolumeStatsAggPeriod is how often the claims' usage is asked of the
+	// drivers and cached for the scrapes (with Metrics), the kubelet's
+	// volumeStatsAggPeriod (default 1m).
+	VolumeStatsAggPeriod time.Duration
 	// ResyncPeriod is how often pods not running yet and every node are
 	// revisited (default 15s): a safety net, the agent is event driven.
 	ResyncPeriod time.Duration
@@ -73,8 +77,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = clock.RealClock{}
 	}
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
+	if c.VolumeStatsAggPeriod <= 0 {
+		c.VolumeStatsAggPeriod = DefaultVolumeStatsAggPeriod
+	}
 	return c, nil
 }
+
+// DefaultVolumeStatsAggPeriod is the kubelet's default volumeStatsAggPeriod.
+const DefaultVolumeStatsAggPeriod = time.Minute
 
 // Retries of failed syncs (driver errors, conflicts) back off per key from
 // retryBase to retryMax, the kubelet's operation backoff.

@@ -53,10 +53,12 @@
 //     Plan.Node says so (a detach waits for it, not the pod's deletion).
 //
 // After a publish, the pod's fsGroup is applied to the volume where the
-// kubelet applies it (mounting.OwnershipFor). With Config.Metrics, each
-// scrape asks NodeGetVolumeStats of every claim published on the agent's
-// nodes and reports the kubelet's kubelet_volume_stats_* (with a node
-// label: one agent serves several nodes).
+// kubelet applies it (mounting.OwnershipFor). With Config.Metrics, every
+// Config.VolumeStatsAggPeriod (the kubelet's volumeStatsAggPeriod, 1m by
+// default) the agent asks NodeGetVolumeStats of every claim published on
+// its nodes and caches the answers; each scrape reports the cache as the
+// kubelet's kubelet_volume_stats_* (with a node label: one agent serves
+// several nodes).
 //
 // Syncs return loop.Result: Done, or an error retried with backoff; waits
 // end with the event that lets them go on (a claim bound, an attachment,

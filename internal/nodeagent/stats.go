@@ -3,10 +3,13 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/mounting"
@@ -32,8 +35,8 @@ func statsDesc(name, help string) *prometheus.Desc {
 }
 
 // statsCollector reports the usage of the claims published on the agent's
-// nodes, asked of their drivers with NodeGetVolumeStats at each scrape (the
-// kubelet asks periodically and caches; a scrape here is the period).
+// nodes from the agent's cache (volumeStats), as the kubelet serves its
+// cached volume stats at a scrape: no driver call at a scrape.
 type statsCollector struct{ a *Agent }
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -43,47 +46,103 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, n := range c.a.nodes {
-		n.mu.RLock()
-		w, err := c.a.world(context.Background(), n)
-		n.mu.RUnlock()
-		if err != nil {
-			klog.Background().V(2).Info("No volume stats for the node", "node", n.name, "err", err)
-			continue
+	for _, st := range c.a.stats.all() {
+		t, u := st.target, st.usage
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), t.Namespace, t.Claim, st.node)
 		}
-		for _, t := range w.StatsTargets(n.layout) {
-			u, err := c.a.usage(n, t)
-			if err != nil {
-				klog.Background().V(2).Info("No volume stats", "node", n.name, "pvc", t.Namespace+"/"+t.Claim, "err", err)
-				continue
+		gauge(statsCapacity, u.CapacityBytes)
+		gauge(statsAvailable, u.AvailableBytes)
+		gauge(statsUsed, u.UsedBytes)
+		gauge(statsInodes, u.Inodes)
+		gauge(statsInodesFree, u.InodesFree)
+		gauge(statsInodesUsed, u.InodesUsed)
+		if u.Abnormal != nil {
+			abnormal := int64(0)
+			if *u.Abnormal {
+				abnormal = 1
 			}
-			gauge := func(d *prometheus.Desc, v int64) {
-				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), t.Namespace, t.Claim, n.name)
-			}
-			gauge(statsCapacity, u.CapacityBytes)
-			gauge(statsAvailable, u.AvailableBytes)
-			gauge(statsUsed, u.UsedBytes)
-			gauge(statsInodes, u.Inodes)
-			gauge(statsInodesFree, u.InodesFree)
-			gauge(statsInodesUsed, u.InodesUsed)
-			if u.Abnormal != nil {
-				abnormal := int64(0)
-				if *u.Abnormal {
-					abnormal = 1
-				}
-				gauge(statsAbnormal, abnormal)
-			}
+			gauge(statsAbnormal, abnormal)
 		}
 	}
 }
 
+// volumeStats is the cache of the claims' usage, per node, as the
+// kubelet's: refreshed every Config.VolumeStatsAggPeriod (its
+// volumeStatsAggPeriod), served at each scrape.
+type volumeStats struct {
+	mu     sync.Mutex
+	byNode map[string][]cachedStats
+}
+
+type cachedStats struct {
+	node   string
+	target mounting.StatsTarget
+	usage  mounting.Usage
+}
+
+func (v *volumeStats) all() []cachedStats {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []cachedStats
+	for _, s := range v.byNode {
+		out = append(out, s...)
+	}
+	return out
+}
+
+func (v *volumeStats) set(node string, s []cachedStats) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byNode == nil {
+		v.byNode = map[string][]cachedStats{}
+	}
+	v.byNode[node] = s
+}
+
+// runStats refreshes the stats cache once the informers have synced, then
+// every period until ctx ends.
+func (a *Agent) runStats(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), a.runner.Synced...) {
+		return
+	}
+	wait.UntilWithContext(ctx, a.refreshStats, a.cfg.VolumeStatsAggPeriod)
+}
+
+// refreshStats asks NodeGetVolumeStats of every claim published on the
+// agent's nodes and replaces each node's cached stats (a claim whose pod
+// went drops out); a node or a claim that cannot be asked now has none.
+func (a *Agent) refreshStats(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for _, n := range a.nodes {
+		n.mu.RLock()
+		w, err := a.world(ctx, n)
+		n.mu.RUnlock()
+		if err != nil {
+			logger.V(2).Info("No volume stats for the node", "node", n.name, "err", err)
+			a.stats.set(n.name, nil)
+			continue
+		}
+		var out []cachedStats
+		for _, t := range w.StatsTargets(n.layout) {
+			u, err := a.usage(ctx, n, t)
+			if err != nil {
+				logger.V(2).Info("No volume stats", "node", n.name, "pvc", t.Namespace+"/"+t.Claim, "err", err)
+				continue
+			}
+			out = append(out, cachedStats{node: n.name, target: t, usage: u})
+		}
+		a.stats.set(n.name, out)
+	}
+}
+
 // usage asks the driver the usage of one published volume.
-func (a *Agent) usage(n *nodeState, t mounting.StatsTarget) (mounting.Usage, error) {
+func (a *Agent) usage(ctx context.Context, n *nodeState, t mounting.StatsTarget) (mounting.Usage, error) {
 	e, err := n.endpoint(t.Driver)
 	if err != nil {
 		return mounting.Usage{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	resp, err := e.NodeGetVolumeStats(ctx, &csipb.NodeGetVolumeStatsRequest{VolumeId: t.Handle, VolumePath: t.Path})
 	if err != nil {

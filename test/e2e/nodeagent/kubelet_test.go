@@ -306,7 +306,8 @@ func TestPublishedVolumeIsGivenThePodsFSGroup(t *testing.T) {
 
 // A published claim's usage is reported as the kubelet reports it,
 // kubelet_volume_stats_* by namespace and claim (and, here, node), from
-// NodeGetVolumeStats at the target path; it goes with the pod.
+// NodeGetVolumeStats at the target path, cached per VolumeStatsAggPeriod
+// and served from the cache at each scrape; it goes with the pod.
 func TestPublishedClaimsUsageIsReportedAsTheKubeletsVolumeStats(t *testing.T) {
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
@@ -334,9 +335,14 @@ func TestPublishedClaimsUsageIsReportedAsTheKubeletsVolumeStats(t *testing.T) {
 		}
 		return 0, false
 	}
-	if v, ok := series("kubelet_volume_stats_capacity_bytes"); !ok || v != float64(1<<20) {
-		t.Errorf("capacity %v (reported %v), want the volume's 1Mi", v, ok)
-	}
+	// Cached per VolumeStatsAggPeriod: reported from the first refresh
+	// after the publication on.
+	stacktest.Eventually(t, "capacity reported", func() string {
+		if v, ok := series("kubelet_volume_stats_capacity_bytes"); !ok || v != float64(1<<20) {
+			return fmt.Sprintf("capacity %v (reported %v), want the volume's 1Mi", v, ok)
+		}
+		return ""
+	}, alive)
 	if v, ok := series("kubelet_volume_stats_health_status_abnormal"); !ok || v != 0 {
 		t.Errorf("health abnormal %v (reported %v), want 0", v, ok)
 	}
@@ -345,10 +351,23 @@ func TestPublishedClaimsUsageIsReportedAsTheKubeletsVolumeStats(t *testing.T) {
 		calls[0].(*csipb.NodeGetVolumeStatsRequest).GetStagingTargetPath() != "" {
 		t.Errorf("NodeGetVolumeStats calls %v: want the target path and no staging path", calls)
 	}
-	deletePodAndWaitGone(t, pod)
-	if _, ok := series("kubelet_volume_stats_capacity_bytes"); ok {
-		t.Error("the claim's stats still reported after its pod is gone")
+	// Scrapes are served from the cache, as the kubelet's: five in a row
+	// ask the driver at most once (a refresh falling between), not five
+	// times.
+	before := len(bed.tap.callsOf("NodeGetVolumeStats", pv.Spec.CSI.VolumeHandle))
+	for range 5 {
+		series("kubelet_volume_stats_used_bytes")
 	}
+	if after := len(bed.tap.callsOf("NodeGetVolumeStats", pv.Spec.CSI.VolumeHandle)); after > before+1 {
+		t.Errorf("%d NodeGetVolumeStats calls for 5 scrapes: want the cached stats served", after-before)
+	}
+	deletePodAndWaitGone(t, pod)
+	stacktest.Eventually(t, "stats gone with the pod", func() string {
+		if _, ok := series("kubelet_volume_stats_capacity_bytes"); ok {
+			return "the claim's stats still reported after its pod is gone"
+		}
+		return ""
+	}, alive)
 }
 
 // A CSI volume in the pod's own spec, of the bundled driver (its CSIDriver

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -240,7 +241,8 @@ type running struct {
 
 func startAgent() (*running, error) {
 	reg := prometheus.NewRegistry()
-	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg}
+	// Volume stats are cached for a second (the kubelet's default: a minute).
+	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg, VolumeStatsAggPeriod: time.Second}
 	for _, node := range bed.cp.Nodes {
 		endpoints := []string{bed.endpoints[node]}
 		if node == bed.cp.Nodes[0] {
