@@ -313,13 +313,14 @@ func TestNodeThatCannotExpandFinishesTheClaimWithoutACall(t *testing.T) {
 // (NodeSupportsNodeExpand...), not once: EXPAND_VOLUME hidden while the
 // agent runs, it finishes the claim without a NodeExpandVolume.
 func TestNodeCapabilitiesAreAskedAtEachDecision(t *testing.T) {
-	bed.tap.noNodeExpand.Store(true)
-	t.Cleanup(func() { bed.tap.noNodeExpand.Store(false) })
 	ns := stacktest.Namespace(t)
 	node := bed.cp.Nodes[1]
 	pv := boundClaim(t, ns, "data", node)
 	pod := runPod(t, ns, "app", node, "data")
-	waitRunning(t, pod)
+	waitRunning(t, pod) // the agent has dialed and probed the driver
+
+	bed.tap.noNodeExpand.Store(true)
+	t.Cleanup(func() { bed.tap.noNodeExpand.Store(false) })
 
 	growByHand(t, pv, bed.drivers[node], corev1.PersistentVolumeClaimNodeResizePending)
 	stacktest.Eventually(t, "claim finished", func() string { return expandedOnNode(getClaim(t, ns, "data")) }, alive)
