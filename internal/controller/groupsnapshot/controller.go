@@ -42,7 +42,7 @@ type Controller struct {
 	own ownWrites
 	// bypassed holds the UIDs of groups seen deleted past their finalizer
 	// (grouping.GroupSkippedFinalizer) until their content is gone.
-	bypassed *uidSet
+	bypassed *loop.UIDSet
 }
 
 // NewController builds the half over the given informers.
@@ -53,7 +53,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{snaps: cfg.Snapshots, recorder: cfg.Recorder, now: cfg.Now,
 		groupQ:   loop.NewQueue("groupsnapshot", cfg.RetryStart, cfg.RetryMax),
-		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax), own: newOwnWrites(), bypassed: newUIDSet()}
+		contentQ: loop.NewQueue("groupsnapshotcontent", cfg.RetryStart, cfg.RetryMax), own: newOwnWrites(), bypassed: loop.NewUIDSet()}
 	gi := cfg.SnapshotInformers.Groupsnapshot().V1()
 	si := cfg.SnapshotInformers.Snapshot().V1()
 	ci := cfg.Informers.Core().V1()
@@ -113,7 +113,7 @@ func (c *Controller) onGroupGone(obj any) {
 			// The watch's own delete event (a relist's tombstone may be an
 			// older copy): gone past its finalizer, its content is ours to
 			// deal with.
-			c.bypassed.add(g.UID)
+			c.bypassed.Add(g.UID)
 			c.contentQ.Add(snapshotapi.GroupContentName(g.UID))
 		}
 		c.onGroup(g)
@@ -132,7 +132,7 @@ func (c *Controller) onContent(obj any) {
 func (c *Controller) onContentGone(obj any) {
 	if gc, ok := loop.As[*vgsv1.VolumeGroupSnapshotContent](obj); ok {
 		c.own.contents.Forget(gc.Name)
-		c.bypassed.remove(gc.Spec.VolumeGroupSnapshotRef.UID)
+		c.bypassed.Remove(gc.Spec.VolumeGroupSnapshotRef.UID)
 		c.onContent(gc)
 	}
 }

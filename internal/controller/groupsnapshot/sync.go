@@ -265,7 +265,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		return loop.Done(), nil
 	}
 	p := grouping.DecideGroupContent(gc)
-	if c.bypassed.has(gc.Spec.VolumeGroupSnapshotRef.UID) {
+	if c.bypassed.Has(gc.Spec.VolumeGroupSnapshotRef.UID) {
 		if bp, ok := grouping.DecideBypassedContent(gc); ok {
 			return c.applyBypassed(ctx, gc, bp)
 		}
@@ -293,7 +293,7 @@ func (c *Controller) applyBypassed(ctx context.Context, gc *vgsv1.VolumeGroupSna
 	live, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	switch {
 	case err == nil && live.UID == r.UID:
-		c.bypassed.remove(r.UID)
+		c.bypassed.Remove(r.UID)
 		return loop.Again(), nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return loop.Done(), err

@@ -56,7 +56,7 @@ type Controller struct {
 	// bypassed holds the UIDs of snapshots seen deleted past this loop's
 	// finalizers (snapshotbinding.SkippedFinalizers), until their content
 	// is gone.
-	bypassed *uidSet
+	bypassed *loop.UIDSet
 	snapQ    workqueue.TypedRateLimitingInterface[string]
 	contentQ workqueue.TypedRateLimitingInterface[string]
 	runner   *loop.Runner
@@ -69,7 +69,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, clock: cfg.Clock,
-		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](), bypassed: newUIDSet(),
+		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](), bypassed: loop.NewUIDSet(),
 		snapQ:    loop.NewQueue("snapshot", cfg.RetryStart, cfg.RetryMax),
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
@@ -138,7 +138,7 @@ func (c *Controller) onSnapshotGone(obj any) {
 		// The watch's own delete event (a relist's tombstone may be an
 		// older copy): deleted past our finalizers, its content is ours to
 		// deal with.
-		c.bypassed.add(s.UID)
+		c.bypassed.Add(s.UID)
 	}
 	if name := snapshotbinding.Designated(s); name != "" {
 		c.contentQ.Add(name)
@@ -169,7 +169,7 @@ func (c *Controller) onContent(obj any) {
 
 func (c *Controller) onContentGone(obj any) {
 	if content, ok := loop.As[*snapv1.VolumeSnapshotContent](obj); ok {
-		c.bypassed.remove(content.Spec.VolumeSnapshotRef.UID)
+		c.bypassed.Remove(content.Spec.VolumeSnapshotRef.UID)
 		c.onContent(content)
 	}
 }

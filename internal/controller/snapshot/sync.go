@@ -248,7 +248,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 	if err != nil || content == nil {
 		return loop.Done(), err
 	}
-	f := snapshotbinding.ContentFacts{Content: content, SnapshotBypassed: c.bypassed.has(content.Spec.VolumeSnapshotRef.UID)}
+	f := snapshotbinding.ContentFacts{Content: content, SnapshotBypassed: c.bypassed.Has(content.Spec.VolumeSnapshotRef.UID)}
 	if r := content.Spec.VolumeSnapshotRef; r.Namespace != "" && r.Name != "" {
 		s, err := c.snapshots.VolumeSnapshots(r.Namespace).Get(r.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
