@@ -16,10 +16,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"github.com/volplane/volplane/deploy/crd"
 )
@@ -58,24 +56,7 @@ func withAttach(change func(name string, data []byte) []byte) ([]runtime.Object,
 	if err != nil {
 		return nil, err
 	}
-	decode := serializer.NewCodecFactory(decoding).UniversalDeserializer()
-	var out []runtime.Object
-	for _, res := range built.Resources() {
-		doc, err := res.AsYAML()
-		if err != nil {
-			return nil, err
-		}
-		json, err := yaml.YAMLToJSONStrict(doc)
-		if err != nil {
-			return nil, err
-		}
-		obj, _, err := decode.Decode(bytes.TrimSpace(json), nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
-	return out, nil
+	return decodeBuilt(built)
 }
 
 func must(f fs.FS, err error) fs.FS {

@@ -18,6 +18,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -52,6 +53,11 @@ func Objects() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build deploy/: %w", err)
 	}
+	return decodeBuilt(built)
+}
+
+// decodeBuilt decodes every object of a kustomize build, in its order.
+func decodeBuilt(built resmap.ResMap) ([]runtime.Object, error) {
 	decode := serializer.NewCodecFactory(decoding).UniversalDeserializer()
 	var out []runtime.Object
 	for _, res := range built.Resources() {
