@@ -17,6 +17,7 @@ import (
 
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/provisioner"
+	"github.com/volplane/volplane/internal/features"
 )
 
 // controllerFlags are the flags of `volplane controller`; `up` reuses the
@@ -55,6 +56,8 @@ func startCPUProfile(path string) (func(), error) {
 func newControllerCommand() *cobra.Command {
 	f := controllerFlags{cfg: manager.DefaultConfig()}
 	d := manager.DefaultConfig()
+	gates := features.New()
+	f.cfg.Features = gates
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the volume control loops against a cluster",
@@ -174,6 +177,7 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 	fl.StringVar(&f.cfg.SnapshotControllerElsewhere, "snapshot-controller-elsewhere", "refuse",
 		"what --controllers snapshot does on a cluster that already runs a snapshot-controller (its Lease snapshot-controller-leader renewed lately) or serves no v1 group snapshot API: refuse to start, or ignore it")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
+	features.AddFlag(gates, fl)
 	return cmd
 }
 

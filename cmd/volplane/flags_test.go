@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -102,5 +104,26 @@ func TestControllerFlagsDefaultToTheManagersDefaultConfig(t *testing.T) {
 	}
 	if !d.LeaderElect || d.Workers != 16 || d.ResyncPeriod.Seconds() != 15 {
 		t.Errorf("DefaultConfig %+v: want leader election on, 16 workers, a 15s resync", d)
+	}
+}
+
+// `volplane controller` and `up` take Kubernetes' --feature-gates, parsed by
+// component-base: a gate volplane does not know, or a locked one turned off,
+// is refused.
+func TestControllerAndUpTakeFeatureGates(t *testing.T) {
+	for _, cmd := range []*cobra.Command{newControllerCommand(), newUpCommand()} {
+		fl := cmd.Flags()
+		if fl.Lookup("feature-gates") == nil {
+			t.Errorf("%s: no --feature-gates", cmd.Name())
+			continue
+		}
+		if err := fl.Parse([]string{"--feature-gates=CSIVolumeHealth=true,PersistentVolumeClaimUnusedSinceTime=false"}); err != nil {
+			t.Errorf("%s: %v", cmd.Name(), err)
+		}
+		for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=VolumeAttributesClass=false"} {
+			if err := cmd.Flags().Parse([]string{bad}); err == nil {
+				t.Errorf("%s %s: accepted", cmd.Name(), bad)
+			}
+		}
 	}
 }

@@ -13,10 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
+	"github.com/volplane/volplane/internal/features"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/nodeagent"
 )
@@ -43,6 +45,7 @@ func newUpCommand() *cobra.Command {
 		metricsAddr string
 		test        upTestFlags
 		onlyCP      bool
+		gates       = features.New()
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -67,7 +70,8 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 				}
 				return runControlPlaneOnly(ctx, cmd, cfg)
 			}
-			return runUp(ctx, cmd, cfg, capacity, metricsAddr, test)
+			cfg.FeatureGates = features.Changed(gates)
+			return runUp(ctx, cmd, cfg, capacity, metricsAddr, gates, test)
 		},
 	}
 	f := cmd.Flags()
@@ -82,6 +86,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
+	features.AddFlag(gates, f)
 	_ = f.MarkHidden("inject-faults")
 	_ = f.MarkHidden("without-loops")
 	return cmd
@@ -94,7 +99,7 @@ type upTestFlags struct {
 	withoutLoops bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, test upTestFlags) error {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags) error {
 	if err := checkUp(cfg, capacity); err != nil {
 		return err
 	}
@@ -141,6 +146,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// informers; without loops (soak tests run them in `volplane
 	// controller` processes) it runs the node agent alone.
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
+	mcfg.Features = gates
 	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {

@@ -30,6 +30,19 @@ type Config struct {
 	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
 	// matters and the data dir is thrown away.
 	UnsafeNoFsync bool
+	// FeatureGates, if set, is passed as --feature-gates to the embedded
+	// kube-apiserver and kube-controller-manager ("Name=true,..."): the
+	// gates volplane's loops read that the API also checks (the health
+	// fields of CSIVolumeHealth), so both sides agree.
+	FeatureGates string
+}
+
+// gateArgs are the --feature-gates flag of the components, if any.
+func (c Config) gateArgs() []string {
+	if c.FeatureGates == "" {
+		return nil
+	}
+	return []string{"--feature-gates=" + c.FeatureGates}
 }
 
 // readyTimeout bounds the wait for the API server and the controller
@@ -92,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := cp.startAPIServer(ctx, dir, cfg); err != nil {
 		return cp, err
 	}
-	if err := cp.startWorkers(ctx, dir, cfg.Nodes); err != nil {
+	if err := cp.startWorkers(ctx, dir, cfg); err != nil {
 		return cp, err
 	}
 	return cp, nil
@@ -146,7 +159,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 		return fmt.Errorf("admin client: %w", err)
 	}
 	advertise, _ := cfg.Advertise()
-	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise)
+	args := append(apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise), cfg.gateArgs()...)
 	cp.api = startGroup(ctx, cp.failed)
 	cp.api.run("kube-apiserver", func(ctx context.Context) error { return runAPIServer(ctx, args) })
 	return cp.waitReady(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
@@ -155,8 +168,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 	})
 }
 
-func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, nodes int) error {
-	agent := newNodeAgent(cp.Client, nodes)
+func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Config) error {
+	agent := newNodeAgent(cp.Client, cfg.Nodes)
 	cp.Nodes = agent.names
 	if err := agent.register(ctx); err != nil {
 		return err
@@ -165,7 +178,7 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, nodes int
 	cp.workers = startGroup(ctx, cp.failed)
 	cp.workers.run("kube-scheduler", func(ctx context.Context) error { return runScheduler(ctx, kubeconfig) })
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
-		return runControllerManager(ctx, kubeconfig, dir.pki())
+		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.gateArgs()...)
 	})
 	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })
 	// The default ServiceAccount is the controller manager's first visible

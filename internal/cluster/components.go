@@ -15,13 +15,17 @@ import (
 // ReplacedControllers are the kube-controller-manager loops that volplane
 // replaces; the embedded controller manager runs every other default loop, so
 // namespaces, service accounts, garbage collection and node lifecycle behave
-// as in a real cluster.
+// as in a real cluster. These are every storage loop kube-controller-manager
+// v1.37 runs by default (cmd/kube-controller-manager/app/core.go); its
+// selinux-warning-controller is off by default and stays off.
 var ReplacedControllers = []string{
 	"persistentvolume-binder",
 	"attachdetach",
 	"persistentvolume-expander",
 	"pvc-protection",
 	"pv-protection",
+	"ephemeral-volume",
+	"volumeattributesclass-protection-controller",
 }
 
 // runScheduler runs the real kube-scheduler until ctx is cancelled. Like the
@@ -44,7 +48,7 @@ func runScheduler(ctx context.Context, kubeconfig string) error {
 
 // runControllerManager runs the real kube-controller-manager without the
 // volume controllers until ctx is cancelled.
-func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
+func runControllerManager(ctx context.Context, kubeconfig string, p pki, gates ...string) error {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return fmt.Errorf("kube-controller-manager options: %w", err)
@@ -52,13 +56,13 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	named := s.Flags(all, disabled, aliases)
 	s.ParsedFlags = &named
-	err = parseFlags("kube-controller-manager", named.FlagSets, kubeconfig,
-		"--controllers=*,-"+strings.Join(ReplacedControllers, ",-"),
-		"--root-ca-file="+p.caCert(),
-		"--service-account-private-key-file="+p.serviceAccount(),
-		"--cluster-signing-cert-file="+p.caCert(),
-		"--cluster-signing-key-file="+p.caKey(),
-		"--use-service-account-credentials=false")
+	err = parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, append([]string{
+		"--controllers=*,-" + strings.Join(ReplacedControllers, ",-"),
+		"--root-ca-file=" + p.caCert(),
+		"--service-account-private-key-file=" + p.serviceAccount(),
+		"--cluster-signing-cert-file=" + p.caCert(),
+		"--cluster-signing-key-file=" + p.caKey(),
+		"--use-service-account-credentials=false"}, gates...)...)
 	if err != nil {
 		return err
 	}

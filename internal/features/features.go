@@ -8,6 +8,10 @@
 package features
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/component-base/featuregate"
@@ -89,3 +93,26 @@ func Or(g featuregate.FeatureGate) featuregate.FeatureGate {
 
 // AddFlag registers --feature-gates for g on fs.
 func AddFlag(g featuregate.MutableVersionedFeatureGate, fs *pflag.FlagSet) { g.AddFlag(fs) }
+
+// Names are volplane's gates, sorted.
+func Names() []featuregate.Feature {
+	names := make([]featuregate.Feature, 0, len(specs))
+	for n := range specs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Changed is g's gates whose value differs from the default, as a
+// --feature-gates value ("Name=true,..."), for the embedded kube-apiserver
+// and kube-controller-manager of `up`: every gate here is one of theirs.
+func Changed(g featuregate.FeatureGate) string {
+	var set []string
+	for _, n := range Names() {
+		if on := g.Enabled(n); on != defaults.Enabled(n) {
+			set = append(set, fmt.Sprintf("%s=%t", n, on))
+		}
+	}
+	return strings.Join(set, ",")
+}

@@ -41,6 +41,12 @@ func TestFlagSetsGatesAndRefusesLockedOrUnknown(t *testing.T) {
 			t.Errorf("Set(%q) accepted", bad)
 		}
 	}
+	if got, want := Changed(g), "CSIVolumeHealth=true,PersistentVolumeClaimUnusedSinceTime=false"; got != want {
+		t.Errorf("Changed %q, want %q", got, want)
+	}
+	if got := Changed(Defaults()); got != "" {
+		t.Errorf("Changed(Defaults()) %q, want none", got)
+	}
 	all := New()
 	if err := all.Set("AllAlpha=true"); err != nil {
 		t.Fatal(err)

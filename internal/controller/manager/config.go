@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/volplane/volplane/internal/controller/binder"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/endpoint"
+	"github.com/volplane/volplane/internal/features"
 )
 
 // The loops by the names --controllers takes. The protection,
@@ -96,7 +98,14 @@ type Config struct {
 	// Ready, if set, is told the address the metrics server listens on
 	// (useful with port 0).
 	Ready func(metricsAddr string)
+	// Features are the Kubernetes feature gates the loops read
+	// (internal/features, --feature-gates); nil: Kubernetes v1.37's
+	// defaults (features.Defaults).
+	Features featuregate.FeatureGate
 }
+
+// Gates are c.Features, or the defaults when none were given.
+func (c Config) Gates() featuregate.FeatureGate { return features.Or(c.Features) }
 
 // DefaultConfig is what `volplane controller` runs with no flags, and the
 // one place its defaults are written: the binder alone, leader-elected
