@@ -1,11 +1,15 @@
 package manager
 
-import "github.com/volplane/volplane/internal/controller/protection"
+import (
+	"github.com/volplane/volplane/internal/controller/protection"
+	"github.com/volplane/volplane/internal/features"
+)
 
 // protectionConfig is what both protection loops take.
 func protectionConfig(w wiring) protection.Config {
 	return protection.Config{Client: w.Client, Informers: w.Informers, Metrics: w.Metrics,
-		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod}
+		Workers: w.Config.Workers, ResyncPeriod: w.Config.ResyncPeriod,
+		TrackUnused: w.Config.Gates().Enabled(features.PersistentVolumeClaimUnusedSinceTime)}
 }
 
 // newClaimProtection builds kube-controller-manager's pvc-protection.

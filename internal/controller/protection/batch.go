@@ -25,10 +25,13 @@ type batch struct {
 	listed bool
 }
 
-// write is a decided finalizer change.
+// write is a decided finalizer change, an Unused condition to write, or
+// both.
 type write struct {
 	claim    *v1.PersistentVolumeClaim
 	decision protection.Decision
+	// unused, if set, is the claim's new Unused condition.
+	unused *v1.PersistentVolumeClaimCondition
 }
 
 // syncNamespace processes every claim queued for the namespace. Claims
@@ -75,6 +78,20 @@ func (c *ClaimLoop) decide(ctx context.Context, b *batch, name string) (*write, 
 	}
 	claim = c.newest.Observe(key, claim)
 	facts := protection.ClaimFacts{Claim: claim, Cached: c.cachedPods(key)}
+	var unused *v1.PersistentVolumeClaimCondition
+	if protection.UnusedTracked(c.trackUnused, claim) {
+		u := protection.DecideUnused(facts, metav1.Now())
+		if u.Action == protection.UnusedListPods {
+			if err := c.listLive(ctx, b); err != nil {
+				return nil, err
+			}
+			facts.Live, facts.Listed = b.live, true
+			u = protection.DecideUnused(facts, metav1.Now())
+		}
+		if u.Action == protection.UnusedWrite {
+			unused = &u.Condition
+		}
+	}
 	d := protection.DecideClaim(facts)
 	if d.Action == protection.ListPods {
 		if err := c.listLive(ctx, b); err != nil {
@@ -85,9 +102,12 @@ func (c *ClaimLoop) decide(ctx context.Context, b *batch, name string) (*write, 
 	}
 	switch d.Action {
 	case protection.AddFinalizer, protection.RemoveFinalizer:
-		return &write{claim: claim, decision: d}, nil
+		return &write{claim: claim, decision: d, unused: unused}, nil
 	case protection.Keep:
 		logger.V(2).Info("Keeping PVC because it is being used", "pvc", klog.KObj(claim), "pod", d.Pod, "use", d.Use)
+	}
+	if unused != nil {
+		return &write{claim: claim, decision: d, unused: unused}, nil
 	}
 	return nil, nil
 }

@@ -23,8 +23,10 @@ import (
 type ClaimLoop struct {
 	client  kubernetes.Interface
 	workers int
-	claims  corelisters.PersistentVolumeClaimLister
-	pods    cache.Indexer
+	// trackUnused keeps the claim condition Unused (Config.TrackUnused).
+	trackUnused bool
+	claims      corelisters.PersistentVolumeClaimLister
+	pods        cache.Indexer
 	// q holds namespaces; pending holds each one's queued claims.
 	q       workqueue.TypedRateLimitingInterface[string]
 	pending *pending
@@ -39,7 +41,7 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 		return nil, err
 	}
 	c := &ClaimLoop{
-		client: cfg.Client, workers: cfg.Workers,
+		client: cfg.Client, workers: cfg.Workers, trackUnused: cfg.TrackUnused,
 		q:       loop.NewQueue("pvcprotection", retryBase, retryMax),
 		pending: newPending(),
 		newest:  loop.NewNewest[*v1.PersistentVolumeClaim](),
@@ -82,7 +84,8 @@ func (c *ClaimLoop) enqueue(key string) {
 }
 
 // onClaim queues a claim that lacks the finalizer or is being deleted with
-// it; claims at rest are not worth a sync.
+// it, or whose Unused condition is tracked but not there yet; claims at
+// rest are not worth a sync.
 func (c *ClaimLoop) onClaim(obj any) {
 	claim, ok := obj.(*v1.PersistentVolumeClaim)
 	if !ok {
@@ -90,7 +93,8 @@ func (c *ClaimLoop) onClaim(obj any) {
 	}
 	key := binding.ClaimKey(claim)
 	claim = c.newest.Observe(key, claim)
-	if protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None {
+	if protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None ||
+		protection.UnusedTracked(c.trackUnused, claim) && protection.UnusedCondition(claim) == nil {
 		c.enqueue(key)
 	}
 }
@@ -101,10 +105,12 @@ func (c *ClaimLoop) onClaimDeleted(obj any) {
 	}
 }
 
-// onPod queues the claims of a pod whose event may free them.
+// onPod queues the claims of a pod whose event may free them; with the
+// Unused condition tracked, every pod event may change it (the reference
+// drops its filter then).
 func (c *ClaimLoop) onPod(obj any, e protection.PodEvent) {
 	pod, ok := loop.As[*v1.Pod](obj)
-	if !ok || !protection.PodEventMayRelease(pod, e) {
+	if !ok || !c.trackUnused && !protection.PodEventMayRelease(pod, e) {
 		return
 	}
 	for _, key := range protection.ClaimKeys(pod) {

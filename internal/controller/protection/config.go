@@ -27,6 +27,9 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Metrics, if set, takes the loops' stuck-key metrics (loop.Runner).
 	Metrics prometheus.Registerer
+	// TrackUnused makes the claim loop keep the claim condition Unused
+	// (gate PersistentVolumeClaimUnusedSinceTime).
+	TrackUnused bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,25 +18,60 @@ import (
 
 // finalizerPatch is a strategic-merge patch that adds (AddFinalizer) or
 // deletes (RemoveFinalizer) one finalizer of the object with the given UID.
-// finalizers is a merge list: other finalizers are left alone. The UID is
-// immutable, so the patch fails on an object re-created under the same
-// name.
-func finalizerPatch(uid types.UID, finalizer string, action protection.Action) []byte {
+// finalizers is a merge list: other finalizers are left alone. An added
+// finalizer goes after the object's existing ones (have), as
+// kube-controller-manager appends it: a merge list puts the patch's items
+// first unless $setElementOrder says otherwise; a finalizer another writer
+// added meanwhile lands after ours, never lost. The UID is immutable, so the
+// patch fails on an object re-created under the same name.
+func finalizerPatch(uid types.UID, have []string, finalizer string, action protection.Action) []byte {
 	meta := map[string]any{"uid": uid}
 	if action == protection.RemoveFinalizer {
 		meta["$deleteFromPrimitiveList/finalizers"] = []string{finalizer}
 	} else {
 		meta["finalizers"] = []string{finalizer}
+		meta["$setElementOrder/finalizers"] = append(slices.Clone(have), finalizer)
 	}
 	out, _ := json.Marshal(map[string]any{"metadata": meta}) // maps of strings always marshal
 	return out
 }
 
-// write makes the claim's decided finalizer change.
+// write makes the claim's decided changes: the Unused condition first (as
+// the reference does), then the finalizer.
 func (c *ClaimLoop) write(ctx context.Context, w write) error {
+	if w.unused != nil {
+		if err := c.writeUnused(ctx, w.claim, *w.unused); err != nil {
+			return err
+		}
+	}
+	if a := w.decision.Action; a != protection.AddFinalizer && a != protection.RemoveFinalizer {
+		return nil
+	}
+	return c.writeFinalizer(ctx, w)
+}
+
+// writeUnused writes the claim's Unused condition with a full status
+// update, as the reference does: the decision rests on the condition read,
+// so a claim changed since is refused (a conflict) and decided again.
+func (c *ClaimLoop) writeUnused(ctx context.Context, claim *v1.PersistentVolumeClaim, cond v1.PersistentVolumeClaimCondition) error {
+	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx,
+		protection.WithUnused(claim, cond), metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating Unused condition of PVC %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	c.newest.Wrote(binding.ClaimKey(claim), out)
+	klog.FromContext(ctx).V(3).Info("Updated Unused condition in PVC status", "pvc", klog.KObj(claim), "status", cond.Status)
+	return nil
+}
+
+// writeFinalizer makes the claim's decided finalizer change.
+func (c *ClaimLoop) writeFinalizer(ctx context.Context, w write) error {
 	logger := klog.FromContext(ctx)
 	claim, remove := w.claim, w.decision.Action == protection.RemoveFinalizer
-	patch := finalizerPatch(claim.UID, protection.ClaimFinalizer, w.decision.Action)
+	patch := finalizerPatch(claim.UID, claim.Finalizers, protection.ClaimFinalizer, w.decision.Action)
 	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
 		types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	switch {
