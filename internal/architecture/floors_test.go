@@ -63,6 +63,7 @@ var floors = map[string]floor{
 
 	"internal/snapshotbinding": pure,
 	"internal/grouping":        pure,
+	"internal/ephemeral":       pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,

@@ -5,9 +5,9 @@
 // one name with one function, however many loops read it.
 //
 // Nouns: the indexes (ClaimOfPod, NodeOfPod, NodeOfAttachment,
-// PVOfAttachment, VolumeOfPV, ClaimOfSnapshot) and the lookups that read
-// them (PodsUsing, PodsOn, AttachmentsOn, AttachmentsOf, PVsOf,
-// SnapshotsOf).
+// PVOfAttachment, VolumeOfPV, ClaimOfSnapshot, ClassOfPV, ClassOfClaim)
+// and the lookups that read them (PodsUsing, PodsOn, AttachmentsOn,
+// AttachmentsOf, PVsOf, SnapshotsOf, PVsOfClass, ClaimsOfClass).
 package informerindex
 
 import (
@@ -44,6 +44,12 @@ const (
 	// the claim they snapshot (spec.source.persistentVolumeClaimName, in
 	// the snapshot's own namespace).
 	ClaimOfSnapshot = "volplane.io/snapshot-claim"
+	// ClassOfPV indexes PVs by the VolumeAttributesClass they name
+	// (protection.VolumeClasses).
+	ClassOfPV = "volplane.io/pv-attributes-class"
+	// ClassOfClaim indexes claims by every VolumeAttributesClass they name
+	// in spec or status (protection.ClaimClasses).
+	ClassOfClaim = "volplane.io/claim-attributes-class"
 )
 
 // Pods returns the factory's pod informer with ClaimOfPod and NodeOfPod.
@@ -61,6 +67,16 @@ func VolumeAttachments(f informers.SharedInformerFactory) (cache.SharedIndexInfo
 // PersistentVolumes returns the factory's PV informer with VolumeOfPV.
 func PersistentVolumes(f informers.SharedInformerFactory) (cache.SharedIndexInformer, error) {
 	return ensure(f.Core().V1().PersistentVolumes().Informer(), cache.Indexers{VolumeOfPV: volumeOfPV})
+}
+
+// ClassUsers returns the factory's PV and claim informers with ClassOfPV
+// and ClassOfClaim.
+func ClassUsers(f informers.SharedInformerFactory) (pvs, claims cache.SharedIndexInformer, err error) {
+	if pvs, err = ensure(f.Core().V1().PersistentVolumes().Informer(), cache.Indexers{ClassOfPV: classOfPV}); err != nil {
+		return nil, nil, err
+	}
+	claims, err = ensure(f.Core().V1().PersistentVolumeClaims().Informer(), cache.Indexers{ClassOfClaim: classOfClaim})
+	return pvs, claims, err
 }
 
 // VolumeSnapshots returns the factory's VolumeSnapshot informer with
@@ -132,6 +148,20 @@ func volumeOfPV(obj any) ([]string, error) {
 	return nil, nil
 }
 
+func classOfPV(obj any) ([]string, error) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok {
+		return protection.VolumeClasses(pv), nil
+	}
+	return nil, nil
+}
+
+func classOfClaim(obj any) ([]string, error) {
+	if c, ok := obj.(*v1.PersistentVolumeClaim); ok {
+		return protection.ClaimClasses(c), nil
+	}
+	return nil, nil
+}
+
 func claimOfSnapshot(obj any) ([]string, error) {
 	if s, ok := obj.(*snapv1.VolumeSnapshot); ok && s.Spec.Source.PersistentVolumeClaimName != nil {
 		return []string{cache.NewObjectName(s.Namespace, *s.Spec.Source.PersistentVolumeClaimName).String()}, nil
@@ -162,6 +192,17 @@ func AttachmentsOf(vas cache.Indexer, pv string) ([]*storagev1.VolumeAttachment,
 // PVsOf are the PVs of the unique volume name (attachment.UniqueVolumeName).
 func PVsOf(pvs cache.Indexer, unique v1.UniqueVolumeName) ([]*v1.PersistentVolume, error) {
 	return by[*v1.PersistentVolume](pvs, VolumeOfPV, string(unique))
+}
+
+// PVsOfClass are the PVs naming the VolumeAttributesClass.
+func PVsOfClass(pvs cache.Indexer, class string) ([]*v1.PersistentVolume, error) {
+	return by[*v1.PersistentVolume](pvs, ClassOfPV, class)
+}
+
+// ClaimsOfClass are the claims naming the VolumeAttributesClass in spec or
+// status.
+func ClaimsOfClass(claims cache.Indexer, class string) ([]*v1.PersistentVolumeClaim, error) {
+	return by[*v1.PersistentVolumeClaim](claims, ClassOfClaim, class)
 }
 
 // SnapshotsOf are the VolumeSnapshots of the claim name in namespace.

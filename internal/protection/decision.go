@@ -24,10 +24,14 @@ const (
 	// ListPods: no pod in the informer cache uses the claim; the
 	// namespace's pods must be listed live before the finalizer may go.
 	ListPods
+	// ListUsers: no PV or claim in the informer caches uses the
+	// VolumeAttributesClass; they must be listed live before the
+	// finalizer may go.
+	ListUsers
 )
 
 func (a Action) String() string {
-	return [...]string{"None", "AddFinalizer", "RemoveFinalizer", "Keep", "ListPods"}[a]
+	return [...]string{"None", "AddFinalizer", "RemoveFinalizer", "Keep", "ListPods", "ListUsers"}[a]
 }
 
 // Reason says why. The set is closed; logs and tests use the same values.
@@ -42,10 +46,16 @@ const (
 	ReasonFinalizerGone Reason = "FinalizerGone"
 	// ReasonUsedByPod: a pod uses the claim (Decision.Pod names it).
 	ReasonUsedByPod Reason = "UsedByPod"
-	// ReasonNotInCache: no pod in the informer cache uses the claim.
+	// ReasonNotInCache: no pod in the informer cache uses the claim (no PV
+	// or claim, the VolumeAttributesClass).
 	ReasonNotInCache Reason = "NotInCache"
-	// ReasonUnused: no pod of a live list uses the claim.
+	// ReasonUnused: no pod of a live list uses the claim (no PV or claim
+	// of a live list, the VolumeAttributesClass).
 	ReasonUnused Reason = "Unused"
+	// ReasonUsedByVolume, ReasonUsedByClaim: a PV or a claim uses the
+	// VolumeAttributesClass (Decision.User names it).
+	ReasonUsedByVolume Reason = "UsedByVolume"
+	ReasonUsedByClaim  Reason = "UsedByClaim"
 	// ReasonBound: the volume is Bound.
 	ReasonBound Reason = "Bound"
 	// ReasonNotBound: the volume is in any phase but Bound.
@@ -60,11 +70,17 @@ type Decision struct {
 	Pod string
 	// Use says how that pod uses the claim.
 	Use Use
+	// User names the PV or the "namespace/name" of the claim keeping a
+	// VolumeAttributesClass (ReasonUsedByVolume, ReasonUsedByClaim).
+	User string
 }
 
 func (d Decision) String() string {
-	if d.Reason == ReasonUsedByPod {
+	switch d.Reason {
+	case ReasonUsedByPod:
 		return fmt.Sprintf("%s: %s (pod %s, %s)", d.Action, d.Reason, d.Pod, d.Use)
+	case ReasonUsedByVolume, ReasonUsedByClaim:
+		return fmt.Sprintf("%s: %s (%s)", d.Action, d.Reason, d.User)
 	}
 	return fmt.Sprintf("%s: %s", d.Action, d.Reason)
 }

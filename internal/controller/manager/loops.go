@@ -95,6 +95,8 @@ func table() []row {
 		{name: Provisioner, needs: NeedsDrivers, build: newProvisioner},
 		{name: PVCProtection, build: newClaimProtection},
 		{name: PVProtection, build: newVolumeProtection},
+		{name: EphemeralVolume, build: newEphemeralVolume},
+		{name: VACProtection, build: newClassProtection},
 		{name: AttachDetach, build: newAttachDetach},
 		{name: Attacher, needs: NeedsDrivers, build: newAttacher},
 		{name: Expander, build: newExpander},

@@ -1,13 +1,28 @@
-// Package protection runs the pvc-protection and pv-protection loops, the
-// roles of kube-controller-manager's persistentvolumeclaim-protection and
-// persistentvolume-protection controllers: they add the protection
-// finalizer to claims and volumes that lack it, and remove it from a claim
-// being deleted once no pod uses it (ClaimLoop) and from a volume being
-// deleted once it is no longer Bound (VolumeLoop). What to do is decided by
+// Package protection runs the pvc-protection, pv-protection and
+// vac-protection loops, the roles of kube-controller-manager's
+// persistentvolumeclaim-protection, persistentvolume-protection and
+// volumeattributesclass-protection controllers (v1.37): they add the
+// protection finalizer to claims, volumes and VolumeAttributesClasses that
+// lack it, and remove it from a claim being deleted once no pod uses it
+// (ClaimLoop), from a volume being deleted once it is no longer Bound
+// (VolumeLoop), and from a VolumeAttributesClass being deleted once no PV
+// or claim names it (ClassLoop). With Config.TrackUnused (gate
+// PersistentVolumeClaimUnusedSinceTime) ClaimLoop also keeps the claim
+// condition Unused of Bound claims: True (NoPodsUsingPVC) while no pod
+// that has not terminated references the claim, False (PodUsingPVC)
+// while one does, lastTransitionTime at each change, written with a full
+// status update as the reference does. What to do is decided by
 // internal/protection; this package reads, asks it, and writes.
 //
-// Nouns: Config (what both loops need), ClaimLoop and VolumeLoop (the two
-// loops, each selectable on its own), pending (the claims queued per
+// ClassLoop looks at a class when it is added or updated, and when a PV or
+// a claim that named it stops naming it or is deleted; it asks the caches
+// first (informerindex.ClassUsers) and, beyond the reference, confirms an
+// unused class against a live list of PVs and claims before its finalizer
+// goes. Its finalizer is written with a full Update, as the reference
+// does.
+//
+// Nouns: Config (what the loops need), ClaimLoop, VolumeLoop and ClassLoop
+// (the loops, each selectable on its own), pending (the claims queued per
 // namespace), batch (one namespace's claims processed together, sharing at
 // most one live pod list).
 //

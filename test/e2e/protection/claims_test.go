@@ -73,7 +73,7 @@ func TestUnscheduledPodsAndPodsOfOtherNamespacesDoNotKeepAClaim(t *testing.T) {
 func TestEphemeralClaimIsKeptWhileItsPodIsNotShutDown(t *testing.T) {
 	e := newEnv(t)
 	e.createPod("app", withEphemeral("scratch", classNone), heldBy("test.volplane.io/hold"))
-	e.eventually("ephemeral claim made by kube-controller-manager", func() string {
+	e.eventually("ephemeral claim made by the ephemeral-volume loop", func() string {
 		if e.findClaim("app-scratch") == nil {
 			return "no claim app-scratch"
 		}
@@ -92,7 +92,7 @@ func TestEphemeralClaimIsKeptWhileItsPodIsNotShutDown(t *testing.T) {
 
 // A claim that has an ephemeral volume's name but was not made for the pod
 // (the pod does not control it) is not that pod's to keep. Once it is gone,
-// kube-controller-manager makes the pod's own claim under that name.
+// the ephemeral-volume loop makes the pod's own claim under that name.
 func TestClaimNamedLikeAnEphemeralVolumeButNotOwnedIsNotKept(t *testing.T) {
 	e := newEnv(t)
 	foreign := e.createClaim("app-scratch", classNone)

@@ -203,7 +203,7 @@ func usingClaim(claim string) podOpt {
 	}
 }
 
-// withEphemeral adds a generic ephemeral volume; kube-controller-manager
+// withEphemeral adds a generic ephemeral volume; the ephemeral-volume loop
 // makes its claim, "<pod>-<volume>", controlled by the pod.
 func withEphemeral(volume, class string) podOpt {
 	return func(p *corev1.Pod) {

@@ -1,8 +1,8 @@
 // Package protection runs the pvc-protection and pv-protection loops end to
 // end, as `volplane up` runs them: next to the binder and the provisioner,
 // against the embedded, real kube-apiserver (whose admission plugin adds the
-// finalizers) and kube-controller-manager (ephemeral volumes, garbage
-// collection), with the bundled hostpath driver served on each simulated
+// claim and volume finalizers) and kube-controller-manager (garbage
+// collection), with ephemeral-volume and vac-protection, with the bundled hostpath driver served on each simulated
 // node. No kubelet runs: pods are at most scheduled, and their phase is
 // written by the tests when it matters.
 //
@@ -48,7 +48,8 @@ var bed struct {
 }
 
 // everyLoop is what `volplane up` runs.
-var everyLoop = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection}
+var everyLoop = []string{manager.Binder, manager.Provisioner, manager.PVCProtection, manager.PVProtection,
+	manager.EphemeralVolume, manager.VACProtection}
 
 func TestMain(m *testing.M) {
 	support.Main(m, 2, setUp)
