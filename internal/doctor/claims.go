@@ -42,7 +42,7 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 			problem += " " + explain.Sentence(r.Volumes.Summary)
 		}
 		out = append(out, Finding{Kind: KindClaimPending, Severity: SeverityProblem, Object: claimObject(c), Problem: problem,
-			Fixes: []Fix{explainClaim(c)}})
+			Fixes: append(placedFixes(c, r), explainClaim(c))})
 	}
 	return out
 }

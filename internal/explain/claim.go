@@ -43,6 +43,9 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	r.SelectedNode = claim.Annotations[storagehelpers.AnnSelectedNode]
 	if binding.DelayBinding(in.Class) && unbound(claim) && r.SelectedNode == "" {
 		r.WaitingForPods = binding.UnscheduledPods(in.Pods)
+		if r.PlacedDirectly = placedDirectly(claim, in.Pods); len(r.PlacedDirectly) > 0 && len(r.WaitingForPods) == 0 {
+			r.Summary = placedSummary(r.PlacedDirectly)
+		}
 	}
 	if claim.Status.Phase != v1.ClaimBound {
 		r.Provisioning = provisioningOf(claim, f)

@@ -30,6 +30,9 @@ func (r ClaimReport) Table(w io.Writer) error {
 	if len(r.WaitingForPods) > 0 {
 		t.field("Waiting for", "pods "+strings.Join(r.WaitingForPods, ", "))
 	}
+	for _, p := range r.PlacedDirectly {
+		t.field("Placed directly", p.String())
+	}
 	if r.Volumes != nil {
 		t.field("Volumes", r.Volumes.Summary)
 		t.verdicts(r.Volumes)

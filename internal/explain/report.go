@@ -22,7 +22,11 @@ type ClaimReport struct {
 	Volumes *Considered `json:"volumes,omitempty"`
 	// WaitingForPods are the unscheduled pods a WaitForFirstConsumer claim
 	// waits for.
-	WaitingForPods []string      `json:"waitingForPods,omitempty"`
+	WaitingForPods []string `json:"waitingForPods,omitempty"`
+	// PlacedDirectly are the pods using an unbound WaitForFirstConsumer
+	// claim that were put on a node directly (spec.nodeName): the
+	// scheduler never selects a node for the claim.
+	PlacedDirectly []PlacedPod   `json:"placedDirectly,omitempty"`
 	SelectedNode   string        `json:"selectedNode,omitempty"`
 	Provisioning   *Provisioning `json:"provisioning,omitempty"`
 	Volume         *BoundVolume  `json:"volume,omitempty"`

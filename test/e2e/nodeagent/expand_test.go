@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volplane/volplane/test/e2e/support"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,7 +75,7 @@ func expandedOnNode(c *corev1.PersistentVolumeClaim) string {
 		return "capacity " + got.String()
 	case c.Status.AllocatedResourceStatuses != nil:
 		return fmt.Sprintf("allocatedResourceStatuses %v", c.Status.AllocatedResourceStatuses)
-	case len(c.Status.Conditions) > 0:
+	case len(support.ConditionsBesidesUnused(c)) > 0:
 		return fmt.Sprintf("conditions %v", c.Status.Conditions)
 	}
 	return ""

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volplane/volplane/test/e2e/support"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -119,7 +121,7 @@ func (e *env) grow(claim, size string) {
 			return err.Error()
 		}
 		got := c.Status.Capacity[corev1.ResourceStorage]
-		if got.Cmp(resource.MustParse(size)) != 0 || len(c.Status.AllocatedResourceStatuses) != 0 || len(c.Status.Conditions) != 0 {
+		if got.Cmp(resource.MustParse(size)) != 0 || len(c.Status.AllocatedResourceStatuses) != 0 || len(support.ConditionsBesidesUnused(c)) != 0 {
 			return fmt.Sprintf("capacity %s, statuses %v, conditions %v; events %s",
 				got.String(), c.Status.AllocatedResourceStatuses, c.Status.Conditions, e.events(claim))
 		}
@@ -262,4 +264,42 @@ func (e *env) events(name string) string {
 		out = append(out, ev.Reason+": "+ev.Message)
 	}
 	return strings.Join(out, "; ")
+}
+
+// ephemeral creates a pod on node whose generic ephemeral volume "scratch"
+// is of class, and waits until the claim ephemeral-volume makes for it,
+// "<name>-scratch", is Bound; it returns the claim's name.
+func (e *env) ephemeral(name, node, class string) string {
+	e.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox:1.37",
+				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}}},
+			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+				VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+					StorageClassName: ptr.To(class), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}},
+		},
+	}
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	claim := name + "-scratch"
+	e.bound(claim)
+	return claim
+}
+
+// classGone deletes a VolumeAttributesClass nothing uses any more and waits
+// until vac-protection lets it go.
+func (e *env) classGone(name string) {
+	e.t.Helper()
+	if err := e.client.StorageV1().VolumeAttributesClasses().Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	e.waitGone("VolumeAttributesClass", name, func() error {
+		_, err := e.client.StorageV1().VolumeAttributesClasses().Get(e.ctx, name, metav1.GetOptions{})
+		return err
+	})
 }

@@ -229,6 +229,9 @@ func lifecycle(e *env) {
 	// Network, policy Delete.
 	e.claim("network-delete", bundle.NetworkClass)
 	networkDeleted := e.bound("network-delete")
+	// Ephemeral: the claim of a pod's generic ephemeral volume, made by
+	// ephemeral-volume (it goes with the pod, below).
+	scratch := e.ephemeral("ephemeral-app", node, bundle.WaitClass)
 	// Snapshots of both, restores and a group snapshot, all deleted.
 	snapshotLifecycle(e, node, "wffc", "network-delete", secret)
 
@@ -243,8 +246,16 @@ func lifecycle(e *env) {
 	e.gone("claim", "network")
 	e.released(attached)
 	e.gone("pv", attached)
-	// Delete: the volumes go with their claims.
+	// Delete: the volumes go with their claims; the ephemeral claim goes
+	// with its pod (the garbage collector), and the attributes class no
+	// claim or volume uses any more goes too (vac-protection).
 	e.gone("pod", "local-app")
+	e.gone("pod", "ephemeral-app")
+	e.waitGone("claim", scratch, func() error {
+		_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, scratch, metav1.GetOptions{})
+		return err
+	})
+	e.classGone(premium)
 	for _, claim := range []string{"wffc", "immediate", "network-delete"} {
 		e.gone("claim", claim)
 	}

@@ -50,3 +50,17 @@ func Pod(namespace, name, node, claim string) *corev1.Pod {
 	}
 	return p
 }
+
+// ConditionsBesidesUnused are the claim's conditions but Unused, which
+// pvc-protection keeps on every Bound claim (gate
+// PersistentVolumeClaimUnusedSinceTime, on by default since v1.37): what
+// a test of a resize or a modification expects to be empty once done.
+func ConditionsBesidesUnused(c *corev1.PersistentVolumeClaim) []corev1.PersistentVolumeClaimCondition {
+	var out []corev1.PersistentVolumeClaimCondition
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != corev1.PersistentVolumeClaimUnused {
+			out = append(out, cond)
+		}
+	}
+	return out
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volplane/volplane/test/e2e/support"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,7 +159,7 @@ func (e *env) grownTo(claim, size string) func() string {
 	return func() string {
 		c := e.getClaim(claim)
 		got := c.Status.Capacity[corev1.ResourceStorage]
-		if got.Cmp(resource.MustParse(size)) != 0 || len(c.Status.AllocatedResourceStatuses) != 0 || len(c.Status.Conditions) != 0 {
+		if got.Cmp(resource.MustParse(size)) != 0 || len(c.Status.AllocatedResourceStatuses) != 0 || len(support.ConditionsBesidesUnused(c)) != 0 {
 			return fmt.Sprintf("capacity %s, statuses %v, conditions %v; events %s",
 				got.String(), c.Status.AllocatedResourceStatuses, c.Status.Conditions, e.events(claim))
 		}
