@@ -51,5 +51,5 @@ func placedSummary(placed []PlacedPod) string {
 
 // String is the pod and its node, for the table.
 func (p PlacedPod) String() string {
-	return fmt.Sprintf("pod %s on node %s (spec.nodeName: the scheduler never saw it)", p.Pod, p.Node)
+	return fmt.Sprintf("pod %s on node %s by spec.nodeName: the scheduler never saw it", p.Pod, p.Node)
 }

@@ -30,7 +30,7 @@ func TestPodPlacedOnANodeDirectlyIsNamedWithTheFix(t *testing.T) {
 		t.Errorf("placed %+v", r.PlacedDirectly)
 	}
 	var out bytes.Buffer
-	if err := r.Table(&out); err != nil || !strings.Contains(out.String(), "pod pinned on node node-2 (spec.nodeName") {
+	if err := r.Table(&out); err != nil || !strings.Contains(out.String(), "pod pinned on node node-2 by spec.nodeName") {
 		t.Errorf("table %v:\n%s", err, out.String())
 	}
 

@@ -31,7 +31,7 @@ func (r ClaimReport) Table(w io.Writer) error {
 		t.field("Waiting for", "pods "+strings.Join(r.WaitingForPods, ", "))
 	}
 	for _, p := range r.PlacedDirectly {
-		t.field("Placed directly", p.String())
+		t.field("Placed", p.String())
 	}
 	if r.Volumes != nil {
 		t.field("Volumes", r.Volumes.Summary)
