@@ -67,8 +67,13 @@ Without --kubeconfig and with KUBECONFIG unset it uses the in-cluster
 configuration. Turn off the matching loops of the cluster's
 kube-controller-manager first (for the binder: --controllers=*,-persistentvolume-binder;
 for the protection loops: -pvc-protection,-pv-protection; for attachdetach: -attachdetach;
-for the expander: -persistentvolume-expander), or two controllers will fight over the
-same objects (or, for the expander, announce every expansion twice).
+for the expander: -persistentvolume-expander; for ephemeral-volume: -ephemeral-volume;
+for vac-protection: -volumeattributesclass-protection-controller), or two controllers
+will fight over the same objects (or, for the expander, announce every expansion twice).
+
+--feature-gates takes kube-controller-manager's gates the loops read, with
+Kubernetes v1.37's defaults (PersistentVolumeClaimUnusedSinceTime on: pvc-protection
+keeps the claim condition Unused; CSIVolumeHealth off).
 
 The provisioner, the attacher and the resizer serve the CSI drivers behind
 --csi-endpoint (their names come from the drivers); turn off the

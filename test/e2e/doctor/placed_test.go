@@ -1,10 +1,12 @@
 package doctor
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -18,6 +20,15 @@ import (
 func TestDoctorReportsAPodPlacedOnANodeDirectly(t *testing.T) {
 	e := newEnv(t)
 	node := stack.CP.Nodes[1]
+	t.Cleanup(func() {
+		e.cleanUp()
+		e.eventually("claim data gone", func() string {
+			if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, "data", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("still there (%v)", err)
+			}
+			return ""
+		})
+	})
 	e.claim("data", "1Gi", bundle.WaitClass)
 	pinned := support.Pod(e.ns, "pinned", "", "data")
 	pinned.Spec.NodeName = node
