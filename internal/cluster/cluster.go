@@ -30,6 +30,12 @@ type Config struct {
 	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
 	// matters and the data dir is thrown away.
 	UnsafeNoFsync bool
+	// Binaries, when set, is a directory holding kube-apiserver,
+	// kube-scheduler and kube-controller-manager of another Kubernetes
+	// release: they run as child processes with the flags of the embedded
+	// ones, instead of the embedded ones. For tests only: tools/compat runs
+	// the end-to-end core against the oldest supported release this way.
+	Binaries string
 	// FeatureGates, if set, is passed as --feature-gates to the embedded
 	// kube-apiserver and kube-controller-manager ("Name=true,..."): the
 	// gates volplane's loops read that the API also checks (the health
@@ -161,7 +167,12 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 	advertise, _ := cfg.Advertise()
 	args := append(apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise), cfg.gateArgs()...)
 	cp.api = startGroup(ctx, cp.failed)
-	cp.api.run("kube-apiserver", func(ctx context.Context) error { return runAPIServer(ctx, args) })
+	cp.api.run("kube-apiserver", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			return runBinary(ctx, cfg.Binaries, "kube-apiserver", dir.logDir(), args)
+		}
+		return runAPIServer(ctx, args)
+	})
 	return cp.waitReady(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
 		body, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
@@ -176,8 +187,17 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Confi
 	}
 	kubeconfig := dir.kubeconfig()
 	cp.workers = startGroup(ctx, cp.failed)
-	cp.workers.run("kube-scheduler", func(ctx context.Context) error { return runScheduler(ctx, kubeconfig) })
+	cp.workers.run("kube-scheduler", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			return runBinary(ctx, cfg.Binaries, "kube-scheduler", dir.logDir(), componentArgs(kubeconfig))
+		}
+		return runScheduler(ctx, kubeconfig)
+	})
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			args := componentArgs(kubeconfig, append(controllerManagerArgs(dir.pki()), cfg.gateArgs()...)...)
+			return runBinary(ctx, cfg.Binaries, "kube-controller-manager", dir.logDir(), args)
+		}
 		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.gateArgs()...)
 	})
 	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })
