@@ -91,7 +91,7 @@ func TestControllerIsHighlyAvailableAndUnprivileged(t *testing.T) {
 			t.Errorf("controller args %v lack %s", c.Args, want)
 		}
 	}
-	if !slices.Contains(c.Args, "--controllers=binder,pvc-protection,pv-protection,attachdetach,expander,snapshot") {
+	if !slices.Contains(c.Args, "--controllers=binder,pvc-protection,pv-protection,attachdetach,expander,ephemeral-volume,vac-protection,snapshot") {
 		t.Errorf("controller args %v: want every central loop, the snapshot-controller's role included", c.Args)
 	}
 	probes := map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe}
