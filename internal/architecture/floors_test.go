@@ -62,6 +62,7 @@ var floors = map[string]floor{
 
 	"internal/snapshotbinding": pure,
 	"internal/grouping":        pure,
+	"internal/capacity":        pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
@@ -71,6 +72,7 @@ var floors = map[string]floor{
 	"internal/controller/resizing": machinery,
 	"internal/controller/secrets":  machinery,
 	"internal/informerindex":       machinery,
+	"internal/controller/inflight": machinery,
 
 	"internal/nodeagent": loop, // the node agent is a loop: internal/mounting decides
 
