@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/volplane/volplane/internal/controller/capacity"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 )
@@ -173,6 +174,12 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 		"with --node-deployment, the longest wait before claiming an Immediate claim")
 	fl.StringVar(&f.cfg.SnapshotControllerElsewhere, "snapshot-controller-elsewhere", "refuse",
 		"what --controllers snapshot does on a cluster that already runs a snapshot-controller (its Lease snapshot-controller-leader renewed lately) or serves no v1 group snapshot API: refuse to start, or ignore it")
+	fl.DurationVar(&f.cfg.Capacity.PollInterval, "capacity-poll-interval", capacity.DefaultPollInterval,
+		"with --controllers capacity, how often every driver's GetCapacity is asked again (besides at once after a provision or delete on a segment)")
+	fl.BoolVar(&f.cfg.Capacity.Immediate, "capacity-for-immediate-binding", false,
+		"with --controllers capacity, also publish CSIStorageCapacity objects for Immediate classes (the scheduler reads them only for WaitForFirstConsumer claims)")
+	fl.StringVar(&f.cfg.Capacity.Namespace, "capacity-namespace", os.Getenv("NAMESPACE"),
+		"with --controllers capacity, the namespace of the CSIStorageCapacity objects (default: $NAMESPACE, else --leader-elect-namespace)")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	return cmd
 }

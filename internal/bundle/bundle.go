@@ -191,13 +191,13 @@ func (b *Drivers) Stop() {
 // CSIDrivers and the classes. A user may edit or delete them; Register
 // creates what is missing and never overwrites what is there.
 func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
-	driver := func(name string, attach bool) *storagev1.CSIDriver {
+	driver := func(name string, attach, storageCapacity bool) *storagev1.CSIDriver {
 		return &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: storagev1.CSIDriverSpec{
 				AttachRequired:       ptr.To(attach),
 				PodInfoOnMount:       ptr.To(false),
-				StorageCapacity:      ptr.To(false),
+				StorageCapacity:      ptr.To(storageCapacity),
 				VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
 			},
 		}
@@ -216,8 +216,11 @@ func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
 		return sc
 	}
 	// Node-local volumes need no attaching, like local storage; network
-	// volumes are attached to the node that uses them.
-	return []*storagev1.CSIDriver{driver(hostpath.DriverName, false), driver(hostpath.NetworkDriverName, true)},
+	// volumes are attached to the node that uses them. The capacity loop
+	// publishes the node-local driver's capacity per node, which the
+	// scheduler reads for its WaitForFirstConsumer claims
+	// (storageCapacity); a network volume fits any node.
+	return []*storagev1.CSIDriver{driver(hostpath.DriverName, false, true), driver(hostpath.NetworkDriverName, true, false)},
 		[]*storagev1.StorageClass{
 			class(ImmediateClass, hostpath.DriverName, storagev1.VolumeBindingImmediate, true),
 			class(WaitClass, hostpath.DriverName, storagev1.VolumeBindingWaitForFirstConsumer, false),
