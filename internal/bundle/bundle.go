@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +61,10 @@ type Config struct {
 	// Faults are injected into every driver's controller service (see
 	// hostpath.Faults): for soak tests; the zero value injects none.
 	Faults hostpath.Faults
+	// Interceptor, if set, gives each node's node-local driver an
+	// interceptor around its calls (hostpath.Config.Interceptor): for tests
+	// that count what each node was asked.
+	Interceptor func(node string) grpc.UnaryServerInterceptor
 }
 
 // Drivers are the bundled CSI drivers of a set of simulated nodes, served
@@ -101,6 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 			Endpoint: endpoint.Format(filepath.Join(socketDir, node+".sock")), NodeID: node,
 			DataDir: filepath.Join(cfg.DataDir, "hostpath", node), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
 			Faults: cfg.Faults,
+		}
+		if cfg.Interceptor != nil {
+			local.Interceptor = cfg.Interceptor(node)
 		}
 		if err := b.run(ctx, local, "driver for "+node); err != nil {
 			b.Stop()

@@ -30,6 +30,7 @@ func (r ClaimReport) Table(w io.Writer) error {
 	if len(r.WaitingForPods) > 0 {
 		t.field("Waiting for", "pods "+strings.Join(r.WaitingForPods, ", "))
 	}
+	t.capacity(r.Capacity)
 	if r.Volumes != nil {
 		t.field("Volumes", r.Volumes.Summary)
 		t.verdicts(r.Volumes)

@@ -81,24 +81,30 @@ func (c *Controller) segments(driver string) ([]capacitycore.Segment, error) {
 }
 
 // ask calls GetCapacity for every item without an answer or on a stale
-// segment, and records each answer in the ledger. Failed segments stay
-// stale for the retry.
+// segment that no CreateVolume is out on (inflight.Ledger.Busy), and
+// records each answer in the ledger. Failed and busy segments stay stale:
+// the retry, or the end of the create, asks again.
 func (c *Controller) ask(ctx context.Context, driver string, items []capacitycore.Item, classes map[string]*storagev1.StorageClass) error {
 	stale, all := c.stale(driver, time.Now())
 	known, _ := c.cfg.Ledger.Snapshot(driver, items)
 	var errs []error
-	var failed []string
+	var failed, later []string
 	for _, it := range items {
 		seg := it.Segment.Key()
 		if _, ok := known[it.Key()]; ok && !all && !stale[seg] {
+			continue
+		}
+		if c.cfg.Ledger.Busy(driver, it.Segment) {
+			// Asked once the create there is answered (Settle wakes us).
+			later = append(later, seg)
 			continue
 		}
 		if err := c.askOne(ctx, driver, it, classes[it.Class]); err != nil {
 			errs, failed = append(errs, err), append(failed, seg)
 		}
 	}
-	if len(failed) > 0 {
-		c.staleAgain(driver, failed)
+	if len(failed)+len(later) > 0 {
+		c.staleAgain(driver, append(failed, later...))
 	}
 	return errors.Join(errs...)
 }

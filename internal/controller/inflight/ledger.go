@@ -11,9 +11,9 @@
 // The provisioner calls Reserve before it sends CreateVolume (with a check
 // for a claim on a selected node: no room, no call), Settle once the driver
 // answered, Release on a path that never sent it, and Changed after a
-// DeleteVolume. The capacity loop calls Asking before GetCapacity,
-// Answered after it, reads Snapshot, and is told of every change through
-// Subscribe.
+// DeleteVolume. The capacity loop asks a segment only when it is not Busy,
+// calls Asking before GetCapacity and Answered after it, reads Snapshot,
+// and is told of every change through Subscribe.
 package inflight
 
 import (
@@ -146,6 +146,23 @@ func (l *Ledger) Release(uid types.UID) {
 // its answers there are stale.
 func (l *Ledger) Changed(driver string, segment capacity.Segment) {
 	l.notify(driver, segment.Key(), true)
+}
+
+// Busy says whether a CreateVolume is out on a driver's segment. An answer
+// asked then may or may not count that volume (a driver that reserves
+// while it creates, as the bundled one does, counts it; another not), so
+// the capacity loop asks once the segment is quiet, and publishes the
+// last answer less what is in flight meanwhile.
+func (l *Ledger) Busy(driver string, segment capacity.Segment) bool {
+	seg := segment.Key()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.flights {
+		if f.driver == driver && f.segment == seg && f.state == reserved {
+			return true
+		}
+	}
+	return false
 }
 
 // Asking is the sequence to pass to Answered for a GetCapacity sent now.
