@@ -10,8 +10,8 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
