@@ -62,7 +62,9 @@ func (n NodeCapacity) room() string {
 
 // capacityOf is, for an unbound claim of a WaitForFirstConsumer class whose
 // driver has storageCapacity on (else the scheduler checks none), what
-// each node offers it; nil otherwise.
+// each node offers it; nil otherwise. The caller asks only for a claim no
+// existing volume fits: the scheduler checks capacity only for a claim to
+// provision.
 func capacityOf(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, f *Facts) []NodeCapacity {
 	if class == nil || !binding.DelayBinding(class) || !unbound(claim) || !tracksCapacity(class.Provisioner, f.Drivers) {
 		return nil

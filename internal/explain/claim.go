@@ -62,7 +62,9 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 		(rs.State == RestoreWaiting || rs.State == RestoreRefused) {
 		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), lowerFirst(rs.Summary))
 	}
-	r.Capacity = capacityOf(claim, in.Class, f)
+	if in.Match == nil {
+		r.Capacity = capacityOf(claim, in.Class, f)
+	}
 	if s := noNodeHolds(claim, binding.ClaimClass(claim), r.Capacity); s != "" && r.SelectedNode == "" && claim.DeletionTimestamp == nil {
 		r.Summary = s
 	}
