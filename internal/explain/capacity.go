@@ -63,8 +63,8 @@ func (n NodeCapacity) room() string {
 // capacityOf is, for an unbound claim of a WaitForFirstConsumer class whose
 // driver has storageCapacity on (else the scheduler checks none), what
 // each node offers it; nil otherwise. The caller asks only for a claim no
-// existing volume fits: the scheduler checks capacity only for a claim to
-// provision.
+// existing volume may serve (leftToScheduler): the scheduler checks
+// capacity only for a claim to provision.
 func capacityOf(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, f *Facts) []NodeCapacity {
 	if class == nil || !binding.DelayBinding(class) || !unbound(claim) || !tracksCapacity(class.Provisioner, f.Drivers) {
 		return nil
@@ -79,6 +79,12 @@ func capacityOf(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, 
 	}
 	slices.SortFunc(out, func(a, b NodeCapacity) int { return cmp.Compare(a.Node, b.Node) })
 	return out
+}
+
+// leftToScheduler: an existing volume may serve the claim once the
+// scheduler picks a node; it checks capacity only where none does.
+func leftToScheduler(vs []binding.Verdict) bool {
+	return slices.ContainsFunc(vs, func(v binding.Verdict) bool { return v.Reason == binding.ReasonWaitForFirstConsumer })
 }
 
 // tracksCapacity: the CSIDriver of the provisioner says storageCapacity.

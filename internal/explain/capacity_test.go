@@ -92,3 +92,16 @@ func TestExplainShowsNoCapacityTheSchedulerIgnores(t *testing.T) {
 		t.Errorf("capacity %+v summary %q", r.Capacity, r.Summary)
 	}
 }
+
+// A claim an existing volume may serve once its pod is scheduled shows no
+// capacity: the scheduler checks capacity only for a claim to provision.
+func TestExplainShowsNoCapacityWhenAVolumeMayServe(t *testing.T) {
+	f := capacityFacts(true)
+	f.Volumes = []*v1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: "local"},
+		Spec: v1.PersistentVolumeSpec{StorageClassName: "local", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Ti")}},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeAvailable}}}
+	if r := explain.Claim(pendingClaim("500Gi"), f); r.Capacity != nil || strings.Contains(r.Summary, "No node can hold") {
+		t.Errorf("capacity %+v summary %q", r.Capacity, r.Summary)
+	}
+}
