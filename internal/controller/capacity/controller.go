@@ -3,7 +3,9 @@ package capacity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	capacitycore "github.com/volplane/volplane/internal/capacity"
 	"github.com/volplane/volplane/internal/controller/inflight"
@@ -42,9 +45,16 @@ type Config struct {
 	Ledger *inflight.Ledger
 	// Namespace holds the objects (the reference's $NAMESPACE).
 	Namespace string
-	// Owner, if set, is every object's controller (the reference's
-	// --capacity-ownerref-level); nil: no owner.
+	// Owner, if set, is every object's controller; nil: OwnerPod's, else
+	// no owner.
 	Owner *metav1.OwnerReference
+	// OwnerPod, "namespace/name" of the pod this loop runs in (the
+	// reference's POD_NAME and NAMESPACE), with OwnerLevels (its
+	// --capacity-ownerref-level), finds the owner when Run starts
+	// (OwnerOf). The pod must be in Namespace: an owner reference never
+	// crosses namespaces.
+	OwnerPod    string
+	OwnerLevels int
 	// NodeName, if set, is node deployment: only that node's segment.
 	NodeName string
 	// Immediate also publishes for Immediate classes
@@ -80,6 +90,9 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.Informers == nil || cfg.Pool == nil || cfg.Ledger == nil || cfg.Namespace == "" {
 		return nil, errors.New("capacity: Client, Informers, Pool, Ledger and Namespace are required")
+	}
+	if ns, _, _ := strings.Cut(cfg.OwnerPod, "/"); cfg.OwnerPod != "" && ns != cfg.Namespace {
+		return nil, fmt.Errorf("capacity: the owner's pod %s is not in the objects' namespace %s", cfg.OwnerPod, cfg.Namespace)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -158,6 +171,14 @@ func (c *Controller) register() ([]cache.InformerSynced, error) {
 // Run starts the objects' own informer and the worker; it blocks until ctx
 // is done.
 func (c *Controller) Run(ctx context.Context) error {
+	if ns, pod, _ := strings.Cut(c.cfg.OwnerPod, "/"); c.cfg.Owner == nil && pod != "" {
+		owner, err := OwnerOf(ctx, c.cfg.Client, ns, pod, c.cfg.OwnerLevels)
+		if err != nil {
+			return err
+		}
+		c.cfg.Owner = owner
+		klog.FromContext(ctx).Info("Owner of the CSIStorageCapacity objects", "kind", owner.Kind, "name", owner.Name)
+	}
 	c.objects.Start(ctx.Done())
 	defer c.objects.Shutdown()
 	return c.runner.Run(ctx, "drivers", c.drivers, "namespace", c.cfg.Namespace)

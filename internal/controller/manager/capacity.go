@@ -3,8 +3,6 @@ package manager
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/volplane/volplane/internal/controller/capacity"
 )
 
@@ -21,8 +19,11 @@ type CapacitySettings struct {
 	PollInterval time.Duration
 	// Immediate is --capacity-for-immediate-binding.
 	Immediate bool
-	// Owner, if set, owns every object (garbage collected with it).
-	Owner *metav1.OwnerReference
+	// OwnerPod, "namespace/name" of the pod the loop runs in, with
+	// OwnerLevels (--capacity-ownerref-level), finds the owner of every
+	// object (garbage collected with it); "": no owner.
+	OwnerPod    string
+	OwnerLevels int
 }
 
 // namespace is where the objects live.
@@ -42,7 +43,7 @@ func newCapacity(w wiring) ([]Runnable, error) {
 	cfg := w.Config
 	c, err := capacity.New(capacity.Config{
 		Client: w.Client, Informers: w.Informers, Pool: w.Pool, Ledger: w.Ledger,
-		Namespace: cfg.Capacity.namespace(cfg), Owner: cfg.Capacity.Owner, NodeName: cfg.nodeName(),
+		Namespace: cfg.Capacity.namespace(cfg), OwnerPod: cfg.Capacity.OwnerPod, OwnerLevels: cfg.Capacity.OwnerLevels, NodeName: cfg.nodeName(),
 		Immediate: cfg.Capacity.Immediate, PollInterval: cfg.Capacity.PollInterval, Metrics: w.Metrics,
 	})
 	if err != nil {
