@@ -89,14 +89,18 @@ func newWorkload(t *testing.T) *workload {
 }
 
 // start creates the claim and the pod name.
-func (w *workload) start(name, class string) {
+func (w *workload) start(name, class string) { w.startOn(name, class, "") }
+
+// startOn is start with the pod bound to node by its hostname label ("":
+// anywhere).
+func (w *workload) startOn(name, class, node string) {
 	w.t.Helper()
 	c, err := bed.cp.Client.CoreV1().PersistentVolumeClaims(w.ns).Create(w.ctx, support.Claim(w.ns, name, class, claimSize), metav1.CreateOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	w.uid[name] = string(c.UID)
-	if _, err := bed.cp.Client.CoreV1().Pods(w.ns).Create(w.ctx, support.Pod(w.ns, name, "", name), metav1.CreateOptions{}); err != nil {
+	if _, err := bed.cp.Client.CoreV1().Pods(w.ns).Create(w.ctx, support.Pod(w.ns, name, node, name), metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
 }

@@ -152,11 +152,12 @@ func segmentGoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	objs, err := objects(ctx, waitClass)
+	if err != nil || objs[node].Name == "" {
+		t.Fatalf("objects before the label goes: %v %v", objs, err)
+	}
 	label(nil)
 	t.Cleanup(func() { label(&node) })
-	rest := everyNode(nodeCapacity)
-	delete(rest, node)
-	objs, _ := objects(ctx, waitClass)
 	stacktest.Eventually(t, "the segment's objects deleted", func() string {
 		got, err := objects(ctx, waitClass)
 		if err != nil {

@@ -2,10 +2,12 @@ package capacity
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/volplane/volplane/internal/capacity"
 	"github.com/volplane/volplane/internal/stacktest"
 )
 
@@ -88,5 +90,52 @@ func TestPodsOneAfterAnotherNeverLandOnAFullNode(t *testing.T) {
 		if n != 2 {
 			t.Errorf("node %s runs %d of the pods, want 2", node, n)
 		}
+	}
+}
+
+// Three pods bound to one node with room for two, created at once: two
+// run, and the third's claim is never sent to that node's driver: either
+// the scheduler already saw the node full, or the provisioner handed the
+// node back by its own accounting (a ProvisioningFailed saying so).
+func TestThirdClaimOnAFullNodeIsNeverSentToItsDriver(t *testing.T) {
+	stacktest.Eventually(t, "every node's capacity published", published(t.Context(), waitClass, everyNode(nodeCapacity)), alive)
+	w := newWorkload(t)
+	node := bed.cp.Nodes[0]
+	names := []string{"pinned-0", "pinned-1", "pinned-2"}
+	for _, n := range names {
+		w.startOn(n, waitClass, node)
+	}
+	running := 0
+	stacktest.Eventually(t, "two of the pods running", func() string {
+		running = 0
+		for _, n := range names {
+			if stacktest.PodRunning(w.ctx, bed.cp.Client, w.ns, n)() == "" {
+				running++
+			}
+		}
+		if running != 2 {
+			return fmt.Sprintf("%d running", running)
+		}
+		return ""
+	}, alive)
+	waiting := ""
+	for _, n := range names {
+		if stacktest.PodRunning(w.ctx, bed.cp.Client, w.ns, n)() != "" {
+			waiting = n
+		}
+	}
+	stacktest.Eventually(t, "the third pod fits nowhere", w.unschedulable(waiting, "did not have enough free storage"), alive)
+	if got := bed.calls.createsOf(w.uid[waiting]); len(got) != 0 {
+		t.Errorf("claim %s was sent to a driver: %v", waiting, got)
+	}
+	for _, c := range bed.calls.createsOf(w.uids()...) {
+		if c.code != codes.OK {
+			t.Errorf("node %s answered %s for %s", c.node, c.code, c.name)
+		}
+	}
+	if n, msgs := w.failures(waiting); n > 0 && !strings.Contains(strings.Join(msgs, " "), string(capacity.NoRoom)) {
+		t.Errorf("claim %s was handed back for another reason: %q", waiting, msgs)
+	} else {
+		t.Logf("the third claim: %d hand-back(s) by the provisioner's accounting", n)
 	}
 }
