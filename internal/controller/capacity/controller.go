@@ -187,9 +187,6 @@ func (c *Controller) Run(ctx context.Context) error {
 // Ready reports whether the caches are synced and the worker runs.
 func (c *Controller) Ready() bool { return c.runner.Ready() }
 
-// Drivers are the drivers whose capacity is published.
-func (c *Controller) Drivers() []string { return c.drivers }
-
 func (c *Controller) enqueueAll(context.Context) {
 	for _, d := range c.drivers {
 		c.queue.Add(d)
