@@ -22,20 +22,20 @@ type ClaimReport struct {
 	Volumes *Considered `json:"volumes,omitempty"`
 	// WaitingForPods are the unscheduled pods a WaitForFirstConsumer claim
 	// waits for.
-	WaitingForPods []string `json:"waitingForPods,omitempty"`
-	SelectedNode   string   `json:"selectedNode,omitempty"`
-	// Capacity is what each node offers a pending WaitForFirstConsumer
-	// claim, by the published CSIStorageCapacity objects of its class.
-	Capacity     []NodeCapacity `json:"capacity,omitempty"`
-	Provisioning *Provisioning  `json:"provisioning,omitempty"`
-	Volume       *BoundVolume   `json:"volume,omitempty"`
-	Nodes        []NodeUse      `json:"nodes,omitempty"`
-	Expansion    *Change        `json:"expansion,omitempty"`
-	Modification *Change        `json:"modification,omitempty"`
-	Deletion     *Deletion      `json:"deletion,omitempty"`
+	WaitingForPods []string      `json:"waitingForPods,omitempty"`
+	SelectedNode   string        `json:"selectedNode,omitempty"`
+	Provisioning   *Provisioning `json:"provisioning,omitempty"`
+	Volume         *BoundVolume  `json:"volume,omitempty"`
+	Nodes          []NodeUse     `json:"nodes,omitempty"`
+	Expansion      *Change       `json:"expansion,omitempty"`
+	Modification   *Change       `json:"modification,omitempty"`
+	Deletion       *Deletion     `json:"deletion,omitempty"`
 	// RestoresFrom is the claim's data source (a VolumeSnapshot, or a
 	// claim to clone) as the provisioner checks it.
 	RestoresFrom *Restore `json:"restoresFrom,omitempty"`
+	// Capacity is what each node offers a pending WaitForFirstConsumer
+	// claim, by the published CSIStorageCapacity objects of its class.
+	Capacity []NodeCapacity `json:"capacity,omitempty"`
 }
 
 // Request is what the claim asks for.
