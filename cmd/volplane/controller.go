@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/volplane/volplane/internal/controller/capacity"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/controller/provisioner"
 	"github.com/volplane/volplane/internal/features"
@@ -128,6 +129,7 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 				return err
 			}
 			f.cfg.REST = f.limit(rc)
+			f.cfg.Capacity.OwnerPod = capacityOwnerPod(f.cfg.Capacity.OwnerLevels)
 			if err := f.cfg.Validate(); err != nil {
 				return err
 			}
@@ -181,6 +183,14 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 		"with --node-deployment, the longest wait before claiming an Immediate claim")
 	fl.StringVar(&f.cfg.SnapshotControllerElsewhere, "snapshot-controller-elsewhere", "refuse",
 		"what --controllers snapshot does on a cluster that already runs a snapshot-controller (its Lease snapshot-controller-leader renewed lately) or serves no v1 group snapshot API: refuse to start, or ignore it")
+	fl.DurationVar(&f.cfg.Capacity.PollInterval, "capacity-poll-interval", capacity.DefaultPollInterval,
+		"with --controllers capacity, how often every driver's GetCapacity is asked again (besides at once after a provision or delete on a segment)")
+	fl.BoolVar(&f.cfg.Capacity.Immediate, "capacity-for-immediate-binding", false,
+		"with --controllers capacity, also publish CSIStorageCapacity objects for Immediate classes (the scheduler reads them only for WaitForFirstConsumer claims)")
+	fl.StringVar(&f.cfg.Capacity.Namespace, "capacity-namespace", os.Getenv("NAMESPACE"),
+		"with --controllers capacity, the namespace of the CSIStorageCapacity objects (default: $NAMESPACE, else --leader-elect-namespace)")
+	fl.IntVar(&f.cfg.Capacity.OwnerLevels, "capacity-ownerref-level", 1,
+		"with --controllers capacity and $POD_NAME and $NAMESPACE set (the pod this runs in), the owner of the CSIStorageCapacity objects, counted from that pod: 0 the pod, 1 its StatefulSet or DaemonSet, 2 a Deployment; -1 (or no $POD_NAME): no owner")
 	fl.BoolVar(&f.cfg.Profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address")
 	features.AddFlag(gates, fl)
 	return cmd
@@ -256,4 +266,15 @@ func (f *controllerFlags) limit(rc *rest.Config) *rest.Config {
 	}
 	rc.UserAgent = "volplane-controller"
 	return rc
+}
+
+// capacityOwnerPod is "namespace/name" of the pod the controller runs in,
+// from $NAMESPACE and $POD_NAME as the external-provisioner reads them, when
+// the capacity loop's objects are to be owned (level >= 0); "" otherwise.
+func capacityOwnerPod(level int) string {
+	ns, pod := os.Getenv("NAMESPACE"), os.Getenv("POD_NAME")
+	if level < 0 || ns == "" || pod == "" {
+		return ""
+	}
+	return ns + "/" + pod
 }

@@ -62,7 +62,7 @@ type soakRole struct {
 // other.
 var soakRoles = []soakRole{
 	{"bind", []string{manager.Binder, manager.PVCProtection, manager.PVProtection, manager.Snapshot}},
-	{"csi", []string{manager.Provisioner, manager.Attacher, manager.Resizer, manager.AttachDetach, manager.Expander, manager.Snapshotter}},
+	{"csi", []string{manager.Provisioner, manager.Capacity, manager.Attacher, manager.Resizer, manager.AttachDetach, manager.Expander, manager.Snapshotter}},
 }
 
 // soakHarness is a running cluster and its controller children.

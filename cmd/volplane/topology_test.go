@@ -49,7 +49,7 @@ func TestControllerTopologyModesOnSeveralProcesses(t *testing.T) {
 	tp := &topology{t: t, ctx: ctx, client: cp.Client, kubeconfig: cp.Kubeconfig, stack: stack, nodes: cp.Nodes, sockets: map[string]string{}}
 	for i, node := range cp.Nodes {
 		tp.sockets[node] = stack.Drivers.Endpoints[i]
-		tp.start(node, "--node-deployment", "--node-name", node, "--controllers", "provisioner,resizer",
+		tp.start(node, "--node-deployment", "--node-name", node, "--controllers", "provisioner,capacity,resizer",
 			"--csi-endpoint", tp.sockets[node], "--node-deployment-base-delay", "200ms", "--node-deployment-max-delay", "2s")
 	}
 	tp.network = stack.Drivers.Endpoints[len(cp.Nodes)]

@@ -64,6 +64,7 @@ var floors = map[string]floor{
 	"internal/snapshotbinding": pure,
 	"internal/grouping":        pure,
 	"internal/ephemeral":       pure,
+	"internal/capacity":        pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,
@@ -73,6 +74,7 @@ var floors = map[string]floor{
 	"internal/controller/resizing": machinery,
 	"internal/controller/secrets":  machinery,
 	"internal/informerindex":       machinery,
+	"internal/controller/inflight": machinery,
 
 	"internal/nodeagent": loop, // the node agent is a loop: internal/mounting decides
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +61,10 @@ type Config struct {
 	// Faults are injected into every driver's controller service (see
 	// hostpath.Faults): for soak tests; the zero value injects none.
 	Faults hostpath.Faults
+	// Interceptor, if set, gives each node's node-local driver an
+	// interceptor around its calls (hostpath.Config.Interceptor): for tests
+	// that count what each node was asked.
+	Interceptor func(node string) grpc.UnaryServerInterceptor
 }
 
 // Drivers are the bundled CSI drivers of a set of simulated nodes, served
@@ -101,6 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 			Endpoint: endpoint.Format(filepath.Join(socketDir, node+".sock")), NodeID: node,
 			DataDir: filepath.Join(cfg.DataDir, "hostpath", node), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
 			Faults: cfg.Faults,
+		}
+		if cfg.Interceptor != nil {
+			local.Interceptor = cfg.Interceptor(node)
 		}
 		if err := b.run(ctx, local, "driver for "+node); err != nil {
 			b.Stop()
@@ -191,13 +200,13 @@ func (b *Drivers) Stop() {
 // CSIDrivers and the classes. A user may edit or delete them; Register
 // creates what is missing and never overwrites what is there.
 func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
-	driver := func(name string, attach bool) *storagev1.CSIDriver {
+	driver := func(name string, attach, storageCapacity bool) *storagev1.CSIDriver {
 		return &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: storagev1.CSIDriverSpec{
 				AttachRequired:       ptr.To(attach),
 				PodInfoOnMount:       ptr.To(false),
-				StorageCapacity:      ptr.To(false),
+				StorageCapacity:      ptr.To(storageCapacity),
 				VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
 			},
 		}
@@ -216,8 +225,11 @@ func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
 		return sc
 	}
 	// Node-local volumes need no attaching, like local storage; network
-	// volumes are attached to the node that uses them.
-	return []*storagev1.CSIDriver{driver(hostpath.DriverName, false), driver(hostpath.NetworkDriverName, true)},
+	// volumes are attached to the node that uses them. The capacity loop
+	// publishes the node-local driver's capacity per node, which the
+	// scheduler reads for its WaitForFirstConsumer claims
+	// (storageCapacity); a network volume fits any node.
+	return []*storagev1.CSIDriver{driver(hostpath.DriverName, false, true), driver(hostpath.NetworkDriverName, true, false)},
 		[]*storagev1.StorageClass{
 			class(ImmediateClass, hostpath.DriverName, storagev1.VolumeBindingImmediate, true),
 			class(WaitClass, hostpath.DriverName, storagev1.VolumeBindingWaitForFirstConsumer, false),

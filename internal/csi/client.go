@@ -42,6 +42,9 @@ type Info struct {
 	Accessibility bool
 	Clone         bool
 	List          bool
+	// GetCapacity: GET_CAPACITY, so the capacity loop publishes what the
+	// driver can still hand out.
+	GetCapacity bool
 	// Publish: the driver has PUBLISH_UNPUBLISH_VOLUME, so its volumes are
 	// attached to nodes (VolumeAttachments) before use.
 	Publish bool
@@ -197,6 +200,8 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.Clone = true
 		case csi.ControllerServiceCapability_RPC_LIST_VOLUMES:
 			info.List = true
+		case csi.ControllerServiceCapability_RPC_GET_CAPACITY:
+			info.GetCapacity = true
 		case csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME:
 			info.Publish = true
 		case csi.ControllerServiceCapability_RPC_PUBLISH_READONLY:

@@ -29,7 +29,7 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, SingleNodeMultiWriter: true,
+	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, GetCapacity: true, SingleNodeMultiWriter: true,
 		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true,
 		Node: true, NodeID: "node-a", Stage: true, Expand: true, NodeSingleNodeMultiWriter: true, VolumeStats: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
@@ -93,7 +93,7 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true,
+	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, GetCapacity: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true,
 		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true}
 	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
 		t.Errorf("controller Info = %+v, want %+v", c.Info, want)

@@ -65,6 +65,12 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 		(rs.State == RestoreWaiting || rs.State == RestoreRefused) {
 		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), lowerFirst(rs.Summary))
 	}
+	if in.Match == nil && !leftToScheduler(in.Verdicts) {
+		r.Capacity = capacityOf(claim, in.Class, f)
+	}
+	if s := noNodeHolds(claim, binding.ClaimClass(claim), r.Capacity); s != "" && r.SelectedNode == "" && claim.DeletionTimestamp == nil {
+		r.Summary = s
+	}
 	r.Deletion = claimDeletion(claim, f)
 	if r.Deletion != nil {
 		r.Summary = r.Deletion.Summary

@@ -24,6 +24,9 @@ type Facts struct {
 	Nodes       []*v1.Node
 	Attachments []*storagev1.VolumeAttachment
 	Drivers     []*storagev1.CSIDriver
+	// Capacities are the CSIStorageCapacity objects of every namespace, as
+	// the scheduler reads them (empty when they could not be read).
+	Capacities []*storagev1.CSIStorageCapacity
 	// Events are the events recorded on the object explained (and, for a
 	// claim, on its volume).
 	Events []*v1.Event

@@ -33,6 +33,7 @@ func (r ClaimReport) Table(w io.Writer) error {
 	for _, p := range r.PlacedDirectly {
 		t.field("Placed", p.String())
 	}
+	t.capacity(r.Capacity)
 	if r.Volumes != nil {
 		t.field("Volumes", r.Volumes.Summary)
 		t.verdicts(r.Volumes)

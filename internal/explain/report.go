@@ -37,6 +37,9 @@ type ClaimReport struct {
 	// RestoresFrom is the claim's data source (a VolumeSnapshot, or a
 	// claim to clone) as the provisioner checks it.
 	RestoresFrom *Restore `json:"restoresFrom,omitempty"`
+	// Capacity is what each node offers a pending WaitForFirstConsumer
+	// claim, by the published CSIStorageCapacity objects of its class.
+	Capacity []NodeCapacity `json:"capacity,omitempty"`
 }
 
 // Request is what the claim asks for.

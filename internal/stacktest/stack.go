@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/grpc"
 	"k8s.io/client-go/rest"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -43,6 +44,9 @@ type StackConfig struct {
 	Loops func(*manager.Config)
 	// AgentREST, if set, adjusts the node agent's client configuration.
 	AgentREST func(*rest.Config)
+	// Interceptor, if set, wraps each node's node-local driver
+	// (bundle.Config.Interceptor).
+	Interceptor func(node string) grpc.UnaryServerInterceptor
 }
 
 // StartStack starts the drivers, registers their objects and starts the
@@ -56,7 +60,7 @@ func StartStack(ctx context.Context, cp *cluster.ControlPlane, cfg StackConfig) 
 	}
 	s := &Stack{CP: cp, Mounter: hostpath.NewFakeMounter(), cfg: cfg}
 	var err error
-	s.Drivers, err = bundle.Start(ctx, bundle.Config{DataDir: cfg.DataDir, Nodes: cp.Nodes, Capacity: cfg.Capacity, Mounter: s.Mounter})
+	s.Drivers, err = bundle.Start(ctx, bundle.Config{DataDir: cfg.DataDir, Nodes: cp.Nodes, Capacity: cfg.Capacity, Mounter: s.Mounter, Interceptor: cfg.Interceptor})
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,8 @@ type Config struct {
 	// Only those loops (NodeLoops) may run so, without leader election: every
 	// node runs its own.
 	NodeDeployment *provisioner.NodeDeployment
+	// Capacity holds the capacity loop's settings.
+	Capacity CapacitySettings
 	// NodeAgent, if set, also runs the node agent of simulated nodes
 	// (`volplane up`, the test harness) over the same informers. It is not
 	// one of --controllers: a real cluster's nodes have kubelets.
@@ -172,7 +174,7 @@ func (c Config) Validate() error {
 // NodeLoops are the loops that may run in node deployment: those that
 // call a node-local driver for a node's own volumes (and the attacher, for
 // its own node's attachments).
-func NodeLoops() []string { return []string{Provisioner, Attacher, Resizer, Snapshotter} }
+func NodeLoops() []string { return []string{Provisioner, Capacity, Attacher, Resizer, Snapshotter} }
 
 func (c Config) validateNodeDeployment() error {
 	if c.NodeDeployment == nil {

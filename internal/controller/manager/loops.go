@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/inflight"
 	"github.com/volplane/volplane/internal/csi"
 )
 
@@ -41,6 +42,9 @@ type wiring struct {
 	// Pool holds the dialed CSI drivers; nil unless a selected row needs
 	// drivers.
 	Pool *csi.Pool
+	// Ledger is the capacity accounting the provisioner and the capacity
+	// loop share (one per process).
+	Ledger *inflight.Ledger
 }
 
 // Recorder records events with component as their source.
@@ -93,6 +97,7 @@ func table() []row {
 	return []row{
 		{name: Binder, build: newBinder},
 		{name: Provisioner, needs: NeedsDrivers, build: newProvisioner},
+		{name: Capacity, needs: NeedsDrivers, build: newCapacity},
 		{name: PVCProtection, build: newClaimProtection},
 		{name: PVProtection, build: newVolumeProtection},
 		{name: EphemeralVolume, build: newEphemeralVolume},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/volplane/volplane/internal/controller/inflight"
 	"github.com/volplane/volplane/internal/csi"
 )
 
@@ -38,7 +39,7 @@ func TestEveryKnownRowBuildsOverOneWiring(t *testing.T) {
 	snaps := snapfake.NewSimpleClientset()
 	w := wiring{Config: cfg, Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
 		Snapshots: snaps, SnapshotInformers: snapinformers.NewSharedInformerFactory(snaps, 0),
-		Events: events, Metrics: prometheus.NewRegistry(), Pool: pool}
+		Events: events, Metrics: prometheus.NewRegistry(), Pool: pool, Ledger: inflight.New()}
 	l := &loops{want: len(rows)}
 	runs, err := build(w, rows, l)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/volplane/volplane/internal/controller/inflight"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 )
@@ -156,7 +157,7 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 	}
 	snapFactory := snapinformers.NewSharedInformerFactoryWithOptions(snaps, 0, snapinformers.WithTransform(loop.StripManagedFields))
 	w := wiring{Config: cfg, Client: client, Informers: factory, Snapshots: snaps, SnapshotInformers: snapFactory,
-		Events: events, Metrics: reg, Pool: pool}
+		Events: events, Metrics: reg, Pool: pool, Ledger: inflight.New()}
 	runs, err := build(w, selectedRows(cfg), l)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ func newProvisioner(w wiring) ([]Runnable, error) {
 		Workers: cfg.Workers, ResyncPeriod: cfg.ResyncPeriod, Metrics: w.Metrics,
 		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
 		NodeDeployment:    cfg.NodeDeployment,
+		Ledger:            w.Ledger,
 	})
 	if err != nil {
 		return nil, err

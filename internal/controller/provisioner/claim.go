@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/binding"
+	"github.com/volplane/volplane/internal/capacity"
 	"github.com/volplane/volplane/internal/provisioning"
 )
 
@@ -146,15 +147,19 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	// Decided before the pin below is written: only a claim that no earlier
 	// attempt pinned, and that waits for no selected node, may move on.
 	movable := claim.Annotations[provisioning.AnnEndpointNode] == "" && claim.Annotations[annSelectedNode] == ""
+	defer c.ledger.Release(claim.UID)
+	if v := c.roomOnSelectedNode(claim, class, p); v.Fit == capacity.NoRoom {
+		return loop.Done(), c.handBack(ctx, claim, driver, v)
+	}
 	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
 		return loop.Done(), err
 	}
 	if err := c.protectSource(ctx, claim); err != nil {
 		return loop.Done(), err
 	}
-	vol, err := c.create(ctx, claim, p)
+	vol, err := c.create(ctx, claim, class, p)
 	if movable && csierror.OutOfRoom(err) {
-		claim, p, vol, err = c.fallBack(ctx, claim, driver, p, err)
+		claim, p, vol, err = c.fallBack(ctx, claim, class, driver, p, err)
 	}
 	return loop.Done(), c.provisioned(ctx, claim, class, driver, p, vol, err)
 }
@@ -175,10 +180,16 @@ func (c *Controller) ignorePin(ctx context.Context, claim *v1.PersistentVolumeCl
 }
 
 // create is create, remembered (createMemory) until its outcome settles.
-func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim, p plan) (*csipb.Volume, error) {
+// The volume is counted as in flight on the endpoint's segment meanwhile
+// (counted).
+func (c *Controller) create(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, p plan) (vol *csipb.Volume, err error) {
 	c.memory.creates.sending(claim, p)
 	defer c.memory.creates.answered(claim.UID)
-	return create(ctx, p)
+	c.counted(claim.UID, class, p, func() error {
+		vol, err = create(ctx, p)
+		return err
+	})
+	return vol, err
 }
 
 // create asks the plan's endpoint for the volume. ResourceExhausted counts
@@ -197,7 +208,7 @@ func create(ctx context.Context, p plan) (*csipb.Volume, error) {
 // fallBack tries the next preferred nodes after the planned one confirmed
 // it has no room, moving the pin along: the node left made nothing. It
 // returns the last plan tried and its answer.
-func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeClaim, driver string, p plan, err error) (*v1.PersistentVolumeClaim, plan, *csipb.Volume, error) {
+func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, p plan, err error) (*v1.PersistentVolumeClaim, plan, *csipb.Volume, error) {
 	var vol *csipb.Volume
 	for _, next := range c.fallbacks(driver, p) {
 		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", p.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
@@ -206,7 +217,7 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 			return claim, p, nil, rerr
 		}
 		claim, p = upd, next
-		if vol, err = c.create(ctx, claim, p); !csierror.OutOfRoom(err) {
+		if vol, err = c.create(ctx, claim, class, p); !csierror.OutOfRoom(err) {
 			break
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/volplane/volplane/internal/controller/inflight"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csi"
 )
@@ -58,6 +59,10 @@ type Config struct {
 	NodeDeployment *NodeDeployment
 	// Metrics, if set, takes the loop's stuck-key metrics (loop.Runner).
 	Metrics prometheus.Registerer
+	// Ledger is the capacity accounting shared with the capacity loop
+	// (nil: one of its own, which knows no capacity and hands nothing
+	// back).
+	Ledger *inflight.Ledger
 }
 
 // Controller is the provisioner. Build it with New and start it with Run.
@@ -75,6 +80,8 @@ type Controller struct {
 	attacherFinalizer bool
 	// node is the node deployment (nil: off).
 	node *NodeDeployment
+	// ledger counts the volumes being created (Config.Ledger).
+	ledger *inflight.Ledger
 
 	// sourceMu serializes the source finalizers' protect and release.
 	sourceMu sync.Mutex
@@ -134,8 +141,8 @@ func New(cfg Config) (*Controller, error) {
 	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	c := &Controller{
 		client: cfg.Client, snapshots: cfg.Snapshots, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
-		attacherFinalizer: cfg.AttacherFinalizer,
-		recorders:         map[string]record.EventRecorder{},
+		attacherFinalizer: cfg.AttacherFinalizer, ledger: cfg.Ledger,
+		recorders: map[string]record.EventRecorder{},
 		queues: queues{
 			claims:  loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
 			volumes: loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
@@ -148,6 +155,9 @@ func New(cfg Config) (*Controller, error) {
 			madePVs:  loop.NewNewest[*v1.PersistentVolume](),
 			events:   loop.NewEventMemory(),
 		},
+	}
+	if c.ledger == nil {
+		c.ledger = inflight.New()
 	}
 	if n := cfg.NodeDeployment; n != nil {
 		if err := n.Validate(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/controller/inflight"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath/hostpathtest"
 	"github.com/volplane/volplane/internal/provisioning"
@@ -37,6 +38,9 @@ type world struct {
 	pool     *csi.Pool
 	recorder *record.FakeRecorder
 	events   []string
+	// ledger, if set before start, is the capacity accounting the
+	// provisioner shares (nil: one of its own).
+	ledger *inflight.Ledger
 }
 
 func newWorld(t *testing.T, objs ...runtime.Object) *world {
@@ -79,7 +83,7 @@ func (w *world) start() {
 	w.t.Helper()
 	factory := informers.NewSharedInformerFactory(w.client, 0)
 	c, err := New(Config{Client: w.client, Informers: factory, Pool: w.pool, Workers: 2, ResyncPeriod: 200 * time.Millisecond,
-		Recorder: func(string) record.EventRecorder { return w.recorder }})
+		Recorder: func(string) record.EventRecorder { return w.recorder }, Ledger: w.ledger})
 	if err != nil {
 		w.t.Fatal(err)
 	}

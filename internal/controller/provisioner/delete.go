@@ -78,6 +78,7 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 		c.event(pv, pv.UID, driver, v1.EventTypeWarning, provisioning.EventVolumeFailedDelete, "%v", err)
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
+	c.deleted(ep)
 	if pv.DeletionTimestamp == nil {
 		uid := pv.UID
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name,

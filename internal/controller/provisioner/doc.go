@@ -14,6 +14,12 @@
 // NodeDeployment.
 //
 // The order of writes for a claim to provision (syncClaim, provision):
+//  0. for a claim on a selected node that no attempt pinned, the capacity
+//     accounting shared with the capacity loop (internal/controller/inflight)
+//     counts its volume on the node's segment, or, when the driver's last
+//     GetCapacity answer there less the volumes in flight leaves no room
+//     (capacity.NoRoom), the node is handed back at once: ProvisioningFailed
+//     and the selected-node annotation removed, no CreateVolume (handBack);
 //  1. the in-progress finalizer, with the endpoint pin and the recorded
 //     request (provisioning.MarkInProgress), before the first CreateVolume:
 //     from then on a backend volume may exist without its PV;
@@ -21,7 +27,9 @@
 //     (provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection)
 //     or a claim (provisioner.storage.kubernetes.io/cloning-protection):
 //     a precondition-checked patch of the live object (sources.go);
-//  3. CreateVolume, remembered in createMemory until its outcome settles;
+//  3. CreateVolume, remembered in createMemory until its outcome settles
+//     and counted in flight on its endpoint's segment until answered (a
+//     volume made stays counted until the capacity loop asks again);
 //     on a confirmed ResourceExhausted a claim free to move moves the pin
 //     to the next preferred node first, then asks there;
 //  4. the PV, pre-bound to the claim;
