@@ -123,11 +123,14 @@ const (
 	DetachInProgress
 	// StillMounted: unwanted, but the node reports it in use.
 	StillMounted
+	// TranslationFailed: the in-tree source of a migrated plugin could not
+	// be translated to CSI (csi-translation-lib's error).
+	TranslationFailed
 )
 
 var waitReasons = [...]string{"ClaimNotFound", "ClaimNotBound", "ClaimNotOwned", "VolumeNotFound",
 	"VolumeNotBoundToClaim", "NodeGone", "Attaching", "AttachFailed", "MultiAttach", "DetachInProgress",
-	"StillMounted"}
+	"StillMounted", "TranslationFailed"}
 
 func (r WaitReason) String() string {
 	if int(r) < len(waitReasons) {
