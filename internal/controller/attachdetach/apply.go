@@ -154,7 +154,6 @@ func (c *Controller) detachedInTree(ctx context.Context, d attachment.Detach) {
 	klog.FromContext(ctx).Info("Detached in-tree volume", "volume", d.Volume, "reason", d.Reason.String())
 }
 
-
 // attach creates the attachments; one made meanwhile (by an earlier sync
 // whose write the cache does not show yet) is fine. A single-node volume
 // is reserved first, and a create that may have been made keeps its
