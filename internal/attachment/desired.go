@@ -102,7 +102,7 @@ func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (Volume, bool, *Wait) {
 	default:
 		v, ok, err := FromInline(pod, vol)
 		if err != nil {
-			return waitFor(TranslationFailed, vol.Name, err.Error())
+			return waitFor(TranslationFailed, vol.Name, translationMsg(err))
 		}
 		return v, ok, nil
 	}
@@ -126,7 +126,11 @@ func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (Volume, bool, *Wait) {
 	}
 	v, ok, err := FromPV(pv)
 	if err != nil {
-		return waitFor(TranslationFailed, pv.Name, err.Error())
+		return waitFor(TranslationFailed, pv.Name, translationMsg(err))
 	}
 	return v, ok, nil
 }
+
+// translationMsg is kube-controller-manager's text for a failed
+// translation (csimigration.TranslateInTreeSpecToCSI).
+func translationMsg(err error) string { return "failed to translate in-tree pv to CSI: " + err.Error() }

@@ -63,8 +63,8 @@ type Volume struct {
 
 // FromPV is the attachable volume of a PersistentVolume; false for a PV of
 // no attachable kind (nfs, hostPath, local, ...). A migrated source that
-// csi-translation-lib cannot translate is an error, with the reference's
-// text.
+// csi-translation-lib cannot translate is its error, which callers wrap
+// with their reference's text.
 func FromPV(pv *v1.PersistentVolume) (Volume, bool, error) {
 	if pv == nil {
 		return Volume{}, false, nil
@@ -86,7 +86,7 @@ func FromPV(pv *v1.PersistentVolume) (Volume, bool, error) {
 		err = fmt.Errorf("no CSI source")
 	}
 	if err != nil {
-		return Volume{}, false, fmt.Errorf("failed to translate in-tree pv to CSI: %w", err)
+		return Volume{}, false, err
 	}
 	return migrated(out, plugin, false), true, nil
 }
@@ -113,7 +113,7 @@ func FromInline(pod *v1.Pod, vol *v1.Volume) (Volume, bool, error) {
 		err = fmt.Errorf("no CSI source")
 	}
 	if err != nil {
-		return Volume{}, false, fmt.Errorf("failed to translate in-tree pv to CSI: %w", err)
+		return Volume{}, false, err
 	}
 	return migrated(out, plugin, true), true, nil
 }

@@ -163,9 +163,10 @@ func (c *Controller) volumeDriver(pv *v1.PersistentVolume) string {
 }
 
 // holds says whether this node's driver holds pv's volume
-// (provisioning.ForVolume, with the driver's segment).
+// (provisioning.ForVolume, with the driver's segment); a migrated in-tree
+// PV as its driver sees it.
 func (c *Controller) holds(pv *v1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil {
+	if pv = asCSI(pv); pv.Spec.CSI == nil {
 		return false
 	}
 	info, ok := c.pool.Info(pv.Spec.CSI.Driver)
