@@ -42,7 +42,7 @@ func Decide(f Facts) Plan {
 		}
 	}
 	for _, u := range f.Node.VolumesAttached {
-		if inTreePlugin(u.Name) != "" && desired[u.Name] == nil {
+		if InTreePlugin(u.Name) != "" && desired[u.Name] == nil {
 			r.detachInTree(u.Name)
 		}
 	}
@@ -114,7 +114,7 @@ func (r *reconcile) detachInTree(unique v1.UniqueVolumeName) {
 	reason, ok := r.release(string(unique), string(unique), unique, true)
 	if !ok {
 		r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: unique})
-		r.p.Counts.Attached[inTreePlugin(unique)]++
+		r.p.Counts.Attached[InTreePlugin(unique)]++
 		return
 	}
 	r.p.Detach = append(r.p.Detach, Detach{Volume: unique, Reason: reason})

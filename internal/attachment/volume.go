@@ -156,9 +156,9 @@ func inTreeUnique(plugin, name string) v1.UniqueVolumeName {
 	return v1.UniqueVolumeName(plugin + "/" + name)
 }
 
-// inTreePlugin is the KindInTree plugin a unique volume name is of, "" if
+// InTreePlugin is the KindInTree plugin a unique volume name is of, "" if
 // none.
-func inTreePlugin(u v1.UniqueVolumeName) string {
+func InTreePlugin(u v1.UniqueVolumeName) string {
 	for _, p := range []string{ISCSIPluginName, FCPluginName} {
 		if strings.HasPrefix(string(u), p+"/") {
 			return p

@@ -102,3 +102,32 @@ func TestISCSIClaimIsReportedAttachedAtOnceWithNoAttachment(t *testing.T) {
 	e.setInUse(node)
 	e.waitReported(node, unique, false)
 }
+
+// A ReadWriteOnce iscsi volume another node reports attached is not
+// reported on a second node: its pod is told of the Multi-Attach error,
+// and gets the volume once the first node has let it go.
+func TestISCSIVolumeKeepsTheMultiAttachRuleAcrossNodes(t *testing.T) {
+	e := newEnv(t)
+	first, second := e.nodes[0], e.nodes[1]
+	iqn := "iqn.2026-11.io.volplane:" + e.ns
+	v := e.boundClaimSource("data", corev1.PersistentVolumeSource{ISCSI: &corev1.ISCSIPersistentVolumeSource{
+		TargetPortal: "127.0.0.1:3260", IQN: iqn, Lun: 1}})
+	unique := corev1.UniqueVolumeName("kubernetes.io/iscsi/127.0.0.1:3260:" + iqn + ":1")
+	e.pod("a", first, "data")
+	e.waitReported(first, unique, true)
+
+	e.pod("b", second, "data")
+	e.waitEvent("b", corev1.EventTypeWarning, "FailedAttachVolume",
+		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) a`, v.pv))
+	stacktest.Holds(t, "not reported on a second node", settle, func() string {
+		for _, a := range e.volumesAttached(second) {
+			if a.Name == unique {
+				return "reported on " + second + " too"
+			}
+		}
+		return ""
+	})
+	e.forceDelete("a")
+	e.waitReported(first, unique, false)
+	e.waitReported(second, unique, true)
+}
