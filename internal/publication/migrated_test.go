@@ -119,3 +119,25 @@ func TestMigratedInlineAttachmentIsPublishedFromItsSpec(t *testing.T) {
 		t.Errorf("source %+v", a.Spec.Source)
 	}
 }
+
+// The external-attacher gives back an in-tree PV whose migrated-to
+// annotation does not name its driver (a PV made by hand has none): the
+// finalizer goes as soon as no attachment names it, deleted or not. One
+// that names the driver, or a CSI PV, keeps it until deleted.
+func TestUnclaimedMigratedPVLosesTheFinalizerOnceUnattached(t *testing.T) {
+	claimed := func(p *v1.PersistentVolume) { p.Annotations["pv.kubernetes.io/migrated-to"] = pwx }
+	for name, tc := range map[string]struct {
+		pv    *v1.PersistentVolume
+		named bool
+		want  VolumeStep
+	}{
+		"unannotated, unattached":   {portworxPV(pwxProtected), false, VolumeRemoveFinalizer},
+		"unannotated, attached":     {portworxPV(pwxProtected), true, VolumeKeep},
+		"migrated to the driver":    {portworxPV(pwxProtected, claimed), false, VolumeNone},
+		"CSI PV, not being deleted": {pv(func(p *v1.PersistentVolume) { p.Finalizers = []string{attachment.Finalizer(pwx)} }), false, VolumeNone},
+	} {
+		if got := DecideVolume(tc.pv, pwx, tc.named); got.Step != tc.want {
+			t.Errorf("%s: %v, want %v", name, got.Step, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package attacher
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -75,6 +76,14 @@ func TestMigratedInTreePVIsPublishedByItsCSIDriver(t *testing.T) {
 	if n := bed.calls.count("ControllerUnpublishVolume", handle); n != 1 {
 		t.Errorf("ControllerUnpublishVolume of %s called %d times, want 1", handle, n)
 	}
+	// Made by hand, the PV has no migrated-to annotation: the
+	// external-attacher gives it back once no attachment names it.
+	e.eventually("PV finalizer removed", func() string {
+		if got := e.getPV(pv.Name).Finalizers; slices.Contains(got, fin) {
+			return fmt.Sprintf("finalizers %v", got)
+		}
+		return ""
+	})
 }
 
 // A migrated PV that cannot be translated is refused with the
