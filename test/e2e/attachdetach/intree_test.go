@@ -131,3 +131,47 @@ func TestISCSIVolumeKeepsTheMultiAttachRuleAcrossNodes(t *testing.T) {
 	e.waitReported(first, unique, false)
 	e.waitReported(second, unique, true)
 }
+
+// A namespace user's pod may use an inline volume of a migrated plugin, as
+// the reference allows; the secret it names is read from the pod's own
+// namespace only: every secret reference of the translated spec in the
+// attachment is in that namespace, whatever the pod asked for.
+func TestInlineMigratedVolumeSecretsStayInThePodNamespace(t *testing.T) {
+	e := newEnv(t)
+	node := e.nodes[0]
+	_, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+			Volumes: []corev1.Volume{{Name: "share", VolumeSource: corev1.VolumeSource{
+				AzureFile: &corev1.AzureFileVolumeSource{SecretName: "kube-system-creds", ShareName: "s-" + e.ns}}}}}},
+		metav1.CreateOptions{})
+	e.must(err, "create pod")
+	var va *storagev1.VolumeAttachment
+	e.eventually("inline azureFile attachment made", func() string {
+		list, err := e.client.StorageV1().VolumeAttachments().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for i := range list.Items {
+			if s := list.Items[i].Spec.Source.InlineVolumeSpec; s != nil && s.CSI != nil && s.CSI.VolumeAttributes["sharename"] == "s-"+e.ns {
+				va = &list.Items[i]
+				return ""
+			}
+		}
+		return "none yet"
+	})
+	csi := va.Spec.Source.InlineVolumeSpec.CSI
+	if va.Spec.Attacher != "file.csi.azure.com" || va.Spec.NodeName != node || va.Name != attachment.Name(csi.VolumeHandle, csi.Driver, node) {
+		t.Errorf("attachment %s spec %+v is not the reference's", va.Name, va.Spec)
+	}
+	for _, ref := range []*corev1.SecretReference{csi.ControllerPublishSecretRef, csi.NodeStageSecretRef,
+		csi.NodePublishSecretRef, csi.ControllerExpandSecretRef, csi.NodeExpandSecretRef} {
+		if ref != nil && ref.Namespace != e.ns {
+			t.Errorf("secret %s/%s is outside the pod's namespace %s", ref.Namespace, ref.Name, e.ns)
+		}
+	}
+	if csi.NodeStageSecretRef == nil {
+		t.Error("no node-stage secret: the pod's secretName was lost")
+	}
+	e.forceDelete("app")
+	e.waitAttachmentGone(va.Name)
+}
