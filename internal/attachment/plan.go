@@ -31,7 +31,8 @@ type Plan struct {
 }
 
 // Counts are the volumes of one node as the reference's metrics count
-// them, per plugin name ("kubernetes.io/csi:<driver>").
+// them, per plugin name ("kubernetes.io/csi:<driver>", a migrated volume's
+// with its CSI driver, or "kubernetes.io/iscsi", "kubernetes.io/fc").
 type Counts struct {
 	// Desired counts the volumes to attach, Attached the attached ones.
 	Desired, Attached map[string]int
@@ -53,7 +54,9 @@ type Attach struct {
 	SingleNode bool
 }
 
-// Detach is an attachment to delete, and why.
+// Detach is an attachment to delete, and why. Attachment is nil for an
+// in-tree volume (KindInTree): it has none, and its detach is all done by
+// leaving VolumesAttached.
 type Detach struct {
 	Attachment *storagev1.VolumeAttachment
 	Volume     v1.UniqueVolumeName
