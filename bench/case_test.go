@@ -156,7 +156,10 @@ func startProtection(ctx context.Context, rc *rest.Config, reference bool) error
 		if err != nil {
 			return err
 		}
-		pv := pvprotection.NewPVProtectionController(logger, factory.Core().V1().PersistentVolumes(), client)
+		pv, err := pvprotection.NewPVProtectionController(logger, factory.Core().V1().PersistentVolumes(), client)
+		if err != nil {
+			return err
+		}
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		go pvc.Run(ctx, 1) // kube-controller-manager's worker count

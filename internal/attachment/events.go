@@ -69,12 +69,12 @@ func attachFailedEvents(d *Desired, vaName, message, at string) []Event {
 func multiAttachEvents(d *Desired, holders []*v1.Pod) []Event {
 	var out []Event
 	for _, pod := range d.Pods {
-		msg := "Volume is already exclusively attached to one node and can't be attached to another"
+		msg := "Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node"
 		if len(holders) > 0 {
 			msg = usedByMsg(pod.Namespace, holders)
 		}
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeWarning, Reason: FailedAttachVolume,
-			Message: volumeMsg("Multi-Attach error", d.Name, msg),
+			Message: volumeMsg("Waiting for detach", d.Name, msg),
 			Key:     "multi-attach/" + d.Name + "/" + string(pod.UID)})
 	}
 	return out

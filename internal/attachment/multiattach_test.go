@@ -40,7 +40,7 @@ func TestMultiAttachEventNamesThePodsHoldingTheVolumeInTheSameNamespaceOnly(t *t
 	w.volume("data")
 	w.pod("app", node, "data")
 	w.attachment("data", "node-2", true)
-	prefix := `Multi-Attach error for volume "pv-data" `
+	prefix := `Waiting for detach for volume "pv-data" `
 	check := func(want string) {
 		t.Helper()
 		p := Decide(w.f)
@@ -49,7 +49,7 @@ func TestMultiAttachEventNamesThePodsHoldingTheVolumeInTheSameNamespaceOnly(t *t
 			t.Fatalf("events %+v, want %q", p.Events, prefix+want)
 		}
 	}
-	check("Volume is already exclusively attached to one node and can't be attached to another")
+	check("Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node")
 	other := w.pod("db", "node-2", "data")
 	other.Namespace = "elsewhere"
 	check("Volume is already used by 1 pod(s) in different namespaces")
@@ -78,7 +78,7 @@ func TestVolumeAttachedElsewhereThroughAnotherPVIsNotAttachedAgain(t *testing.T)
 	if len(p.Create) != 0 || !slices.Equal(reasons(p), []WaitReason{MultiAttach}) {
 		t.Fatalf("create %d waits %v, want a MultiAttach wait", len(p.Create), reasons(p))
 	}
-	want := `Multi-Attach error for volume "pv-new" Volume is already used by pod(s) ` + holder.Name
+	want := `Waiting for detach for volume "pv-new" Volume is already used by pod(s) ` + holder.Name
 	if len(p.Events) != 1 || p.Events[0].Message != want {
 		t.Errorf("events %+v, want %q", p.Events, want)
 	}

@@ -86,9 +86,8 @@ type Info struct {
 	// the driver in NodeStageVolume and NodePublishVolume.
 	NodeSingleNodeMultiWriter, VolumeMountGroup bool
 	// VolumeStats: GET_VOLUME_STATS, so the kubelet reports a published
-	// volume's usage (NodeGetVolumeStats); VolumeCondition:
-	// VOLUME_CONDITION, so it reports the volume's health too.
-	VolumeStats, VolumeCondition bool
+	// volume's usage (NodeGetVolumeStats).
+	VolumeStats bool
 }
 
 // Endpoint is one dialed driver socket.

@@ -24,7 +24,7 @@ func (e *Endpoint) NodeCapabilities(ctx context.Context) (Info, error) {
 // NodeGetCapabilities answer.
 func setNodeCapabilities(info *Info, caps []*csi.NodeServiceCapability) {
 	info.Stage, info.Expand, info.NodeSingleNodeMultiWriter = false, false, false
-	info.VolumeMountGroup, info.VolumeStats, info.VolumeCondition = false, false, false
+	info.VolumeMountGroup, info.VolumeStats = false, false
 	for _, c := range caps {
 		switch c.GetRpc().GetType() {
 		case csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
@@ -37,8 +37,6 @@ func setNodeCapabilities(info *Info, caps []*csi.NodeServiceCapability) {
 			info.VolumeMountGroup = true
 		case csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:
 			info.VolumeStats = true
-		case csi.NodeServiceCapability_RPC_VOLUME_CONDITION:
-			info.VolumeCondition = true
 		}
 	}
 }

@@ -38,10 +38,9 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range ids {
 		v := st.Volumes[id]
-		nodes, condition := s.d.volumeStatus(v)
 		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{
 			Volume: s.d.csiVolume(v),
-			Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: nodes, VolumeCondition: condition},
+			Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: s.d.publishedNodes(v)},
 		})
 	}
 	return resp, nil
@@ -55,31 +54,36 @@ func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.Contr
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
 	}
-	nodes, condition := s.d.volumeStatus(v)
 	return &csi.ControllerGetVolumeResponse{
 		Volume: s.d.csiVolume(v),
-		Status: &csi.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: nodes, VolumeCondition: condition},
+		Status: &csi.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: s.d.publishedNodes(v)},
 	}, nil
 }
 
-// volumeStatus is what the controller tells about a volume: the nodes it is
-// attached to (when attaching is on) and whether its data is there.
-func (d *Driver) volumeStatus(v *volume) (nodes []string, condition *csi.VolumeCondition) {
-	if d.cfg.AttachRequired {
-		nodes = slices.Sorted(maps.Keys(v.Attachments))
+// publishedNodes is the nodes a volume is attached to, when attaching is on.
+func (d *Driver) publishedNodes(v *volume) []string {
+	if !d.cfg.AttachRequired {
+		return nil
 	}
-	return nodes, d.dataCondition(v)
+	return slices.Sorted(maps.Keys(v.Attachments))
 }
 
-func (d *Driver) dataCondition(v *volume) *csi.VolumeCondition {
+// condition is a volume's health as the driver sees it: Abnormal with the
+// reason, or normal with what was checked.
+type condition struct {
+	Abnormal bool
+	Message  string
+}
+
+func (d *Driver) dataCondition(v *volume) condition {
 	path, err := d.disk.volumePath(v.ID, v.AccessType)
 	if err == nil {
 		_, err = os.Stat(path)
 	}
 	if err != nil {
-		return &csi.VolumeCondition{Abnormal: true, Message: "the volume's data is missing: " + err.Error()}
+		return condition{Abnormal: true, Message: "the volume's data is missing: " + err.Error()}
 	}
-	return &csi.VolumeCondition{Message: "the volume's data is in place"}
+	return condition{Message: "the volume's data is in place"}
 }
 
 // GetCapacity reports the free part of Config.Capacity, or 0 for

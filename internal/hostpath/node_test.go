@@ -166,14 +166,11 @@ func TestNodeGetVolumeStats(t *testing.T) {
 	if u := got.Usage[0]; u.Total != 1<<30 || u.Used < 64<<10 || u.Available != u.Total-u.Used {
 		t.Errorf("usage = %v, want 1 GiB total with at least 64 KiB used", u)
 	}
-	if got.VolumeCondition.Abnormal {
-		t.Errorf("condition = %v, want normal", got.VolumeCondition)
-	}
 	if err := f.mounter.Unmount(f.target); err != nil {
 		t.Fatal(err)
 	}
-	if c := stats().VolumeCondition; !c.Abnormal {
-		t.Errorf("condition of an unmounted target = %v, want abnormal", c)
+	if u := stats().Usage[0]; u.Total != 1<<30 || u.Used != 0 || u.Available != 0 {
+		t.Errorf("usage of an unmounted target = %v, want its size and no usage read", u)
 	}
 	_, err := f.r.node.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: f.vol.VolumeId, VolumePath: "/elsewhere"})
 	wantCode(t, err, codes.NotFound)

@@ -26,7 +26,6 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
-		csi.NodeServiceCapability_RPC_VOLUME_CONDITION,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
@@ -79,8 +78,7 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 	}
 	total := vol.nodeSize(s.node)
 	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: total}
-	condition := s.d.nodeCondition(vol, s.node, path)
-	if vol.AccessType == accessMount && !condition.Abnormal {
+	if vol.AccessType == accessMount && !s.d.nodeCondition(vol, s.node, path).Abnormal {
 		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "volume path: %v", err)
@@ -91,26 +89,26 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 		}
 		usage.Used, usage.Available = used, max(total-used, 0)
 	}
-	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}, VolumeCondition: condition}, nil
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}}, nil
 }
 
 // nodeCondition is abnormal when the volume's data is gone or path is no
 // longer mounted.
-func (d *Driver) nodeCondition(vol *volume, node string, path nodePath) *csi.VolumeCondition {
+func (d *Driver) nodeCondition(vol *volume, node string, path nodePath) condition {
 	if c := d.dataCondition(vol); c.Abnormal {
 		return c
 	}
 	if s := vol.staging(node); vol.AccessType == accessBlock && s != nil && s.Path == path.given {
-		return &csi.VolumeCondition{Message: "the volume is attached to a loop device"}
+		return condition{Message: "the volume is attached to a loop device"}
 	}
 	mounted, err := d.cfg.Mounter.IsMountPoint(path.real)
 	switch {
 	case err != nil:
-		return &csi.VolumeCondition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path.given, err)}
+		return condition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path.given, err)}
 	case !mounted:
-		return &csi.VolumeCondition{Abnormal: true, Message: path.given + " is not mounted"}
+		return condition{Abnormal: true, Message: path.given + " is not mounted"}
 	}
-	return &csi.VolumeCondition{Message: "the volume is mounted"}
+	return condition{Message: "the volume is mounted"}
 }
 
 // NodeExpandVolume makes the node see a volume's new size: the loop device

@@ -17,8 +17,6 @@ type StatsTarget struct {
 	Driver, Handle   string
 	// Path is the publication's target path.
 	Path string
-	// Condition: the node service reports the volume's health.
-	Condition bool
 }
 
 // StatsTargets lists the claims whose volumes are published here (the
@@ -38,7 +36,7 @@ func (w World) StatsTargets(l Layout) []StatsTarget {
 		}
 		seen[key] = true
 		_, path := l.PublishPaths(p.Block, p.PodUID, p.PV)
-		out = append(out, StatsTarget{Namespace: key[0], Claim: key[1], Driver: p.Driver, Handle: p.Handle, Path: path, Condition: drv.Condition})
+		out = append(out, StatsTarget{Namespace: key[0], Claim: key[1], Driver: p.Driver, Handle: p.Handle, Path: path})
 	}
 	slices.SortFunc(out, func(a, b StatsTarget) int {
 		return strings.Compare(a.Namespace+"/"+a.Claim, b.Namespace+"/"+b.Claim)
@@ -47,23 +45,17 @@ func (w World) StatsTargets(l Layout) []StatsTarget {
 }
 
 // Usage is a volume's usage as the kubelet reads a NodeGetVolumeStats
-// answer: bytes and inodes (zero when not reported), and Abnormal when the
-// node service reports conditions (nil otherwise).
+// answer: bytes and inodes (zero when not reported).
 type Usage struct {
 	CapacityBytes, AvailableBytes, UsedBytes int64
 	Inodes, InodesFree, InodesUsed           int64
-	Abnormal                                 *bool
 }
 
-// UsageOf reads an answer as the kubelet does: without a condition to
-// report, an answer with no usage is an error.
-func UsageOf(resp *csipb.NodeGetVolumeStatsResponse, condition bool) (Usage, error) {
+// UsageOf reads an answer as the kubelet does: an answer with no usage is
+// an error.
+func UsageOf(resp *csipb.NodeGetVolumeStatsResponse) (Usage, error) {
 	var u Usage
-	if condition {
-		abnormal := resp.GetVolumeCondition().GetAbnormal()
-		u.Abnormal = &abnormal
-	}
-	if !condition && resp.GetUsage() == nil {
+	if resp.GetUsage() == nil {
 		return u, errors.New("failed to get usage from response. usage is nil")
 	}
 	for _, usage := range resp.GetUsage() {

@@ -48,8 +48,8 @@ type Driver struct {
 	// access modes of the node calls; MountGroup: VOLUME_MOUNT_GROUP, so the
 	// pod's fsGroup is given to the driver.
 	SingleNodeMultiWriter, MountGroup bool
-	// Stats: GET_VOLUME_STATS; Condition: VOLUME_CONDITION.
-	Stats, Condition bool
+	// Stats: GET_VOLUME_STATS.
+	Stats bool
 }
 
 // Staged is a volume's staging found on disk.

@@ -25,7 +25,6 @@ var (
 	statsInodes       = statsDesc("inodes", "Maximum number of inodes in the volume")
 	statsInodesFree   = statsDesc("inodes_free", "Number of free inodes in the volume")
 	statsInodesUsed   = statsDesc("inodes_used", "Number of used inodes in the volume")
-	statsAbnormal     = statsDesc("health_status_abnormal", "Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy")
 	statsTimeout      = 10 * time.Second
 	errStatsCollector = errors.New("node agent: volume stats collector")
 )
@@ -40,7 +39,7 @@ func statsDesc(name, help string) *prometheus.Desc {
 type statsCollector struct{ a *Agent }
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{statsCapacity, statsAvailable, statsUsed, statsInodes, statsInodesFree, statsInodesUsed, statsAbnormal} {
+	for _, d := range []*prometheus.Desc{statsCapacity, statsAvailable, statsUsed, statsInodes, statsInodesFree, statsInodesUsed} {
 		ch <- d
 	}
 }
@@ -57,13 +56,6 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(statsInodes, u.Inodes)
 		gauge(statsInodesFree, u.InodesFree)
 		gauge(statsInodesUsed, u.InodesUsed)
-		if u.Abnormal != nil {
-			abnormal := int64(0)
-			if *u.Abnormal {
-				abnormal = 1
-			}
-			gauge(statsAbnormal, abnormal)
-		}
 	}
 }
 
@@ -148,7 +140,7 @@ func (a *Agent) usage(ctx context.Context, n *nodeState, t mounting.StatsTarget)
 	if err != nil {
 		return mounting.Usage{}, err
 	}
-	return mounting.UsageOf(resp, t.Condition)
+	return mounting.UsageOf(resp)
 }
 
 // registerStats registers the volume stats on reg, replacing the

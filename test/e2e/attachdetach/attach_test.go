@@ -120,7 +120,7 @@ func TestPodOnAnotherNodeGetsMultiAttachEventAndNoSecondAttachment(t *testing.T)
 
 	e.pod("reader", second, "data")
 	e.waitEvent("reader", corev1.EventTypeWarning, "FailedAttachVolume",
-		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) writer`, v.pv))
+		fmt.Sprintf(`Waiting for detach for volume %q Volume is already used by pod(s) writer`, v.pv))
 	stacktest.Holds(t, "one attachment only", settle, func() string {
 		if got := e.attachmentsOf(v.pv); len(got) != 1 || got[0] != first {
 			return fmt.Sprintf("attached to %v", got)
@@ -150,7 +150,7 @@ func TestSecondPVOfAnAttachedVolumeIsNotAttachedElsewhere(t *testing.T) {
 
 	e.pod("reader", second, "again")
 	e.waitEvent("reader", corev1.EventTypeWarning, "FailedAttachVolume",
-		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) writer`, again.pv))
+		fmt.Sprintf(`Waiting for detach for volume %q Volume is already used by pod(s) writer`, again.pv))
 	stacktest.Holds(t, "no attachment through the second PV", settle, func() string {
 		if got := e.attachmentsOf(again.pv); len(got) != 0 {
 			return fmt.Sprintf("attached through %s to %v", again.pv, got)

@@ -118,7 +118,7 @@ func TestISCSIVolumeKeepsTheMultiAttachRuleAcrossNodes(t *testing.T) {
 
 	e.pod("b", second, "data")
 	e.waitEvent("b", corev1.EventTypeWarning, "FailedAttachVolume",
-		fmt.Sprintf(`Multi-Attach error for volume %q Volume is already used by pod(s) a`, v.pv))
+		fmt.Sprintf(`Waiting for detach for volume %q Volume is already used by pod(s) a`, v.pv))
 	stacktest.Holds(t, "not reported on a second node", settle, func() string {
 		for _, a := range e.volumesAttached(second) {
 			if a.Name == unique {

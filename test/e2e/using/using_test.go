@@ -72,7 +72,7 @@ func TestSingleNodeVolumeFollowsItsPodAfterMultiAttachWaits(t *testing.T) {
 	pv := e.volume("data")
 	e.waitRunning("first")
 	e.pod("second", "node-2", "data")
-	want := fmt.Sprintf("FailedAttachVolume: Multi-Attach error for volume %q Volume is already used by pod(s) first", pv.Name)
+	want := fmt.Sprintf("FailedAttachVolume: Waiting for detach for volume %q Volume is already used by pod(s) first", pv.Name)
 	e.eventually("Multi-Attach event on the second pod", func() string {
 		if ev := e.events("second"); !strings.Contains(ev, want) {
 			return "events " + ev
