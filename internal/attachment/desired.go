@@ -11,15 +11,13 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 )
 
-// Desired is one CSI volume the node's pods want attached.
+// Desired is one volume the node's pods want attached.
 type Desired struct {
-	// PV is the PersistentVolume the first of Pods reaches the volume
-	// through; other pods may reach it through other PVs of the same
-	// driver and handle.
-	PV             *v1.PersistentVolume
-	Driver, Handle string
-	Unique         v1.UniqueVolumeName
-	// AttachRequired is false for a driver whose CSIDriver says
+	// Volume is the volume as the first of Pods reaches it (its PV, or its
+	// inline source); other pods may reach it through other PVs naming
+	// the same volume.
+	Volume
+	// AttachRequired is false for a CSI driver whose CSIDriver says
 	// attachRequired: false; such a volume gets no attachment.
 	AttachRequired bool
 	// Pods are the pods that want it, sorted by namespace and name.
@@ -28,16 +26,22 @@ type Desired struct {
 
 // pluginName is the metrics label of the volume's plugin, as the
 // reference's GetFullQualifiedPluginNameForVolume makes it.
-func (d *Desired) pluginName() string { return pluginLabel(d.Driver) }
+func (d *Desired) pluginName() string {
+	if d.Kind == KindInTree {
+		return d.Plugin
+	}
+	return pluginLabel(d.Driver)
+}
 
 func pluginLabel(driver string) string { return csiPluginName + ":" + driver }
 
-// desiredVolumes resolves the CSI volumes of the node's non-terminated
-// pods, by unique volume name (as the reference's desired state of world
-// keys them: two PersistentVolumes naming one driver and handle are one
-// volume, attached once); volumes that cannot be resolved yet are
-// returned as waits. Volumes that are not CSI (in-tree, inline) are not
-// this controller's business and are skipped without a word.
+// desiredVolumes resolves the attachable volumes of the node's
+// non-terminated pods, by unique volume name (as the reference's desired
+// state of world keys them: two PersistentVolumes naming one volume are
+// one volume, attached once); volumes that cannot be resolved yet are
+// returned as waits. Volumes that are not attachable (nfs, hostPath,
+// configMap, ...) are not this controller's business and are skipped
+// without a word.
 func desiredVolumes(f Facts) (map[v1.UniqueVolumeName]*Desired, []Wait) {
 	desired := map[v1.UniqueVolumeName]*Desired{}
 	var waits []Wait
@@ -50,28 +54,25 @@ func desiredVolumes(f Facts) (map[v1.UniqueVolumeName]*Desired, []Wait) {
 			continue
 		}
 		for i := range pod.Spec.Volumes {
-			pv, wait := resolve(f, pod, &pod.Spec.Volumes[i])
+			vol, ok, wait := resolve(f, pod, &pod.Spec.Volumes[i])
 			switch {
 			case wait != nil:
 				waits = append(waits, *wait)
-			case pv != nil:
-				addUse(desired, f, pv, pod)
+			case ok:
+				addUse(desired, f, vol, pod)
 			}
 		}
 	}
 	return desired, waits
 }
 
-// addUse records that pod wants pv. The first pod's PV (in pod order)
-// names the volume in events and in the attachment's source.
-func addUse(desired map[v1.UniqueVolumeName]*Desired, f Facts, pv *v1.PersistentVolume, pod *v1.Pod) {
-	csi := pv.Spec.CSI
-	unique := UniqueVolumeName(csi.Driver, csi.VolumeHandle)
-	d, ok := desired[unique]
+// addUse records that pod wants vol. The first pod's volume (in pod
+// order) names it in events and in the attachment's source.
+func addUse(desired map[v1.UniqueVolumeName]*Desired, f Facts, vol Volume, pod *v1.Pod) {
+	d, ok := desired[vol.Unique]
 	if !ok {
-		d = &Desired{PV: pv, Driver: csi.Driver, Handle: csi.VolumeHandle,
-			Unique: unique, AttachRequired: attachRequired(f, csi.Driver)}
-		desired[unique] = d
+		d = &Desired{Volume: vol, AttachRequired: vol.Kind == KindInTree || attachRequired(f, vol.Driver)}
+		desired[vol.Unique] = d
 	}
 	if !slices.Contains(d.Pods, pod) {
 		d.Pods = append(d.Pods, pod)
@@ -85,9 +86,13 @@ func attachRequired(f Facts, driver string) bool {
 	return d == nil || d.Spec.AttachRequired == nil || *d.Spec.AttachRequired
 }
 
-// resolve follows one pod volume to its CSI PersistentVolume: nil, nil for
-// a volume that is not a claim or not CSI.
-func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (*v1.PersistentVolume, *Wait) {
+// resolve follows one pod volume to the volume it attaches: false for a
+// volume that attaches nothing. An inline volume is its own source; a
+// claim (or a generic ephemeral volume's claim) leads to its bound PV.
+func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (Volume, bool, *Wait) {
+	waitFor := func(r WaitReason, volume, detail string) (Volume, bool, *Wait) {
+		return Volume{}, false, &Wait{Volume: volume, Pod: pod, Reason: r, Detail: detail}
+	}
 	var claimName string
 	switch {
 	case vol.PersistentVolumeClaim != nil:
@@ -95,13 +100,14 @@ func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (*v1.PersistentVolume, *Wait)
 	case vol.Ephemeral != nil:
 		claimName = ephemeral.VolumeClaimName(pod, vol)
 	default:
-		return nil, nil
+		v, ok, err := FromInline(pod, vol)
+		if err != nil {
+			return waitFor(TranslationFailed, vol.Name, translationMsg(err))
+		}
+		return v, ok, nil
 	}
 	key := pod.Namespace + "/" + claimName
 	claim := f.Claims[key]
-	waitFor := func(r WaitReason, volume, detail string) (*v1.PersistentVolume, *Wait) {
-		return nil, &Wait{Volume: volume, Pod: pod, Reason: r, Detail: detail}
-	}
 	switch {
 	case claim == nil:
 		return waitFor(ClaimNotFound, key, "claim "+key+" not found")
@@ -117,8 +123,14 @@ func resolve(f Facts, pod *v1.Pod, vol *v1.Volume) (*v1.PersistentVolume, *Wait)
 		return waitFor(VolumeNotFound, claim.Spec.VolumeName, "volume "+claim.Spec.VolumeName+" not found")
 	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID:
 		return waitFor(VolumeNotBoundToClaim, pv.Name, "volume "+pv.Name+" is not bound to claim "+key)
-	case pv.Spec.CSI == nil:
-		return nil, nil
 	}
-	return pv, nil
+	v, ok, err := FromPV(pv)
+	if err != nil {
+		return waitFor(TranslationFailed, pv.Name, translationMsg(err))
+	}
+	return v, ok, nil
 }
+
+// translationMsg is kube-controller-manager's text for a failed
+// translation (csimigration.TranslateInTreeSpecToCSI).
+func translationMsg(err error) string { return "failed to translate in-tree pv to CSI: " + err.Error() }

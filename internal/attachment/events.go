@@ -36,12 +36,15 @@ func volumeMsg(prefix, pv, suffix string) string {
 	return fmt.Sprintf("%v for volume %q %v", prefix, pv, suffix)
 }
 
-func attachedEvents(d *Desired, vaName string) []Event {
+// attachedEvents tell the pods the volume is attached; key is the
+// attachment's name, or the unique volume name of an in-tree volume,
+// which has none.
+func attachedEvents(d *Desired, key string) []Event {
 	var out []Event
 	for _, pod := range d.Pods {
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeNormal, Reason: SuccessfulAttachVolume,
-			Message: volumeMsg("AttachVolume.Attach succeeded", d.PV.Name, ""),
-			Key:     "attached/" + vaName + "/" + string(pod.UID)})
+			Message: volumeMsg("AttachVolume.Attach succeeded", d.Name, ""),
+			Key:     "attached/" + key + "/" + string(pod.UID)})
 	}
 	return out
 }
@@ -53,7 +56,7 @@ func attachFailedEvents(d *Desired, vaName, message, at string) []Event {
 	var out []Event
 	for _, pod := range d.Pods {
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeWarning, Reason: FailedAttachVolume,
-			Message: volumeMsg("AttachVolume.Attach failed", d.PV.Name, ": "+message),
+			Message: volumeMsg("AttachVolume.Attach failed", d.Name, ": "+message),
 			Key:     "attach-failed/" + vaName + "/" + at + "/" + message + "/" + string(pod.UID)})
 	}
 	return out
@@ -71,8 +74,8 @@ func multiAttachEvents(d *Desired, holders []*v1.Pod) []Event {
 			msg = usedByMsg(pod.Namespace, holders)
 		}
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeWarning, Reason: FailedAttachVolume,
-			Message: volumeMsg("Waiting for detach", d.PV.Name, msg),
-			Key:     "multi-attach/" + d.PV.Name + "/" + string(pod.UID)})
+			Message: volumeMsg("Waiting for detach", d.Name, msg),
+			Key:     "multi-attach/" + d.Name + "/" + string(pod.UID)})
 	}
 	return out
 }

@@ -67,9 +67,13 @@ type Facts struct {
 	Drivers map[string]*storagev1.CSIDriver
 	// Attachments are the VolumeAttachments of the node and those, on any
 	// node, of the volumes its pods use, made through any PersistentVolume
-	// naming the same driver and handle (for the Multi-Attach rule);
-	// Volumes then holds those PVs too.
+	// naming the same driver and handle, or inline (for the Multi-Attach
+	// rule); Volumes then holds those PVs too.
 	Attachments []*storagev1.VolumeAttachment
+	// InTreeElsewhere are, per unique name of an in-tree volume (KindInTree)
+	// the node's pods want, the other nodes whose volumesAttached list it:
+	// an in-tree volume has no attachment to show where it is attached.
+	InTreeElsewhere map[v1.UniqueVolumeName][]string
 	// Users are, per PersistentVolume name, the pods of any node that use
 	// it: the Multi-Attach event names those on the nodes holding it
 	// (through any PV of the volume).

@@ -40,14 +40,16 @@ func UniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
 	return corev1.UniqueVolumeName(csiPluginName + "/" + driver + "^" + handle)
 }
 
-// VolumeOf is the unique volume name of a CSI PersistentVolume, false for
-// any other: the key under which every PV naming one driver and handle is
-// one volume.
+// VolumeOf is the unique volume name of an attachable PersistentVolume
+// (FromPV: a CSI PV, a migrated in-tree PV as its CSI driver sees it, an
+// iscsi or fc PV), false for any other: the key under which every PV
+// naming one volume is one volume.
 func VolumeOf(pv *corev1.PersistentVolume) (corev1.UniqueVolumeName, bool) {
-	if pv == nil || pv.Spec.CSI == nil {
+	v, ok, err := FromPV(pv)
+	if !ok || err != nil {
 		return "", false
 	}
-	return UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), true
+	return v.Unique, true
 }
 
 var unsafeDriverChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)

@@ -31,7 +31,8 @@ type Plan struct {
 }
 
 // Counts are the volumes of one node as the reference's metrics count
-// them, per plugin name ("kubernetes.io/csi:<driver>").
+// them, per plugin name ("kubernetes.io/csi:<driver>", a migrated volume's
+// with its CSI driver, or "kubernetes.io/iscsi", "kubernetes.io/fc").
 type Counts struct {
 	// Desired counts the volumes to attach, Attached the attached ones.
 	Desired, Attached map[string]int
@@ -53,7 +54,9 @@ type Attach struct {
 	SingleNode bool
 }
 
-// Detach is an attachment to delete, and why.
+// Detach is an attachment to delete, and why. Attachment is nil for an
+// in-tree volume (KindInTree): it has none, and its detach is all done by
+// leaving VolumesAttached.
 type Detach struct {
 	Attachment *storagev1.VolumeAttachment
 	Volume     v1.UniqueVolumeName
@@ -123,11 +126,14 @@ const (
 	DetachInProgress
 	// StillMounted: unwanted, but the node reports it in use.
 	StillMounted
+	// TranslationFailed: the in-tree source of a migrated plugin could not
+	// be translated to CSI (csi-translation-lib's error).
+	TranslationFailed
 )
 
 var waitReasons = [...]string{"ClaimNotFound", "ClaimNotBound", "ClaimNotOwned", "VolumeNotFound",
 	"VolumeNotBoundToClaim", "NodeGone", "Attaching", "AttachFailed", "MultiAttach", "DetachInProgress",
-	"StillMounted"}
+	"StillMounted", "TranslationFailed"}
 
 func (r WaitReason) String() string {
 	if int(r) < len(waitReasons) {

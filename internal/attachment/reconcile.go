@@ -31,12 +31,19 @@ func Decide(f Facts) Plan {
 	r := &reconcile{f: f, p: &p, desired: desired, byName: map[string]*Desired{}, elsewhere: elsewhere(f, desired),
 		inUse: set(f.Node.VolumesInUse), reported: attachedSet(f.Node.VolumesAttached)}
 	for _, d := range desired {
-		r.byName[Name(d.Handle, d.Driver, f.Node.Name)] = d
+		if d.Kind != KindInTree {
+			r.byName[Name(d.Handle, d.Driver, f.Node.Name)] = d
+		}
 	}
 	here := attachmentsHere(f)
 	for _, name := range sortedKeys(here) {
 		if va := here[name]; r.wanted(va) == nil {
 			r.detach(va)
+		}
+	}
+	for _, u := range f.Node.VolumesAttached {
+		if InTreePlugin(u.Name) != "" && desired[u.Name] == nil {
+			r.detachInTree(u.Name)
 		}
 	}
 	for _, name := range sortedKeys(desired) {
@@ -58,12 +65,16 @@ type reconcile struct {
 	reported  map[v1.UniqueVolumeName]bool
 }
 
-// attachmentsHere are the node's attachments of PersistentVolumes, by
-// name. Attachments of inline volumes are not the controller's.
+// attachmentsHere are the node's attachments, of PersistentVolumes and
+// of inline volumes (the reference attaches a migrated inline volume with
+// its translated spec in the attachment, and detaches any it finds whose
+// volume no pod wants), by name.
 func attachmentsHere(f Facts) map[string]*storagev1.VolumeAttachment {
 	here := map[string]*storagev1.VolumeAttachment{}
 	for _, va := range f.Attachments {
-		if va.Spec.Source.PersistentVolumeName != nil && va.Spec.NodeName == f.Node.Name {
+		src := va.Spec.Source
+		ours := src.PersistentVolumeName != nil || (src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil)
+		if ours && va.Spec.NodeName == f.Node.Name {
 			here[va.Name] = va
 		}
 	}
@@ -82,37 +93,61 @@ func (r *reconcile) wanted(va *storagev1.VolumeAttachment) *Desired {
 
 // detach decides on an attachment no pod wants.
 func (r *reconcile) detach(va *storagev1.VolumeAttachment) {
-	f, pv := r.f, *va.Spec.Source.PersistentVolumeName
 	unique, named := r.uniqueName(va)
 	if va.DeletionTimestamp != nil {
-		r.p.Wait = append(r.p.Wait, Wait{Volume: pv, Reason: DetachInProgress, Detail: "attachment " + va.Name + " is being deleted"})
+		r.p.Wait = append(r.p.Wait, Wait{Volume: SourceName(va), Reason: DetachInProgress, Detail: "attachment " + va.Name + " is being deleted"})
 		return
 	}
-	since, ok := f.UndesiredSince[va.Name]
+	reason, ok := r.release(va.Name, SourceName(va), unique, named)
+	if !ok {
+		r.report(va, unique, named)
+		return
+	}
+	r.p.Detach = append(r.p.Detach, Detach{Attachment: va, Volume: unique, Reason: reason})
+}
+
+// detachInTree decides on an in-tree volume (KindInTree) the node reports
+// attached and no pod wants: its detach does nothing but leave
+// volumesAttached, under the same rules as an attachment's; its timer is
+// kept under its unique name.
+func (r *reconcile) detachInTree(unique v1.UniqueVolumeName) {
+	reason, ok := r.release(string(unique), string(unique), unique, true)
+	if !ok {
+		r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: unique})
+		r.p.Counts.Attached[InTreePlugin(unique)]++
+		return
+	}
+	r.p.Detach = append(r.p.Detach, Detach{Volume: unique, Reason: reason})
+}
+
+// release applies the detach rules to an attached volume no pod wants,
+// known by key to the unmount timers: false (and a StillMounted wait) while
+// it must stay, else the reason it may go.
+func (r *reconcile) release(key, volume string, unique v1.UniqueVolumeName, named bool) (DetachReason, bool) {
+	f := r.f
+	since, ok := f.UndesiredSince[key]
 	if !ok {
 		since = f.Now
 	}
-	r.p.UndesiredSince[va.Name] = since
+	r.p.UndesiredSince[key] = since
 	elapsed := f.Now.Sub(since)
 	expired := elapsed > f.MaxWaitForUnmount
 	force := !f.Node.Ready && expired
 	if named && r.inUse[unique] && !force && !f.Node.OutOfService {
-		r.p.Wait = append(r.p.Wait, Wait{Volume: pv, Reason: StillMounted,
+		r.p.Wait = append(r.p.Wait, Wait{Volume: volume, Reason: StillMounted,
 			Detail: "the node reports " + string(unique) + " in use"})
-		r.report(va, unique, named)
 		if !expired {
 			r.requeue(f.MaxWaitForUnmount - elapsed + time.Second)
 		}
-		return
+		return 0, false
 	}
-	reason := NotInUse
 	switch {
 	case expired:
-		reason = Timeout
+		return Timeout, true
 	case f.Node.OutOfService:
-		reason = OutOfService
+		return OutOfService, true
 	}
-	r.p.Detach = append(r.p.Detach, Detach{Attachment: va, Volume: unique, Reason: reason})
+	return NotInUse, true
 }
 
 // attach decides on a volume the node's pods want.
@@ -123,18 +158,22 @@ func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachme
 	plugin := d.pluginName()
 	r.p.Counts.Desired[plugin]++
 	r.p.Counts.InUse[plugin] += len(d.Pods)
+	if d.Kind == KindInTree {
+		r.attachInTree(d)
+		return
+	}
 	name := Name(d.Handle, d.Driver, r.f.Node.Name)
 	if va := here[name]; va != nil {
 		r.existing(d, va)
 		return
 	}
 	if !r.f.Node.Exists {
-		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
 		return
 	}
 	single := r.singleNode(d)
 	if others := r.elsewhere[d.Unique]; len(others) > 0 && single {
-		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: MultiAttach,
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: MultiAttach,
 			Detail: "attached to " + strings.Join(others, ", ")})
 		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d, others))...)
 		return
@@ -146,7 +185,7 @@ func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachme
 func (r *reconcile) existing(d *Desired, va *storagev1.VolumeAttachment) {
 	switch {
 	case va.DeletionTimestamp != nil:
-		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: DetachInProgress,
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: DetachInProgress,
 			Detail: "attachment " + va.Name + " is being deleted; it is made again once gone"})
 	case va.Status.Attached:
 		r.report(va, d.Unique, true)
@@ -155,10 +194,10 @@ func (r *reconcile) existing(d *Desired, va *storagev1.VolumeAttachment) {
 		}
 	case va.Status.AttachError != nil:
 		e := va.Status.AttachError
-		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: AttachFailed, Detail: e.Message})
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: AttachFailed, Detail: e.Message})
 		r.p.Events = append(r.p.Events, attachFailedEvents(d, va.Name, e.Message, e.Time.UTC().Format(time.RFC3339Nano))...)
 	default:
-		r.p.Wait = append(r.p.Wait, Wait{Volume: d.PV.Name, Reason: Attaching, Detail: "waiting for the attacher of " + d.Driver})
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: Attaching, Detail: "waiting for the attacher of " + d.Driver})
 	}
 }
 
@@ -177,14 +216,42 @@ func (r *reconcile) requeue(d time.Duration) {
 	}
 }
 
+// attachInTree attaches an in-tree volume whose attach does nothing
+// (KindInTree), as the reference's reconciler does with it: at once,
+// reported in volumesAttached with SuccessfulAttachVolume, unless the node
+// is gone or the Multi-Attach rule stops it.
+func (r *reconcile) attachInTree(d *Desired) {
+	if !r.f.Node.Exists {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: NodeGone, Detail: "node " + r.f.Node.Name + " is deleted"})
+		return
+	}
+	if others := r.elsewhere[d.Unique]; len(others) > 0 && r.singleNode(d) && !r.reported[d.Unique] {
+		r.p.Wait = append(r.p.Wait, Wait{Volume: d.Name, Reason: MultiAttach,
+			Detail: "attached to " + strings.Join(others, ", ")})
+		r.p.Events = append(r.p.Events, multiAttachEvents(d, r.holders(d, others))...)
+		return
+	}
+	r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: d.Unique})
+	r.p.Counts.Attached[d.Plugin]++
+	if !r.reported[d.Unique] {
+		r.p.Events = append(r.p.Events, attachedEvents(d, string(d.Unique))...)
+	}
+}
+
 // NewAttachment is the VolumeAttachment the reference's CSI attacher
-// creates: its name, the driver as attacher, the node, the volume; no
-// labels, annotations or finalizers.
+// creates: its name, the driver as attacher, the node, the volume (the PV
+// by name, or a migrated inline volume's translated spec); no labels,
+// annotations or finalizers.
 func NewAttachment(d *Desired, node string) *storagev1.VolumeAttachment {
-	pv := d.PV.Name
+	src := storagev1.VolumeAttachmentSource{}
+	if d.Inline {
+		src.InlineVolumeSpec = d.PV.Spec.DeepCopy()
+	} else {
+		pv := d.PV.Name
+		src.PersistentVolumeName = &pv
+	}
 	return &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: Name(d.Handle, d.Driver, node)},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: d.Driver, NodeName: node,
-			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
+		Spec:       storagev1.VolumeAttachmentSpec{Attacher: d.Driver, NodeName: node, Source: src},
 	}
 }

@@ -9,13 +9,15 @@ import (
 )
 
 // uniqueName is the unique volume name of an attachment. It comes from the
-// PersistentVolume, or, once that is gone, from the node's status: the
+// PersistentVolume (as its CSI driver sees it: a migrated PV translated)
+// or the inline spec, or, once the PV is gone, from the node's status: the
 // entry whose driver and handle hash to the attachment's name. false means
 // neither knows it; such a volume cannot be in the node's status either.
 func (r *reconcile) uniqueName(va *storagev1.VolumeAttachment) (v1.UniqueVolumeName, bool) {
-	if pv := r.f.Volumes[*va.Spec.Source.PersistentVolumeName]; pv != nil && pv.Spec.CSI != nil &&
-		Name(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, r.f.Node.Name) == va.Name {
-		return UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), true
+	if u, ok := attachmentVolume(r.f, va); ok {
+		if driver, handle, csi := SplitUnique(u); csi && Name(handle, driver, r.f.Node.Name) == va.Name {
+			return u, true
+		}
 	}
 	candidates := slices.Clone(r.f.Node.VolumesInUse)
 	for _, a := range r.f.Node.VolumesAttached {

@@ -138,7 +138,39 @@ func refuseSource(err error, op Operation) Decision {
 	if errors.As(err, new(errVolumeNotFound)) {
 		return refuse(ReasonVolumeNotFound, op, err)
 	}
+	if errors.As(err, new(errTranslation)) {
+		return refuse(ReasonTranslationFailed, op, err)
+	}
 	return refuse(ReasonBadSource, op, err)
+}
+
+// errTranslation is csi-translation-lib's refusal of a migrated PV, with
+// the external-attacher's text.
+type errTranslation struct{ err error }
+
+func (e errTranslation) Error() string {
+	return fmt.Sprintf("failed to translate in tree pv to CSI: %v", e.err)
+}
+
+func (e errTranslation) Unwrap() error { return e.err }
+
+// volumeSpec is the spec of the PV as its CSI driver sees it: an in-tree
+// source of a migrated plugin translated by csi-translation-lib, as the
+// external-attacher translates it (IsPVMigratable, TranslateInTreePVToCSI)
+// before it reads the handle, fsType, read-only flag, volume attributes
+// and secrets; any other PV as it is (without spec.csi it is refused).
+func volumeSpec(pv *v1.PersistentVolume) (*v1.PersistentVolumeSpec, error) {
+	if pv.Spec.CSI != nil {
+		return &pv.Spec, nil
+	}
+	v, ok, err := attachment.FromPV(pv)
+	switch {
+	case err != nil:
+		return nil, errTranslation{err}
+	case ok && v.Kind == attachment.KindMigrated:
+		return &v.PV.Spec, nil
+	}
+	return &pv.Spec, nil
 }
 
 // source is the volume spec the attachment is for: the named PV's, or the
@@ -151,7 +183,7 @@ func source(in Input) (*v1.PersistentVolumeSpec, error) {
 	case src.PersistentVolumeName != nil && in.Volume == nil:
 		return nil, errVolumeNotFound{*src.PersistentVolumeName}
 	case src.PersistentVolumeName != nil:
-		return &in.Volume.Spec, nil
+		return volumeSpec(in.Volume)
 	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI == nil:
 		return nil, errors.New("inline volume spec contains nil CSI source")
 	case src.InlineVolumeSpec != nil:

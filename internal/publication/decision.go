@@ -73,7 +73,10 @@ const (
 	ReasonVolumeDeleting Reason = "VolumeDeleting" // the PV is marked for deletion
 	ReasonBadCapability  Reason = "BadCapability"  // the PV's access modes have no CSI equivalent
 	ReasonNodeIDUnknown  Reason = "NodeIDUnknown"  // no CSINode entry (nor annotation, on detach)
-	ReasonVolumeNotCSI   Reason = "VolumeNotCSI"   // the PV has no spec.csi
+	ReasonVolumeNotCSI   Reason = "VolumeNotCSI"   // the PV has no spec.csi, nor an in-tree source of a migrated plugin
+	// ReasonTranslationFailed: the PV's in-tree source is of a migrated
+	// plugin, and csi-translation-lib cannot translate it.
+	ReasonTranslationFailed Reason = "TranslationFailed"
 )
 
 // Decision is what a sync decided, and why.

@@ -1,5 +1,7 @@
 // Package publication is the pure core of the attacher, the external-attacher's
-// role: for one VolumeAttachment of a driver it decides which step comes next
+// role: for one VolumeAttachment of a driver (of a CSI PV, of an in-tree PV
+// of a migrated plugin, which is published with the CSI source
+// csi-translation-lib makes of it, or of an inline spec) it decides which step comes next
 // on the way to "attached" (or, for one being deleted, to "detached"), and for
 // a PersistentVolume being deleted whether the attacher's finalizer may go.
 // Each step is a value with a reason; the objects a step writes are built by

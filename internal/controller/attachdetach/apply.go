@@ -81,6 +81,10 @@ func (c *Controller) detach(ctx context.Context, node string, existed bool, deta
 	var inUse []v1.UniqueVolumeName
 	checked := false
 	for _, d := range detaches {
+		if d.Attachment == nil {
+			c.detachedInTree(ctx, d)
+			continue
+		}
 		if c.isInFlight(d.Attachment.Name, deleteWrite) {
 			continue
 		}
@@ -135,9 +139,19 @@ func (c *Controller) deleteAttachment(ctx context.Context, d attachment.Detach) 
 		return fmt.Errorf("deleting VolumeAttachment %s: %w", d.Attachment.Name, err)
 	}
 	c.wrote(d.Attachment.Name, deleteWrite)
-	klog.FromContext(ctx).Info("Detaching volume", "pv", *d.Attachment.Spec.Source.PersistentVolumeName,
+	klog.FromContext(ctx).Info("Detaching volume", "pv", attachment.SourceName(d.Attachment),
 		"attachment", d.Attachment.Name, "reason", d.Reason.String())
 	return nil
+}
+
+// detachedInTree counts and logs the detach of an in-tree volume whose
+// detach does nothing (attachment.KindInTree): leaving volumesAttached,
+// which the status write before it did, was all of it.
+func (c *Controller) detachedInTree(ctx context.Context, d attachment.Detach) {
+	if d.Reason.Forced() {
+		c.metrics.forcedDetaches.WithLabelValues(d.Reason.String()).Inc()
+	}
+	klog.FromContext(ctx).Info("Detached in-tree volume", "volume", d.Volume, "reason", d.Reason.String())
 }
 
 // attach creates the attachments; one made meanwhile (by an earlier sync
@@ -168,7 +182,7 @@ func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
 			continue
 		}
 		c.wrote(va.Name, createWrite)
-		logger.V(2).Info("Attaching volume", "pv", *va.Spec.Source.PersistentVolumeName, "driver", va.Spec.Attacher,
+		logger.V(2).Info("Attaching volume", "pv", attachment.SourceName(va), "driver", va.Spec.Attacher,
 			"attachment", va.Name)
 	}
 	return errors.Join(errs...)

@@ -120,7 +120,7 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 		loop.Handler{Informer: vaInf, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onAttachment, UpdateFunc: loop.Updated(c.onAttachment), DeleteFunc: c.onAttachmentDeleted}},
 		loop.Handler{Informer: f.Core().V1().Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onNode, UpdateFunc: loop.Updated(c.onNode), DeleteFunc: c.onNodeDeleted}},
+			AddFunc: c.onNode, UpdateFunc: c.onNodeUpdate, DeleteFunc: c.onNodeDeleted}},
 		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: funcs(c.onClaim)},
 		loop.Handler{Informer: pvInf, Funcs: funcs(c.onVolume)},
 		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},

@@ -1,7 +1,10 @@
 // Package attachdetach runs the attachdetach loop, the role of
 // kube-controller-manager's attach/detach controller: it creates a
 // VolumeAttachment for every CSI volume a scheduled, running pod of a
-// managed node needs, deletes those no pod needs once the node no longer
+// managed node needs (an in-tree volume of a migrated plugin, through a
+// PV or inline, as its CSI driver's: see internal/attachment), reports
+// iscsi and fc volumes attached at once with no VolumeAttachment (their
+// controller-side attach does nothing), deletes those no pod needs once the node no longer
 // uses them (or may not wait any longer), keeps node.status.volumesAttached
 // current, and tells pods what happened with the reference's events. What
 // to do is decided by internal/attachment, one node at a time; this

@@ -2,6 +2,7 @@ package attachdetach
 
 import (
 	"context"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -31,6 +32,33 @@ func (c *Controller) onNode(obj any) {
 	}
 }
 
+// onNodeUpdate also wakes the pods waiting for an in-tree volume
+// (attachment.KindInTree) the node no longer reports attached: with no
+// attachment to be deleted, the node's status is the only news that a
+// single-node volume is free.
+func (c *Controller) onNodeUpdate(old, cur any) {
+	loop.Updated(c.onNode)(old, cur)
+	o, okO := old.(*v1.Node)
+	n, okN := cur.(*v1.Node)
+	if okO && okN {
+		c.wakeInTreeUsers(o, n.Status.VolumesAttached)
+	}
+}
+
+// wakeInTreeUsers queues the users of each in-tree volume the node
+// reported attached and no longer lists in now (through its PVs; pods
+// using it inline wait for the resync).
+func (c *Controller) wakeInTreeUsers(node *v1.Node, now []v1.AttachedVolume) {
+	for _, a := range node.Status.VolumesAttached {
+		if attachment.InTreePlugin(a.Name) == "" || slices.ContainsFunc(now, func(b v1.AttachedVolume) bool { return b.Name == a.Name }) {
+			continue
+		}
+		for _, pv := range c.volumesNamed(a.Name) {
+			c.enqueueUsersOf(pv)
+		}
+	}
+}
+
 // onNodeDeleted keeps what the node last reported in use: its attachments
 // wait for the unmount timeout unless it did not use them (the reference
 // keeps its actual state the same way).
@@ -44,6 +72,7 @@ func (c *Controller) onNodeDeleted(obj any) {
 	c.lastInUse[node.Name] = node.Status.VolumesInUse
 	c.mu.Unlock()
 	c.q.Add(node.Name)
+	c.wakeInTreeUsers(node, nil)
 }
 
 // onAttachment runs once the informer's store holds the attachment, so a

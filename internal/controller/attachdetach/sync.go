@@ -68,16 +68,17 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 	if err != nil {
 		return attachment.Facts{}, err
 	}
-	for _, pod := range pods {
-		f.Pods = append(f.Pods, pod)
-		c.readVolumes(&f, pod)
-	}
 	seen := map[string]bool{}
 	add := func(va *storagev1.VolumeAttachment) {
 		if !seen[va.Name] {
 			seen[va.Name] = true
 			f.Attachments = append(f.Attachments, va)
 		}
+	}
+	for _, pod := range pods {
+		f.Pods = append(f.Pods, pod)
+		c.readVolumes(&f, pod)
+		c.readInline(&f, pod, add)
 	}
 	here, err := informerindex.AttachmentsOn(c.vas, name)
 	if err != nil {
@@ -100,6 +101,7 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 			add(va)
 		}
 	}
+	c.inTreeElsewhere(&f)
 	return f, nil
 }
 
@@ -132,8 +134,8 @@ func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 		return
 	}
 	f.Volumes[pv.Name] = pv
-	if pv.Spec.CSI != nil {
-		if d, err := c.drivers.Get(pv.Spec.CSI.Driver); err == nil {
+	if v, ok, _ := attachment.FromPV(pv); ok && v.Driver != "" {
+		if d, err := c.drivers.Get(v.Driver); err == nil {
 			f.Drivers[d.Name] = d
 		}
 	}

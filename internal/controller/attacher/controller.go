@@ -128,14 +128,16 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 	}
 }
 
-// onVolume queues a PV being deleted that carries one of our finalizers.
+// onVolume queues a PV carrying one of our finalizers that is being
+// deleted, or that is an in-tree PV not claimed by migration to our driver
+// (publication.Unclaimed): its finalizer may go.
 func (c *Controller) onVolume(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
 	if !ok {
 		return
 	}
 	pv = c.newestPV.Observe(pv.Name, pv)
-	if pv.DeletionTimestamp != nil && c.volumeDriver(pv) != "" {
+	if d := c.volumeDriver(pv); d != "" && (pv.DeletionTimestamp != nil || publication.Unclaimed(pv, d)) {
 		c.pvQ.Add(pv.Name)
 	}
 }
@@ -163,9 +165,10 @@ func (c *Controller) volumeDriver(pv *v1.PersistentVolume) string {
 }
 
 // holds says whether this node's driver holds pv's volume
-// (provisioning.ForVolume, with the driver's segment).
+// (provisioning.ForVolume, with the driver's segment); a migrated in-tree
+// PV as its driver sees it.
 func (c *Controller) holds(pv *v1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil {
+	if pv = asCSI(pv); pv.Spec.CSI == nil {
 		return false
 	}
 	info, ok := c.pool.Info(pv.Spec.CSI.Driver)
@@ -200,7 +203,8 @@ func (c *Controller) resync(context.Context) {
 	}
 	pvs, _ := c.pvs.List(labels.Everything())
 	for _, pv := range pvs {
-		if pv.DeletionTimestamp != nil && c.volumeDriver(pv) != "" && c.pvQ.NumRequeues(pv.Name) == 0 {
+		d := c.volumeDriver(pv)
+		if d != "" && (pv.DeletionTimestamp != nil || publication.Unclaimed(pv, d)) && c.pvQ.NumRequeues(pv.Name) == 0 {
 			c.pvQ.Add(pv.Name)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/volplane/volplane/internal/controller/secrets"
 	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // endpoint is the driver endpoint to publish through: among those with
@@ -28,7 +29,7 @@ func (c *Controller) endpoint(driver string, pv *v1.PersistentVolume) (*csi.Endp
 		err error
 	)
 	if pv != nil {
-		ep, err = publishing.ForVolume(driver, pv)
+		ep, err = publishing.ForVolume(driver, asCSI(pv))
 	} else {
 		ep, err = publishing.ForDelete(driver, nil)
 	}
@@ -36,6 +37,16 @@ func (c *Controller) endpoint(driver string, pv *v1.PersistentVolume) (*csi.Endp
 		return nil, fmt.Errorf("no endpoint to attach through: %w", err)
 	}
 	return ep, nil
+}
+
+// asCSI is the PV as its driver sees it (a migrated in-tree PV translated,
+// its node affinity on the driver's topology keys), or the PV as it is when
+// it cannot be translated (its attachment is refused then anyway).
+func asCSI(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	if out, err := provisioning.AsCSI(pv); err == nil {
+		return out
+	}
+	return pv
 }
 
 // secrets reads the controllerPublishSecretRef live, as the reference does

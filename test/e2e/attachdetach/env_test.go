@@ -75,10 +75,21 @@ func (e *env) boundClaim(name string, modes ...corev1.PersistentVolumeAccessMode
 // boundClaimOf is boundClaim with a PV naming the backend volume handle.
 func (e *env) boundClaimOf(name, handle string, modes ...corev1.PersistentVolumeAccessMode) volume {
 	e.t.Helper()
+	return e.boundClaimSource(name, corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+		Driver: e.driver, VolumeHandle: handle}}, modes...)
+}
+
+// boundClaimSource is boundClaim with a PV of the given source (its
+// handle is the CSI source's, if any).
+func (e *env) boundClaimSource(name string, src corev1.PersistentVolumeSource, modes ...corev1.PersistentVolumeAccessMode) volume {
+	e.t.Helper()
 	if modes == nil {
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	v := volume{claim: name, pv: e.ns + "-" + name, handle: handle}
+	v := volume{claim: name, pv: e.ns + "-" + name}
+	if src.CSI != nil {
+		v.handle = src.CSI.VolumeHandle
+	}
 	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	claim, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -89,9 +100,8 @@ func (e *env) boundClaimOf(name, handle string, modes ...corev1.PersistentVolume
 	pv, err := e.client.CoreV1().PersistentVolumes().Create(e.ctx, &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: v.pv},
 		Spec: corev1.PersistentVolumeSpec{AccessModes: modes, Capacity: size, StorageClassName: "",
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: e.ns, Name: name, UID: claim.UID},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: e.driver, VolumeHandle: v.handle}}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: e.ns, Name: name, UID: claim.UID},
+			PersistentVolumeSource: src},
 	}, metav1.CreateOptions{})
 	e.must(err, "create PV")
 	e.t.Cleanup(func() {

@@ -1,7 +1,8 @@
 // Package attacher runs the attacher loop end to end against the embedded,
 // real kube-apiserver, with the bundled hostpath driver served in this
-// process twice on the one simulated node: once with attach required
-// (PUBLISH_UNPUBLISH_VOLUME) and once without. Tests make what the
+// process three times on the one simulated node: with attach required
+// (PUBLISH_UNPUBLISH_VOLUME), without, and with under the name of the CSI
+// driver an in-tree plugin is migrated to (ebs.csi.aws.com). Tests make what the
 // attach/detach controller and the kubelet would (VolumeAttachments,
 // CSINodes) and PVs by hand over volumes created through the driver, then
 // check what the reference's external-attacher would have written.
@@ -30,10 +31,12 @@ import (
 	"github.com/volplane/volplane/test/e2e/support"
 )
 
-// The two drivers: one that attaches, one that does not.
+// The drivers: one that attaches, one that does not, and one that plays
+// the CSI driver the in-tree awsElasticBlockStore plugin is migrated to.
 const (
 	attaching    = hostpath.DriverName
 	nonAttaching = "plain.csi.volplane.io"
+	awsEBS       = "ebs.csi.aws.com"
 )
 
 // bed is the package's test bed.
@@ -66,7 +69,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 	for _, d := range []struct {
 		name   string
 		attach bool
-	}{{attaching, true}, {nonAttaching, false}} {
+	}{{attaching, true}, {nonAttaching, false}, {awsEBS, true}} {
 		endpoint := drivers.Endpoint(d.name)
 		if _, err := drivers.Serve(hostpath.Config{Endpoint: endpoint, NodeID: bed.node, Name: d.name,
 			DataDir: filepath.Join(drivers.Dir, d.name), Capacity: 1 << 30, AttachRequired: d.attach,
@@ -82,7 +85,7 @@ func setUp(cp *cluster.ControlPlane) (func(), error) {
 		return nil, err
 	}
 	node := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: bed.node}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
-		{Name: attaching, NodeID: bed.node}, {Name: nonAttaching, NodeID: bed.node}}}}
+		{Name: attaching, NodeID: bed.node}, {Name: nonAttaching, NodeID: bed.node}, {Name: awsEBS, NodeID: bed.node}}}}
 	if _, err := cp.Client.StorageV1().CSINodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		teardown()
 		return nil, fmt.Errorf("CSINode: %w", err)
