@@ -62,6 +62,7 @@ var floors = map[string]floor{
 
 	"internal/snapshotbinding": pure,
 	"internal/grouping":        pure,
+	"internal/health":          pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,

@@ -88,6 +88,12 @@ type Config struct {
 	// snapshot API: "refuse" (also "") or "ignore"
 	// (snapshotbinding.Elsewhere).
 	SnapshotControllerElsewhere string
+	// HealthMonitorInterval is the health-monitor's poll period (0: the
+	// external-health-monitor's 1 minute).
+	HealthMonitorInterval time.Duration
+	// CSIVolumeHealth is the CSIVolumeHealth feature gate: volume health is
+	// written to the claim's, pod's and CSINode's fields beside events.
+	CSIVolumeHealth bool
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.

@@ -1,0 +1,23 @@
+package manager
+
+import "github.com/volplane/volplane/internal/controller/healthmonitor"
+
+// HealthMonitor is the health-monitor loop, the external-health-monitor
+// controller's role: it polls the CSI controllers' volume health.
+const HealthMonitor = "health-monitor"
+
+// newHealthMonitor builds the health-monitor loop over the drivers in the
+// pool. The claim's status.healthStatus is written when the
+// CSIVolumeHealth gate is on (Config.CSIVolumeHealth).
+func newHealthMonitor(w wiring) ([]Runnable, error) {
+	gate := w.Config.CSIVolumeHealth
+	m, err := healthmonitor.New(healthmonitor.Config{
+		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
+		Recorder: w.Recorder(healthmonitor.EventComponent),
+		Interval: w.Config.HealthMonitorInterval, WriteStatus: func() bool { return gate },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Runnable{m}, nil
+}
