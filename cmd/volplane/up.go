@@ -42,6 +42,7 @@ func newUpCommand() *cobra.Command {
 		capacity    = resource.MustParse("100Gi")
 		metricsAddr string
 		test        upTestFlags
+		health      upHealthFlags
 		onlyCP      bool
 	)
 	cmd := &cobra.Command{
@@ -67,7 +68,10 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 				}
 				return runControlPlaneOnly(ctx, cmd, cfg)
 			}
-			return runUp(ctx, cmd, cfg, capacity, metricsAddr, test)
+			if err := health.check(); err != nil {
+				return err
+			}
+			return runUp(ctx, cmd, cfg, capacity, metricsAddr, test, health)
 		},
 	}
 	f := cmd.Flags()
@@ -83,6 +87,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
 	_ = f.MarkHidden("inject-faults")
+	health.register(f)
 	_ = f.MarkHidden("without-loops")
 	return cmd
 }
@@ -94,7 +99,7 @@ type upTestFlags struct {
 	withoutLoops bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, test upTestFlags) error {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, test upTestFlags, health upHealthFlags) error {
 	if err := checkUp(cfg, capacity); err != nil {
 		return err
 	}
@@ -142,6 +147,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// controller` processes) it runs the node agent alone.
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
 	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
+	health.apply(&mcfg)
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {
 		mcfg.Controllers, mcfg.CSIEndpoints, mcfg.MetricsAddr, mcfg.Ready = nil, nil, "", nil

@@ -43,6 +43,9 @@ type StackConfig struct {
 	Loops func(*manager.Config)
 	// AgentREST, if set, adjusts the node agent's client configuration.
 	AgentREST func(*rest.Config)
+	// Agent, if set, adjusts the node agent's configuration (its periods,
+	// the CSIVolumeHealth gate) before each start.
+	Agent func(*manager.Config)
 }
 
 // StartStack starts the drivers, registers their objects and starts the
@@ -125,6 +128,9 @@ func (s *Stack) StartAgent() error {
 	}
 	cfg := manager.Config{REST: rc, NodeAgent: &manager.NodeAgent{
 		DataDir: s.cfg.DataDir, Nodes: nodeagent.NodesServedBy(s.CP.Nodes, s.Drivers.NodeEndpoints), REST: rc}}
+	if s.cfg.Agent != nil {
+		s.cfg.Agent(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

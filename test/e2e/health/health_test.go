@@ -1,0 +1,95 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/health"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
+)
+
+// Remove a running pod's volume directory behind the driver's back: the
+// claim gets the monitor's VolumeConditionAbnormal event and the pod the
+// node agent's; put it back: both get VolumeConditionNormal. Meanwhile a
+// claim of another namespace that names the victim's PV in its
+// spec.volumeName gets nothing (the gate is off here: events only).
+func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
+	ctx, client := context.Background(), stack.CP.Client
+	ns, other := stacktest.Namespace(t), stacktest.Namespace(t)
+	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx,
+		support.Claim(ns, "data", bundle.WaitClass, "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node := stack.CP.Nodes[0]
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, support.Pod(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ns, "app")
+	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief := support.Claim(other, "thief", bundle.WaitClass, "1Gi")
+	thief.Spec.VolumeName = claim.Spec.VolumeName
+	if _, err := client.CoreV1().PersistentVolumeClaims(other).Create(ctx, thief, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	handle := support.VolumeHandle(t, client, ns, "data")
+	dir := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", handle)
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	support.WaitEvent(t, client, stack.EndedEarly, ns, "data", health.ReasonAbnormal, "Inaccessible/DataMissing")
+	support.WaitEvent(t, client, stack.EndedEarly, ns, "app", health.ReasonAbnormal, "Inaccessible/DataMissing")
+
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	support.WaitEvent(t, client, stack.EndedEarly, ns, "data", health.ReasonNormal, health.RecoveredMessage)
+	support.WaitEvent(t, client, stack.EndedEarly, ns, "app", health.ReasonNormal, "")
+
+	// The monitor went over every volume at least twice meanwhile.
+	if got := healthEvents(t, other, "thief"); len(got) != 0 {
+		t.Errorf("events on a claim naming another tenant's volume: %v, want none", got)
+	}
+}
+
+func waitRunning(t *testing.T, ns, name string) {
+	t.Helper()
+	stacktest.Eventually(t, "pod "+name+" Running", func() string {
+		pod, err := stack.CP.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Sprintf("phase %s", pod.Status.Phase)
+		}
+		return ""
+	}, stack.EndedEarly)
+}
+
+func healthEvents(t *testing.T, ns, name string) []string {
+	t.Helper()
+	list, err := stack.CP.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.Reason == health.ReasonAbnormal || e.Reason == health.ReasonNormal {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
