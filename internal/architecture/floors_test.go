@@ -43,6 +43,7 @@ var floors = map[string]floor{
 	"internal/keyedmutex":      leaf, // a lock, not a decision: see notDecisions
 	"internal/endpoint":        leaf,
 	"internal/snapshotapi":     leaf,
+	"internal/features":        leaf, // the feature-gate registry: names and defaults
 
 	"internal/binding":      pure,
 	"internal/index":        pure,

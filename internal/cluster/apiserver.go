@@ -26,6 +26,23 @@ const (
 // advertise is the address the `kubernetes` Service's endpoint names; the
 // API server itself still listens on 127.0.0.1 only.
 func apiServerArgs(p pki, etcdPort, port int, advertise net.IP) []string {
+	return append(apiServerBaseArgs(p, etcdPort, port, advertise), endpointReconciler(advertise))
+}
+
+// endpointReconciler keeps the `kubernetes` Service's endpoint at the
+// advertised address, except on loopback: an Endpoints object may not name a
+// loopback address, and kube-apiserver 1.37 refuses to start with the lease
+// reconciler and a loopback address (1.36 started and failed every write).
+// Nothing routes the Service's address without a real node, whose relay
+// advertises a routable address.
+func endpointReconciler(advertise net.IP) string {
+	if advertise.IsLoopback() {
+		return "--endpoint-reconciler-type=none"
+	}
+	return "--endpoint-reconciler-type=lease"
+}
+
+func apiServerBaseArgs(p pki, etcdPort, port int, advertise net.IP) []string {
 	return []string{
 		fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", etcdPort),
 		"--etcd-cafile=" + p.etcdCACert(),

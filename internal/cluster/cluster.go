@@ -30,6 +30,12 @@ type Config struct {
 	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
 	// matters and the data dir is thrown away.
 	UnsafeNoFsync bool
+	// Binaries, when set, is a directory holding kube-apiserver,
+	// kube-scheduler and kube-controller-manager of another Kubernetes
+	// release: they run as child processes with the flags of the embedded
+	// ones, instead of the embedded ones. For tests only: tools/compat runs
+	// the end-to-end core against the oldest supported release this way.
+	Binaries string
 }
 
 // readyTimeout bounds the wait for the API server and the controller
@@ -92,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := cp.startAPIServer(ctx, dir, cfg); err != nil {
 		return cp, err
 	}
-	if err := cp.startWorkers(ctx, dir, cfg.Nodes); err != nil {
+	if err := cp.startWorkers(ctx, dir, cfg); err != nil {
 		return cp, err
 	}
 	return cp, nil
@@ -148,23 +154,37 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 	advertise, _ := cfg.Advertise()
 	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise)
 	cp.api = startGroup(ctx, cp.failed)
-	cp.api.run("kube-apiserver", func(ctx context.Context) error { return runAPIServer(ctx, args) })
+	cp.api.run("kube-apiserver", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			return runBinary(ctx, cfg.Binaries, "kube-apiserver", dir.logDir(), args)
+		}
+		return runAPIServer(ctx, args)
+	})
 	return cp.waitReady(ctx, "kube-apiserver", func(ctx context.Context) (bool, error) {
 		body, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
 }
 
-func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, nodes int) error {
-	agent := newNodeAgent(cp.Client, nodes)
+func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Config) error {
+	agent := newNodeAgent(cp.Client, cfg.Nodes)
 	cp.Nodes = agent.names
 	if err := agent.register(ctx); err != nil {
 		return err
 	}
 	kubeconfig := dir.kubeconfig()
 	cp.workers = startGroup(ctx, cp.failed)
-	cp.workers.run("kube-scheduler", func(ctx context.Context) error { return runScheduler(ctx, kubeconfig) })
+	cp.workers.run("kube-scheduler", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			return runBinary(ctx, cfg.Binaries, "kube-scheduler", dir.logDir(), componentArgs(kubeconfig))
+		}
+		return runScheduler(ctx, kubeconfig)
+	})
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
+		if cfg.Binaries != "" {
+			args := componentArgs(kubeconfig, controllerManagerArgs(dir.pki())...)
+			return runBinary(ctx, cfg.Binaries, "kube-controller-manager", dir.logDir(), args)
+		}
 		return runControllerManager(ctx, kubeconfig, dir.pki())
 	})
 	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })

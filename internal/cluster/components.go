@@ -52,14 +52,7 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	named := s.Flags(all, disabled, aliases)
 	s.ParsedFlags = &named
-	err = parseFlags("kube-controller-manager", named.FlagSets, kubeconfig,
-		"--controllers=*,-"+strings.Join(ReplacedControllers, ",-"),
-		"--root-ca-file="+p.caCert(),
-		"--service-account-private-key-file="+p.serviceAccount(),
-		"--cluster-signing-cert-file="+p.caCert(),
-		"--cluster-signing-key-file="+p.caKey(),
-		"--use-service-account-credentials=false")
-	if err != nil {
+	if err := parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, controllerManagerArgs(p)...); err != nil {
 		return err
 	}
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
@@ -72,22 +65,39 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki) error {
 	return kcmapp.Run(ctx, c.Complete())
 }
 
-// parseFlags parses a component's flag sets with what every component of
-// ours runs with (the admin kubeconfig for everything, no leader election,
-// no serving port) and its own extra arguments.
-func parseFlags(component string, sets map[string]*pflag.FlagSet, kubeconfig string, extra ...string) error {
-	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
-	for _, f := range sets {
-		fs.AddFlagSet(f)
+// controllerManagerArgs are kube-controller-manager's own flags: every
+// default loop but the ones volplane replaces.
+func controllerManagerArgs(p pki) []string {
+	return []string{
+		"--controllers=*,-" + strings.Join(ReplacedControllers, ",-"),
+		"--root-ca-file=" + p.caCert(),
+		"--service-account-private-key-file=" + p.serviceAccount(),
+		"--cluster-signing-cert-file=" + p.caCert(),
+		"--cluster-signing-key-file=" + p.caKey(),
+		"--use-service-account-credentials=false",
 	}
-	args := append([]string{
+}
+
+// componentArgs are what every component of ours runs with (the admin
+// kubeconfig for everything, no leader election, no serving port) and its
+// own extra arguments.
+func componentArgs(kubeconfig string, extra ...string) []string {
+	return append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 	}, extra...)
-	if err := fs.Parse(args); err != nil {
+}
+
+// parseFlags parses a component's flag sets with componentArgs.
+func parseFlags(component string, sets map[string]*pflag.FlagSet, kubeconfig string, extra ...string) error {
+	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	for _, f := range sets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse(componentArgs(kubeconfig, extra...)); err != nil {
 		return fmt.Errorf("%s flags: %w", component, err)
 	}
 	return nil

@@ -33,6 +33,8 @@ type ClaimReport struct {
 	// RestoresFrom is the claim's data source (a VolumeSnapshot, or a
 	// claim to clone) as the provisioner checks it.
 	RestoresFrom *Restore `json:"restoresFrom,omitempty"`
+	// Health is the volume health reported on the claim, if any.
+	Health *Health `json:"health,omitempty"`
 }
 
 // Request is what the claim asks for.

@@ -19,6 +19,11 @@ import (
 // process-wide by nature, so is this.
 var shared *cluster.ControlPlane
 
+// BinariesEnv names a directory of another release's kube-apiserver,
+// kube-scheduler and kube-controller-manager to run the suite's control
+// plane from (cluster.Config.Binaries); tools/compat sets it.
+const BinariesEnv = "VOLPLANE_TEST_KUBE_BINARIES"
+
 // Main is the body of TestMain for a package whose tests need an API server:
 // it starts a control plane with the given number of simulated nodes in a
 // temporary dir, runs the tests and tears everything down. Each setup runs
@@ -39,7 +44,8 @@ func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
-	cp, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true})
+	cp, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true,
+		Binaries: os.Getenv(BinariesEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err)
 		dumpLogs(dir)
