@@ -3,8 +3,10 @@ package health
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/health"
 	"github.com/volplane/volplane/internal/stacktest"
 	"github.com/volplane/volplane/test/e2e/support"
@@ -51,12 +55,19 @@ func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
 	}
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "data", health.ReasonAbnormal, "Inaccessible/DataMissing")
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "app", health.ReasonAbnormal, "Inaccessible/DataMissing")
+	if got := unhealthy(t); len(got) != 1 || got[0].Object.Namespace != ns || got[0].Object.Name != "data" ||
+		!strings.Contains(got[0].Problem, "Inaccessible/DataMissing") {
+		t.Errorf("doctor's volume-unhealthy findings = %+v, want one on claim %s/data naming Inaccessible/DataMissing", got, ns)
+	}
 
 	if err := os.Rename(dir+".away", dir); err != nil {
 		t.Fatal(err)
 	}
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "data", health.ReasonNormal, health.RecoveredMessage)
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "app", health.ReasonNormal, "")
+	if got := unhealthy(t); len(got) != 0 {
+		t.Errorf("doctor's volume-unhealthy findings after the repair = %+v, want none", got)
+	}
 
 	// The monitor went over every volume at least twice meanwhile.
 	if got := healthEvents(t, other, "thief"); len(got) != 0 {
@@ -89,6 +100,24 @@ func healthEvents(t *testing.T, ns, name string) []string {
 	for _, e := range list.Items {
 		if e.Reason == health.ReasonAbnormal || e.Reason == health.ReasonNormal {
 			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
+
+// unhealthy runs doctor as `volplane doctor --csi-endpoint ...` does and
+// returns its volume-unhealthy findings.
+func unhealthy(t *testing.T) []doctor.Finding {
+	t.Helper()
+	r, err := checkup.Doctor(context.Background(), stack.CP.Client,
+		checkup.DoctorConfig{Endpoints: stack.Drivers.Endpoints, Output: "json"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []doctor.Finding
+	for _, f := range r.Findings {
+		if f.Kind == doctor.KindVolumeUnhealthy {
+			out = append(out, f)
 		}
 	}
 	return out
