@@ -245,9 +245,17 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	network.followsItsPod(t)
 	// Pods are deleted before up stops, so the node agent unmounts their
 	// volumes (a stopped up leaves mounts in place, as a stopped kubelet does).
+	// A pod is gone once its volumes are unpublished; their staging mounts
+	// go after, as the kubelet's do.
 	for _, pod := range []string{"uses-scratch", "reader", "db"} {
 		if out, err := kubectl(t, dir, "delete", "pod", pod, "--timeout=60s"); err != nil {
 			t.Errorf("volplane kubectl delete pod %s: %v\n%s", pod, err, out)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(mountsUnder(dir)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("60s after the pods went, still mounted: %v", mountsUnder(dir))
+			break
 		}
 	}
 	restarted.stop(t)

@@ -382,9 +382,17 @@ func (h *soakHarness) teardown() {
 
 // unmountUnder lazily unmounts every mount below dir, deepest first.
 func unmountUnder(dir string) {
+	points := mountsUnder(dir)
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+// mountsUnder lists the mount points below dir, in mount order.
+func mountsUnder(dir string) []string {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return
+		return nil
 	}
 	var points []string
 	for line := range strings.SplitSeq(string(data), "\n") {
@@ -393,9 +401,7 @@ func unmountUnder(dir string) {
 			points = append(points, fields[4])
 		}
 	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
+	return points
 }
 
 // classes of the workload: the bundle's and the two static ones.

@@ -30,12 +30,13 @@ type Config struct {
 	// UnsafeNoFsync turns off etcd's fsync: for tests only, where speed
 	// matters and the data dir is thrown away.
 	UnsafeNoFsync bool
-	// Binaries, when set, is a directory holding kube-apiserver,
-	// kube-scheduler and kube-controller-manager of another Kubernetes
-	// release: they run as child processes with the flags of the embedded
-	// ones, instead of the embedded ones. For tests only: tools/compat runs
-	// the end-to-end core against the oldest supported release this way.
-	Binaries string
+	// RunComponent, when set, runs kube-apiserver, kube-scheduler and
+	// kube-controller-manager (name) with the flags of the embedded ones
+	// (args) until ctx ends, instead of the embedded ones; logDir is where
+	// the control plane's logs go. For tests only: tools/compat runs the
+	// end-to-end core against another release's binaries this way
+	// (stacktest.BinariesEnv).
+	RunComponent func(ctx context.Context, name, logDir string, args []string) error
 }
 
 // readyTimeout bounds the wait for the API server and the controller
@@ -155,8 +156,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 	args := apiServerArgs(dir.pki(), cp.etcdClientPort(), port, advertise)
 	cp.api = startGroup(ctx, cp.failed)
 	cp.api.run("kube-apiserver", func(ctx context.Context) error {
-		if cfg.Binaries != "" {
-			return runBinary(ctx, cfg.Binaries, "kube-apiserver", dir.logDir(), args)
+		if cfg.RunComponent != nil {
+			return cfg.RunComponent(ctx, "kube-apiserver", dir.logDir(), args)
 		}
 		return runAPIServer(ctx, args)
 	})
@@ -175,15 +176,15 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Confi
 	kubeconfig := dir.kubeconfig()
 	cp.workers = startGroup(ctx, cp.failed)
 	cp.workers.run("kube-scheduler", func(ctx context.Context) error {
-		if cfg.Binaries != "" {
-			return runBinary(ctx, cfg.Binaries, "kube-scheduler", dir.logDir(), componentArgs(kubeconfig))
+		if cfg.RunComponent != nil {
+			return cfg.RunComponent(ctx, "kube-scheduler", dir.logDir(), componentArgs(kubeconfig))
 		}
 		return runScheduler(ctx, kubeconfig)
 	})
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
-		if cfg.Binaries != "" {
+		if cfg.RunComponent != nil {
 			args := componentArgs(kubeconfig, controllerManagerArgs(dir.pki())...)
-			return runBinary(ctx, cfg.Binaries, "kube-controller-manager", dir.logDir(), args)
+			return cfg.RunComponent(ctx, "kube-controller-manager", dir.logDir(), args)
 		}
 		return runControllerManager(ctx, kubeconfig, dir.pki())
 	})

@@ -19,7 +19,7 @@ func TestIndexesAreRegisteredOnceAndRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := Pods(f); err != nil || again != pods {
+	if again, err := Pods(f); err != nil || again.GetIndexer() != pods.GetIndexer() {
 		t.Fatalf("second ask: %v, %v", again, err)
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: v1.PodSpec{NodeName: "n1",

@@ -21,7 +21,7 @@ var shared *cluster.ControlPlane
 
 // BinariesEnv names a directory of another release's kube-apiserver,
 // kube-scheduler and kube-controller-manager to run the suite's control
-// plane from (cluster.Config.Binaries); tools/compat sets it.
+// plane from (cluster.Config.RunComponent); tools/compat sets it.
 const BinariesEnv = "VOLPLANE_TEST_KUBE_BINARIES"
 
 // Main is the body of TestMain for a package whose tests need an API server:
@@ -44,8 +44,11 @@ func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
-	cp, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true,
-		Binaries: os.Getenv(BinariesEnv)})
+	cfg := cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true}
+	if bin := os.Getenv(BinariesEnv); bin != "" {
+		cfg.RunComponent = binariesIn(bin)
+	}
+	cp, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err)
 		dumpLogs(dir)

@@ -1,4 +1,4 @@
-package cluster
+package stacktest
 
 import (
 	"context"
@@ -14,13 +14,18 @@ import (
 // before it is killed.
 const binaryStopGrace = 10 * time.Second
 
-// runBinary runs dir/name with args as a child process until ctx is
-// cancelled (Config.Binaries): SIGTERM then, SIGKILL after
+// binariesIn is a cluster.Config.RunComponent that runs dir/name with args
+// as a child process until ctx is cancelled: SIGTERM then, SIGKILL after
 // binaryStopGrace. Its output goes to logDir/name.log.
-func runBinary(ctx context.Context, dir, name, logDir string, args []string) error {
-	path := filepath.Join(dir, name)
+func binariesIn(dir string) func(ctx context.Context, name, logDir string, args []string) error {
+	return func(ctx context.Context, name, logDir string, args []string) error {
+		return runBinary(ctx, filepath.Join(dir, name), name, logDir, args)
+	}
+}
+
+func runBinary(ctx context.Context, path, name, logDir string, args []string) error {
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("Config.Binaries: %w", err)
+		return fmt.Errorf("%s: %w", BinariesEnv, err)
 	}
 	log, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
