@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,6 +52,10 @@ func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
 
 	handle := support.VolumeHandle(t, client, ns, "data")
 	dir := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", handle)
+	if err := os.WriteFile(filepath.Join(dir, "file"), make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitStat(t, ns, "used_bytes", func(v float64) bool { return v >= 64<<10 })
 	if err := os.Rename(dir, dir+".away"); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +66,14 @@ func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
 		t.Errorf("doctor's volume-unhealthy findings = %+v, want one on claim %s/data naming Inaccessible/DataMissing", got, ns)
 	}
 
+	waitStat(t, ns, "used_bytes", func(v float64) bool { return v == 0 }) // its data is gone: nothing to count
+
 	if err := os.Rename(dir+".away", dir); err != nil {
 		t.Fatal(err)
 	}
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "data", health.ReasonNormal, health.RecoveredMessage)
 	support.WaitEvent(t, client, stack.EndedEarly, ns, "app", health.ReasonNormal, "")
+	waitStat(t, ns, "used_bytes", func(v float64) bool { return v >= 64<<10 })
 	if got := unhealthy(t); len(got) != 0 {
 		t.Errorf("doctor's volume-unhealthy findings after the repair = %+v, want none", got)
 	}
@@ -121,4 +130,38 @@ func unhealthy(t *testing.T) []doctor.Finding {
 		}
 	}
 	return out
+}
+
+// waitStat waits until the node agent's kubelet_volume_stats_<name> of
+// claim ns/data satisfies ok.
+func waitStat(t *testing.T, ns, name string, ok func(float64) bool) {
+	t.Helper()
+	series := "kubelet_volume_stats_" + name + "{"
+	stacktest.Eventually(t, series+ns+"/data}", func() string {
+		addr, _ := agentMetrics.Load().(string)
+		if addr == "" {
+			return "no metrics address yet"
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err.Error()
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if !strings.HasPrefix(line, series) || !strings.Contains(line, `namespace="`+ns+`"`) ||
+				!strings.Contains(line, `persistentvolumeclaim="data"`) {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+			if err == nil && ok(v) {
+				return ""
+			}
+			return "got " + line
+		}
+		return "no series"
+	}, stack.EndedEarly)
 }

@@ -8,6 +8,7 @@
 package health
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,9 +24,15 @@ const period = 300 * time.Millisecond
 
 var stack *stacktest.Stack
 
+// agentMetrics is the address of the node agent's /metrics.
+var agentMetrics atomic.Value
+
 func TestMain(m *testing.M) {
 	support.StackMain(m, 1, "vp-hl-", stacktest.StackConfig{
 		Loops: func(c *manager.Config) { c.HealthMonitorInterval = period },
-		Agent: func(c *manager.Config) { c.NodeAgent.VolumeStatsAggPeriod = period },
+		Agent: func(c *manager.Config) {
+			c.NodeAgent.VolumeStatsAggPeriod = period
+			c.MetricsAddr, c.Ready = "127.0.0.1:0", func(addr string) { agentMetrics.Store(addr) }
+		},
 	}, func(_ *cluster.ControlPlane, s *stacktest.Stack) error { stack = s; return nil })
 }
