@@ -43,7 +43,7 @@ func (m *Monitor) report(ctx context.Context, pv *v1.PersistentVolume, now []v1.
 		}
 	}
 	if d.Event != nil {
-		m.cfg.Recorder.Event(claim, d.Event.Type, d.Event.Reason, d.Event.Message)
+		m.cfg.Recorder(pv.Spec.CSI.Driver).Event(claim, d.Event.Type, d.Event.Reason, d.Event.Message)
 	}
 	m.remember(claim.UID, now)
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 )
 
-// EventComponent is the source of the loop's events, the reference's
-// controller name.
-const EventComponent = "csi-pv-monitor-controller"
+// EventComponent is the source of the loop's events on a claim of driver,
+// the external-health-monitor's (csi-pv-monitor-controller-<driver>).
+func EventComponent(driver string) string { return "csi-pv-monitor-controller-" + driver }
 
 // DefaultInterval is the reference's --monitor-interval (1 minute).
 const DefaultInterval = time.Minute
@@ -22,7 +22,9 @@ const DefaultInterval = time.Minute
 type Config struct {
 	Client    kubernetes.Interface
 	Informers informers.SharedInformerFactory
-	Recorder  record.EventRecorder
+	// Recorder returns the recorder of a driver's events (its source
+	// EventComponent(driver)).
+	Recorder func(driver string) record.EventRecorder
 	// Pool holds the drivers whose volumes are monitored.
 	Pool *csi.Pool
 	// Interval between two polls (default DefaultInterval).

@@ -106,7 +106,8 @@ func TestMonitorWritesTheClaimsHealthStatusWithTheGate(t *testing.T) {
 			client := fake.NewClientset(pv, claim, thief)
 			factory := informers.NewSharedInformerFactory(client, 0)
 			rec := record.NewFakeRecorder(10)
-			m, err := New(Config{Client: client, Informers: factory, Recorder: rec, Pool: csi.NewPool(ep),
+			m, err := New(Config{Client: client, Informers: factory, Pool: csi.NewPool(ep),
+				Recorder:    func(string) record.EventRecorder { return rec },
 				WriteStatus: func() bool { return true }})
 			if err != nil {
 				t.Fatal(err)

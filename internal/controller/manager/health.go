@@ -1,6 +1,10 @@
 package manager
 
-import "github.com/volplane/volplane/internal/controller/healthmonitor"
+import (
+	"k8s.io/client-go/tools/record"
+
+	"github.com/volplane/volplane/internal/controller/healthmonitor"
+)
 
 // HealthMonitor is the health-monitor loop, the external-health-monitor
 // controller's role: it polls the CSI controllers' volume health.
@@ -13,7 +17,9 @@ func newHealthMonitor(w wiring) ([]Runnable, error) {
 	gate := w.Config.CSIVolumeHealth
 	m, err := healthmonitor.New(healthmonitor.Config{
 		Client: w.Client, Informers: w.Informers, Pool: w.Pool,
-		Recorder: w.Recorder(healthmonitor.EventComponent),
+		Recorder: func(driver string) record.EventRecorder {
+			return w.Recorder(healthmonitor.EventComponent(driver))
+		},
 		Interval: w.Config.HealthMonitorInterval, WriteStatus: func() bool { return gate },
 	})
 	if err != nil {
