@@ -44,6 +44,7 @@ func newUpCommand() *cobra.Command {
 		capacity    = resource.MustParse("100Gi")
 		metricsAddr string
 		test        upTestFlags
+		health      upHealthFlags
 		onlyCP      bool
 		gates       = features.New()
 	)
@@ -71,7 +72,10 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 				return runControlPlaneOnly(ctx, cmd, cfg)
 			}
 			cfg.FeatureGates = features.Changed(gates)
-			return runUp(ctx, cmd, cfg, capacity, metricsAddr, gates, test)
+			if err := health.check(); err != nil {
+				return err
+			}
+			return runUp(ctx, cmd, cfg, capacity, metricsAddr, gates, test, health)
 		},
 	}
 	f := cmd.Flags()
@@ -88,6 +92,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
 	features.AddFlag(gates, f)
 	_ = f.MarkHidden("inject-faults")
+	health.register(f)
 	_ = f.MarkHidden("without-loops")
 	return cmd
 }
@@ -99,7 +104,7 @@ type upTestFlags struct {
 	withoutLoops bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags) error {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
 	if err := checkUp(cfg, capacity); err != nil {
 		return err
 	}
@@ -148,6 +153,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
 	mcfg.Features = gates
 	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
+	health.apply(&mcfg)
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {
 		mcfg.Controllers, mcfg.CSIEndpoints, mcfg.MetricsAddr, mcfg.Ready = nil, nil, "", nil

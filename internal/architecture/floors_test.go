@@ -65,6 +65,7 @@ var floors = map[string]floor{
 	"internal/grouping":        pure,
 	"internal/ephemeral":       pure,
 	"internal/capacity":        pure,
+	"internal/health":          pure,
 
 	"internal/csi":     ioHalf,
 	"internal/inspect": ioHalf,

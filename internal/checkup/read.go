@@ -6,11 +6,13 @@ import (
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/doctor"
+	"github.com/volplane/volplane/internal/health"
 	"github.com/volplane/volplane/internal/inspect"
 )
 
@@ -44,6 +46,10 @@ type Listing struct {
 	// every snapshot ListSnapshots lists there.
 	ListsSnapshots bool
 	Snapshots      []*csipb.Snapshot
+	// ListsHealth: the driver has LIST_VOLUME_HEALTH, and Health are the
+	// abnormal volumes ControllerListVolumeHealth lists there.
+	ListsHealth bool
+	Health      []*csipb.VolumeHealth
 }
 
 // ListVolumes dials each CSI controller endpoint ("unix:///path") and
@@ -84,6 +90,13 @@ func listVolumes(ctx context.Context, addr string) (Listing, error) {
 		}
 		l.ListsSnapshots = true
 	}
+	if info.ListVolumeHealth {
+		// Health is an extra: a driver that fails to list it leaves the
+		// health check to the claims' status, not the whole doctor.
+		if h, err := ep.ControllerListVolumeHealth(ctx); err == nil {
+			l.Health, l.ListsHealth = h, true
+		}
+	}
 	return l, nil
 }
 
@@ -116,6 +129,14 @@ func doctorBackend(l Listing) doctor.Backend {
 		b.Volumes = append(b.Volumes, bv)
 	}
 	b.ListsSnapshots = l.ListsSnapshots
+	if l.ListsHealth {
+		b.Health = map[string][]v1.VolumeHealthCondition{}
+		for _, h := range l.Health {
+			if c := health.VolumeConditions(h); len(c) > 0 {
+				b.Health[h.GetVolumeId()] = c
+			}
+		}
+	}
 	for _, snap := range l.Snapshots {
 		b.Snapshots = append(b.Snapshots, doctor.BackendSnapshot{ID: snap.GetSnapshotId(), Source: snap.GetSourceVolumeId(), SizeBytes: snap.GetSizeBytes()})
 	}

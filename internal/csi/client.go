@@ -63,6 +63,11 @@ type Info struct {
 	// sidecar checks a pre-provisioned snapshot's readiness with it);
 	// GetSnapshot: GET_SNAPSHOT.
 	Snapshot, ListSnapshots, GetSnapshot bool
+	// VolumeHealth: GET_VOLUME_HEALTH, so ControllerGetVolumeHealth answers;
+	// ListVolumeHealth: LIST_VOLUME_HEALTH, so ControllerListVolumeHealth
+	// does (the health monitor lists when it can, as the
+	// external-health-monitor does).
+	VolumeHealth, ListVolumeHealth bool
 	// GroupSnapshot: the GroupController service has
 	// CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT.
 	GroupSnapshot bool
@@ -91,6 +96,10 @@ type Info struct {
 	// VolumeStats: GET_VOLUME_STATS, so the kubelet reports a published
 	// volume's usage (NodeGetVolumeStats).
 	VolumeStats bool
+	// NodeVolumeHealth: the node service's GET_VOLUME_HEALTH
+	// (NodeGetVolumeHealth); StorageHealth: GET_STORAGE_HEALTH
+	// (NodeGetStorageHealth).
+	NodeVolumeHealth, StorageHealth bool
 }
 
 // Endpoint is one dialed driver socket.
@@ -218,6 +227,10 @@ func (e *Endpoint) probe(ctx context.Context) (Info, error) {
 			info.ListSnapshots = true
 		case csi.ControllerServiceCapability_RPC_GET_SNAPSHOT:
 			info.GetSnapshot = true
+		case csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH:
+			info.VolumeHealth = true
+		case csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH:
+			info.ListVolumeHealth = true
 		}
 	}
 	gc, err := e.group.GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})

@@ -31,6 +31,7 @@ func TestDialProbesTheHostpathDriver(t *testing.T) {
 	defer e.Close()
 	want := Info{Driver: hostpath.DriverName, Controller: true, Accessibility: true, Clone: true, List: true, GetCapacity: true, SingleNodeMultiWriter: true,
 		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true,
+		VolumeHealth: true, ListVolumeHealth: true, NodeVolumeHealth: true, StorageHealth: true,
 		Node: true, NodeID: "node-a", Stage: true, Expand: true, NodeSingleNodeMultiWriter: true, VolumeStats: true,
 		Topology: map[string]string{hostpath.TopologyKey: "node-a"}}
 	if fmt.Sprint(e.Info) != fmt.Sprint(want) {
@@ -94,7 +95,8 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 	}
 	defer c.Close()
 	want := Info{Driver: hostpath.NetworkDriverName, Controller: true, Clone: true, List: true, GetCapacity: true, Publish: true, PublishReadOnly: true, SingleNodeMultiWriter: true,
-		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true}
+		ControllerExpand: true, Modify: true, Snapshot: true, ListSnapshots: true, GetSnapshot: true, GroupSnapshot: true, OnlineExpansion: true,
+		VolumeHealth: true, ListVolumeHealth: true}
 	if fmt.Sprint(c.Info) != fmt.Sprint(want) {
 		t.Errorf("controller Info = %+v, want %+v", c.Info, want)
 	}
@@ -104,7 +106,7 @@ func TestDialProbesTheNetworkDriversControllerAndNodeSockets(t *testing.T) {
 	}
 	defer n.Close()
 	want = Info{Driver: hostpath.NetworkDriverName, OnlineExpansion: true, Node: true, NodeID: "node-b", Stage: true, Expand: true,
-		NodeSingleNodeMultiWriter: true, VolumeStats: true}
+		NodeSingleNodeMultiWriter: true, VolumeStats: true, NodeVolumeHealth: true, StorageHealth: true}
 	if fmt.Sprint(n.Info) != fmt.Sprint(want) || !n.NodeOnly() || c.NodeOnly() {
 		t.Errorf("node Info = %+v, want %+v (node only)", n.Info, want)
 	}

@@ -25,6 +25,7 @@ func (e *Endpoint) NodeCapabilities(ctx context.Context) (Info, error) {
 func setNodeCapabilities(info *Info, caps []*csi.NodeServiceCapability) {
 	info.Stage, info.Expand, info.NodeSingleNodeMultiWriter = false, false, false
 	info.VolumeMountGroup, info.VolumeStats = false, false
+	info.NodeVolumeHealth, info.StorageHealth = false, false
 	for _, c := range caps {
 		switch c.GetRpc().GetType() {
 		case csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
@@ -37,6 +38,10 @@ func setNodeCapabilities(info *Info, caps []*csi.NodeServiceCapability) {
 			info.VolumeMountGroup = true
 		case csi.NodeServiceCapability_RPC_GET_VOLUME_STATS:
 			info.VolumeStats = true
+		case csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:
+			info.NodeVolumeHealth = true
+		case csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH:
+			info.StorageHealth = true
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/volplane/volplane/internal/explain"
@@ -49,7 +50,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{KindBindingInvariant, KindClaimPending, KindStuckDeleting, KindMissingBackendVolume,
 		KindOrphanedBackendVolume, KindAttachmentNodeGone, KindAttachmentUnused, KindRetainedVolume,
-		KindOrphanedContent, KindMissingBackendSnapshot, KindOrphanedBackendSnapshot}
+		KindOrphanedContent, KindMissingBackendSnapshot, KindOrphanedBackendSnapshot, KindVolumeUnhealthy}
 }
 
 // Object names what a finding is about. Kind is the API kind
@@ -174,6 +175,10 @@ type Backend struct {
 	ListsSnapshots    bool
 	Snapshots         []BackendSnapshot
 	RelistedSnapshots map[string]bool
+	// Health is, by volume ID, the adverse conditions the driver reports
+	// (ControllerListVolumeHealth; a volume absent is healthy); nil when
+	// the driver does not list its volumes' health.
+	Health map[string][]v1.VolumeHealthCondition
 }
 
 // BackendVolume is one volume of ListVolumes.
@@ -202,6 +207,7 @@ func Check(s *Snapshot, t Thresholds) Report {
 		fs = append(fs, orphanedBackendVolumes(s)...)
 	}
 	fs = append(fs, staleAttachments(s, t.AttachmentGrace)...)
+	fs = append(fs, unhealthyVolumes(s)...)
 	snaps, notes := snapshotFindings(s, t)
 	fs = append(fs, snaps...)
 	r.Notes = append(r.Notes, notes...)

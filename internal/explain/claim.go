@@ -59,6 +59,7 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 	r.Expansion = expansionOf(claim)
 	r.Modification = modificationOf(claim)
 	r.RestoresFrom = restoreOf(claim, f)
+	r.Health = healthOf(claim, f)
 	// Once the claim is the provisioner's, what it waits for is its source.
 	if rs := r.RestoresFrom; rs != nil && unbound(claim) && claim.DeletionTimestamp == nil &&
 		(handedTo(claim) != "" || d.Action == binding.ClaimProvision) &&

@@ -48,6 +48,9 @@ func (r ClaimReport) Table(w io.Writer) error {
 	if r.Modification != nil {
 		t.field("Modification", r.Modification.Summary)
 	}
+	if h := r.Health; h != nil && h.Abnormal {
+		t.field("Health", "abnormal: "+h.Summary+" (from the claim's "+h.Source+")")
+	}
 	if r.Deletion != nil {
 		t.field("Finalizers", strings.Join(r.Deletion.Finalizers, ", "))
 	}

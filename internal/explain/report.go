@@ -40,6 +40,8 @@ type ClaimReport struct {
 	// Capacity is what each node offers a pending WaitForFirstConsumer
 	// claim, by the published CSIStorageCapacity objects of its class.
 	Capacity []NodeCapacity `json:"capacity,omitempty"`
+	// Health is the volume health reported on the claim, if any.
+	Health *Health `json:"health,omitempty"`
 }
 
 // Request is what the claim asks for.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
 const (
@@ -190,4 +192,22 @@ func usedBytes(path string) (int64, error) {
 // isTooLarge reports whether err says the filesystem cannot hold a file that big.
 func isTooLarge(err error) bool {
 	return errors.Is(err, syscall.EFBIG)
+}
+
+// inodeUsage is the inodes a directory's tree uses, against the total and
+// free inodes of the filesystem holding it (a directory volume shares it).
+func inodeUsage(path string) (*csi.VolumeUsage, error) {
+	var used int64
+	err := filepath.WalkDir(path, func(_ string, _ fs.DirEntry, err error) error {
+		used++
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return nil, err
+	}
+	return &csi.VolumeUsage{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: used}, nil
 }

@@ -68,10 +68,13 @@ func (d *Driver) publishedNodes(v *volume) []string {
 	return slices.Sorted(maps.Keys(v.Attachments))
 }
 
-// condition is a volume's health as the driver sees it: Abnormal with the
-// reason, or normal with what was checked.
+// condition is a volume's health as the driver sees it: Abnormal with its
+// CSI status and CamelCase reason (health.go's closed set), or normal with
+// what was checked.
 type condition struct {
 	Abnormal bool
+	Status   csi.VolumeHealthErrorType
+	Reason   string
 	Message  string
 }
 
@@ -81,7 +84,8 @@ func (d *Driver) dataCondition(v *volume) condition {
 		_, err = os.Stat(path)
 	}
 	if err != nil {
-		return condition{Abnormal: true, Message: "the volume's data is missing: " + err.Error()}
+		return condition{Abnormal: true, Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: ReasonDataMissing,
+			Message: "the volume's data is missing: " + err.Error()}
 	}
 	return condition{Message: "the volume's data is in place"}
 }

@@ -27,6 +27,8 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+		csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
 			Rpc: &csi.NodeServiceCapability_RPC{Type: t},
@@ -65,12 +67,14 @@ func (d *Driver) servedVolume(id, node, path string) (*volume, nodePath, error) 
 	return vol, nodePath{given: given, real: real}, nil
 }
 
-// NodeGetVolumeStats reports a volume's size as this node has it and, for a
-// mount volume, the bytes its files occupy. Block volumes report their size
-// only: what the workload wrote into them is its own business. A network
-// volume's size on a node is the one the node last grew it to
-// (volume.NodeSizes), so it lags a controller expansion until
-// NodeExpandVolume.
+// NodeGetVolumeStats reports a volume's size as this node has it and what
+// its data occupies on disk: for a mount volume the allocated bytes and the
+// inodes (files and directories) of its directory, against the inodes of
+// the filesystem holding it; for a block volume the allocated bytes of its
+// file. A network volume's size on a node is the one the node last grew it
+// to (volume.NodeSizes), so it lags a controller expansion until
+// NodeExpandVolume. A volume whose data or mount is gone reports its size
+// only (its health says why).
 func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	vol, path, err := s.d.servedVolume(req.GetVolumeId(), s.node, req.GetVolumePath())
 	if err != nil {
@@ -78,18 +82,27 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 	}
 	total := vol.nodeSize(s.node)
 	usage := &csi.VolumeUsage{Unit: csi.VolumeUsage_BYTES, Total: total}
-	if vol.AccessType == accessMount && !s.d.nodeCondition(vol, s.node, path).Abnormal {
-		data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "volume path: %v", err)
-		}
-		used, err := usedBytes(data)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "volume %s usage: %v", vol.ID, err)
-		}
-		usage.Used, usage.Available = used, max(total-used, 0)
+	resp := &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}}
+	if s.d.nodeCondition(vol, s.node, path).Abnormal {
+		return resp, nil
 	}
-	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{usage}}, nil
+	data, err := s.d.disk.volumePath(vol.ID, vol.AccessType)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume path: %v", err)
+	}
+	used, err := usedBytes(data)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s usage: %v", vol.ID, err)
+	}
+	usage.Used, usage.Available = used, max(total-used, 0)
+	if vol.AccessType == accessMount {
+		inodes, err := inodeUsage(data)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s inodes: %v", vol.ID, err)
+		}
+		resp.Usage = append(resp.Usage, inodes)
+	}
+	return resp, nil
 }
 
 // nodeCondition is abnormal when the volume's data is gone or path is no
@@ -104,9 +117,11 @@ func (d *Driver) nodeCondition(vol *volume, node string, path nodePath) conditio
 	mounted, err := d.cfg.Mounter.IsMountPoint(path.real)
 	switch {
 	case err != nil:
-		return condition{Abnormal: true, Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path.given, err)}
+		return condition{Abnormal: true, Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: ReasonNotMounted,
+			Message: fmt.Sprintf("cannot tell whether %s is mounted: %v", path.given, err)}
 	case !mounted:
-		return condition{Abnormal: true, Message: path.given + " is not mounted"}
+		return condition{Abnormal: true, Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: ReasonNotMounted,
+			Message: path.given + " is not mounted"}
 	}
 	return condition{Message: "the volume is mounted"}
 }

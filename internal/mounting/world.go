@@ -50,6 +50,9 @@ type Driver struct {
 	SingleNodeMultiWriter, MountGroup bool
 	// Stats: GET_VOLUME_STATS.
 	Stats bool
+	// VolumeHealth: GET_VOLUME_HEALTH (NodeGetVolumeHealth);
+	// StorageHealth: GET_STORAGE_HEALTH (NodeGetStorageHealth).
+	VolumeHealth, StorageHealth bool
 }
 
 // Staged is a volume's staging found on disk.

@@ -44,6 +44,10 @@ type Agent struct {
 	// stats: the claims' usage, refreshed every VolumeStatsAggPeriod
 	// (with Config.Metrics).
 	stats volumeStats
+	// health: what each pod's volume last reported; storage: each node's
+	// drivers' storage conditions (csi_node_storage_health_status).
+	health  volumeHealthMemory
+	storage storageHealth
 }
 
 // nodeState is one node's drivers, layout and lock.
@@ -117,11 +121,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.factory.Start(ctx.Done())
 		defer a.factory.Shutdown()
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if a.cfg.Metrics != nil {
-		var wg sync.WaitGroup
-		defer wg.Wait()
 		wg.Go(func() { a.runStats(ctx) })
 	}
+	wg.Go(func() { a.runHealth(ctx) })
 	return a.runner.Run(ctx, "nodes", len(a.nodes))
 }
 

@@ -45,6 +45,10 @@ type Config struct {
 	// drivers and cached for the scrapes (with Metrics), the kubelet's
 	// volumeStatsAggPeriod (default 1m).
 	VolumeStatsAggPeriod time.Duration
+	// WriteHealth says whether the CSIVolumeHealth gate is on: the pods'
+	// status.volumeHealth and the CSINodes' status.storageHealth are
+	// written beside the events (default: off, events only).
+	WriteHealth func() bool
 	// ResyncPeriod is how often pods not running yet and every node are
 	// revisited (default 15s): a safety net, the agent is event driven.
 	ResyncPeriod time.Duration
@@ -75,6 +79,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.WriteHealth == nil {
+		c.WriteHealth = func() bool { return false }
 	}
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
 	if c.VolumeStatsAggPeriod <= 0 {

@@ -146,14 +146,16 @@ func (a *Agent) usage(ctx context.Context, n *nodeState, t mounting.StatsTarget)
 // registerStats registers the volume stats on reg, replacing the
 // collector of an agent this one replaces.
 func registerStats(reg prometheus.Registerer, a *Agent) error {
-	err := reg.Register(statsCollector{a})
-	var exists prometheus.AlreadyRegisteredError
-	if errors.As(err, &exists) {
-		reg.Unregister(exists.ExistingCollector)
-		err = reg.Register(statsCollector{a})
-	}
-	if err != nil {
-		return errors.Join(errStatsCollector, err)
+	for _, c := range []prometheus.Collector{statsCollector{a}, &a.storage} {
+		err := reg.Register(c)
+		var exists prometheus.AlreadyRegisteredError
+		if errors.As(err, &exists) {
+			reg.Unregister(exists.ExistingCollector)
+			err = reg.Register(c)
+		}
+		if err != nil {
+			return errors.Join(errStatsCollector, err)
+		}
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (a *Agent) world(ctx context.Context, n *nodeState) (mounting.World, error)
 		}
 		w.Drivers[name] = mounting.Driver{Stage: info.Stage, Expand: info.Expand,
 			SingleNodeMultiWriter: info.NodeSingleNodeMultiWriter, MountGroup: info.VolumeMountGroup,
-			Stats: info.VolumeStats}
+			Stats: info.VolumeStats, VolumeHealth: info.NodeVolumeHealth, StorageHealth: info.StorageHealth}
 	}
 	if err := a.addObjects(&w); err != nil {
 		return w, err

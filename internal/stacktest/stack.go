@@ -47,6 +47,9 @@ type StackConfig struct {
 	// Interceptor, if set, wraps each node's node-local driver
 	// (bundle.Config.Interceptor).
 	Interceptor func(node string) grpc.UnaryServerInterceptor
+	// Agent, if set, adjusts the node agent's configuration (its periods,
+	// the CSIVolumeHealth gate) before each start.
+	Agent func(*manager.Config)
 }
 
 // StartStack starts the drivers, registers their objects and starts the
@@ -129,6 +132,9 @@ func (s *Stack) StartAgent() error {
 	}
 	cfg := manager.Config{REST: rc, NodeAgent: &manager.NodeAgent{
 		DataDir: s.cfg.DataDir, Nodes: nodeagent.NodesServedBy(s.CP.Nodes, s.Drivers.NodeEndpoints), REST: rc}}
+	if s.cfg.Agent != nil {
+		s.cfg.Agent(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

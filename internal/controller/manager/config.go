@@ -92,6 +92,9 @@ type Config struct {
 	// snapshot API: "refuse" (also "") or "ignore"
 	// (snapshotbinding.Elsewhere).
 	SnapshotControllerElsewhere string
+	// HealthMonitorInterval is the health-monitor's poll period (0: the
+	// external-health-monitor's 1 minute).
+	HealthMonitorInterval time.Duration
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" serves nothing.
 	MetricsAddr string
 	// Profiling also serves Go's profiles under /debug/pprof on MetricsAddr.

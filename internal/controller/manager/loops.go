@@ -108,6 +108,7 @@ func table() []row {
 		{name: Resizer, needs: NeedsDrivers, build: newResizer},
 		{name: Snapshot, build: newSnapshot},
 		{name: Snapshotter, needs: NeedsDrivers, build: newSnapshotter},
+		{name: HealthMonitor, needs: NeedsDrivers, build: newHealthMonitor},
 		{name: groupSnapshotRow, selected: runsGroupSnapshot, build: newGroupSnapshot},
 		{name: groupSnapshotterRow, selected: runsGroupSnapshotter, needs: NeedsDrivers, build: newGroupSnapshotter},
 		{name: NodeAgentLoop, selected: func(c Config) bool { return c.NodeAgent != nil }, build: newNodeAgent},

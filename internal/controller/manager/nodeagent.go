@@ -3,10 +3,12 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/volplane/volplane/internal/features"
 	"github.com/volplane/volplane/internal/nodeagent"
 )
 
@@ -37,6 +39,9 @@ type NodeAgent struct {
 	// so that its writes (pod and node status, events) never wait on the
 	// loops' budget; it reads through the manager's shared informers.
 	REST *rest.Config
+	// VolumeStatsAggPeriod is how often the volumes' stats and health are
+	// asked of the drivers (0: the kubelet's 1 minute).
+	VolumeStatsAggPeriod time.Duration
 }
 
 func (n *NodeAgent) validate(cfg Config) error {
@@ -56,7 +61,7 @@ func (n *NodeAgent) validate(cfg Config) error {
 // newNodeAgent builds the node agent over the shared informers, with its
 // own client.
 func newNodeAgent(w wiring) ([]Runnable, error) {
-	na := w.Config.NodeAgent
+	na, gate := w.Config.NodeAgent, w.Config.Gates().Enabled(features.CSIVolumeHealth)
 	rc := na.REST
 	if rc == nil {
 		rc = rest.CopyConfig(w.Config.REST)
@@ -67,7 +72,8 @@ func newNodeAgent(w wiring) ([]Runnable, error) {
 		return nil, fmt.Errorf("node agent client: %w", err)
 	}
 	a, err := nodeagent.New(nodeagent.Config{Client: client, Informers: w.Informers, Metrics: w.Metrics,
-		DataDir: na.DataDir, Nodes: na.Nodes})
+		DataDir: na.DataDir, Nodes: na.Nodes, VolumeStatsAggPeriod: na.VolumeStatsAggPeriod,
+		WriteHealth: func() bool { return gate }})
 	if err != nil {
 		return nil, err
 	}
