@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,4 +166,18 @@ func (e *env) waitAttached(name string) *storagev1.VolumeAttachment {
 // count is how many times s occurs in list.
 func count(list []string, s string) int {
 	return len(slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x != s }))
+}
+
+// serverMinor is the API server's minor version.
+func (e *env) serverMinor() int {
+	e.t.Helper()
+	v, err := e.client.Discovery().ServerVersion()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	minor, err := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+	if err != nil {
+		e.t.Fatalf("server minor version %q: %v", v.Minor, err)
+	}
+	return minor
 }
