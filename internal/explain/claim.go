@@ -66,7 +66,9 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 		(rs.State == RestoreWaiting || rs.State == RestoreRefused) {
 		r.Summary = fmt.Sprintf("Restoring from %s: %s", rs.String(), lowerFirst(rs.Summary))
 	}
-	if in.Match == nil && !leftToScheduler(in.Verdicts) {
+	// A claim whose pods were placed directly is never scheduled: what the
+	// nodes offer is not what holds it.
+	if in.Match == nil && !leftToScheduler(in.Verdicts) && len(r.PlacedDirectly) == 0 {
 		r.Capacity = capacityOf(claim, in.Class, f)
 	}
 	if s := noNodeHolds(claim, binding.ClaimClass(claim), r.Capacity); s != "" && r.SelectedNode == "" && claim.DeletionTimestamp == nil {
