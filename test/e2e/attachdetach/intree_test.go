@@ -81,6 +81,10 @@ func TestISCSIClaimIsReportedAttachedAtOnceWithNoAttachment(t *testing.T) {
 	v := e.boundClaimSource("data", corev1.PersistentVolumeSource{ISCSI: &corev1.ISCSIPersistentVolumeSource{
 		TargetPortal: "127.0.0.1:3260", IQN: iqn, Lun: 0}})
 	unique := corev1.UniqueVolumeName("kubernetes.io/iscsi/127.0.0.1:3260:" + iqn + ":0")
+	// The node reports the volume in use before the pod goes, and long
+	// enough before that the controller's node cache has it when it
+	// decides on the pod's deletion.
+	e.setInUse(node, unique)
 	e.pod("app", node, "data")
 
 	e.waitReported(node, unique, true)
@@ -89,7 +93,6 @@ func TestISCSIClaimIsReportedAttachedAtOnceWithNoAttachment(t *testing.T) {
 	if got := e.attachmentsOf(v.pv); len(got) != 0 {
 		t.Errorf("attachments of the iscsi PV on %v, want none", got)
 	}
-	e.setInUse(node, unique)
 	e.forceDelete("app")
 	stacktest.Holds(t, "iscsi volume kept while in use", settle, func() string {
 		for _, a := range e.volumesAttached(node) {
