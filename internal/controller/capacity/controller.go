@@ -173,6 +173,9 @@ func (c *Controller) register() ([]cache.InformerSynced, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	if ns, pod, _ := strings.Cut(c.cfg.OwnerPod, "/"); c.cfg.Owner == nil && pod != "" {
 		owner, err := OwnerOf(ctx, c.cfg.Client, ns, pod, c.cfg.OwnerLevels)
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a normal shutdown
+		}
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func (m *Monitor) Ready() bool { return m.ready.Load() }
 // Run polls every Interval until ctx ends.
 func (m *Monitor) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), m.synced...) {
-		return ctx.Err()
+		return nil // stopped before the caches synced: a normal shutdown
 	}
 	m.ready.Store(true)
 	wait.UntilWithContext(ctx, m.Poll, m.cfg.Interval)
