@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -262,7 +264,46 @@ func AttributeClasses() []*storagev1.VolumeAttributesClass {
 	}
 }
 
-// Register creates the bundled drivers' objects that do not exist yet.
+// registerDriver creates the bundled CSIDriver, or replaces one that a data
+// dir of an older volplane holds with another spec: most of a CSIDriver's
+// spec is immutable (a node-local driver registered before it served
+// inline volumes would refuse them for ever). The loops start after
+// Register, so none sees the moment the driver is gone.
+func registerDriver(ctx context.Context, client kubernetes.Interface, d *storagev1.CSIDriver) error {
+	api := client.StorageV1().CSIDrivers()
+	_, err := api.Create(ctx, d, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return wrapRegister(d.Name, err)
+	}
+	old, err := api.Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil || sameDriverSpec(old.Spec, d.Spec) {
+		return wrapRegister(d.Name, err)
+	}
+	err = api.Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}})
+	if err == nil || apierrors.IsNotFound(err) {
+		_, err = api.Create(ctx, d, metav1.CreateOptions{})
+	}
+	return wrapRegister(d.Name, err)
+}
+
+// sameDriverSpec compares the fields the bundle sets; the API server
+// defaults the others.
+func sameDriverSpec(have, want storagev1.CSIDriverSpec) bool {
+	return equality.Semantic.DeepEqual(have.AttachRequired, want.AttachRequired) &&
+		equality.Semantic.DeepEqual(have.PodInfoOnMount, want.PodInfoOnMount) &&
+		equality.Semantic.DeepEqual(have.StorageCapacity, want.StorageCapacity) &&
+		slices.Equal(have.VolumeLifecycleModes, want.VolumeLifecycleModes)
+}
+
+func wrapRegister(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("register CSIDriver %s: %w", name, err)
+	}
+	return nil
+}
+
+// Register creates the bundled drivers' objects that do not exist yet,
+// and replaces a bundled CSIDriver whose spec is not the bundle's.
 func Register(ctx context.Context, client kubernetes.Interface) error {
 	drivers, classes := Objects()
 	var errs []error
@@ -272,9 +313,7 @@ func Register(ctx context.Context, client kubernetes.Interface) error {
 		}
 	}
 	for _, d := range drivers {
-		if _, err := client.StorageV1().CSIDrivers().Create(ctx, d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("register CSIDriver %s: %w", d.Name, err))
-		}
+		errs = append(errs, registerDriver(ctx, client, d))
 	}
 	for _, sc := range classes {
 		if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath"
 )
@@ -137,5 +140,33 @@ func TestAttributeClassesAreForTheNodeLocalDriverAndAccepted(t *testing.T) {
 	}
 	if !names[StandardAttributes] || !names[FastAttributes] || len(names) != 2 {
 		t.Errorf("attribute classes %v, want %s and %s", names, StandardAttributes, FastAttributes)
+	}
+}
+
+// A data dir of an older volplane holds the node-local CSIDriver as it was
+// then (no Ephemeral mode): Register replaces it, since those fields are
+// immutable, and leaves one already as the bundle makes it alone.
+func TestRegisterReplacesABundledDriverOfAnotherSpec(t *testing.T) {
+	drivers, _ := Objects()
+	old := drivers[0].DeepCopy()
+	old.UID = "old"
+	old.Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	old.Spec.PodInfoOnMount = ptr.To(false)
+	client := fake.NewClientset(old, drivers[1])
+	if err := Register(context.Background(), client); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.StorageV1().CSIDrivers().Get(context.Background(), old.Name, metav1.GetOptions{})
+	if err != nil || !slices.Equal(got.Spec.VolumeLifecycleModes, drivers[0].Spec.VolumeLifecycleModes) || !*got.Spec.PodInfoOnMount {
+		t.Fatalf("CSIDriver after Register: %+v (%v), want the bundle's spec", got, err)
+	}
+	var deletes int
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "delete" {
+			deletes++
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("%d deletes, want 1 (the outdated driver only)", deletes)
 	}
 }
