@@ -152,7 +152,10 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// controller` processes) it runs the node agent alone.
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
 	mcfg.Features = gates
-	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
+	// A clean stop unmounts what the simulated nodes mounted (a kubelet
+	// leaves them: the data dir of a stopped up must be removable); the
+	// next start mounts again what the running pods need.
+	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints), UnmountOnStop: true}
 	health.apply(&mcfg)
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {
