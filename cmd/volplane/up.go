@@ -128,7 +128,9 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// then the drivers they call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	drivers, err := bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
+	// The drivers outlive the signal until the loops ended: a clean stop
+	// unmounts through them (deferred Stop).
+	drivers, err := bundle.Start(context.WithoutCancel(ctx), bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,11 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
-		<-loops
+		if err := <-loops; err != nil {
+			// Said, not failed: what a stop could not undo (a mount left
+			// under the data dir) is for the user to see.
+			fmt.Fprintf(cmd.ErrOrStderr(), "While stopping: %v\n", err)
+		}
 		return nil
 	case err := <-cp.Failed():
 		cancel()
