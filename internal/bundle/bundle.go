@@ -200,14 +200,23 @@ func (b *Drivers) Stop() {
 // CSIDrivers and the classes. A user may edit or delete them; Register
 // creates what is missing and never overwrites what is there.
 func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
+	// The node-local driver also takes inline ephemeral volumes (a CSI
+	// volume in a pod's spec), as csi-driver-host-path does: the node calls
+	// then carry the pod's identity (podInfoOnMount), whose
+	// csi.storage.k8s.io/ephemeral key tells the driver the publish is of
+	// one. The network driver serves persistent volumes only.
 	driver := func(name string, attach, storageCapacity bool) *storagev1.CSIDriver {
+		modes := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+		if !attach {
+			modes = append(modes, storagev1.VolumeLifecycleEphemeral)
+		}
 		return &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: storagev1.CSIDriverSpec{
 				AttachRequired:       ptr.To(attach),
-				PodInfoOnMount:       ptr.To(false),
+				PodInfoOnMount:       ptr.To(!attach),
 				StorageCapacity:      ptr.To(storageCapacity),
-				VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
+				VolumeLifecycleModes: modes,
 			},
 		}
 	}

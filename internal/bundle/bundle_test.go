@@ -92,6 +92,14 @@ func TestObjectsDescribeBothDriversAndTheirClasses(t *testing.T) {
 	attach := map[string]bool{}
 	for _, d := range drivers {
 		attach[d.Name] = *d.Spec.AttachRequired
+		// Inline ephemeral volumes: the node-local driver only, with the
+		// pod information that marks their publish.
+		inline := slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral)
+		if want := d.Name == hostpath.DriverName; inline != want || *d.Spec.PodInfoOnMount != want ||
+			!slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecyclePersistent) {
+			t.Errorf("CSIDriver %s: modes %v, podInfoOnMount %t; want Ephemeral and pod info on the node-local driver only",
+				d.Name, d.Spec.VolumeLifecycleModes, *d.Spec.PodInfoOnMount)
+		}
 	}
 	if len(attach) != 2 || attach[hostpath.DriverName] || !attach[hostpath.NetworkDriverName] {
 		t.Errorf("CSIDrivers attachRequired %v, want the network driver only", attach)

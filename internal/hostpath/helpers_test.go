@@ -68,6 +68,13 @@ type runningDriver struct {
 	node       csi.NodeClient
 	nodes      map[string]csi.NodeClient
 	identity   csi.IdentityClient
+	driver     *Driver
+}
+
+// d is the driver itself, for tests that read its state.
+func (r *runningDriver) d(t *testing.T) *Driver {
+	t.Helper()
+	return r.driver
 }
 
 func startDriver(t *testing.T, cfg Config) *runningDriver {
@@ -77,7 +84,7 @@ func startDriver(t *testing.T, cfg Config) *runningDriver {
 		t.Fatalf("New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningDriver{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	r := &runningDriver{cfg: cfg, cancel: cancel, done: make(chan error, 1), driver: d}
 	go func() { r.done <- d.Run(ctx) }()
 	for _, socket := range d.nodeSockets {
 		waitForSocket(t, socket, r.done)

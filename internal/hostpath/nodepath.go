@@ -119,6 +119,11 @@ func otherClaim(st *state, real string, self claimRef) string {
 			}
 		}
 	}
+	for _, e := range st.Ephemeral {
+		if e.RealPath == real && self != (claimRef{volumeID: e.ID, target: e.Target}) {
+			return fmt.Sprintf("inline volume %s is published there", e.ID)
+		}
+	}
 	return ""
 }
 

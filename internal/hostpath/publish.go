@@ -17,6 +17,9 @@ import (
 // mount, so that NodeUnpublishVolume can undo it even if the driver dies
 // half way.
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	if isEphemeral(req) {
+		return s.publishEphemeral(ctx, req)
+	}
 	id := req.GetVolumeId()
 	target, t, err := s.d.checkMountRequest(id, "target path", req.GetTargetPath(), req.GetVolumeCapability())
 	if err != nil {
@@ -155,6 +158,9 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, err
 	}
 	defer unlock()
+	if e := s.d.store.current().Ephemeral[id]; e != nil {
+		return s.unpublishEphemeral(e, target)
+	}
 	vol := s.d.store.current().Volumes[id]
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)

@@ -16,8 +16,10 @@ import (
 // reads as is (no node sizes recorded yet). Version 4 adds group snapshots
 // (GroupSnapshots, and the group of each member snapshot), which an older
 // driver would drop, letting a member be deleted alone; a version 3 file
-// reads as is (no groups).
-const stateVersion = 4
+// reads as is (no groups). Version 5 adds inline ephemeral volumes
+// (Ephemeral), which an older driver would drop with their data left
+// behind; a version 4 file reads as is (none).
+const stateVersion = 5
 
 type accessType string
 
@@ -203,6 +205,9 @@ type state struct {
 	Snapshots map[string]*snapshot `json:"snapshots"`
 	// GroupSnapshots are keyed by group snapshot ID.
 	GroupSnapshots map[string]*groupSnapshot `json:"groupSnapshots,omitempty"`
+	// Ephemeral are the inline ephemeral volumes (ephemeral.go), keyed by
+	// the volume ID the CO gave.
+	Ephemeral map[string]*ephemeralVolume `json:"ephemeralVolumes,omitempty"`
 }
 
 // clone is a deep copy of the state, for update to change and swap in.
@@ -233,12 +238,17 @@ func (s *state) clone() *state {
 		c.SourceVolumeIDs, c.SnapshotIDs = slices.Clone(g.SourceVolumeIDs), slices.Clone(g.SnapshotIDs)
 		out.GroupSnapshots[id] = &c
 	}
+	out.Ephemeral = make(map[string]*ephemeralVolume, len(s.Ephemeral))
+	for id, e := range s.Ephemeral {
+		c := *e
+		out.Ephemeral[id] = &c
+	}
 	return out
 }
 
 func emptyState() *state {
 	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{},
-		GroupSnapshots: map[string]*groupSnapshot{}}
+		GroupSnapshots: map[string]*groupSnapshot{}, Ephemeral: map[string]*ephemeralVolume{}}
 }
 
 // claimedBytes is what volumes and snapshots take from Config.Capacity.
@@ -249,6 +259,9 @@ func (s *state) claimedBytes() int64 {
 	}
 	for _, snap := range s.Snapshots {
 		n += snap.SizeBytes
+	}
+	for _, e := range s.Ephemeral {
+		n += e.CapacityBytes
 	}
 	return n
 }

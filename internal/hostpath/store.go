@@ -61,6 +61,9 @@ func readState(path string) (st *state, found bool, err error) {
 	if st.GroupSnapshots == nil {
 		st.GroupSnapshots = map[string]*groupSnapshot{}
 	}
+	if st.Ephemeral == nil {
+		st.Ephemeral = map[string]*ephemeralVolume{}
+	}
 	for _, v := range st.Volumes {
 		if v != nil {
 			v.migrate()

@@ -86,8 +86,8 @@ func TestPublishReadOnlyIsThePodsClaimSource(t *testing.T) {
 }
 
 // A CSI volume of the pod's own spec: refused with the kubelet's SetUp text
-// when the driver's CSIDriver does not list Ephemeral (or is missing), and
-// never mounted here otherwise; the pod does not run either way.
+// when the driver's CSIDriver does not list Ephemeral (or is missing); the
+// pod does not run (inline_test.go: a driver that lists it).
 func TestInlineVolumeIsRefusedAsTheKubeletRefusesIt(t *testing.T) {
 	inline := func(p *corev1.Pod) *corev1.Pod {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch",
@@ -96,9 +96,6 @@ func TestInlineVolumeIsRefusedAsTheKubeletRefusesIt(t *testing.T) {
 	}
 	persistentOnly := func(w *World) {
 		w.CSIDrivers[local].Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
-	}
-	ephemeralToo := func(w *World) {
-		w.CSIDrivers[local].Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -110,7 +107,6 @@ func TestInlineVolumeIsRefusedAsTheKubeletRefusesIt(t *testing.T) {
 			`MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver local.csi (only supports ["Persistent"])`},
 		{"no CSIDriver", func(w *World) { delete(w.CSIDrivers, local) }, EphemeralNotSupported,
 			`MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver local.csi (no CSIDriver object)`},
-		{"ephemeral supported", ephemeralToo, InlineNotServed, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := Decide(world(local, withPods(inline(pod(podUID))), tc.mod)).Pods[0]

@@ -97,7 +97,9 @@ func (w World) stillInUse(inUse map[corev1.UniqueVolumeName]bool) {
 		add(s.Driver, s.Handle)
 	}
 	for _, p := range w.Published {
-		add(p.Driver, p.Handle)
+		if !p.Inline {
+			add(p.Driver, p.Handle)
+		}
 	}
 }
 

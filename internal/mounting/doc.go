@@ -55,5 +55,9 @@
 // CSIDriver with podInfoOnMount, the service account tokens it asks for
 // (Tokens), read-only by the pod's claim source alone, and a block volume at
 // the block mapper's paths (Layout) with its MapVolume texts. A node
-// expansion grows the volume to the claim's allocated size.
+// expansion grows the volume to the claim's allocated size. A CSI volume in
+// the pod's own spec (an inline ephemeral volume, inline.go) is published
+// alone, as kubelet v1.37 publishes it: only for a CSIDriver listing the
+// Ephemeral lifecycle mode, under the kubelet's handle (InlineHandle),
+// never staged, attached, expanded or reported in use.
 package mounting

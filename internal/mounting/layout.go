@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -169,5 +170,6 @@ func (d VolData) Staged(block bool) Staged {
 // Published is the publication to the pod a record says (found in the
 // block layout: block).
 func (d VolData) Published(pod types.UID, block bool) Published {
-	return Published{PodUID: pod, Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done, Block: block}
+	return Published{PodUID: pod, Driver: d.Driver, Handle: d.Handle, PV: d.PV, Done: d.Done, Block: block,
+		Inline: d.Mode == string(storagev1.VolumeLifecycleEphemeral)}
 }

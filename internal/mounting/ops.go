@@ -55,7 +55,7 @@ func OpFailedMessage(op Op, v *Volume, err error) string {
 	case op == OpStage:
 		return fmt.Sprintf("MountVolume.MountDevice failed for volume %q : %v", v.PV.Name, err)
 	case op == OpPublish:
-		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.PV.Name, err)
+		return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.SpecName(), err)
 	}
 	return ""
 }
@@ -77,6 +77,9 @@ func (s Step) WaitMessage() string {
 	switch s.Reason {
 	case DriverNotServed:
 		prefix = "MountVolume.MountDevice failed"
+		if s.Volume.Inline != nil {
+			prefix = "MountVolume.SetUp failed"
+		}
 	case NodeAffinityMismatch:
 		prefix = "MountVolume.NodeAffinity check failed"
 	case InUseByAnotherPod:
@@ -92,7 +95,7 @@ func (s Step) WaitMessage() string {
 			prefix = "MapVolume.WaitForAttach failed"
 		}
 	}
-	return fmt.Sprintf("%s for volume %q : %s", prefix, s.Volume.PV.Name, s.Err)
+	return fmt.Sprintf("%s for volume %q : %s", prefix, s.Volume.SpecName(), s.Err)
 }
 
 // ExpandOp is one operation of a node expansion, in the order the agent

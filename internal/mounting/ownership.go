@@ -37,6 +37,14 @@ func (w World) OwnershipFor(pod *corev1.Pod, v *Volume) *Ownership {
 		return nil
 	case storagev1.FileFSGroupPolicy:
 	default:
+		if v.Inline != nil {
+			// An inline volume is mounted ReadWriteOnce: its fsType alone
+			// decides (the kubelet's supportsFSGroup).
+			if v.Inline.FSType == nil || *v.Inline.FSType == "" {
+				return nil
+			}
+			break
+		}
 		if v.PV.Spec.CSI.FSType == "" || !slices.Contains(v.PV.Spec.AccessModes, corev1.ReadWriteOnce) {
 			return nil
 		}

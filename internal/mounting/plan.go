@@ -70,10 +70,6 @@ const (
 	// driver does not list the Ephemeral lifecycle mode: the kubelet's
 	// SetUp refuses it (an event) and the pod never starts.
 	EphemeralNotSupported Reason = "EphemeralNotSupported"
-	// InlineNotServed: a CSI volume of the pod's own spec the driver would
-	// take; the agent does not publish inline volumes (yet), so the pod
-	// waits.
-	InlineNotServed Reason = "InlineNotServed"
 )
 
 // Retries says whether a wait for this reason is retried with backoff
@@ -131,6 +127,23 @@ type Volume struct {
 	// kubelet's SetUp checks: the CSIDriver does not list the Persistent
 	// lifecycle mode); "" when it may go on. Staging is not held back.
 	PublishRefused string
+	// Inline is the CSI source of a volume in the pod's own spec (an
+	// inline ephemeral volume), nil for a persistent one; PV and Claim are
+	// then nil, Name is the pod's volume name and Handle the kubelet's
+	// (InlineHandle). It is published only: never staged, attached,
+	// expanded, nor reported in use.
+	Inline *corev1.CSIVolumeSource
+	Name   string
+}
+
+// SpecName is the name the kubelet's volume spec has: the PV's, or the
+// pod's volume name for an inline volume. The publication's directory and
+// record are named by it.
+func (v *Volume) SpecName() string {
+	if v.Inline != nil {
+		return v.Name
+	}
+	return v.PV.Name
 }
 
 // PodPlan is the decision for one live pod.

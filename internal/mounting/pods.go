@@ -39,7 +39,7 @@ func (w World) podPlan(pod *corev1.Pod, d *disk) PodPlan {
 		case pv.Ephemeral != nil:
 			claim = ephemeral.VolumeClaimName(pod, pv)
 		case pv.CSI != nil:
-			pp.Steps = append(pp.Steps, w.inline(pv))
+			pp.Steps = append(pp.Steps, w.inline(pod, pv, d))
 			continue
 		default:
 			continue
@@ -60,28 +60,6 @@ func (w World) podPlan(pod *corev1.Pod, d *disk) PodPlan {
 		}
 	}
 	return pp
-}
-
-// inline decides a CSI volume of the pod's own spec (an ephemeral inline
-// volume): the kubelet publishes it only for a driver whose CSIDriver lists
-// the Ephemeral lifecycle mode, and refuses it otherwise at SetUp with its
-// text. The agent publishes no inline volume yet: a supported one waits,
-// silently (InlineNotServed).
-func (w World) inline(vol *corev1.Volume) Step {
-	step := Step{Name: vol.Name, Action: Wait, Reason: InlineNotServed}
-	driver, mode := vol.CSI.Driver, storagev1.VolumeLifecycleEphemeral
-	var why string
-	switch d := w.CSIDrivers[driver]; {
-	case d == nil:
-		why = fmt.Sprintf("volume mode %q not supported by driver %s (no CSIDriver object)", mode, driver)
-	case !slices.Contains(d.Spec.VolumeLifecycleModes, mode):
-		why = fmt.Sprintf("volume mode %q not supported by driver %s (only supports %q)", mode, driver, d.Spec.VolumeLifecycleModes)
-	default:
-		return step
-	}
-	step.Reason = EphemeralNotSupported
-	step.Err = fmt.Sprintf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %s", vol.Name, why)
-	return step
 }
 
 // resolve finds the CSI volume behind a pod's claim, or the reason it

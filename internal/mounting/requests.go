@@ -34,6 +34,9 @@ func (l Layout) StageRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodeSta
 // carries the pod's identity when the CSIDriver asks for it
 // (podInfoOnMount).
 func (l Layout) PublishRequest(w World, pod *corev1.Pod, v *Volume) *csipb.NodePublishVolumeRequest {
+	if v.Inline != nil {
+		return l.inlinePublishRequest(w, pod, v)
+	}
 	drv := w.Drivers[v.Driver]
 	_, target := l.PublishPaths(v.Block, pod.UID, v.PV.Name)
 	req := &csipb.NodePublishVolumeRequest{VolumeId: v.Handle, PublishContext: w.publishContext(v),
@@ -122,10 +125,15 @@ func StagingRecord(node string, v *Volume) VolData {
 }
 
 // PublicationRecord is the vol_data.json of a pod's publication of v on the
-// node, not done yet. Its attachmentID is the VolumeAttachment name the
+// node, not done yet (an inline volume's is named by the pod's volume
+// name, with the lifecycle mode Ephemeral). Its attachmentID is the VolumeAttachment name the
 // volume has or would have on the node, attachable or not, as the
 // kubelet's.
 func PublicationRecord(node string, v *Volume) VolData {
+	if v.Inline != nil {
+		return VolData{PV: v.Name, Handle: v.Handle, Driver: v.Driver, Node: node,
+			AttachmentID: attachment.Name(v.Handle, v.Driver, node), Mode: string(storagev1.VolumeLifecycleEphemeral)}
+	}
 	return VolData{PV: v.PV.Name, Handle: v.Handle, Driver: v.Driver, Node: node,
 		AttachmentID: attachment.Name(v.Handle, v.Driver, node), Mode: string(storagev1.VolumeLifecyclePersistent)}
 }

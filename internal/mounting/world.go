@@ -79,6 +79,10 @@ type Published struct {
 	Done               bool
 	// Block: found in the block layout (a volumeMode Block volume).
 	Block bool
+	// Inline: an inline ephemeral volume's (its record's lifecycle mode is
+	// Ephemeral); PV is then the pod's volume name. It was never attached
+	// nor reported in use.
+	Inline bool
 }
 
 // volumeKey names a volume on the node: its driver and handle.

@@ -59,7 +59,7 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 	e := n.endpoints[v.Driver]
 	req := n.layout.PublishRequest(w, pod, v)
 	var err error
-	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PV.Spec.CSI.NodePublishSecretRef); err != nil {
+	if req.Secrets, err = a.nodeSecrets(ctx, "NodePublishSecretRef", v.PublishSecretRef(pod)); err != nil {
 		return err
 	}
 	if tokens := w.TokensFor(v, pod); tokens != nil {
@@ -69,7 +69,7 @@ func (a *Agent) publish(ctx context.Context, n *nodeState, w mounting.World, pod
 		}
 		req.VolumeContext, req.Secrets = tokens.WithTokens(req.VolumeContext, req.Secrets, attrs)
 	}
-	dir, _ := n.layout.PublishPaths(v.Block, pod.UID, v.PV.Name)
+	dir, _ := n.layout.PublishPaths(v.Block, pod.UID, v.SpecName())
 	data := mounting.PublicationRecord(n.name, v)
 	if err := writeVolData(dir, data); err != nil {
 		return err
