@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -50,4 +51,32 @@ func (w *networkWalkthrough) mountedAgain(t *testing.T) {
 		}
 	}
 	t.Fatalf("the writer pod's volume is not published again with its data after the restart: %s", last)
+}
+
+// An up killed outright (SIGKILL: no clean stop) leaves its mounts; the
+// next start copes: the writer pod's volume is found mounted and used as
+// it is (no "already mounted" failure), with its data, and the clean stop
+// that follows leaves nothing mounted.
+func TestUpKilledLeavesMountsTheNextStartReuses(t *testing.T) {
+	dir := t.TempDir()
+	first := startUp(t, dir, "--nodes", "2")
+	network := startNetworkWalkthrough(t, dir)
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	if len(mountsUnder(dir)) == 0 {
+		t.Fatal("a killed up left no mount: nothing for the next start to cope with")
+	}
+	restarted := startUp(t, dir, "--nodes", "2")
+	network.mountedAgain(t)
+	writer, err := clientFor(t, dir).CoreV1().Pods("default").Get(context.Background(), "writer", metav1.GetOptions{})
+	if err != nil || writer.Status.Phase != corev1.PodRunning {
+		t.Errorf("writer after the restart: %v", err)
+	}
+	restarted.stop(t)
+	if left := mountsUnder(dir); len(left) > 0 {
+		t.Logf("up after the kill said:\n%s", restarted.output)
+	}
+	nothingMountedAfterStop(t, dir)
 }

@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
+
+	mount "k8s.io/mount-utils"
 
 	"k8s.io/klog/v2"
 
@@ -37,9 +43,43 @@ func (a *Agent) unmountAll(ctx context.Context) error {
 		if err := a.teardown(ctx, n, plan); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: unmount on stop: %w", n.name, err))
 		}
+		if err := unmountLeftovers(n.layout.Root); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: unmount on stop: %w", n.name, err))
+		}
 		n.mu.Unlock()
 		if len(plan.Unpublish)+len(plan.Unstage) > 0 {
 			logger.Info("Unmounted the node's volumes on stop", "node", n.name, "publications", len(plan.Unpublish), "stagings", len(plan.Unstage))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountLeftovers unmounts, deepest first, what the kernel still has
+// mounted under root once the drivers undid their records
+// (/proc/self/mountinfo): a mount a killed run left and the driver no
+// longer records (it answers NotFound, so the record went while the mount
+// stayed), or a mount stacked on another. A stopped up must leave its data
+// dir removable. Without a mount table (not Linux) there is nothing to do.
+func unmountLeftovers(root string) error {
+	infos, err := mount.ParseMountInfo("/proc/self/mountinfo")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, m := range infos {
+		if strings.HasPrefix(m.MountPoint, root+string(os.PathSeparator)) {
+			left = append(left, m.MountPoint)
+		}
+	}
+	// Deepest first; a path mounted twice is unmounted twice.
+	slices.SortStableFunc(left, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, p := range left {
+		if err := syscall.Unmount(p, 0); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
 		}
 	}
 	return errors.Join(errs...)
