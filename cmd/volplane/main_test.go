@@ -226,8 +226,12 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	network := startNetworkWalkthrough(t, dir)
 	network.grows(t)
 
+	// A clean stop unmounts what the nodes mounted; the restart mounts
+	// again what the still Running writer pod needs, with its data.
 	first.stop(t)
+	nothingMountedAfterStop(t, dir)
 	restarted := startUp(t, dir, "--nodes", "2")
+	network.mountedAgain(t)
 	got, err := clientFor(t, dir).CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("object created before the restart is gone: %v", err)
@@ -243,22 +247,10 @@ func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	snapshotWalkthrough(t, dir)
 	deleteReclaimsWithNoUserAction(t, dir, provisioned.Spec.VolumeName)
 	network.followsItsPod(t)
-	// Pods are deleted before up stops, so the node agent unmounts their
-	// volumes (a stopped up leaves mounts in place, as a stopped kubelet does).
-	// A pod is gone once its volumes are unpublished; their staging mounts
-	// go after, as the kubelet's do.
-	for _, pod := range []string{"uses-scratch", "reader", "db"} {
-		if out, err := kubectl(t, dir, "delete", "pod", pod, "--timeout=60s"); err != nil {
-			t.Errorf("volplane kubectl delete pod %s: %v\n%s", pod, err, out)
-		}
-	}
-	for deadline := time.Now().Add(60 * time.Second); len(mountsUnder(dir)) > 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Errorf("60s after the pods went, still mounted: %v", mountsUnder(dir))
-			break
-		}
-	}
+	// The pods still run (uses-scratch, reader, db): the clean stop
+	// unmounts their volumes, so the data dir (t.TempDir) can go.
 	restarted.stop(t)
+	nothingMountedAfterStop(t, dir)
 }
 
 // deleteReclaimsWithNoUserAction is the end of the README walkthrough:

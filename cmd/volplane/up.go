@@ -128,7 +128,9 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// then the drivers they call.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	drivers, err := bundle.Start(ctx, bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
+	// The drivers outlive the signal until the loops ended: a clean stop
+	// unmounts through them (deferred Stop).
+	drivers, err := bundle.Start(context.WithoutCancel(ctx), bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
 	if err != nil {
 		return err
 	}
@@ -152,7 +154,10 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	// controller` processes) it runs the node agent alone.
 	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
 	mcfg.Features = gates
-	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints)}
+	// A clean stop unmounts what the simulated nodes mounted (a kubelet
+	// leaves them: the data dir of a stopped up must be removable); the
+	// next start mounts again what the running pods need.
+	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints), UnmountOnStop: true}
 	health.apply(&mcfg)
 	stopped := "volplane controllers stopped"
 	if test.withoutLoops {
@@ -164,7 +169,11 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down ...")
-		<-loops
+		if err := <-loops; err != nil {
+			// Said, not failed: what a stop could not undo (a mount left
+			// under the data dir) is for the user to see.
+			fmt.Fprintf(cmd.ErrOrStderr(), "While stopping: %v\n", err)
+		}
 		return nil
 	case err := <-cp.Failed():
 		cancel()

@@ -33,6 +33,10 @@
 //   - NodeAction: what a node sync writes after its teardown (report
 //     volumesInUse first, then finish the deletions).
 //   - RunningStatus: the pod's status once its containers started.
+//   - Refresh and AllocatableState: when a driver's CSINode allocatable
+//     count is asked again (DecideRefresh); AttachLimitRejection and
+//     RejectedStatus: the kubelet's VolumeAttachmentLimitExceeded.
+//   - StopPlan: what a clean stop of `up` unmounts.
 //
 // The rules are kubelet v1.36's (pkg/kubelet/volumemanager, pkg/volume/csi,
 // pkg/volume/util/operationexecutor): a claim that is missing, not bound or

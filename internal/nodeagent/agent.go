@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -48,6 +49,10 @@ type Agent struct {
 	// drivers' storage conditions (csi_node_storage_health_status).
 	health  volumeHealthMemory
 	storage storageHealth
+	// allocQ: "node/driver" keys whose CSINode allocatable count may need
+	// asking again; limits: what the attach limit remembers.
+	allocQ workqueue.TypedRateLimitingInterface[string]
+	limits attachLimits
 }
 
 // nodeState is one node's drivers, layout and lock.
@@ -70,7 +75,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, nodes: map[string]*nodeState{}, factory: cfg.Informers,
 		podQ:  loop.NewQueue("nodeagent-pods", retryBase, retryMax),
-		nodeQ: loop.NewQueue("nodeagent-nodes", retryBase, retryMax)}
+		nodeQ: loop.NewQueue("nodeagent-nodes", retryBase, retryMax), allocQ: loop.NewQueue("nodeagent-allocatable", retryBase, retryMax)}
 	if a.factory == nil {
 		a.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.StripManagedFields))
 		a.ownsFactory = true
@@ -89,22 +94,31 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
+	if err := a.registerLimits(); err != nil {
+		return nil, fmt.Errorf("node agent: %w", err)
+	}
 	if cfg.Metrics != nil {
 		if err := registerStats(cfg.Metrics, a); err != nil {
 			return nil, err
 		}
 	}
 	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
-		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}},
+		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}, {Q: a.allocQ, Sync: a.syncAllocatable}},
 		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}
 	return a, nil
 }
 
 // Run dials every node's drivers, registers them in the nodes' CSINodes,
 // starts the informers if they are the agent's own, then serves until ctx
-// is done.
-func (a *Agent) Run(ctx context.Context) error {
+// is done; with Config.UnmountOnStop it then unmounts what its nodes
+// mounted.
+func (a *Agent) Run(ctx context.Context) (err error) {
 	defer a.closeEndpoints()
+	if a.cfg.UnmountOnStop {
+		// After the workers and pollers stopped, before the endpoints
+		// close; also when stopped while starting.
+		defer func() { err = errors.Join(err, a.unmountAll(ctx)) }()
+	}
 	for _, n := range a.nodes {
 		err := a.dial(ctx, n)
 		if err == nil {
@@ -127,6 +141,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Go(func() { a.runStats(ctx) })
 	}
 	wg.Go(func() { a.runHealth(ctx) })
+	a.queueAllocatable("")
 	return a.runner.Run(ctx, "nodes", len(a.nodes))
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/mounting"
 )
 
 // Config is what the agent needs; every dependency is passed in.
@@ -49,6 +50,17 @@ type Config struct {
 	// status.volumeHealth and the CSINodes' status.storageHealth are
 	// written beside the events (default: off, events only).
 	WriteHealth func() bool
+	// PodAttachAndMountTimeout is how long a pod may wait for its
+	// attachments before a wait for one the node has no room for
+	// (ResourceExhausted) rejects it, the kubelet's podAttachAndMountTimeout
+	// (default mounting.PodAttachAndMountTimeout, 2m3s).
+	PodAttachAndMountTimeout time.Duration
+	// UnmountOnStop: when Run ends, every volume the nodes' disks record
+	// as staged or published is unpublished and unstaged through its
+	// driver, without any API write (mounting.StopPlan); the next start
+	// mounts again what the running pods need. For `volplane up`, whose
+	// stop must leave nothing mounted under its data dir.
+	UnmountOnStop bool
 	// ResyncPeriod is how often pods not running yet and every node are
 	// revisited (default 15s): a safety net, the agent is event driven.
 	ResyncPeriod time.Duration
@@ -84,6 +96,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.WriteHealth = func() bool { return false }
 	}
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
+	if c.PodAttachAndMountTimeout <= 0 {
+		c.PodAttachAndMountTimeout = mounting.PodAttachAndMountTimeout
+	}
 	if c.VolumeStatsAggPeriod <= 0 {
 		c.VolumeStatsAggPeriod = DefaultVolumeStatsAggPeriod
 	}

@@ -15,6 +15,18 @@ import (
 // registerCSINode records the node's drivers in its CSINode as
 // mounting.RegisterDrivers decides, writing only a change.
 func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
+	drivers := make([]mounting.NodeDriver, 0, len(n.endpoints))
+	for name, e := range n.endpoints {
+		drivers = append(drivers, mounting.NodeDriver{Name: name, NodeID: e.Info.NodeID, Topology: e.Info.Topology, MaxVolumes: e.Info.MaxVolumes})
+	}
+	return a.writeCSINode(ctx, n, drivers)
+}
+
+// writeCSINode records drivers in the node's CSINode (made if missing) as
+// mounting.RegisterDrivers decides, from a live read, writing only a
+// change: the kubelet's installDriverToCSINode, at registration and at
+// each refresh of a driver's allocatable count.
+func (a *Agent) writeCSINode(ctx context.Context, n *nodeState, drivers []mounting.NodeDriver) error {
 	api := a.cfg.Client.StorageV1().CSINodes()
 	cur, err := api.Get(ctx, n.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -23,10 +35,6 @@ func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
 	if err != nil {
 		return fmt.Errorf("node agent: CSINode %s: %w", n.name, err)
 	}
-	drivers := make([]mounting.NodeDriver, 0, len(n.endpoints))
-	for name, e := range n.endpoints {
-		drivers = append(drivers, mounting.NodeDriver{Name: name, NodeID: e.Info.NodeID, Topology: e.Info.Topology, MaxVolumes: e.Info.MaxVolumes})
-	}
 	spec, changed := mounting.RegisterDrivers(cur.Spec, drivers)
 	if !changed {
 		return nil
@@ -34,9 +42,9 @@ func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
 	upd := cur.DeepCopy()
 	upd.Spec = spec
 	if _, err := api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("node agent: register drivers in CSINode %s: %w", n.name, err)
+		return fmt.Errorf("node agent: write drivers in CSINode %s: %w", n.name, err)
 	}
-	klog.FromContext(ctx).Info("Registered CSI drivers", "node", n.name, "drivers", len(n.endpoints))
+	klog.FromContext(ctx).Info("Registered CSI drivers", "node", n.name, "drivers", len(drivers))
 	return nil
 }
 

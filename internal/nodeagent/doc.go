@@ -60,6 +60,19 @@
 // kubelet's kubelet_volume_stats_* (with a node label: one agent serves
 // several nodes).
 //
+// The kubelet's attach limit (limits.go): a third queue, keyed
+// "node/driver", asks a node service NodeGetInfo again and writes its
+// CSINode entry if that changed it (the allocatable count), every period
+// of the driver's CSIDriver nodeAllocatableUpdatePeriodSeconds and at once
+// when an attachment of the node failed with ResourceExhausted (once per
+// failure); mounting.DecideRefresh says when. A pod still waiting, when
+// Config.PodAttachAndMountTimeout ends, for an attachment that failed with
+// ResourceExhausted is rejected as the kubelet rejects it (Failed,
+// VolumeAttachmentLimitExceeded). With Config.UnmountOnStop (`up`), Run
+// ends by unpublishing and unstaging everything its nodes' disks record
+// (mounting.StopPlan), with no API write; the next start mounts again
+// what the running pods need.
+//
 // Syncs return loop.Result: Done, or an error retried with backoff; waits
 // end with the event that lets them go on (a claim bound, an attachment,
 // the node's status), never with a timer.

@@ -45,7 +45,11 @@ func (a *Agent) syncPod(ctx context.Context, key string) (loop.Result, error) {
 		a.nodeQ.Add(n.name)
 	}
 	if pp, ok := plan.PodPlan(pod); ok {
-		return loop.Done(), a.mountPod(ctx, n, w, pp)
+		rejected, res, err := a.admitAttachLimit(ctx, n, w, pp)
+		if rejected {
+			return res, err
+		}
+		return res, a.mountPod(ctx, n, w, pp)
 	}
 	return loop.Done(), nil
 }

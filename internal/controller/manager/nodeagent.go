@@ -42,6 +42,9 @@ type NodeAgent struct {
 	// VolumeStatsAggPeriod is how often the volumes' stats and health are
 	// asked of the drivers (0: the kubelet's 1 minute).
 	VolumeStatsAggPeriod time.Duration
+	// UnmountOnStop: a clean stop unmounts what the nodes mounted
+	// (nodeagent.Config.UnmountOnStop).
+	UnmountOnStop bool
 }
 
 func (n *NodeAgent) validate(cfg Config) error {
@@ -72,7 +75,7 @@ func newNodeAgent(w wiring) ([]Runnable, error) {
 		return nil, fmt.Errorf("node agent client: %w", err)
 	}
 	a, err := nodeagent.New(nodeagent.Config{Client: client, Informers: w.Informers, Metrics: w.Metrics,
-		DataDir: na.DataDir, Nodes: na.Nodes, VolumeStatsAggPeriod: na.VolumeStatsAggPeriod,
+		DataDir: na.DataDir, Nodes: na.Nodes, VolumeStatsAggPeriod: na.VolumeStatsAggPeriod, UnmountOnStop: na.UnmountOnStop,
 		WriteHealth: func() bool { return gate }})
 	if err != nil {
 		return nil, err

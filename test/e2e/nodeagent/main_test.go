@@ -62,6 +62,9 @@ type driverTap struct {
 	noNodeExpand atomic.Bool
 	nodeCalls    []nodeCall
 	refuse       map[string]codes.Code
+	// maxVolumes, when positive, replaces every NodeGetInfo's volume
+	// limit; nodeInfos counts the NodeGetInfo calls (limits_test.go).
+	maxVolumes, nodeInfos atomic.Int64
 }
 
 // nodeCall is a node service call and its request.
@@ -94,6 +97,12 @@ func (c *driverTap) intercept(ctx context.Context, req any, info *grpc.UnaryServ
 		}
 	}
 	resp, err := handler(ctx, req)
+	if info, ok := resp.(*csipb.NodeGetInfoResponse); ok {
+		c.nodeInfos.Add(1)
+		if limit := c.maxVolumes.Load(); limit > 0 {
+			info.MaxVolumesPerNode = limit
+		}
+	}
 	if caps, ok := resp.(*csipb.NodeGetCapabilitiesResponse); ok && c.noNodeExpand.Load() {
 		caps.Capabilities = slices.DeleteFunc(slices.Clone(caps.Capabilities), func(c *csipb.NodeServiceCapability) bool {
 			return c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_EXPAND_VOLUME
@@ -239,16 +248,25 @@ type running struct {
 	metrics *prometheus.Registry
 }
 
-func startAgent() (*running, error) {
+func startAgent() (*running, error) { return startAgentWith(nil) }
+
+// startAgentWith is startAgent with mod (if not nil) changing the
+// agent's configuration.
+func startAgentWith(mod func(*nodeagent.Config)) (*running, error) {
 	reg := prometheus.NewRegistry()
 	// Volume stats are cached for a second (the kubelet's default: a minute).
-	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg, VolumeStatsAggPeriod: time.Second}
+	// A pod's attach-and-mount wait lasts 3 seconds (the kubelet's: 2m3s).
+	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg, VolumeStatsAggPeriod: time.Second,
+		PodAttachAndMountTimeout: 3 * time.Second}
 	for _, node := range bed.cp.Nodes {
 		endpoints := []string{bed.endpoints[node]}
 		if node == bed.cp.Nodes[0] {
 			endpoints = append(endpoints, bed.attachEndpoint)
 		}
 		cfg.Nodes = append(cfg.Nodes, nodeagent.Node{Name: node, Endpoints: endpoints})
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	a, err := nodeagent.New(cfg)
 	if err != nil {
