@@ -41,7 +41,7 @@ func defaultDataDir() string {
 func newUpCommand() *cobra.Command {
 	var (
 		cfg         cluster.Config
-		capacity    = resource.MustParse("100Gi")
+		drivers     = upDriverFlags{capacity: resource.MustParse("100Gi")}
 		metricsAddr string
 		test        upTestFlags
 		health      upHealthFlags
@@ -75,7 +75,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 			if err := health.check(); err != nil {
 				return err
 			}
-			return runUp(ctx, cmd, cfg, capacity, metricsAddr, gates, test, health)
+			return runUp(ctx, cmd, cfg, drivers, metricsAddr, gates, test, health)
 		},
 	}
 	f := cmd.Flags()
@@ -86,7 +86,8 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 0, "etcd peer port on 127.0.0.1 (0: a free port)")
 	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "127.0.0.1", "address of the API server in the `kubernetes` Service and its serving certificate; it still listens on 127.0.0.1 only")
 	f.BoolVar(&onlyCP, "control-plane-only", false, "run etcd, kube-apiserver, kube-scheduler and kube-controller-manager only: no simulated node, bundled driver or volplane loop (real nodes and deploy/ play those parts)")
-	f.Var(&quantityFlag{&capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
+	f.Var(&quantityFlag{&drivers.capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
+	f.Int64Var(&drivers.networkMaxVolumes, "network-max-volumes-per-node", 0, "most network volumes attached to one simulated node at once (0: no limit); the nodes report it in their CSINodes, as a cloud disk's limit")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
@@ -97,6 +98,12 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	return cmd
 }
 
+// upDriverFlags size the bundled drivers.
+type upDriverFlags struct {
+	capacity          resource.Quantity
+	networkMaxVolumes int64
+}
+
 // upTestFlags are hidden flags for soak tests: faults in the drivers, and
 // the loops left to separate processes that a test can kill on their own.
 type upTestFlags struct {
@@ -104,8 +111,8 @@ type upTestFlags struct {
 	withoutLoops bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity resource.Quantity, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
-	if err := checkUp(cfg, capacity); err != nil {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFlags upDriverFlags, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
+	if err := checkUp(cfg, driverFlags); err != nil {
 		return err
 	}
 	if _, err := cfg.Advertise(); err != nil {
@@ -130,7 +137,8 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 	defer cancel()
 	// The drivers outlive the signal until the loops ended: a clean stop
 	// unmounts through them (deferred Stop).
-	drivers, err := bundle.Start(context.WithoutCancel(ctx), bundle.Config{DataDir: dir, Nodes: cp.Nodes, Capacity: capacity.Value(), Faults: test.faults})
+	drivers, err := bundle.Start(context.WithoutCancel(ctx), bundle.Config{DataDir: dir, Nodes: cp.Nodes,
+		Capacity: driverFlags.capacity.Value(), NetworkMaxVolumesPerNode: driverFlags.networkMaxVolumes, Faults: test.faults})
 	if err != nil {
 		return err
 	}
@@ -191,12 +199,15 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, capacity
 // checkUp rejects flags that could only fail once the control plane is up.
 // Without a node there is no bundled driver to provision from and no place
 // for a pod, so --nodes 0 is refused here rather than after a 20 s start.
-func checkUp(cfg cluster.Config, capacity resource.Quantity) error {
+func checkUp(cfg cluster.Config, d upDriverFlags) error {
+	capacity := d.capacity
 	switch {
 	case cfg.Nodes < 1:
 		return fmt.Errorf("--nodes %d: want at least 1 (the bundled CSI driver and every pod run on a simulated node; --control-plane-only runs none)", cfg.Nodes)
 	case capacity.Sign() <= 0:
 		return fmt.Errorf("--hostpath-capacity must be positive, got %s", capacity.String())
+	case d.networkMaxVolumes < 0:
+		return fmt.Errorf("--network-max-volumes-per-node must be 0 (no limit) or positive, got %d", d.networkMaxVolumes)
 	}
 	return nil
 }

@@ -58,6 +58,10 @@ type Config struct {
 	// Capacity is what each driver may give out, in bytes: each node-local
 	// driver, and the network driver in all.
 	Capacity int64
+	// NetworkMaxVolumesPerNode is how many network volumes may be attached
+	// to one node at once (0: no limit): the network driver refuses more
+	// with ResourceExhausted and reports it in NodeGetInfo.
+	NetworkMaxVolumesPerNode int64
 	// Mounter mounts for the node services; nil means the kernel's (root).
 	Mounter hostpath.Mounter
 	// Faults are injected into every driver's controller service (see
@@ -102,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Drivers, error) {
 		Endpoint: endpoint.Format(filepath.Join(socketDir, "network.sock")),
 		Name:     hostpath.NetworkDriverName, Network: true, NodeEndpoints: map[string]string{},
 		DataDir: filepath.Join(cfg.DataDir, "network"), Capacity: cfg.Capacity, Mounter: cfg.Mounter,
-		Faults: cfg.Faults,
+		Faults: cfg.Faults, MaxVolumesPerNode: cfg.NetworkMaxVolumesPerNode,
 	}
 	for _, node := range cfg.Nodes {
 		local := hostpath.Config{
@@ -212,7 +216,7 @@ func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
 		if !attach {
 			modes = append(modes, storagev1.VolumeLifecycleEphemeral)
 		}
-		return &storagev1.CSIDriver{
+		d := &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: storagev1.CSIDriverSpec{
 				AttachRequired:       ptr.To(attach),
@@ -221,6 +225,13 @@ func Objects() ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
 				VolumeLifecycleModes: modes,
 			},
 		}
+		if attach {
+			// The nodes refresh an attachable driver's CSINode allocatable
+			// count every minute and at once after an attach fails with
+			// ResourceExhausted, as the kubelet does when this is set.
+			d.Spec.NodeAllocatableUpdatePeriodSeconds = ptr.To[int64](60)
+		}
+		return d
 	}
 	class := func(name, driver string, mode storagev1.VolumeBindingMode, isDefault bool) *storagev1.StorageClass {
 		sc := &storagev1.StorageClass{
@@ -292,6 +303,7 @@ func sameDriverSpec(have, want storagev1.CSIDriverSpec) bool {
 	return equality.Semantic.DeepEqual(have.AttachRequired, want.AttachRequired) &&
 		equality.Semantic.DeepEqual(have.PodInfoOnMount, want.PodInfoOnMount) &&
 		equality.Semantic.DeepEqual(have.StorageCapacity, want.StorageCapacity) &&
+		equality.Semantic.DeepEqual(have.NodeAllocatableUpdatePeriodSeconds, want.NodeAllocatableUpdatePeriodSeconds) &&
 		slices.Equal(have.VolumeLifecycleModes, want.VolumeLifecycleModes)
 }
 
