@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 )
 
@@ -125,5 +127,12 @@ func TestControllerAndUpTakeFeatureGates(t *testing.T) {
 				t.Errorf("%s %s: accepted", cmd.Name(), bad)
 			}
 		}
+	}
+}
+
+func TestUpRejectsANegativeNetworkAttachLimit(t *testing.T) {
+	err := checkUp(cluster.Config{Nodes: 1}, upDriverFlags{capacity: resource.MustParse("1Gi"), networkMaxVolumes: -1})
+	if err == nil || !strings.Contains(err.Error(), "--network-max-volumes-per-node must be 0 (no limit) or positive") {
+		t.Fatalf("checkUp: %v, want the flag named", err)
 	}
 }

@@ -168,7 +168,10 @@ func clientFor(t *testing.T, dir string) kubernetes.Interface {
 func TestUpKeepsStateAcrossRestartsAndLocksItsDataDir(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	first := startUp(t, dir, "--nodes", "2")
+	first := startUp(t, dir, "--nodes", "2", "--network-max-volumes-per-node", "5")
+	// The nodes report the network driver's attach limit in their CSINodes.
+	waitKubectl(t, dir, "5", "get", "csinode", "node-2", "-o",
+		`jsonpath={.spec.drivers[?(@.name=="network.csi.volplane.io")].allocatable.count}`)
 
 	client := clientFor(t, dir)
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}, Data: map[string]string{"k": "v"}}
