@@ -44,7 +44,10 @@ func newDoctorCommand() *cobra.Command {
 		Use:   "doctor",
 		Short: "Find what is wrong with the cluster's volumes, with the command that fixes each",
 		Long: `Doctor scans the cluster and reports, each with the command that fixes it:
-claims Pending longer than --pending-for (with the binder's verdicts counted);
+claims Pending longer than --pending-for (with the binder's verdicts counted;
+a claim no node can hold by the capacity its driver publishes, node by node,
+with how to ask for less or make room; a pod put on a node by spec.nodeName,
+with how to let the scheduler place it);
 backend volumes no PV refers to and PVs whose backend volume is gone (read
 through CSI ListVolumes of each --csi-endpoint, before and after the cluster);
 VolumeAttachments, older than --attachment-grace, to deleted nodes or of

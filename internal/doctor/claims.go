@@ -24,7 +24,9 @@ func explainClaim(c *v1.PersistentVolumeClaim) Fix {
 
 // pendingClaims: claims Pending for longer than threshold, each with the
 // summary `volplane explain` gives (what the binder decides for it, and
-// its verdicts on every volume counted in one line). A claim of a
+// its verdicts on every volume counted in one line), and the steps out of
+// the two traps explain names: pods put on a node directly (placedFixes)
+// and a claim no node has room for (roomFixes). A claim of a
 // WaitForFirstConsumer class that no pod uses is at rest, not a problem.
 func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 	var out []Finding
@@ -42,7 +44,7 @@ func pendingClaims(s *Snapshot, threshold time.Duration) []Finding {
 			problem += " " + explain.Sentence(r.Volumes.Summary)
 		}
 		out = append(out, Finding{Kind: KindClaimPending, Severity: SeverityProblem, Object: claimObject(c), Problem: problem,
-			Fixes: append(placedFixes(c, r), explainClaim(c))})
+			Fixes: append(append(placedFixes(c, r), roomFixes(c, r)...), explainClaim(c))})
 	}
 	return out
 }

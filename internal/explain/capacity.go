@@ -130,10 +130,25 @@ func quantityString(q *resource.Quantity) string {
 	return q.String()
 }
 
+// Room is the largest volume the node's object allows, as the scheduler
+// compares it with the request: its maximumVolumeSize, else its capacity;
+// "" when no object covers the node.
+func (n NodeCapacity) Room() string {
+	if n.MaximumVolumeSize != "" {
+		return n.MaximumVolumeSize
+	}
+	return n.Capacity
+}
+
+// NoNodeHolds: capacity was checked on some node and no node fits.
+func NoNodeHolds(nodes []NodeCapacity) bool {
+	return len(nodes) > 0 && !slices.ContainsFunc(nodes, func(n NodeCapacity) bool { return n.Fit == NodeFits })
+}
+
 // noNodeHolds is the summary of a claim no node can hold by the published
 // capacity, node by node; "" when some node can (or none was checked).
 func noNodeHolds(claim *v1.PersistentVolumeClaim, class string, nodes []NodeCapacity) string {
-	if len(nodes) == 0 || slices.ContainsFunc(nodes, func(n NodeCapacity) bool { return n.Fit == NodeFits }) {
+	if !NoNodeHolds(nodes) {
 		return ""
 	}
 	request := claim.Spec.Resources.Requests[v1.ResourceStorage]
@@ -143,11 +158,7 @@ func noNodeHolds(claim *v1.PersistentVolumeClaim, class string, nodes []NodeCapa
 		case NodeUnpublished:
 			parts = append(parts, n.Node+" publishes none")
 		default:
-			room := n.Capacity
-			if n.MaximumVolumeSize != "" {
-				room = n.MaximumVolumeSize
-			}
-			parts = append(parts, fmt.Sprintf("%s has %s", n.Node, room))
+			parts = append(parts, fmt.Sprintf("%s has %s", n.Node, n.Room()))
 		}
 	}
 	return fmt.Sprintf("No node can hold this claim's %s of class %s by the capacity its driver publishes: %s. "+
@@ -157,15 +168,9 @@ func noNodeHolds(claim *v1.PersistentVolumeClaim, class string, nodes []NodeCapa
 
 // capacity writes the "Capacity" section: each node's offer.
 func (t *table) capacity(nodes []NodeCapacity) {
-	if len(nodes) == 0 {
-		return
-	}
-	t.printf("Capacity:\n")
-	width := 0
+	var names, lines []string
 	for _, n := range nodes {
-		width = max(width, len(n.Node))
+		names, lines = append(names, n.Node), append(lines, n.String())
 	}
-	for _, n := range nodes {
-		t.item(2, n.Node, width, n.String())
-	}
+	t.perNode("Capacity", names, lines)
 }

@@ -57,6 +57,9 @@ func TestExplainSaysNoNodeCanHoldAClaimNodeByNode(t *testing.T) {
 			t.Errorf("summary %q lacks %q", r.Summary, want)
 		}
 	}
+	if !r.NoNodeHolds {
+		t.Errorf("noNodeHolds false, summary %q", r.Summary)
+	}
 	fits := map[string]explain.NodeFit{}
 	for _, n := range r.Capacity {
 		fits[n.Node] = n.Fit
@@ -77,8 +80,8 @@ func TestExplainSaysNoNodeCanHoldAClaimNodeByNode(t *testing.T) {
 
 func TestExplainShowsTheNodesThatFit(t *testing.T) {
 	r := explain.Claim(pendingClaim("50Gi"), capacityFacts(true))
-	if strings.Contains(r.Summary, "No node can hold") {
-		t.Errorf("summary %q, but node-1 and node-2 fit", r.Summary)
+	if strings.Contains(r.Summary, "No node can hold") || r.NoNodeHolds {
+		t.Errorf("summary %q noNodeHolds %v, but node-1 and node-2 fit", r.Summary, r.NoNodeHolds)
 	}
 	if len(r.Capacity) != 3 || r.Capacity[0].Fit != explain.NodeFits || r.Capacity[1].Fit != explain.NodeFits {
 		t.Errorf("capacity = %+v", r.Capacity)
@@ -103,5 +106,15 @@ func TestExplainShowsNoCapacityWhenAVolumeMayServe(t *testing.T) {
 		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeAvailable}}}
 	if r := explain.Claim(pendingClaim("500Gi"), f); r.Capacity != nil || strings.Contains(r.Summary, "No node can hold") {
 		t.Errorf("capacity %+v summary %q", r.Capacity, r.Summary)
+	}
+}
+
+// Once the scheduler selected a node for the claim, what the nodes offered
+// no longer holds it: explain does not say that no node can.
+func TestExplainSaysNothingOfRoomOnceANodeIsSelected(t *testing.T) {
+	c := pendingClaim("500Gi")
+	c.Annotations = map[string]string{"volume.kubernetes.io/selected-node": "node-1"}
+	if r := explain.Claim(c, capacityFacts(true)); r.NoNodeHolds || strings.Contains(r.Summary, "No node can hold") {
+		t.Errorf("noNodeHolds %v summary %q", r.NoNodeHolds, r.Summary)
 	}
 }

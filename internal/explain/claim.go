@@ -72,7 +72,7 @@ func Claim(claim *v1.PersistentVolumeClaim, f *Facts) ClaimReport {
 		r.Capacity = capacityOf(claim, in.Class, f)
 	}
 	if s := noNodeHolds(claim, binding.ClaimClass(claim), r.Capacity); s != "" && r.SelectedNode == "" && claim.DeletionTimestamp == nil {
-		r.Summary = s
+		r.Summary, r.NoNodeHolds = s, true
 	}
 	r.Deletion = claimDeletion(claim, f)
 	if r.Deletion != nil {

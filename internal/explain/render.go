@@ -164,15 +164,25 @@ func orDash(s string) string {
 
 // nodes lists a volume's state per node.
 func (t *table) nodes(uses []NodeUse) {
-	if len(uses) == 0 {
+	var names, lines []string
+	for _, u := range uses {
+		names, lines = append(names, u.Node), append(lines, u.Summary)
+	}
+	t.perNode("Nodes", names, lines)
+}
+
+// perNode writes section title, one line per node (lines[i] of names[i]),
+// the node names in one column; nothing when there is no node.
+func (t *table) perNode(title string, names, lines []string) {
+	if len(names) == 0 {
 		return
 	}
-	t.printf("Nodes:\n")
+	t.printf("%s:\n", title)
 	width := 0
-	for _, u := range uses {
-		width = max(width, len(u.Node))
+	for _, n := range names {
+		width = max(width, len(n))
 	}
-	for _, u := range uses {
-		t.item(2, u.Node, width, u.Summary)
+	for i, n := range names {
+		t.item(2, n, width, lines[i])
 	}
 }

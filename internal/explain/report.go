@@ -40,6 +40,9 @@ type ClaimReport struct {
 	// Capacity is what each node offers a pending WaitForFirstConsumer
 	// claim, by the published CSIStorageCapacity objects of its class.
 	Capacity []NodeCapacity `json:"capacity,omitempty"`
+	// NoNodeHolds: by Capacity, no node can hold the claim, so the
+	// scheduler places no pod using it (Summary says so, node by node).
+	NoNodeHolds bool `json:"noNodeHolds,omitempty"`
 	// Health is the volume health reported on the claim, if any.
 	Health *Health `json:"health,omitempty"`
 }

@@ -104,25 +104,11 @@ type ClaimFacts struct {
 // DecideClaim decides a pvc-protection sync.
 func DecideClaim(f ClaimFacts) Decision {
 	c := f.Claim
-	deleting := c.DeletionTimestamp != nil
-	switch {
-	case needsFinalizer(deleting, c.Finalizers, ClaimFinalizer):
-		return Decision{Action: AddFinalizer, Reason: ReasonUnprotected}
-	case !deleting:
-		return Decision{Action: None, Reason: ReasonProtected}
-	case !isDeletionCandidate(deleting, c.Finalizers, ClaimFinalizer):
-		return Decision{Action: None, Reason: ReasonFinalizerGone}
-	}
-	if d, ok := usedBy(f.Cached, c); ok {
+	if d, done := finalizerStep(c.DeletionTimestamp != nil, c.Finalizers, ClaimFinalizer); done {
 		return d
 	}
-	if !f.Listed {
-		return Decision{Action: ListPods, Reason: ReasonNotInCache}
-	}
-	if d, ok := usedBy(f.Live, c); ok {
-		return d
-	}
-	return Decision{Action: RemoveFinalizer, Reason: ReasonUnused}
+	return cachedThenLive(func() (Decision, bool) { return usedBy(f.Cached, c) },
+		func() (Decision, bool) { return usedBy(f.Live, c) }, f.Listed, ListPods)
 }
 
 func usedBy(pods []*v1.Pod, claim *v1.PersistentVolumeClaim) (Decision, bool) {

@@ -75,25 +75,11 @@ type ClassFacts struct {
 // goes: deletions of classes are rare, the list is affordable.
 func DecideClass(f ClassFacts) Decision {
 	c := f.Class
-	deleting := c.DeletionTimestamp != nil
-	switch {
-	case needsFinalizer(deleting, c.Finalizers, ClassFinalizer):
-		return Decision{Action: AddFinalizer, Reason: ReasonUnprotected}
-	case !deleting:
-		return Decision{Action: None, Reason: ReasonProtected}
-	case !isDeletionCandidate(deleting, c.Finalizers, ClassFinalizer):
-		return Decision{Action: None, Reason: ReasonFinalizerGone}
-	}
-	if d, ok := classUsedBy(c.Name, f.CachedPVs, f.CachedClaims); ok {
+	if d, done := finalizerStep(c.DeletionTimestamp != nil, c.Finalizers, ClassFinalizer); done {
 		return d
 	}
-	if !f.Listed {
-		return Decision{Action: ListUsers, Reason: ReasonNotInCache}
-	}
-	if d, ok := classUsedBy(c.Name, f.LivePVs, f.LiveClaims); ok {
-		return d
-	}
-	return Decision{Action: RemoveFinalizer, Reason: ReasonUnused}
+	return cachedThenLive(func() (Decision, bool) { return classUsedBy(c.Name, f.CachedPVs, f.CachedClaims) },
+		func() (Decision, bool) { return classUsedBy(c.Name, f.LivePVs, f.LiveClaims) }, f.Listed, ListUsers)
 }
 
 func classUsedBy(class string, pvs []*v1.PersistentVolume, claims []*v1.PersistentVolumeClaim) (Decision, bool) {

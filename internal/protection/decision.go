@@ -86,6 +86,41 @@ func (d Decision) String() string {
 }
 
 // isDeletionCandidate and needsFinalizer are protectionutil's predicates.
+// finalizerStep is the start every protection decision shares: an object
+// not being deleted gets finalizer f, or is protected if it has it; one
+// being deleted without f has nothing left to do. done is false for an
+// object being deleted that still holds f: whether it may go is the
+// caller's to decide.
+func finalizerStep(deleting bool, finalizers []string, f string) (d Decision, done bool) {
+	switch {
+	case needsFinalizer(deleting, finalizers, f):
+		return Decision{Action: AddFinalizer, Reason: ReasonUnprotected}, true
+	case !deleting:
+		return Decision{Action: None, Reason: ReasonProtected}, true
+	case !isDeletionCandidate(deleting, finalizers, f):
+		return Decision{Action: None, Reason: ReasonFinalizerGone}, true
+	}
+	return Decision{}, false
+}
+
+// cachedThenLive is the rest of a decision on an object being deleted that
+// still holds its finalizer: it is kept while a user of the informer
+// caches (cached) uses it; else, until the live list was made (listed),
+// that list is asked for (action list); it is kept while a user of the
+// live list (live) uses it; else the finalizer goes.
+func cachedThenLive(cached, live func() (Decision, bool), listed bool, list Action) Decision {
+	if d, ok := cached(); ok {
+		return d
+	}
+	if !listed {
+		return Decision{Action: list, Reason: ReasonNotInCache}
+	}
+	if d, ok := live(); ok {
+		return d
+	}
+	return Decision{Action: RemoveFinalizer, Reason: ReasonUnused}
+}
+
 func isDeletionCandidate(deleting bool, finalizers []string, f string) bool {
 	return deleting && has(finalizers, f)
 }

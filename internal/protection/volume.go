@@ -6,15 +6,10 @@ import v1 "k8s.io/api/core/v1"
 // its finalizer while it is Bound (the binder writes that phase), and loses
 // it in any other phase. No pod or claim is looked at.
 func DecideVolume(pv *v1.PersistentVolume) Decision {
-	deleting := pv.DeletionTimestamp != nil
-	switch {
-	case needsFinalizer(deleting, pv.Finalizers, VolumeFinalizer):
-		return Decision{Action: AddFinalizer, Reason: ReasonUnprotected}
-	case !deleting:
-		return Decision{Action: None, Reason: ReasonProtected}
-	case !isDeletionCandidate(deleting, pv.Finalizers, VolumeFinalizer):
-		return Decision{Action: None, Reason: ReasonFinalizerGone}
-	case pv.Status.Phase == v1.VolumeBound:
+	if d, done := finalizerStep(pv.DeletionTimestamp != nil, pv.Finalizers, VolumeFinalizer); done {
+		return d
+	}
+	if pv.Status.Phase == v1.VolumeBound {
 		return Decision{Action: Keep, Reason: ReasonBound}
 	}
 	return Decision{Action: RemoveFinalizer, Reason: ReasonNotBound}

@@ -10,7 +10,7 @@
 #   tools/realnode/build.sh            # all
 #   tools/realnode/build.sh kubelet    # some, by name
 #
-# No -trimpath: without it the kubelet's k8s.io/* packages (v1.36.3, the
+# No -trimpath: without it the kubelet's k8s.io/* packages (v1.37.2, the
 # versions volplane embeds) come from the build cache volplane's own build
 # filled (kubelet 117 s warm, 877 s cold with -trimpath on this machine).
 #
@@ -99,7 +99,7 @@ for t in "${targets[@]}"; do
 	ldflags=""
 	case $name in
 	helm) ldflags="-X helm.sh/helm/v4/internal/version.version=v4.2.0" ;;
-	kubelet | kube-proxy) ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" ;;
+	kubelet | kube-proxy) ldflags="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean" ;;
 	containerd | containerd-shim-runc-v2 | ctr) ldflags="-X github.com/containerd/containerd/v2/version.Version=v2.4.2" ;;
 	esac
 	start=$(date +%s)

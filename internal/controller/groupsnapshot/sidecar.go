@@ -19,6 +19,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Sidecar is the csi-snapshotter's half for the group contents of the
@@ -153,7 +154,13 @@ func (s *Sidecar) locate(gc *vgsv1.VolumeGroupSnapshotContent) (*csi.Endpoint, b
 		if len(pvs) == 0 {
 			continue
 		}
-		ep, err := s.pool.ForVolume(driver, pvs[0])
+		// The driver's view of the PV: a migrated in-tree PV's node
+		// affinity is on the in-tree keys until translated.
+		pv, err := provisioning.AsCSI(pvs[0])
+		if err != nil {
+			return nil, false, fmt.Errorf("volume %s: %w", h, err)
+		}
+		ep, err := s.pool.ForVolume(driver, pv)
 		if err != nil {
 			return nil, false, fmt.Errorf("volume %s: %w", h, err)
 		}

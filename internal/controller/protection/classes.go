@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/protection"
@@ -161,18 +160,9 @@ func (l *ClassLoop) listLive(ctx context.Context, f *protection.ClassFacts) erro
 // the decision was made on, as the reference does: the resourceVersion
 // makes the API server refuse it if the class changed since.
 func (l *ClassLoop) write(ctx context.Context, c *storagev1.VolumeAttributesClass, d protection.Decision) error {
-	upd := c.DeepCopy()
-	if d.Action == protection.RemoveFinalizer {
-		upd.Finalizers, _ = binding.WithoutFinalizer(upd.Finalizers, protection.ClassFinalizer)
-	} else {
-		upd.Finalizers = append(upd.Finalizers, protection.ClassFinalizer)
-	}
-	_, err := l.client.StorageV1().VolumeAttributesClasses().Update(ctx, upd, metav1.UpdateOptions{})
-	switch {
-	case d.Action == protection.RemoveFinalizer && apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("%s on VolumeAttributesClass %s: %w", d.Action, c.Name, err)
+	if _, gone, err := updateFinalizer(ctx, c, protection.ClassFinalizer, d, "VolumeAttributesClass",
+		l.client.StorageV1().VolumeAttributesClasses().Update); err != nil || gone {
+		return err
 	}
 	klog.FromContext(ctx).V(3).Info("Protection finalizer of VAC changed", "VAC", klog.KObj(c), "action", d.Action.String(), "reason", d.Reason)
 	return nil

@@ -94,21 +94,42 @@ func (c *ClaimLoop) writeFinalizer(ctx context.Context, w write) error {
 // writeVolume makes the volume's decided finalizer change with a full
 // Update from the copy the decision was made on.
 func (l *VolumeLoop) writeVolume(ctx context.Context, pv *v1.PersistentVolume, d protection.Decision) error {
-	upd := pv.DeepCopy()
-	if d.Action == protection.RemoveFinalizer {
-		upd.Finalizers, _ = binding.WithoutFinalizer(upd.Finalizers, protection.VolumeFinalizer)
-	} else {
-		upd.Finalizers = append(upd.Finalizers, protection.VolumeFinalizer)
-	}
-	out, err := l.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{})
-	logger := klog.FromContext(ctx)
-	switch {
-	case d.Action == protection.RemoveFinalizer && apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("%s on PV %s: %w", d.Action, pv.Name, err)
+	out, gone, err := updateFinalizer(ctx, pv, protection.VolumeFinalizer, d, "PV", l.client.CoreV1().PersistentVolumes().Update)
+	if err != nil || gone {
+		return err
 	}
 	l.newest.Wrote(pv.Name, out)
-	logger.V(3).Info("Protection finalizer of PV changed", "pv", klog.KObj(pv), "action", d.Action.String(), "reason", d.Reason)
+	klog.FromContext(ctx).V(3).Info("Protection finalizer of PV changed", "pv", klog.KObj(pv), "action", d.Action.String(), "reason", d.Reason)
 	return nil
+}
+
+// finalized is an API object that copies itself.
+type finalized[T any] interface {
+	metav1.Object
+	DeepCopy() T
+}
+
+// updateFinalizer makes the decided change of finalizer f (added last, or
+// removed) with a full Update of a copy of obj, the object the decision
+// was made on: its resourceVersion makes the API server refuse the write
+// if the object changed since, as the reference's full updates do. A
+// removal from an object gone already is done: gone is true then. kind
+// names the object in the error.
+func updateFinalizer[T finalized[T]](ctx context.Context, obj T, f string, d protection.Decision, kind string,
+	update func(context.Context, T, metav1.UpdateOptions) (T, error)) (out T, gone bool, err error) {
+	upd := obj.DeepCopy()
+	if d.Action == protection.RemoveFinalizer {
+		fs, _ := binding.WithoutFinalizer(upd.GetFinalizers(), f)
+		upd.SetFinalizers(fs)
+	} else {
+		upd.SetFinalizers(append(upd.GetFinalizers(), f))
+	}
+	out, err = update(ctx, upd, metav1.UpdateOptions{})
+	switch {
+	case d.Action == protection.RemoveFinalizer && apierrors.IsNotFound(err):
+		return out, true, nil
+	case err != nil:
+		return out, false, fmt.Errorf("%s on %s %s: %w", d.Action, kind, obj.GetName(), err)
+	}
+	return out, false, nil
 }

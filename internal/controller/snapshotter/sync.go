@@ -17,6 +17,7 @@ import (
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/csierror"
 	"github.com/volplane/volplane/internal/informerindex"
+	"github.com/volplane/volplane/internal/provisioning"
 	"github.com/volplane/volplane/internal/snapshotting"
 )
 
@@ -297,7 +298,10 @@ func (c *Controller) sourceEndpoint(content *snapv1.VolumeSnapshotContent) (*csi
 }
 
 // sourcePV is a PV of the content's driver and source volume handle from
-// the shared index; nil if none is cached.
+// the shared index, as its driver sees it (provisioning.AsCSI: a migrated
+// in-tree PV translated, its node affinity on the driver's topology keys,
+// which is what Pool.ForVolume matches endpoints by); nil if none is
+// cached.
 func (c *Controller) sourcePV(content *snapv1.VolumeSnapshotContent) (*v1.PersistentVolume, error) {
 	if content.Spec.Source.VolumeHandle == nil {
 		return nil, nil
@@ -306,7 +310,7 @@ func (c *Controller) sourcePV(content *snapv1.VolumeSnapshotContent) (*v1.Persis
 	if err != nil || len(pvs) == 0 {
 		return nil, err
 	}
-	return pvs[0], nil
+	return provisioning.AsCSI(pvs[0])
 }
 
 // local says, in a node deployment, whether an unlabelled content is this
