@@ -17,11 +17,15 @@ import (
 )
 
 // ReadCluster lists what doctor checks: every claim, volume, class,
-// VolumeAttachment, node and pod (as explain reads them), and every
-// CSINode (which nodes run which driver).
+// VolumeAttachment, node and pod (as explain reads them), the published
+// CSIStorageCapacity objects, and every CSINode (which nodes run which
+// driver).
 func ReadCluster(ctx context.Context, client kubernetes.Interface) (*doctor.Snapshot, error) {
 	f, err := inspect.ReadFacts(ctx, client, metav1.NamespaceAll)
 	if err != nil {
+		return nil, err
+	}
+	if err := inspect.ReadCapacities(ctx, client, f); err != nil {
 		return nil, err
 	}
 	csiNodes, err := client.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})

@@ -11,10 +11,10 @@ import (
 	"github.com/volplane/volplane/internal/explain"
 )
 
-// readCapacities reads the CSIStorageCapacity objects of every namespace,
+// ReadCapacities reads the CSIStorageCapacity objects of every namespace,
 // as the scheduler reads them, into facts. A reader not allowed to list
 // them gets a report without them.
-func readCapacities(ctx context.Context, client kubernetes.Interface, facts *explain.Facts) error {
+func ReadCapacities(ctx context.Context, client kubernetes.Interface, facts *explain.Facts) error {
 	list, err := client.StorageV1().CSIStorageCapacities("").List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 		return nil

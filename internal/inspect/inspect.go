@@ -116,7 +116,7 @@ func explainClaim(ctx context.Context, c Clients, namespace, name string) (expla
 	if err := readRestoreSource(ctx, c.Snapshots, claim, facts); err != nil {
 		return explain.ClaimReport{}, err
 	}
-	if err := readCapacities(ctx, client, facts); err != nil {
+	if err := ReadCapacities(ctx, client, facts); err != nil {
 		return explain.ClaimReport{}, err
 	}
 	return explain.Claim(claim, facts), nil

@@ -2,11 +2,15 @@ package capacity
 
 import (
 	"bytes"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/explain"
 	"github.com/volplane/volplane/internal/inspect"
 	"github.com/volplane/volplane/internal/stacktest"
@@ -58,5 +62,32 @@ func TestExplainSaysNoNodeCanHoldAHugeClaim(t *testing.T) {
 	}
 	if got := bed.calls.createsOf(string(c.UID)); len(got) != 0 {
 		t.Errorf("a driver was asked for the huge claim: %v", got)
+	}
+	// doctor decides from the same facts (explain.NoNodeHolds): a problem,
+	// with the fixes to ask for at most what a node has, or to make room.
+	dr, err := checkup.Doctor(ctx, bed.cp.Client, checkup.DoctorConfig{Output: "json"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *doctor.Finding
+	for i, f := range dr.Findings {
+		if f.Object.Kind == doctor.ObjectClaim && f.Object.Namespace == w.ns && f.Object.Name == "huge" {
+			found = &dr.Findings[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("doctor has no finding about claim huge: %+v", dr.Findings)
+	}
+	var commands []string
+	for _, fix := range found.Fixes {
+		commands = append(commands, fix.Command)
+	}
+	want := []string{"volplane kubectl -n " + w.ns + " get pvc huge -o yaml > huge.yaml",
+		"volplane kubectl -n " + w.ns + " replace --force -f huge.yaml",
+		"volplane kubectl get csistoragecapacities --all-namespaces"}
+	if found.Kind != doctor.KindClaimPending || found.Severity != doctor.SeverityProblem ||
+		!strings.Contains(found.Problem, "No node can hold this claim's 5Gi") || len(commands) < len(want) ||
+		!slices.Equal(commands[:len(want)], want) || !strings.Contains(found.Fixes[0].Says, "to at most 2Gi") {
+		t.Errorf("doctor finding %+v, want a problem whose fixes run %q and ask for at most 2Gi", *found, want)
 	}
 }
