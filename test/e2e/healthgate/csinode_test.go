@@ -42,8 +42,8 @@ func TestStorageHealthIsWrittenToTheCSINodeAndCleared(t *testing.T) {
 	waitStorageHealth(t, sick, want)
 	waitMetric(t, "csi_node_storage_health_status", true, `node="`+sick+`"`, `driver_name="`+hostpath.DriverName+`"`,
 		`reason="`+hostpath.ReasonDataDirUnreachable+`"`, `status="`+string(storagev1.StorageUnreachable)+`"`)
-	if got := storageHealth(t, well); got != "" {
-		t.Errorf("CSINode %s storageHealth %q, want none: its driver's data directory is in place", well, got)
+	if got, err := storageHealth(well); got != "" || err != nil {
+		t.Errorf("CSINode %s storageHealth %q (%v), want none: its driver's data directory is in place", well, got, err)
 	}
 
 	restore()
@@ -53,11 +53,10 @@ func TestStorageHealthIsWrittenToTheCSINodeAndCleared(t *testing.T) {
 
 // storageHealth is the bundled driver's entry of the node's CSINode
 // status.storageHealth, as "Status/Reason" of each condition, "" for none.
-func storageHealth(t *testing.T, node string) string {
-	t.Helper()
+func storageHealth(node string) (string, error) {
 	n, err := stack.CP.Client.StorageV1().CSINodes().Get(context.Background(), node, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	got := ""
 	for _, h := range n.Status.StorageHealth {
@@ -68,13 +67,19 @@ func storageHealth(t *testing.T, node string) string {
 			got += string(c.Status) + "/" + c.Reason
 		}
 	}
-	return got
+	return got, nil
 }
 
+// waitStorageHealth waits until the node's CSINode exists (the node agent
+// registers it) and its storageHealth entry says want.
 func waitStorageHealth(t *testing.T, node, want string) {
 	t.Helper()
 	stacktest.Eventually(t, fmt.Sprintf("CSINode %s storageHealth %q", node, want), func() string {
-		if got := storageHealth(t, node); got != want {
+		got, err := storageHealth(node)
+		if err != nil {
+			return err.Error()
+		}
+		if got != want {
 			return fmt.Sprintf("storageHealth %q", got)
 		}
 		return ""

@@ -27,28 +27,12 @@ func TestGateOnWritesClaimAndPodHealthAndClearsIt(t *testing.T) {
 	ctx, client := context.Background(), stack.CP.Client
 	ns, other := stacktest.Namespace(t), stacktest.Namespace(t)
 	node := stack.CP.Nodes[0]
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx,
-		support.Claim(ns, "data", bundle.WaitClass, "1Gi"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, support.Pod(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRunning(t, ns, "app")
-	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	thief := support.Claim(other, "thief", bundle.WaitClass, "1Gi")
-	thief.Spec.VolumeName = claim.Spec.VolumeName
-	if _, err := client.CoreV1().PersistentVolumeClaims(other).Create(ctx, thief, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	handle := support.VictimAndThief(t, client, stack.EndedEarly, ns, other, node, bundle.WaitClass)
 	if _, err := client.CoreV1().Pods(other).Create(ctx, support.Pod(other, "thief", node, "thief"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	dir := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", support.VolumeHandle(t, client, ns, "data"))
+	dir := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", handle)
 	if err := os.Rename(dir, dir+".away"); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +104,6 @@ func TestBlockVolumeHealthIsAskedAtItsStagingAndTargetPaths(t *testing.T) {
 		}
 		return ""
 	}, stack.EndedEarly)
-	waitPodHealth(t, ns, "app", "data", "")
 
 	file := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", handle+".img") // the driver's block file
 	if _, err := os.Stat(file); err != nil {

@@ -3,8 +3,6 @@ package healthgate
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,10 +12,10 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/volplane/volplane/internal/health"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
 )
 
 // agentMetrics is the address of the node agent's /metrics.
@@ -59,18 +57,12 @@ func (h *healthCalls) of(id string) []healthCall {
 
 func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	stacktest.Eventually(t, "pod "+name+" Running", func() string {
-		p, err := stack.CP.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return fmt.Sprintf("phase %s", p.Status.Phase)
-		}
-		pod = p
-		return ""
-	}, stack.EndedEarly)
+	ctx, client := context.Background(), stack.CP.Client
+	stacktest.Eventually(t, "pod "+name+" Running", stacktest.PodRunning(ctx, client, ns, name), stack.EndedEarly)
+	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return pod
 }
 
@@ -126,18 +118,7 @@ func same(field string, conds []corev1.VolumeHealthCondition, want string) strin
 // healthEvents are the health events on the object named name in ns.
 func healthEvents(t *testing.T, ns, name string) []string {
 	t.Helper()
-	list, err := stack.CP.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == health.ReasonAbnormal || e.Reason == health.ReasonNormal {
-			out = append(out, e.Reason+": "+e.Message)
-		}
-	}
-	return out
+	return support.Events(t, stack.CP.Client, ns, name, health.ReasonAbnormal, health.ReasonNormal)
 }
 
 // waitMetric waits until the node agent's /metrics has (present) or lacks
@@ -146,20 +127,12 @@ func waitMetric(t *testing.T, series string, present bool, labels ...string) {
 	t.Helper()
 	stacktest.Eventually(t, fmt.Sprintf("%s%v present=%t", series, labels, present), func() string {
 		addr, _ := agentMetrics.Load().(string)
-		if addr == "" {
-			return "no metrics address yet"
-		}
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		lines, err := support.MetricLines(addr)
 		if err != nil {
 			return err.Error()
 		}
 		found := ""
-		for _, line := range strings.Split(string(body), "\n") {
+		for _, line := range lines {
 			if strings.HasPrefix(line, series+"{") && containsAll(line, labels) {
 				found = line
 			}
