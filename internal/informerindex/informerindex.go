@@ -4,9 +4,9 @@
 // later asks find them there. So one process holds each index once, under
 // one name with one function, however many loops read it.
 //
-// Nouns: the indexes (ClaimOfPod, NodeOfPod, NodeOfAttachment,
+// Nouns: the indexes (ClaimOfPod, NodeOfPod, InlineVolumeOfPod, NodeOfAttachment,
 // PVOfAttachment, VolumeOfPV, ClaimOfSnapshot, ClassOfPV, ClassOfClaim)
-// and the lookups that read them (PodsUsing, PodsOn, AttachmentsOn,
+// and the lookups that read them (PodsUsing, PodsOn, PodsWithInline, AttachmentsOn,
 // AttachmentsOf, PVsOf, SnapshotsOf, PVsOfClass, ClaimsOfClass).
 package informerindex
 
@@ -33,6 +33,10 @@ const (
 	ClaimOfPod = "volplane.io/claim"
 	// NodeOfPod indexes scheduled pods by spec.nodeName.
 	NodeOfPod = "volplane.io/node"
+	// InlineVolumeOfPod indexes pods by the unique volume name of every
+	// attachable inline volume they use (attachment.InlineVolumes: iscsi,
+	// fc, and those of migrated plugins as their CSI driver's).
+	InlineVolumeOfPod = "volplane.io/inline-volume"
 	// NodeOfAttachment indexes VolumeAttachments by spec.nodeName.
 	NodeOfAttachment = "volplane.io/attachment-node"
 	// PVOfAttachment indexes VolumeAttachments by the PV they attach.
@@ -52,9 +56,11 @@ const (
 	ClassOfClaim = "volplane.io/claim-attributes-class"
 )
 
-// Pods returns the factory's pod informer with ClaimOfPod and NodeOfPod.
+// Pods returns the factory's pod informer with ClaimOfPod, NodeOfPod and
+// InlineVolumeOfPod.
 func Pods(f informers.SharedInformerFactory) (cache.SharedIndexInformer, error) {
-	return ensure(f.Core().V1().Pods().Informer(), cache.Indexers{ClaimOfPod: claimsOfPod, NodeOfPod: nodeOfPod})
+	return ensure(f.Core().V1().Pods().Informer(),
+		cache.Indexers{ClaimOfPod: claimsOfPod, NodeOfPod: nodeOfPod, InlineVolumeOfPod: inlineVolumesOfPod})
 }
 
 // VolumeAttachments returns the factory's VolumeAttachment informer with
@@ -126,6 +132,18 @@ func nodeOfPod(obj any) ([]string, error) {
 	return nil, nil
 }
 
+func inlineVolumesOfPod(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range attachment.InlineVolumes(pod) {
+		out = append(out, string(v.Unique))
+	}
+	return out, nil
+}
+
 func nodeOfAttachment(obj any) ([]string, error) {
 	if va, ok := obj.(*storagev1.VolumeAttachment); ok {
 		return []string{va.Spec.NodeName}, nil
@@ -177,6 +195,11 @@ func PodsUsing(pods cache.Indexer, claimKey string) ([]*v1.Pod, error) {
 // PodsOn are the pods scheduled to the node.
 func PodsOn(pods cache.Indexer, node string) ([]*v1.Pod, error) {
 	return by[*v1.Pod](pods, NodeOfPod, node)
+}
+
+// PodsWithInline are the pods using the volume of that unique name inline.
+func PodsWithInline(pods cache.Indexer, unique v1.UniqueVolumeName) ([]*v1.Pod, error) {
+	return by[*v1.Pod](pods, InlineVolumeOfPod, string(unique))
 }
 
 // AttachmentsOn are the VolumeAttachments to the node.

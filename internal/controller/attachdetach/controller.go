@@ -58,6 +58,14 @@ type Controller struct {
 	// parallel, and neither sees the other's attachment in the cache before
 	// its create returns.
 	exclusive map[v1.UniqueVolumeName]reservation
+	// inTreeMu is held by a sync whose node's pods use in-tree volumes
+	// (iscsi, fc) from reading which other nodes report them until its
+	// status patch is made. Such a volume is attached by being listed in
+	// volumesAttached, with no attachment to reserve, so two nodes' syncs
+	// deciding at once could both list a single-node volume; under the
+	// lock, each sees the other's patch (newestNode). Such nodes are rare;
+	// the reference runs one reconciler for all nodes.
+	inTreeMu sync.Mutex
 }
 
 // New builds the loop over the given informers.

@@ -25,7 +25,10 @@
 // the create. The reservation ends only once the store holds that very
 // attachment, live, or the API server says it does not exist, so at every
 // moment one of the two stops a second node's worker, however old its
-// facts: the Multi-Attach rule holds across workers.
+// facts: the Multi-Attach rule holds across workers. An in-tree volume
+// (iscsi, fc) has no attachment to reserve: the syncs of nodes whose pods
+// use one run one at a time from reading the other nodes' volumesAttached
+// to their status patch (Controller.inTreeMu).
 //
 // Writes per sync, in the reference's order: at most one node status
 // PATCH carrying the whole volumesAttached list (a volume leaves it before

@@ -46,8 +46,7 @@ func (c *Controller) onNodeUpdate(old, cur any) {
 }
 
 // wakeInTreeUsers queues the users of each in-tree volume the node
-// reported attached and no longer lists in now (through its PVs; pods
-// using it inline wait for the resync).
+// reported attached and no longer lists in now, through its PVs or inline.
 func (c *Controller) wakeInTreeUsers(node *v1.Node, now []v1.AttachedVolume) {
 	for _, a := range node.Status.VolumesAttached {
 		if attachment.InTreePlugin(a.Name) == "" || slices.ContainsFunc(now, func(b v1.AttachedVolume) bool { return b.Name == a.Name }) {
@@ -56,6 +55,7 @@ func (c *Controller) wakeInTreeUsers(node *v1.Node, now []v1.AttachedVolume) {
 		for _, pv := range c.volumesNamed(a.Name) {
 			c.enqueueUsersOf(pv)
 		}
+		c.enqueueInlineUsers(a.Name)
 	}
 }
 
@@ -101,6 +101,17 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 				c.enqueueUsersOf(same)
 			}
 		}
+	}
+	if spec := va.Spec.Source.InlineVolumeSpec; spec != nil && spec.CSI != nil {
+		c.enqueueInlineUsers(attachment.UniqueVolumeName(spec.CSI.Driver, spec.CSI.VolumeHandle))
+	}
+}
+
+// enqueueInlineUsers queues the nodes of the pods using the volume inline.
+func (c *Controller) enqueueInlineUsers(unique v1.UniqueVolumeName) {
+	pods, _ := informerindex.PodsWithInline(c.pods, unique) // registered in New: cannot fail
+	for _, pod := range pods {
+		c.onPod(pod)
 	}
 }
 

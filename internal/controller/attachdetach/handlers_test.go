@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -72,4 +73,35 @@ func TestMetricsHaveTheReferenceNames(t *testing.T) {
 func attachmentCounts() attachment.Counts {
 	k := "kubernetes.io/csi:" + drv
 	return attachment.Counts{Desired: map[string]int{k: 1}, Attached: map[string]int{k: 1}, InUse: map[string]int{k: 2}}
+}
+
+// A pod using a volume inline has no claim to be found by: an inline
+// attachment deleted on another node, or an iscsi volume another node no
+// longer lists, wakes its node at once, not at the resync.
+func TestAVolumeLetGoWakesThePodsUsingItInline(t *testing.T) {
+	ebs := podOn("ebs", "node-3", "unused")
+	ebs.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{
+		AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
+	iscsi := podOn("iscsi", "node-4", "unused")
+	iscsi.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{
+		ISCSI: &v1.ISCSIVolumeSource{TargetPortal: "10.0.0.1:3260", IQN: "iqn.x", Lun: 1}}}}
+	l := newFakeLoop(t, ebs, iscsi)
+	queued(l)
+	inline := attachment.InlineVolumes(ebs)
+	if len(inline) != 1 || inline[0].PV == nil {
+		t.Fatalf("inline volumes of the ebs pod: %+v", inline)
+	}
+	va := attachment.NewAttachment(&attachment.Desired{Volume: inline[0]}, "node-2")
+	l.onAttachmentDeleted(va)
+	if got := queued(l); !slices.Equal(got, []string{"node-2", "node-3"}) {
+		t.Errorf("inline attachment deleted: queued %v, want [node-2 node-3]", got)
+	}
+	held := managedNode("node-5")
+	held.Status.VolumesAttached = []v1.AttachedVolume{{Name: "kubernetes.io/iscsi/10.0.0.1:3260:iqn.x:1"}}
+	freed := held.DeepCopy()
+	freed.Status.VolumesAttached, freed.ResourceVersion = nil, "2"
+	l.onNodeUpdate(held, freed)
+	if got := queued(l); !slices.Equal(got, []string{"node-4", "node-5"}) {
+		t.Errorf("iscsi let go: queued %v, want [node-4 node-5]", got)
+	}
 }

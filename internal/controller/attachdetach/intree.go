@@ -48,7 +48,10 @@ func (c *Controller) readInline(f *attachment.Facts, pod *v1.Pod, add func(*stor
 
 // inTreeElsewhere fills Facts.InTreeElsewhere: for each in-tree volume
 // (attachment.KindInTree) of the node's pods, through a PV or inline, the
-// other nodes whose volumesAttached list it.
+// other nodes whose volumesAttached list it. It is non-nil exactly when the
+// node's pods use such a volume. A node's list is the newer of the cache's
+// and our last patch's (newestNode): the informer may not show yet what
+// another node's sync just reported.
 func (c *Controller) inTreeElsewhere(f *attachment.Facts) {
 	wanted := map[v1.UniqueVolumeName]bool{}
 	for _, pv := range f.Volumes {
@@ -72,6 +75,7 @@ func (c *Controller) inTreeElsewhere(f *attachment.Facts) {
 		if n.Name == f.Node.Name {
 			continue
 		}
+		n = c.newestNode.Newer(n.Name, n)
 		for _, a := range n.Status.VolumesAttached {
 			if wanted[a.Name] {
 				f.InTreeElsewhere[a.Name] = append(f.InTreeElsewhere[a.Name], n.Name)

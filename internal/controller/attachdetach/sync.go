@@ -29,6 +29,14 @@ func (c *Controller) syncNode(ctx context.Context, name string) (loop.Result, er
 	if err != nil {
 		return loop.Done(), err
 	}
+	if f.InTreeElsewhere != nil {
+		// The node's pods use in-tree volumes, which no attachment
+		// reserves: read who holds them again under inTreeMu, and keep it
+		// until this sync's status patch is made (see inTreeMu).
+		c.inTreeMu.Lock()
+		defer c.inTreeMu.Unlock()
+		c.inTreeElsewhere(&f)
+	}
 	plan := attachment.Decide(f)
 	for _, w := range plan.Wait {
 		logger.V(4).Info("Attachment waits", "pv", w.Volume, "pod", klog.KObj(w.Pod), "reason", w.Reason.String(), "detail", w.Detail)
