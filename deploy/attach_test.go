@@ -88,7 +88,7 @@ func TestAttachComponentMakesTheDriverAttachable(t *testing.T) {
 		t.Errorf("driver args %v, want %v", container(t, pod, "driver").Args, want)
 	}
 	wantArgs := slices.Clone(container(t, basePod, "provisioner").Args)
-	wantArgs[slices.Index(wantArgs, "--controllers=provisioner,capacity,resizer,snapshotter")] = "--controllers=provisioner,attacher,capacity,resizer,snapshotter"
+	wantArgs[slices.Index(wantArgs, "--controllers=provisioner,capacity,resizer,snapshotter,health-monitor")] = "--controllers=provisioner,attacher,capacity,resizer,snapshotter,health-monitor"
 	if got := container(t, pod, "provisioner").Args; !slices.Equal(got, wantArgs) {
 		t.Errorf("provisioner args %v, want %v", got, wantArgs)
 	}
@@ -157,7 +157,7 @@ func TestAttachComponentMakesTheDriverAttachable(t *testing.T) {
 func TestAttachComponentRefusesAChangedDeploy(t *testing.T) {
 	changes := map[string][2]string{
 		"csidriver.yaml": {"attachRequired: false", "attachRequired: true"},
-		"node.yaml":      {"--controllers=provisioner,capacity,resizer,snapshotter", "--controllers=provisioner,capacity,resizer"},
+		"node.yaml":      {"--controllers=provisioner,capacity,resizer,snapshotter,health-monitor", "--controllers=provisioner,capacity,resizer"},
 	}
 	for file, c := range changes {
 		_, err := withAttach(func(name string, data []byte) []byte {

@@ -138,7 +138,7 @@ func TestNodePodServesTheDriverItsProvisionerResizerAndSnapshotter(t *testing.T)
 		t.Error("no volume for the kubelet's plugins_registry")
 	}
 	p := container(t, pod, "provisioner")
-	for _, want := range []string{"--controllers=provisioner,capacity,resizer,snapshotter", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false",
+	for _, want := range []string{"--controllers=provisioner,capacity,resizer,snapshotter,health-monitor", "--node-deployment", "--node-name=$(NODE_NAME)", "--csi-endpoint=unix:///csi/csi.sock", "--leader-elect=false",
 		"--leader-elect-namespace=volplane-nodes"} {
 		if !slices.Contains(p.Args, want) {
 			t.Errorf("provisioner args %v lack %s", p.Args, want)

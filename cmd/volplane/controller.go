@@ -87,7 +87,7 @@ those drivers first. On a real cluster a driver is served one of two ways:
   leader election on if it has replicas.
 
   A node-local driver (volumes live on the node its driver runs on): run
-  --node-deployment --node-name=$(NODE_NAME) --controllers provisioner[,attacher][,resizer][,snapshotter]
+  --node-deployment --node-name=$(NODE_NAME) --controllers provisioner[,attacher][,resizer][,snapshotter][,health-monitor]
   beside each node's driver (a DaemonSet), with that node's socket as the
   only --csi-endpoint. Each provisioner handles the claims whose selected
   node is its node, and deletes (and the resizer expands) only the volumes
@@ -95,7 +95,8 @@ those drivers first. On a real cluster a driver is served one of two ways:
   its node's driver, for a driver whose CSIDriver has attachRequired) only
   the VolumeAttachments whose spec.nodeName is its node; the snapshotter serves the
   snapshot contents labelled snapshot.storage.kubernetes.io/managed-by with
-  its node, or whose source volume (or snapshot) is on its node. Claims of an Immediate class have
+  its node, or whose source volume (or snapshot) is on its node; the health-monitor
+  reports on the volumes whose node affinity points at its node. Claims of an Immediate class have
   no selected node: every node that can serve one (the Node carries its
   driver's topology, the class's allowedTopologies admit it) waits a delay,
   then writes itself as the selected node with the claim's resourceVersion;

@@ -25,7 +25,7 @@ func TestControllerProvisionerFlagsFailClearly(t *testing.T) {
 		{[]string{"--node-deployment", "--controllers", "provisioner", "--csi-endpoint", missing},
 			"node deployment needs the node's name (--node-name, or the NODE_NAME environment variable)"},
 		{[]string{"--node-deployment", "--node-name", "node-1", "--controllers", "binder,provisioner", "--csi-endpoint", missing},
-			"node deployment runs only provisioner, capacity, attacher, resizer and snapshotter beside a node's driver; run binder in the central controller"},
+			"node deployment runs only provisioner, capacity, attacher, resizer, snapshotter and health-monitor beside a node's driver; run binder in the central controller"},
 		{[]string{"--node-deployment", "--node-name", "node-1", "--controllers", "provisioner", "--csi-endpoint", missing, "--leader-elect"},
 			"must not share a Lease: turn leader election off"},
 		{[]string{"--node-deployment", "--node-name", "node-1", "--controllers", "provisioner", "--csi-endpoint", missing,

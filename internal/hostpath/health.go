@@ -94,14 +94,10 @@ func (s *controllerServer) ControllerGetVolumeHealth(_ context.Context, req *csi
 // A page may hold fewer entries than max_entries, even none, with a
 // next_token while volumes remain.
 func (s *controllerServer) ControllerListVolumeHealth(_ context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
-	if err := checkMaxEntries(req.GetMaxEntries()); err != nil {
+	st, ids, next, err := s.d.volumePage(req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
 		return nil, err
 	}
-	if err := checkPageToken(req.GetStartingToken(), volumeIDPrefix); err != nil {
-		return nil, err
-	}
-	st := s.d.store.current()
-	ids, next := page(slices.Collect(maps.Keys(st.Volumes)), req.GetStartingToken(), req.GetMaxEntries())
 	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
 	for _, id := range ids {
 		if conds := s.d.volumeHealth(st.Volumes[id]); len(conds) > 0 {

@@ -26,15 +26,27 @@ func page(ids []string, token string, maxEntries int32) (pageIDs []string, next 
 	return ids, ""
 }
 
+// volumePage is one page of a volume listing (ListVolumes,
+// ControllerListVolumeHealth): its max_entries and starting_token checked,
+// the volume IDs of the page, the next token, and the state they are
+// read from.
+func (d *Driver) volumePage(maxEntries int32, token string) (st *state, ids []string, next string, err error) {
+	if err := checkMaxEntries(maxEntries); err != nil {
+		return nil, nil, "", err
+	}
+	if err := checkPageToken(token, volumeIDPrefix); err != nil {
+		return nil, nil, "", err
+	}
+	st = d.store.current()
+	ids, next = page(slices.Collect(maps.Keys(st.Volumes)), token, maxEntries)
+	return st, ids, next, nil
+}
+
 func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
-	if err := checkMaxEntries(req.GetMaxEntries()); err != nil {
+	st, ids, next, err := s.d.volumePage(req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
 		return nil, err
 	}
-	if err := checkPageToken(req.GetStartingToken(), volumeIDPrefix); err != nil {
-		return nil, err
-	}
-	st := s.d.store.current()
-	ids, next := page(slices.Collect(maps.Keys(st.Volumes)), req.GetStartingToken(), req.GetMaxEntries())
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range ids {
 		v := st.Volumes[id]

@@ -19,9 +19,10 @@ type HealthTarget struct {
 	// Volume is the name in pod.spec.volumes.
 	Volume         string
 	Driver, Handle string
-	// StagingPath is empty when the driver does not stage (or for block
-	// volumes, whose staging the kubelet keeps elsewhere); PublishPath is
-	// the publication's target path.
+	// StagingPath is the path NodeStageVolume got (the block mapper's
+	// staging path for a block volume), empty when the driver does not
+	// stage, as CSI 1.13 asks; PublishPath is the publication's target
+	// path.
 	StagingPath, PublishPath string
 }
 
@@ -73,8 +74,8 @@ func (w World) healthTarget(l Layout, pod *corev1.Pod, pv *corev1.Volume, publis
 	}
 	t := HealthTarget{Pod: pod, Volume: pv.Name, Driver: vol.Driver, Handle: vol.Handle}
 	_, t.PublishPath = l.PublishPaths(p.Block, pod.UID, vol.PV.Name)
-	if drv.Stage && !p.Block {
-		t.StagingPath = l.StagingPath(vol.Driver, vol.Handle)
+	if drv.Stage {
+		_, t.StagingPath = l.StagePaths(p.Block, vol.Driver, vol.Handle, vol.PV.Name)
 	}
 	return t, true
 }

@@ -25,6 +25,19 @@ func TestHealthTargetsAreThePodsOwnPublishedVolumes(t *testing.T) {
 		got[0].StagingPath != l.StagingPath(local, "h-1") {
 		t.Fatalf("targets = %+v, want vol-data of pv-1 at its paths", got)
 	}
+	blockPub := func(w *World) { w.Published[0].Block = true }
+	got = world(local, healthy, withPods(p), published(podUID, local, false), blockPub).HealthTargets(l)
+	if len(got) != 1 || got[0].StagingPath != l.BlockStagingPath("pv-1") || got[0].PublishPath != l.BlockPublishPath("pv-1", podUID) {
+		t.Errorf("block targets = %+v, want the block mapper's staging path %s and target %s",
+			got, l.BlockStagingPath("pv-1"), l.BlockPublishPath("pv-1", podUID))
+	}
+	noStage := func(w *World) { d := w.Drivers[local]; d.Stage = false; w.Drivers[local] = d }
+	for _, block := range []bool{false, true} {
+		got = world(local, healthy, noStage, withPods(p), published(podUID, local, false), func(w *World) { w.Published[0].Block = block }).HealthTargets(l)
+		if len(got) != 1 || got[0].StagingPath != "" || got[0].PublishPath == "" {
+			t.Errorf("driver without STAGE_UNSTAGE, block %t: targets = %+v, want no staging path, as CSI 1.13 asks", block, got)
+		}
+	}
 	for name, w := range map[string]World{
 		"no capability": world(local, withPods(p), published(podUID, local, true)),
 		"not published": world(local, healthy, withPods(p)),

@@ -137,10 +137,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if a.cfg.Metrics != nil {
-		wg.Go(func() { a.runStats(ctx) })
-	}
-	wg.Go(func() { a.runHealth(ctx) })
+	wg.Go(func() { a.runVolumeProbes(ctx) })
 	a.queueAllocatable("")
 	return a.runner.Run(ctx, "nodes", len(a.nodes))
 }

@@ -53,12 +53,14 @@
 //     Plan.Node says so (a detach waits for it, not the pod's deletion).
 //
 // After a publish, the pod's fsGroup is applied to the volume where the
-// kubelet applies it (mounting.OwnershipFor). With Config.Metrics, every
+// kubelet applies it (mounting.OwnershipFor). Every
 // Config.VolumeStatsAggPeriod (the kubelet's volumeStatsAggPeriod, 1m by
-// default) the agent asks NodeGetVolumeStats of every claim published on
-// its nodes and caches the answers; each scrape reports the cache as the
-// kubelet's kubelet_volume_stats_* (with a node label: one agent serves
-// several nodes).
+// default) one pass builds each node's world once and, with
+// Config.Metrics, asks NodeGetVolumeStats of every claim published on the
+// node and caches the answers (each scrape reports the cache as the
+// kubelet's kubelet_volume_stats_*, with a node label: one agent serves
+// several nodes), then probes the node's volume and storage health
+// (health.go).
 //
 // The kubelet's attach limit (limits.go): a third queue, keyed
 // "node/driver", asks a node service NodeGetInfo again and writes its

@@ -11,8 +11,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/internal/health"
@@ -49,35 +47,16 @@ func (m *volumeHealthMemory) forget(node string, keep map[string]bool) {
 	}
 }
 
-// runHealth probes the volumes' and the storage's health once the
-// informers have synced, then every VolumeStatsAggPeriod (the kubelet's
-// volume health manager runs at that period too) until ctx ends.
-func (a *Agent) runHealth(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), a.runner.Synced...) {
-		return
+// probeHealth asks the node's services as the kubelet's volumehealth
+// manager does (probeVolumeHealth, probeStorageHealth), over the world
+// runVolumeProbes built.
+func (a *Agent) probeHealth(ctx context.Context, n *nodeState, w mounting.World) {
+	keep := map[string]bool{}
+	for _, t := range w.HealthTargets(n.layout) {
+		a.probeVolume(ctx, n, t, keep)
 	}
-	wait.UntilWithContext(ctx, a.probeHealth, a.cfg.VolumeStatsAggPeriod)
-}
-
-// probeHealth asks every node's services as the kubelet's
-// volumehealth manager does (probeVolumeHealth, probeStorageHealth).
-func (a *Agent) probeHealth(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	for _, n := range a.nodes {
-		n.mu.RLock()
-		w, err := a.world(ctx, n)
-		n.mu.RUnlock()
-		if err != nil {
-			logger.V(2).Info("No volume health for the node", "node", n.name, "err", err)
-			continue
-		}
-		keep := map[string]bool{}
-		for _, t := range w.HealthTargets(n.layout) {
-			a.probeVolume(ctx, n, t, keep)
-		}
-		a.health.forget(n.name, keep)
-		a.probeStorage(ctx, n, w)
-	}
+	a.health.forget(n.name, keep)
+	a.probeStorage(ctx, n, w)
 }
 
 // probeVolume asks one pod's volume and reports it. A failed answer leaves

@@ -92,40 +92,53 @@ func (v *volumeStats) set(node string, s []cachedStats) {
 	v.byNode[node] = s
 }
 
-// runStats refreshes the stats cache once the informers have synced, then
-// every period until ctx ends.
-func (a *Agent) runStats(ctx context.Context) {
+// runVolumeProbes waits for the informers, then every
+// VolumeStatsAggPeriod until ctx ends builds each node's world once and
+// hands it to the stats refresh (with Config.Metrics) and the health
+// probe: the kubelet's volume stats cache and volume health manager both
+// run at that period.
+func (a *Agent) runVolumeProbes(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), a.runner.Synced...) {
 		return
 	}
-	wait.UntilWithContext(ctx, a.refreshStats, a.cfg.VolumeStatsAggPeriod)
+	wait.UntilWithContext(ctx, a.probeVolumes, a.cfg.VolumeStatsAggPeriod)
 }
 
-// refreshStats asks NodeGetVolumeStats of every claim published on the
-// agent's nodes and replaces each node's cached stats (a claim whose pod
-// went drops out); a node or a claim that cannot be asked now has none.
-func (a *Agent) refreshStats(ctx context.Context) {
-	logger := klog.FromContext(ctx)
+// probeVolumes is one pass of runVolumeProbes over every node. A node
+// whose world cannot be built now has no stats and keeps its last health
+// reports.
+func (a *Agent) probeVolumes(ctx context.Context) {
 	for _, n := range a.nodes {
 		n.mu.RLock()
 		w, err := a.world(ctx, n)
 		n.mu.RUnlock()
 		if err != nil {
-			logger.V(2).Info("No volume stats for the node", "node", n.name, "err", err)
+			klog.FromContext(ctx).V(2).Info("No volume stats or health for the node", "node", n.name, "err", err)
 			a.stats.set(n.name, nil)
 			continue
 		}
-		var out []cachedStats
-		for _, t := range w.StatsTargets(n.layout) {
-			u, err := a.usage(ctx, n, t)
-			if err != nil {
-				logger.V(2).Info("No volume stats", "node", n.name, "pvc", t.Namespace+"/"+t.Claim, "err", err)
-				continue
-			}
-			out = append(out, cachedStats{node: n.name, target: t, usage: u})
+		if a.cfg.Metrics != nil {
+			a.refreshStats(ctx, n, w)
 		}
-		a.stats.set(n.name, out)
+		a.probeHealth(ctx, n, w)
 	}
+}
+
+// refreshStats asks NodeGetVolumeStats of every claim published on the
+// node and replaces its cached stats (a claim whose pod went drops out); a
+// claim that cannot be asked now has none.
+func (a *Agent) refreshStats(ctx context.Context, n *nodeState, w mounting.World) {
+	logger := klog.FromContext(ctx)
+	var out []cachedStats
+	for _, t := range w.StatsTargets(n.layout) {
+		u, err := a.usage(ctx, n, t)
+		if err != nil {
+			logger.V(2).Info("No volume stats", "node", n.name, "pvc", t.Namespace+"/"+t.Claim, "err", err)
+			continue
+		}
+		out = append(out, cachedStats{node: n.name, target: t, usage: u})
+	}
+	a.stats.set(n.name, out)
 }
 
 // usage asks the driver the usage of one published volume.

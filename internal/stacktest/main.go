@@ -30,10 +30,23 @@ const BinariesEnv = "VOLPLANE_TEST_KUBE_BINARIES"
 // once the control plane is ready (to start controllers under test); the
 // function it returns runs after the tests.
 func Main(m *testing.M, nodes int, setup ...func(*cluster.ControlPlane) (teardown func(), err error)) {
-	os.Exit(run(m, nodes, setup))
+	os.Exit(run(m, nodes, Options{}, setup))
 }
 
-func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), error)) int {
+// Options change the control plane of MainWith beyond its nodes.
+type Options struct {
+	// FeatureGates is passed to the embedded kube-apiserver and
+	// kube-controller-manager (cluster.Config.FeatureGates), "Name=true,...":
+	// a package of its own turns gates on, so the others keep the defaults.
+	FeatureGates string
+}
+
+// MainWith is Main with Options.
+func MainWith(m *testing.M, nodes int, opts Options, setup ...func(*cluster.ControlPlane) (teardown func(), err error)) {
+	os.Exit(run(m, nodes, opts, setup))
+}
+
+func run(m *testing.M, nodes int, opts Options, setups []func(*cluster.ControlPlane) (func(), error)) int {
 	dir, err := os.MkdirTemp("", "volplane-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktest:", err)
@@ -44,7 +57,7 @@ func run(m *testing.M, nodes int, setups []func(*cluster.ControlPlane) (func(), 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
-	cfg := cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true}
+	cfg := cluster.Config{DataDir: dir, Nodes: nodes, UnsafeNoFsync: true, FeatureGates: opts.FeatureGates}
 	if bin := os.Getenv(BinariesEnv); bin != "" {
 		cfg.RunComponent = binariesIn(bin)
 	}

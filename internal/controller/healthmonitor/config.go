@@ -29,6 +29,12 @@ type Config struct {
 	Pool *csi.Pool
 	// Interval between two polls (default DefaultInterval).
 	Interval time.Duration
+	// NodeName, in node deployment (beside a node-local driver whose
+	// controller service runs on each node), restricts the loop to the
+	// volumes this node's driver holds (their node affinity met by the
+	// node: provisioning.ForVolume), so that the nodes' monitors never
+	// report on one claim twice. "" monitors every volume of the pool.
+	NodeName string
 	// WriteStatus says whether the CSIVolumeHealth gate is on: the claim's
 	// status.healthStatus is written beside the events. Read at each poll.
 	WriteStatus func() bool

@@ -10,4 +10,9 @@
 //
 // Only a claim the volume's claimRef names, by UID, and whose
 // spec.volumeName names the volume back is reported on (health.Owner).
+//
+// In node deployment (Config.NodeName, beside a node-local driver whose
+// controller service runs on every node) each node's monitor reports on
+// the volumes its node's driver holds only (provisioning.ForVolume), so
+// no claim is reported on by two nodes.
 package healthmonitor

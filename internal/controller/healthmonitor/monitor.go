@@ -15,6 +15,7 @@ import (
 
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/health"
+	"github.com/volplane/volplane/internal/provisioning"
 )
 
 // Monitor is the health-monitor loop.
@@ -69,7 +70,7 @@ func (m *Monitor) Poll(ctx context.Context) {
 	byEndpoint := map[*csi.Endpoint][]*v1.PersistentVolume{}
 	seen := map[types.UID]bool{} // claims still monitored: their memory stays
 	for _, pv := range pvs {
-		if pv.Spec.CSI == nil || pv.Spec.ClaimRef == nil || !m.cfg.Pool.Serves(pv.Spec.CSI.Driver) {
+		if pv.Spec.CSI == nil || pv.Spec.ClaimRef == nil || !m.holds(pv) {
 			continue
 		}
 		e, err := m.cfg.Pool.ForVolume(pv.Spec.CSI.Driver, pv)
@@ -118,4 +119,14 @@ func (m *Monitor) ask(ctx context.Context, e *csi.Endpoint, pvs []*v1.Persistent
 		out[pv] = health.VolumeConditions(h)
 	}
 	return out
+}
+
+// holds says whether the loop monitors pv's volume: one of a driver in the
+// pool and, in node deployment, one this node's driver holds.
+func (m *Monitor) holds(pv *v1.PersistentVolume) bool {
+	info, served := m.cfg.Pool.Info(pv.Spec.CSI.Driver)
+	if !served || m.cfg.NodeName == "" {
+		return served
+	}
+	return provisioning.ForVolume(provisioning.Local{Node: m.cfg.NodeName, Topology: info.Topology}, pv).Ours
 }

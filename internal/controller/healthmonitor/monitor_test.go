@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -163,4 +165,59 @@ func waitClaim(t *testing.T, m *Monitor, name string, ok func(*v1.PersistentVolu
 		t.Fatalf("claim %s: %+v", name, got)
 	}
 	return got
+}
+
+// In node deployment each node's monitor reports only on the volumes its
+// node's driver holds (node affinity met by the node): a volume of another
+// node, or one with no node affinity (which could be anywhere), is left
+// to others, so two nodes never report one claim.
+func TestNodeDeploymentMonitorsItsNodesVolumesOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &answers{sick: map[string]bool{"h-a": true, "h-b": true, "h-c": true}}
+	ep, err := csi.Dial(ctx, hostpathtest.ServeIntercepted(t, "node-1", 1<<30, a.intercept), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	onNode := func(pv *v1.PersistentVolume, node string) {
+		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}
+	}
+	var objs []runtime.Object
+	for _, name := range []string{"a", "b", "c"} {
+		pv, claim, _ := objects()
+		pv.Name, pv.Spec.CSI.VolumeHandle, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID = "pv-"+name, "h-"+name, name, types.UID("uid-"+name)
+		claim.Name, claim.UID, claim.Spec.VolumeName = name, types.UID("uid-"+name), "pv-"+name
+		switch name {
+		case "a":
+			onNode(pv, "node-1")
+		case "b":
+			onNode(pv, "node-2")
+		}
+		objs = append(objs, pv, claim)
+	}
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rec := record.NewFakeRecorder(10)
+	m, err := New(Config{Client: client, Informers: factory, Pool: csi.NewPool(ep), NodeName: "node-1",
+		Recorder: func(string) record.EventRecorder { return rec }, WriteStatus: func() bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	m.Poll(ctx)
+	want(t, rec, "Warning "+health.ReasonAbnormal)
+	waitClaim(t, m, "a", func(c *v1.PersistentVolumeClaim) bool { return c.Status.HealthStatus != nil })
+	select {
+	case e := <-rec.Events:
+		t.Errorf("a second event %q: only claim a's volume is node-1's", e)
+	default:
+	}
+	for _, name := range []string{"b", "c"} {
+		if c, _ := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, name, metav1.GetOptions{}); c.Status.HealthStatus != nil {
+			t.Errorf("claim %s, not node-1's volume, got %+v", name, c.Status.HealthStatus)
+		}
+	}
 }

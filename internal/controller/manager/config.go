@@ -176,8 +176,12 @@ func (c Config) Validate() error {
 
 // NodeLoops are the loops that may run in node deployment: those that
 // call a node-local driver for a node's own volumes (and the attacher, for
-// its own node's attachments).
-func NodeLoops() []string { return []string{Provisioner, Capacity, Attacher, Resizer, Snapshotter} }
+// its own node's attachments). The health-monitor is there too: a
+// node-local driver's controller service runs on each node, where the
+// external-health-monitor would be deployed beside it.
+func NodeLoops() []string {
+	return []string{Provisioner, Capacity, Attacher, Resizer, Snapshotter, HealthMonitor}
+}
 
 func (c Config) validateNodeDeployment() error {
 	if c.NodeDeployment == nil {

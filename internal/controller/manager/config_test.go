@@ -49,7 +49,7 @@ func TestValidateNodeDeploymentConfig(t *testing.T) {
 	}{
 		{[]string{Provisioner, Capacity, Attacher, Resizer, Snapshotter}, ""},
 		{[]string{Attacher}, ""},
-		{[]string{Provisioner, Binder}, "node deployment runs only provisioner, capacity, attacher, resizer and snapshotter beside a node's driver; run binder in the central controller"},
+		{[]string{Provisioner, Binder}, "node deployment runs only provisioner, capacity, attacher, resizer, snapshotter and health-monitor beside a node's driver; run binder in the central controller"},
 		{[]string{AttachDetach}, "run attachdetach in the central controller"},
 	}
 	for _, tc := range cases {

@@ -21,7 +21,7 @@ func newHealthMonitor(w wiring) ([]Runnable, error) {
 		Recorder: func(driver string) record.EventRecorder {
 			return w.Recorder(healthmonitor.EventComponent(driver))
 		},
-		Interval: w.Config.HealthMonitorInterval, WriteStatus: func() bool { return gate },
+		Interval: w.Config.HealthMonitorInterval, NodeName: w.Config.nodeName(), WriteStatus: func() bool { return gate },
 	})
 	if err != nil {
 		return nil, err

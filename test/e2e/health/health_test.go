@@ -2,18 +2,12 @@ package health
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/checkup"
@@ -29,28 +23,10 @@ import (
 // claim of another namespace that names the victim's PV in its
 // spec.volumeName gets nothing (the gate is off here: events only).
 func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
-	ctx, client := context.Background(), stack.CP.Client
+	client := stack.CP.Client
 	ns, other := stacktest.Namespace(t), stacktest.Namespace(t)
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx,
-		support.Claim(ns, "data", bundle.WaitClass, "1Gi"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	node := stack.CP.Nodes[0]
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, support.Pod(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRunning(t, ns, "app")
-	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	thief := support.Claim(other, "thief", bundle.WaitClass, "1Gi")
-	thief.Spec.VolumeName = claim.Spec.VolumeName
-	if _, err := client.CoreV1().PersistentVolumeClaims(other).Create(ctx, thief, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	handle := support.VolumeHandle(t, client, ns, "data")
+	handle := support.VictimAndThief(t, client, stack.EndedEarly, ns, other, node, bundle.WaitClass)
 	dir := filepath.Join(stack.DataDir(), "hostpath", node, "volumes", handle)
 	if err := os.WriteFile(filepath.Join(dir, "file"), make([]byte, 64<<10), 0o600); err != nil {
 		t.Fatal(err)
@@ -86,32 +62,12 @@ func TestRemovedVolumeIsReportedAndItsRepairClears(t *testing.T) {
 
 func waitRunning(t *testing.T, ns, name string) {
 	t.Helper()
-	stacktest.Eventually(t, "pod "+name+" Running", func() string {
-		pod, err := stack.CP.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if pod.Status.Phase != corev1.PodRunning {
-			return fmt.Sprintf("phase %s", pod.Status.Phase)
-		}
-		return ""
-	}, stack.EndedEarly)
+	stacktest.Eventually(t, "pod "+name+" Running", stacktest.PodRunning(context.Background(), stack.CP.Client, ns, name), stack.EndedEarly)
 }
 
 func healthEvents(t *testing.T, ns, name string) []string {
 	t.Helper()
-	list, err := stack.CP.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == health.ReasonAbnormal || e.Reason == health.ReasonNormal {
-			out = append(out, e.Reason+": "+e.Message)
-		}
-	}
-	return out
+	return support.Events(t, stack.CP.Client, ns, name, health.ReasonAbnormal, health.ReasonNormal)
 }
 
 // unhealthy runs doctor as `volplane doctor --csi-endpoint ...` does and
@@ -139,19 +95,11 @@ func waitStat(t *testing.T, ns, name string, ok func(float64) bool) {
 	series := "kubelet_volume_stats_" + name + "{"
 	stacktest.Eventually(t, series+ns+"/data}", func() string {
 		addr, _ := agentMetrics.Load().(string)
-		if addr == "" {
-			return "no metrics address yet"
-		}
-		resp, err := http.Get("http://" + addr + "/metrics")
+		lines, err := support.MetricLines(addr)
 		if err != nil {
 			return err.Error()
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err.Error()
-		}
-		for _, line := range strings.Split(string(body), "\n") {
+		for _, line := range lines {
 			if !strings.HasPrefix(line, series) || !strings.Contains(line, `namespace="`+ns+`"`) ||
 				!strings.Contains(line, `persistentvolumeclaim="data"`) {
 				continue
