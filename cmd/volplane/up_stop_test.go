@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,29 +56,48 @@ func (w *networkWalkthrough) mountedAgain(t *testing.T) {
 }
 
 // An up killed outright (SIGKILL: no clean stop) leaves its mounts; the
-// next start copes: the writer pod's volume is found mounted and used as
-// it is (no "already mounted" failure), with its data, and the clean stop
-// that follows leaves nothing mounted.
+// next start copes: once its loops run, the writer pod's volume is found
+// mounted and used as it is (no "already mounted" failure), with its data.
+// Killed again, then stopped as soon as it says it is up (before its loops
+// and node agent started), up still unmounts what the killed run left.
 func TestUpKilledLeavesMountsTheNextStartReuses(t *testing.T) {
 	dir := t.TempDir()
 	first := startUp(t, dir, "--nodes", "2")
 	network := startNetworkWalkthrough(t, dir)
-	if err := first.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
-	if len(mountsUnder(dir)) == 0 {
-		t.Fatal("a killed up left no mount: nothing for the next start to cope with")
-	}
+	killUp(t, dir, first)
 	restarted := startUp(t, dir, "--nodes", "2")
+	waitUpReady(t, restarted)
 	network.mountedAgain(t)
 	writer, err := clientFor(t, dir).CoreV1().Pods("default").Get(context.Background(), "writer", metav1.GetOptions{})
 	if err != nil || writer.Status.Phase != corev1.PodRunning {
 		t.Errorf("writer after the restart: %v", err)
 	}
-	restarted.stop(t)
-	if left := mountsUnder(dir); len(left) > 0 {
-		t.Logf("up after the kill said:\n%s", restarted.output)
-	}
+	killUp(t, dir, restarted)
+	last := startUp(t, dir, "--nodes", "2")
+	last.stop(t)
 	nothingMountedAfterStop(t, dir)
+}
+
+// killUp kills up outright and checks it left mounts behind.
+func killUp(t *testing.T, dir string, p *upProcess) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if len(mountsUnder(dir)) == 0 {
+		t.Fatal("a killed up left no mount: nothing for the next start to cope with")
+	}
+}
+
+// waitUpReady waits until up's loops, the node agent among them, run:
+// its /readyz answers 200.
+func waitUpReady(t *testing.T, p *upProcess) {
+	t.Helper()
+	url := strings.TrimSuffix(<-p.metrics, "/metrics") + "/readyz"
+	for deadline := time.Now().Add(2 * time.Minute); httpStatus(t, url) != http.StatusOK; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not 200 after 2 minutes", url)
+		}
+	}
 }

@@ -67,6 +67,13 @@ func idle(err error) CSIPlan { return CSIPlan{Step: Idle, Err: err} }
 // driver it serves (syncGroupSnapshotContent). class is the content's
 // class (nil if it names none or it is gone).
 func DecideContent(c *vgsv1.VolumeGroupSnapshotContent, class *vgsv1.VolumeGroupSnapshotClass, now time.Time) CSIPlan {
+	if c.DeletionTimestamp != nil && answeredYetMarked(c) {
+		// The create answered (its handle is recorded) but the mark's
+		// removal was lost (a crash or a failed write between the two):
+		// the mark would hold the deletion for ever, since a ready content
+		// is never asked again. The reference waits here for ever too.
+		return CSIPlan{Step: UnmarkCreating}
+	}
 	if shouldDelete(c) {
 		if c.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && c.Status != nil && c.Status.VolumeGroupSnapshotHandle != nil {
 			secret, err := DeletionSecret(c)
@@ -158,6 +165,13 @@ func settleCreate(c *vgsv1.VolumeGroupSnapshotContent, class *vgsv1.VolumeGroupS
 		return idle(fmt.Errorf("group snapshot content %s: %w", c.Name, err)), true
 	}
 	return CSIPlan{Step: Create, Secret: secret, Create: CreateRequest(c, class)}, true
+}
+
+// answeredYetMarked says the content still carries GroupBeingCreated
+// though its status records the group the create made.
+func answeredYetMarked(c *vgsv1.VolumeGroupSnapshotContent) bool {
+	_, creating := c.Annotations[snapshotapi.GroupBeingCreated]
+	return creating && c.Status != nil && c.Status.VolumeGroupSnapshotHandle != nil
 }
 
 // shouldDelete is shouldDeleteGroupSnapshotContent: a content being

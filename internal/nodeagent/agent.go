@@ -146,7 +146,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 func (a *Agent) Ready() bool { return a.runner.Ready() }
 
 func (a *Agent) dial(ctx context.Context, n *nodeState) error {
+	dialed := map[string]bool{}
+	for _, e := range n.endpoints {
+		dialed[e.Address] = true
+	}
 	for _, addr := range n.addresses {
+		if dialed[addr] {
+			continue
+		}
 		e, err := csi.Dial(ctx, addr, nil)
 		if err != nil {
 			return fmt.Errorf("node agent: node %s: %w", n.name, err)

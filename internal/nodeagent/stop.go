@@ -30,6 +30,14 @@ func (a *Agent) unmountAll(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
 	for _, n := range a.nodes {
+		if len(n.endpoints) < len(n.addresses) {
+			// Stopped before Run dialed them all (a stop while
+			// starting): the node services are still there to undo the
+			// mounts.
+			if err := a.dial(ctx, n); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		n.mu.Lock()
 		disk, err := scan(n.layout)
 		if err != nil {

@@ -57,8 +57,11 @@ func Run(ctx context.Context, cfg Config) error {
 	// The CSI drivers are dialed before the election, as the CSI sidecars
 	// do: a wrong endpoint fails at start, not once the Lease is won.
 	pool, err := dialDrivers(ctx, cfg, reg)
-	if err != nil || ctx.Err() != nil {
-		return err // nil if stopped while dialing: a normal shutdown
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return stoppedWhileStarting(ctx, cfg, reg, loops, pool)
 	}
 	if pool != nil {
 		defer func() { _ = pool.Close() }()
@@ -70,6 +73,23 @@ func Run(ctx context.Context, cfg Config) error {
 		loops.lead()
 		return runLoops(ctx, cfg, reg, loops, pool)
 	})
+}
+
+// stoppedWhileStarting ends a Run stopped before its loops started, a
+// normal shutdown: nothing ran, so nothing is left to undo, but for a node
+// agent that unmounts on stop (`up`). Mounts an earlier, killed run left
+// are still there and the agent's stop is what removes them, so the agent
+// alone runs on the done context: its Run tears down at once.
+func stoppedWhileStarting(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loops, pool *csi.Pool) error {
+	if pool != nil {
+		_ = pool.Close()
+	}
+	if cfg.NodeAgent == nil || !cfg.NodeAgent.UnmountOnStop {
+		return nil
+	}
+	agentOnly := cfg
+	agentOnly.Controllers, agentOnly.CSIEndpoints = nil, nil
+	return runLoops(ctx, agentOnly, reg, l, nil)
 }
 
 // loops tracks readiness for /readyz: ready once every selected loop is,
