@@ -1,9 +1,11 @@
 package stacktest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -23,8 +25,24 @@ func Golden(t testing.TB, name, got string, update bool) {
 		t.Fatalf("%v (run with -update to write it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update and read the diff):\n--- got\n%s\n--- want\n%s", name, got, want)
+		t.Errorf("%s differs from the golden file (run with -update and read the diff):\n--- got, whole\n%s\n%s", name, got, firstDifference(got, string(want)))
 	}
+}
+
+// firstDifference shows where got and want part: the first line that
+// differs, with a few lines around it from each, so that a failure read
+// from a truncated log still says what changed.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	window := func(lines []string) string {
+		from, to := max(i-3, 0), min(i+4, len(lines))
+		return strings.Join(lines[from:to], "\n")
+	}
+	return fmt.Sprintf("first difference at line %d (%d lines got, %d wanted)\n--- got, there\n%s\n--- want, there\n%s", i+1, len(g), len(w), window(g), window(w))
 }
 
 // generated are the names the API server, the provisioner, the attacher

@@ -48,7 +48,9 @@ func TestDoctorFindsEveryKindOfProblemWithItsFix(t *testing.T) {
 	node := stack.CP.Nodes[0]
 	e.pv("small", manual, hostPath("small"))
 	e.pv("kept", manual, hostPath("kept"))
-	e.claim("old", "1Gi", manual)
+	// Both volumes fit claim old: it names kept, so that kept is the one
+	// Released (a busy binder that had not seen kept yet chose small).
+	e.claimOf("old", "kept")
 	e.eventually("claim old Bound", e.claimPhase("old", corev1.ClaimBound))
 	e.deleteClaim("old")
 	e.eventually("volume kept Released", e.volumePhase("kept", corev1.VolumeReleased))

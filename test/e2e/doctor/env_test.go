@@ -101,6 +101,16 @@ func hostPath(name string) corev1.PersistentVolumeSource {
 	return corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name}}
 }
 
+// claimOf creates a 1Gi claim of the manual class that names the volume,
+// so that it binds that volume whatever else fits.
+func (e *env) claimOf(name, volume string) {
+	e.t.Helper()
+	c := support.Claim(e.ns, name, manual, "1Gi")
+	c.Spec.VolumeName = volume
+	_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, c, metav1.CreateOptions{})
+	e.must(err)
+}
+
 // claim creates a claim of class and size, RWO.
 func (e *env) claim(name, size, class string) *corev1.PersistentVolumeClaim {
 	e.t.Helper()

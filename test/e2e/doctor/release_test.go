@@ -24,7 +24,7 @@ const releaseWait = 30 * time.Second
 func (e *env) released(pv, claim string) {
 	e.t.Helper()
 	e.pv(pv, manual, hostPath(pv))
-	e.claim(claim, "1Gi", manual)
+	e.claimOf(claim, pv)
 	e.eventually("claim "+claim+" Bound", e.claimPhase(claim, corev1.ClaimBound))
 	e.deleteClaim(claim)
 	e.eventually("volume "+pv+" Released", e.volumePhase(pv, corev1.VolumeReleased))
