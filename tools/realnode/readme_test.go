@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,17 @@ var dockerLines = []string{
 	"docker push ghcr.io/volplane/volplane:v0.1.0",
 }
 
-// uninstallLine is README's first command after which deploy/ is gone: the
-// Deploy scenarios run on the kubectl install before it. --ignore-not-found:
-// the snapshot classes are gone with their CRDs, which kubectl deletes
-// first (without it kubectl fails on them: "the server could not find the
-// requested resource").
+// classesLine is README's first uninstall command: the classes go while
+// the controller still runs, as it alone lifts the VolumeAttributesClasses'
+// vac-protection finalizers (deleted with the controller, they stayed being
+// deleted and kubectl waited on them for ever). The Deploy scenarios run on
+// the kubectl install before it.
+const classesLine = "kubectl delete -f deploy/classes.yaml --ignore-not-found"
+
+// uninstallLine is README's command after which deploy/ is gone.
+// --ignore-not-found: the snapshot classes are gone with their CRDs, which
+// kubectl deletes first (without it kubectl fails on them: "the server
+// could not find the requested resource").
 const uninstallLine = "kubectl delete -k deploy/ --ignore-not-found"
 
 // readmeCommands reads every ```sh block of README's section: comments
@@ -104,14 +111,14 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	var uninstall, helm bool
 	for _, c := range cmds[2:] {
-		uninstall = uninstall || c == uninstallLine
+		uninstall = uninstall || (c == uninstallLine && slices.Contains(cmds, classesLine) && slices.Index(cmds, classesLine) < slices.Index(cmds, uninstallLine))
 		helm = helm || strings.HasPrefix(c, "helm install ")
 		if strings.HasPrefix(c, "docker ") {
 			t.Errorf("a docker command the test cannot run: %q", c)
 		}
 	}
 	if !uninstall || !helm {
-		t.Errorf("README's commands lack %q or a helm install: %q", uninstallLine, cmds)
+		t.Errorf("README's commands lack %q after %q, or a helm install: %q", uninstallLine, classesLine, cmds)
 	}
 	got, err := readmeCommands("x\n" + readmeSection + "\n```sh\na --x \\\n  --y  # c\n# only a comment\n\nb 'c#d'\n```\n## Next\n```sh\nz\n```\n")
 	if err != nil || strings.Join(got, "|") != "a --x --y|b 'c#d'" {
@@ -202,7 +209,7 @@ func (o *operator) quiet(cmd string) string {
 	return string(out)
 }
 
-// readme is README's sequence on the node, split at uninstallLine.
+// readme is README's sequence on the node, split at classesLine.
 type readme struct {
 	op   *operator
 	cmds []string
@@ -224,12 +231,12 @@ func applyDeploy(t *testing.T, n *harness.Node) *readme {
 	t.Logf("in place of %q: deploy/'s images made and imported in %s", dockerLines, time.Since(began).Round(time.Second))
 	r.next = 2
 	t.Cleanup(func() {
-		if out := r.op.quiet(uninstallLine + " --timeout=2m"); r.next < len(r.cmds) {
-			t.Logf("cleanup: %s\n%s", uninstallLine, out)
+		if out := r.op.quiet(classesLine + " --timeout=1m; " + uninstallLine + " --timeout=2m"); r.next < len(r.cmds) {
+			t.Logf("cleanup: %s; %s\n%s", classesLine, uninstallLine, out)
 		}
 	})
 	began = time.Now()
-	for ; r.next < len(r.cmds) && r.cmds[r.next] != uninstallLine; r.next++ {
+	for ; r.next < len(r.cmds) && r.cmds[r.next] != classesLine; r.next++ {
 		r.op.run(t, r.cmds[r.next])
 	}
 	if err := deployReady(n, 2); err != nil {
