@@ -38,7 +38,7 @@ func (a *Agent) register() ([]cache.InformerSynced, error) {
 		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onPodAdded, UpdateFunc: loop.Updated(a.onPod), DeleteFunc: a.onPodDeleted}},
 		loop.Handler{Informer: nodeInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: a.onNode, UpdateFunc: loop.Updated(a.onNode)}},
+			AddFunc: a.onNode, UpdateFunc: a.onNodeUpdate}},
 		loop.Handler{Informer: claimInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: a.onClaim, UpdateFunc: a.onClaimUpdate, DeleteFunc: a.onClaim}},
 		loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
@@ -108,6 +108,54 @@ func (a *Agent) onNode(obj any) {
 		a.nodeQ.Add(node.Name)
 		a.queueWaiting(node.Name)
 	}
+}
+
+// onNodeUpdate queues the node's own sync (its teardown may finish) and
+// wakes only the waiting pods the change concerns (mounting.ChangeOf): a
+// node's status is written at every attach and heartbeat, and waking every
+// waiting pod of the node each time made each attach cost a sync of every
+// pod still waiting there.
+func (a *Agent) onNodeUpdate(old, cur any) {
+	o, okOld := old.(*corev1.Node)
+	node, ok := cur.(*corev1.Node)
+	if !ok || a.nodes[node.Name] == nil || (okOld && o.ResourceVersion == node.ResourceVersion) {
+		return
+	}
+	a.nodeQ.Add(node.Name)
+	if !okOld {
+		o = nil
+	}
+	change := mounting.ChangeOf(o, node)
+	if change.All {
+		a.queueWaiting(node.Name)
+		return
+	}
+	if len(change.Volumes) == 0 {
+		return
+	}
+	pods, err := informerindex.PodsOn(a.podIndex, node.Name)
+	if err != nil {
+		utilruntime.HandleError(err)
+	}
+	for _, pod := range pods {
+		if change.Concerns(pod, a.volumeOfClaim) {
+			a.onPod(pod)
+		}
+	}
+}
+
+// volumeOfClaim is the PV the claim "namespace/name" is bound to, from the
+// informers; nil if none.
+func (a *Agent) volumeOfClaim(key string) *corev1.PersistentVolume {
+	claim, ok := a.claimByKey(key)
+	if !ok || claim.Spec.VolumeName == "" {
+		return nil
+	}
+	pv, err := a.volumes.Get(claim.Spec.VolumeName)
+	if err != nil {
+		return nil
+	}
+	return pv
 }
 
 // onClaimUpdate wakes the claim's pods as onClaim does, and, when the
