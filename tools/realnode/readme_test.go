@@ -344,12 +344,21 @@ func registered(n *harness.Node) error {
 	return fmt.Errorf("CSINode %s lists no hostpath.csi.volplane.io: %v", n.Name, c.Spec.Drivers)
 }
 
-// goneNamespaces checks deploy/'s namespaces no longer exist.
+// goneNamespaces checks deploy/'s namespaces and VolumeAttributesClasses
+// no longer exist.
 func goneNamespaces(n *harness.Node) error {
 	for _, ns := range []string{"volplane", "volplane-nodes", "volplane-csi-sidecar"} {
 		_, err := n.Client.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s still there (%v)", ns, err)
+		}
+	}
+	// The classes too: a VolumeAttributesClass deleted after the controller
+	// stays being deleted for ever (its vac-protection finalizer).
+	for _, vac := range []string{"volplane-standard", "volplane-fast"} {
+		_, err := n.Client.StorageV1().VolumeAttributesClasses().Get(context.Background(), vac, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("VolumeAttributesClass %s still there (%v)", vac, err)
 		}
 	}
 	return nil
