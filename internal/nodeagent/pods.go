@@ -40,11 +40,11 @@ func (a *Agent) syncPod(ctx context.Context, key string) (loop.Result, error) {
 	if err != nil {
 		return loop.Done(), err
 	}
-	plan := mounting.Decide(w)
-	if plan.Node == mounting.ReportInUse {
+	pp, live, report := mounting.DecidePod(w, pod)
+	if report {
 		a.nodeQ.Add(n.name)
 	}
-	if pp, ok := plan.PodPlan(pod); ok {
+	if live {
 		rejected, res, err := a.admitAttachLimit(ctx, n, w, pp)
 		if rejected {
 			return res, err
