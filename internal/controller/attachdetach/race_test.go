@@ -213,3 +213,29 @@ func TestLateEventOfAnEarlierAttachmentKeepsTheReservation(t *testing.T) {
 		}
 	}
 }
+
+// A sync of one node that decided before the informer delivered the
+// node's own create, and applies after the handler ended the in-flight
+// entry, must not create the attachment again: one create per attach.
+func TestSyncDecidedBeforeItsOwnCreateWasDeliveredDoesNotCreateAgain(t *testing.T) {
+	claim, pv := boundVolume()
+	l := newFakeLoop(t, managedNode("node-1"), claim, pv, podOn("a", "node-1", "data"))
+	first := l.decide(t, "node-1")
+	if err := l.attach(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	stale := l.decide(t, "node-1") // the store does not show the create yet
+	if len(stale.Create) != 1 {
+		t.Fatalf("the stale decision should still want the attachment: %d creates", len(stale.Create))
+	}
+	l.deliver(t) // store, then handler: the in-flight entry ends
+	l.client.ClearActions()
+	if err := l.attach(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range l.client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "volumeattachments" {
+			t.Errorf("a second create of the attachment the store holds: %v", a)
+		}
+	}
+}
