@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -351,9 +352,31 @@ func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			}
 			c.writes[key]++
 			c.mu.Unlock()
+			resp, err := rt.RoundTrip(req)
+			if refused := refusal(resp, err); refused != "" {
+				// A write the server did not make (a conflict, an
+				// existing object, a 429 client-go retries) is counted
+				// under its answer too, so a duplicate create shows.
+				c.mu.Lock()
+				c.writes[key+" "+refused]++
+				c.mu.Unlock()
+			}
+			return resp, err
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+// refusal is how a write was answered when it was not done: the HTTP
+// status, or "error" when no answer came; "" for a success.
+func refusal(resp *http.Response, err error) string {
+	switch {
+	case err != nil:
+		return "error"
+	case resp.StatusCode >= 300:
+		return strconv.Itoa(resp.StatusCode)
+	}
+	return ""
 }
 
 func (c *writeCounter) reset() {

@@ -42,6 +42,11 @@ type Config struct {
 	// gates volplane's loops read that the API also checks (the health
 	// fields of CSIVolumeHealth), so both sides agree.
 	FeatureGates string
+	// KeepControllers are loops of ReplacedControllers the embedded
+	// kube-controller-manager runs anyway (e.g. "attachdetach"): for
+	// `volplane bench`, whose reference side is the upstream loop. Names
+	// outside ReplacedControllers are ignored.
+	KeepControllers []string
 }
 
 // gateArgs are the --feature-gates flag of the components, if any.
@@ -196,10 +201,10 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Confi
 	})
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
 		if cfg.RunComponent != nil {
-			args := componentArgs(kubeconfig, append(controllerManagerArgs(dir.pki()), cfg.gateArgs()...)...)
+			args := componentArgs(kubeconfig, append(controllerManagerArgs(dir.pki(), cfg.KeepControllers), cfg.gateArgs()...)...)
 			return cfg.RunComponent(ctx, "kube-controller-manager", dir.logDir(), args)
 		}
-		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.gateArgs()...)
+		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.KeepControllers, cfg.gateArgs()...)
 	})
 	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })
 	// The default ServiceAccount is the controller manager's first visible

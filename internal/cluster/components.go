@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -48,7 +49,7 @@ func runScheduler(ctx context.Context, kubeconfig string) error {
 
 // runControllerManager runs the real kube-controller-manager without the
 // volume controllers until ctx is cancelled.
-func runControllerManager(ctx context.Context, kubeconfig string, p pki, gates ...string) error {
+func runControllerManager(ctx context.Context, kubeconfig string, p pki, keep []string, gates ...string) error {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return fmt.Errorf("kube-controller-manager options: %w", err)
@@ -56,7 +57,7 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki, gates .
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	named := s.Flags(all, disabled, aliases)
 	s.ParsedFlags = &named
-	if err := parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, append(controllerManagerArgs(p), gates...)...); err != nil {
+	if err := parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, append(controllerManagerArgs(p, keep), gates...)...); err != nil {
 		return err
 	}
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
@@ -70,10 +71,11 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki, gates .
 }
 
 // controllerManagerArgs are kube-controller-manager's own flags: every
-// default loop but the ones volplane replaces.
-func controllerManagerArgs(p pki) []string {
+// default loop but the ones volplane replaces, less those in keep.
+func controllerManagerArgs(p pki, keep []string) []string {
+	off := slices.DeleteFunc(slices.Clone(ReplacedControllers), func(c string) bool { return slices.Contains(keep, c) })
 	return []string{
-		"--controllers=*,-" + strings.Join(ReplacedControllers, ",-"),
+		"--controllers=*,-" + strings.Join(off, ",-"),
 		"--root-ca-file=" + p.caCert(),
 		"--service-account-private-key-file=" + p.serviceAccount(),
 		"--cluster-signing-cert-file=" + p.caCert(),
