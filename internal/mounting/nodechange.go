@@ -42,7 +42,7 @@ func ChangeOf(old, cur *corev1.Node) NodeChange {
 		}
 	}
 	flip(nameSet(old.Status.VolumesInUse), nameSet(cur.Status.VolumesInUse))
-	flip(attachedSet(old), attachedSet(cur))
+	flip(AttachedTo(old), AttachedTo(cur))
 	return c
 }
 
@@ -85,7 +85,9 @@ func nameSet(names []corev1.UniqueVolumeName) map[corev1.UniqueVolumeName]bool {
 	return out
 }
 
-func attachedSet(n *corev1.Node) map[corev1.UniqueVolumeName]bool {
+// AttachedTo is the set of volumes the node's status.volumesAttached
+// lists: World.Attached.
+func AttachedTo(n *corev1.Node) map[corev1.UniqueVolumeName]bool {
 	out := make(map[corev1.UniqueVolumeName]bool, len(n.Status.VolumesAttached))
 	for _, a := range n.Status.VolumesAttached {
 		out[a.Name] = true

@@ -36,14 +36,11 @@ func (a *Agent) world(ctx context.Context, n *nodeState) (mounting.World, error)
 		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
 	}
 	w := mounting.World{Node: n.name, Registered: node.Name != "", NodeLabels: node.Labels, Pods: pods, Reported: node.Status.VolumesInUse,
-		Attached: map[corev1.UniqueVolumeName]bool{},
+		Attached: mounting.AttachedTo(node),
 		Claims:   map[string]*corev1.PersistentVolumeClaim{}, Volumes: map[string]*corev1.PersistentVolume{},
 		CSIDrivers: map[string]*storagev1.CSIDriver{}, Drivers: map[string]mounting.Driver{},
 		Attachments: map[string]*storagev1.VolumeAttachment{},
 		Staged:      disk.staged, Published: disk.published, PodDirs: disk.podDirs}
-	for _, av := range node.Status.VolumesAttached {
-		w.Attached[av.Name] = true
-	}
 	for name, e := range n.endpoints {
 		info, err := e.NodeCapabilities(ctx)
 		if err != nil {
