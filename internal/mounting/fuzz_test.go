@@ -2,6 +2,7 @@ package mounting
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -295,7 +296,8 @@ func publishedKeys(ps []Published) []volumeKey {
 
 // FuzzDecide: the node agent's plan, from any pods, claims and disk state,
 // mounts only what the pod's own bound claims give it and never tears down
-// under a live pod (checkStep, checkTeardown).
+// under a live pod (checkStep, checkTeardown); each pod's plan is the one
+// DecidePod makes from the pod's own records (World.ForPod).
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x01\x01\x00\x01\x01\x01\x01\x01\x00\x00\x00\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x00\x00\x00\x01\x00\x01\x00\x00\x01\x01"))
@@ -307,6 +309,9 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("plan for pod %s that is not live", pp.Pod.Name)
 			}
 			_ = pp.FailureMessage()
+			if own, _, _ := DecidePod(w.ForPod(pp.Pod), pp.Pod); !reflect.DeepEqual(own, pp) {
+				t.Fatalf("pod %s: DecidePod on its own records %+v, Decide %+v", pp.Pod.Name, own, pp)
+			}
 			for _, s := range pp.Steps {
 				if err := checkStep(w, pp.Pod, s); err != nil {
 					t.Fatalf("pod %s/%s volume %s: %v", pp.Pod.Namespace, pp.Pod.Name, s.Name, err)

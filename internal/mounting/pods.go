@@ -236,7 +236,7 @@ func (w World) mountRefusal(pod *corev1.Pod, v *Volume, d *disk) (Reason, string
 			return NodeAffinityMismatch, err.Error()
 		}
 	}
-	if slices.Equal(v.PV.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}) {
+	if readWriteOncePodOnly(v.PV) {
 		for _, p := range d.published {
 			if p.PodUID != pod.UID && p.key() == (volumeKey{v.Driver, v.Handle}) {
 				return InUseByAnotherPod, "volume uses the ReadWriteOncePod access mode and is already in use by another pod"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -65,6 +66,9 @@ type nodeState struct {
 	recorder  record.EventRecorder
 	// mu: pod syncs hold it shared, the node sync exclusively.
 	mu sync.RWMutex
+	// attached: the attached set of the Node object last read
+	// (attachedTo).
+	attached atomic.Pointer[attachedSet]
 }
 
 // New builds the agent and its informers; nothing runs before Run.

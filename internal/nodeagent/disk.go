@@ -49,17 +49,22 @@ func scan(l mounting.Layout) (onDisk, error) {
 	if err := scanBlock(l, &d); err != nil {
 		return d, err
 	}
+	return d, scanPods(l, &d)
+}
+
+// scanPods reads every pod's publication records.
+func scanPods(l mounting.Layout, d *onDisk) error {
 	pods, err := readDirs(l.PodsDir())
 	if err != nil {
-		return d, err
+		return err
 	}
 	for _, uid := range pods {
 		d.podDirs = append(d.podDirs, types.UID(uid))
-		if err := scanPod(l, types.UID(uid), &d); err != nil {
-			return d, err
+		if err := scanPod(l, types.UID(uid), d); err != nil {
+			return err
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // scanBlock reads the block volumes' records: <pv>/data/vol_data.json

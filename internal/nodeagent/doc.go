@@ -28,9 +28,12 @@
 //     running yet). The first sight of a live pod (every pod when the
 //     agent starts) syncs it, running or not, as the kubelet reconstructs
 //     its volumes: what changed while the agent was stopped is seen then.
-//   - syncPod (node lock shared): read the node's World, mounting.Decide;
-//     queue the node if its volumesInUse must be written first
-//     (Plan.Node == ReportInUse); then for the pod's PodPlan: the pod-level
+//   - syncPod (node lock shared): read the pod's World (podWorld: the node,
+//     the pod's claims and volumes, and only the records its plan reads,
+//     mounting.RecordsOf, so a sync costs the same whatever the number of
+//     pods on the node), mounting.DecidePod; queue the node if one of the
+//     pod's volumes must be reported in use first; then for the pod's
+//     PodPlan: the pod-level
 //     FailedMount event, then per volume its Step.Ops in order (stage:
 //     record, NodeStageVolume, record done; publish: read secrets, request
 //     the service account tokens the CSIDriver asks for, record,
@@ -45,7 +48,8 @@
 //     NodeExpandVolume, claim finished, staging record sized), each failure
 //     with the kubelet's event; last, once every step succeeded and
 //     PodPlan.MarkRunning, the pod's Running status.
-//   - syncNode (node lock exclusive): read, Decide, complete the deletion
+//   - syncNode (node lock exclusive): read the node's whole World, Decide,
+//     drop the attach-limit waits of pods gone, complete the deletion
 //     of Plan.Finish (pods whose volumes are unpublished, as the kubelet:
 //     before their unstage), unpublish then unstage then remove empty pod
 //     directories, again while a round tore something down

@@ -180,8 +180,7 @@ func (a *Agent) admitAttachLimit(ctx context.Context, n *nodeState, w mounting.W
 }
 
 // waitOf is since when the pod waits for an attachment, starting the wait
-// now if it just began, and whether it waits; the waits of pods no longer
-// on the node are dropped.
+// now if it just began, and whether it waits.
 func (l *attachLimits) waitOf(w mounting.World, pp mounting.PodPlan, now time.Time) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -189,15 +188,6 @@ func (l *attachLimits) waitOf(w mounting.World, pp mounting.PodPlan, now time.Ti
 	if waits == nil {
 		waits = map[types.UID]time.Time{}
 		l.waits[w.Node] = waits
-	}
-	live := map[types.UID]bool{}
-	for _, p := range w.Pods {
-		live[p.UID] = true
-	}
-	for uid := range waits {
-		if !live[uid] {
-			delete(waits, uid)
-		}
 	}
 	uid := pp.Pod.UID
 	if !pp.WaitsForAttach() {
@@ -210,6 +200,26 @@ func (l *attachLimits) waitOf(w mounting.World, pp mounting.PodPlan, now time.Ti
 		waits[uid] = now
 	}
 	return since, true
+}
+
+// keepPods drops the waits of pods no longer on the node: the node's
+// sync, which sees every pod of it, calls it (a pod's deletion queues it).
+func (l *attachLimits) keepPods(node string, pods []*corev1.Pod) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	waits := l.waits[node]
+	if len(waits) == 0 {
+		return
+	}
+	on := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		on[p.UID] = true
+	}
+	for uid := range waits {
+		if !on[uid] {
+			delete(waits, uid)
+		}
+	}
 }
 
 func (l *attachLimits) forget(node string, uid types.UID) {

@@ -36,6 +36,7 @@ func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) 
 			return loop.Done(), err
 		}
 		plan = mounting.Decide(w)
+		a.limits.keepPods(name, w.Pods)
 		if err := a.finish(ctx, plan.Finish, finished); err != nil {
 			return loop.Done(), err
 		}

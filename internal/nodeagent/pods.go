@@ -36,7 +36,7 @@ func (a *Agent) syncPod(ctx context.Context, key string) (loop.Result, error) {
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	w, err := a.world(ctx, n)
+	w, err := a.podWorld(ctx, n, pod)
 	if err != nil {
 		return loop.Done(), err
 	}

@@ -21,26 +21,96 @@ import (
 // does not answer fails the sync, retried). The pure core reads the
 // objects only.
 func (a *Agent) world(ctx context.Context, n *nodeState) (mounting.World, error) {
+	w, err := a.nodeWorld(ctx, n)
+	if err != nil {
+		return w, err
+	}
+	disk, err := scan(n.layout)
+	if err != nil {
+		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	w.Staged, w.Published, w.PodDirs = disk.staged, disk.published, disk.podDirs
+	if w.Pods, err = informerindex.PodsOn(a.podIndex, n.name); err != nil {
+		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	for _, pod := range w.Pods {
+		a.addClaims(&w, pod)
+	}
+	vas, err := informerindex.AttachmentsOn(a.vaIndex, w.Node)
+	if err != nil {
+		return w, fmt.Errorf("node %s: %w", w.Node, err)
+	}
+	for _, va := range vas {
+		w.Attachments[va.Name] = va
+	}
+	a.nameStaged(&w)
+	return w, nil
+}
+
+// podWorld is the world narrowed to one pod's sync (mounting.World.ForPod):
+// the node, the pod with its claims and volumes, and only the records its
+// plan reads (mounting.RecordsOf): its volumes' stagings and attachments
+// and its own publications, read one by one, so a pod sync costs the same
+// on a node of ten pods and of a thousand.
+func (a *Agent) podWorld(ctx context.Context, n *nodeState, pod *corev1.Pod) (mounting.World, error) {
+	w, err := a.nodeWorld(ctx, n)
+	if err != nil {
+		return w, err
+	}
+	w.Pods = []*corev1.Pod{pod}
+	a.addClaims(&w, pod)
+	r := mounting.RecordsOf(w, pod)
+	var d onDisk
+	for _, ref := range r.Stagings {
+		dir, _ := n.layout.StagePaths(ref.Block, ref.Driver, ref.Handle, ref.PV)
+		data, ok, err := readVolData(dir)
+		if err != nil {
+			return w, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if ok {
+			s := data.Staged(ref.Block)
+			if s.PV == "" {
+				s.PV = ref.PV
+			}
+			d.staged = append(d.staged, s)
+		}
+	}
+	if r.AllPublications {
+		err = scanPods(n.layout, &d)
+	} else {
+		err = scanPod(n.layout, pod.UID, &d)
+	}
+	if err != nil {
+		return w, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	w.Staged, w.Published = d.staged, d.published
+	for _, name := range r.Attachments {
+		obj, ok, err := a.vaIndex.GetByKey(name)
+		if err != nil {
+			return w, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if va, _ := obj.(*storagev1.VolumeAttachment); ok && va != nil && va.Spec.NodeName == n.name {
+			w.Attachments[name] = va
+		}
+	}
+	return w, nil
+}
+
+// nodeWorld is the part of the world every decision of the node reads:
+// the Node, the CSI drivers and the node services' capabilities; no pod,
+// no record.
+func (a *Agent) nodeWorld(ctx context.Context, n *nodeState) (mounting.World, error) {
 	node, err := a.nodeList.Get(n.name)
 	if apierrors.IsNotFound(err) {
 		node = &corev1.Node{}
 	} else if err != nil {
 		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
 	}
-	disk, err := scan(n.layout)
-	if err != nil {
-		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
-	}
-	pods, err := informerindex.PodsOn(a.podIndex, n.name)
-	if err != nil {
-		return mounting.World{}, fmt.Errorf("node %s: %w", n.name, err)
-	}
-	w := mounting.World{Node: n.name, Registered: node.Name != "", NodeLabels: node.Labels, Pods: pods, Reported: node.Status.VolumesInUse,
-		Attached: mounting.AttachedTo(node),
+	w := mounting.World{Node: n.name, Registered: node.Name != "", NodeLabels: node.Labels, Reported: node.Status.VolumesInUse,
+		Attached: n.attachedTo(node),
 		Claims:   map[string]*corev1.PersistentVolumeClaim{}, Volumes: map[string]*corev1.PersistentVolume{},
 		CSIDrivers: map[string]*storagev1.CSIDriver{}, Drivers: map[string]mounting.Driver{},
-		Attachments: map[string]*storagev1.VolumeAttachment{},
-		Staged:      disk.staged, Published: disk.published, PodDirs: disk.podDirs}
+		Attachments: map[string]*storagev1.VolumeAttachment{}}
 	for name, e := range n.endpoints {
 		info, err := e.NodeCapabilities(ctx)
 		if err != nil {
@@ -50,10 +120,10 @@ func (a *Agent) world(ctx context.Context, n *nodeState) (mounting.World, error)
 			SingleNodeMultiWriter: info.NodeSingleNodeMultiWriter, MountGroup: info.VolumeMountGroup,
 			Stats: info.VolumeStats, VolumeHealth: info.NodeVolumeHealth, StorageHealth: info.StorageHealth}
 	}
-	if err := a.addObjects(&w); err != nil {
-		return w, err
+	drivers, _ := a.drivers.List(labels.Everything())
+	for _, d := range drivers {
+		w.CSIDrivers[d.Name] = d
 	}
-	a.nameStaged(&w)
 	return w, nil
 }
 
@@ -90,33 +160,18 @@ func (a *Agent) nameStaged(w *mounting.World) {
 	}
 }
 
-// addObjects adds the claims and volumes the node's pods use, the CSI
-// drivers, and the node's attachments.
-func (a *Agent) addObjects(w *mounting.World) error {
-	for _, pod := range w.Pods {
-		for _, key := range protection.ClaimKeys(pod) {
-			obj, ok := a.claimByKey(key)
-			if !ok {
-				continue
-			}
-			w.Claims[key] = obj
-			if pv, err := a.volumes.Get(obj.Spec.VolumeName); err == nil {
-				w.Volumes[pv.Name] = pv
-			}
+// addClaims adds the claims the pod uses and their volumes.
+func (a *Agent) addClaims(w *mounting.World, pod *corev1.Pod) {
+	for _, key := range protection.ClaimKeys(pod) {
+		obj, ok := a.claimByKey(key)
+		if !ok {
+			continue
+		}
+		w.Claims[key] = obj
+		if pv, err := a.volumes.Get(obj.Spec.VolumeName); err == nil {
+			w.Volumes[pv.Name] = pv
 		}
 	}
-	drivers, _ := a.drivers.List(labels.Everything())
-	for _, d := range drivers {
-		w.CSIDrivers[d.Name] = d
-	}
-	vas, err := informerindex.AttachmentsOn(a.vaIndex, w.Node)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", w.Node, err)
-	}
-	for _, va := range vas {
-		w.Attachments[va.Name] = va
-	}
-	return nil
 }
 
 // claimByKey reads the claim "namespace/name" from the informer.
@@ -127,4 +182,23 @@ func (a *Agent) claimByKey(key string) (*corev1.PersistentVolumeClaim, bool) {
 	}
 	c, err := a.claims.PersistentVolumeClaims(ns).Get(name)
 	return c, err == nil
+}
+
+// attachedTo is mounting.AttachedTo of the node, made once per Node object
+// the informer delivers (which nobody modifies), not once per sync: a node
+// of a thousand attachments would otherwise build a map of a thousand per
+// pod sync.
+func (n *nodeState) attachedTo(node *corev1.Node) map[corev1.UniqueVolumeName]bool {
+	if last := n.attached.Load(); last != nil && last.node == node {
+		return last.set
+	}
+	set := mounting.AttachedTo(node)
+	n.attached.Store(&attachedSet{node: node, set: set})
+	return set
+}
+
+// attachedSet is the attached set of one Node object.
+type attachedSet struct {
+	node *corev1.Node
+	set  map[corev1.UniqueVolumeName]bool
 }
