@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -40,6 +39,9 @@ type Controller struct {
 	// informer catches up, so a sync never decides on an older copy.
 	newestVA *loop.Newest[*storagev1.VolumeAttachment]
 	newestPV *loop.Newest[*v1.PersistentVolume]
+	// unsettledVAs and unsettledPVs: what was last seen with work to do,
+	// all a resync looks at.
+	unsettledVAs, unsettledPVs *loop.Unsettled
 	// withdrawals: publications whose attachment vanished (withdraw.go).
 	withdrawals withdrawals
 	runner      *loop.Runner
@@ -55,7 +57,7 @@ func New(cfg Config) (*Controller, error) {
 		vaQ:      loop.NewQueue("attacher-va", cfg.RetryStart, cfg.RetryMax),
 		pvQ:      loop.NewQueue("attacher-pv", cfg.RetryStart, cfg.RetryMax),
 		newestVA: loop.NewNewest[*storagev1.VolumeAttachment](),
-		newestPV: loop.NewNewest[*v1.PersistentVolume]()}
+		newestPV: loop.NewNewest[*v1.PersistentVolume](), unsettledVAs: loop.NewUnsettled(), unsettledPVs: loop.NewUnsettled()}
 	vaInf := cfg.Informers.Storage().V1().VolumeAttachments()
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	nodeInf := cfg.Informers.Storage().V1().CSINodes()
@@ -101,8 +103,18 @@ func (c *Controller) ours(va *storagev1.VolumeAttachment) bool {
 
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := obj.(*storagev1.VolumeAttachment); ok && c.ours(va) {
+		c.unsettledVAs.Saw(va.Name, !restless(va))
 		c.vaQ.Add(va.Name)
 	}
+}
+
+// restless says whether the attachment still has work: not attached, or
+// being deleted with the driver's finalizer on.
+func restless(va *storagev1.VolumeAttachment) bool {
+	if va.DeletionTimestamp != nil {
+		return slices.Contains(va.Finalizers, attachment.Finalizer(va.Spec.Attacher))
+	}
+	return !va.Status.Attached
 }
 
 // onAttachmentUpdate ignores our own error reports (see
@@ -110,7 +122,11 @@ func (c *Controller) onAttachment(obj any) {
 func (c *Controller) onAttachmentUpdate(old, cur any) {
 	o, okO := old.(*storagev1.VolumeAttachment)
 	n, okN := cur.(*storagev1.VolumeAttachment)
-	if !okO || !okN || !c.ours(n) || publication.OnlyErrorsChanged(o, n) {
+	if !okO || !okN || !c.ours(n) {
+		return
+	}
+	c.unsettledVAs.Saw(n.Name, !restless(n))
+	if publication.OnlyErrorsChanged(o, n) {
 		return
 	}
 	c.vaQ.Add(n.Name)
@@ -123,6 +139,7 @@ func (c *Controller) onAttachmentDeleted(obj any) {
 		return
 	}
 	c.newestVA.Forget(va.Name)
+	c.unsettledVAs.Gone(va.Name)
 	if name := va.Spec.Source.PersistentVolumeName; name != nil && c.ours(va) {
 		c.pvQ.Add(*name)
 	}
@@ -137,7 +154,10 @@ func (c *Controller) onVolume(obj any) {
 		return
 	}
 	pv = c.newestPV.Observe(pv.Name, pv)
-	if d := c.volumeDriver(pv); d != "" && (pv.DeletionTimestamp != nil || publication.Unclaimed(pv, d)) {
+	d := c.volumeDriver(pv)
+	work := d != "" && (pv.DeletionTimestamp != nil || publication.Unclaimed(pv, d))
+	c.unsettledPVs.Saw(pv.Name, !work)
+	if work {
 		c.pvQ.Add(pv.Name)
 	}
 }
@@ -145,6 +165,7 @@ func (c *Controller) onVolume(obj any) {
 func (c *Controller) onVolumeDeleted(obj any) {
 	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
 		c.newestPV.Forget(pv.Name)
+		c.unsettledPVs.Gone(pv.Name)
 	}
 }
 
@@ -182,30 +203,26 @@ func (c *Controller) onCSINode(obj any) {
 	if !ok || (c.node != "" && n.Name != c.node) {
 		return
 	}
-	vas, _ := c.vas.List(labels.Everything())
+	vas, _ := informerindex.AttachmentsOn(c.vaIndex, n.Name)
 	for _, va := range vas {
-		if va.Spec.NodeName == n.Name && c.ours(va) && !va.Status.Attached && va.DeletionTimestamp == nil {
+		if c.ours(va) && !va.Status.Attached && va.DeletionTimestamp == nil {
 			c.vaQ.Add(va.Name)
 		}
 	}
 }
 
-// resync revisits what is not at rest, leaving alone the keys waiting out
-// a backoff (adding them would retry at once).
+// resync revisits what was last seen not at rest (the handlers keep the
+// sets: restless attachments of ours, PVs whose finalizer may go), leaving
+// alone the keys waiting out a backoff (adding them would retry at once).
 func (c *Controller) resync(context.Context) {
-	vas, _ := c.vas.List(labels.Everything())
-	for _, va := range vas {
-		deleting := va.DeletionTimestamp != nil
-		restless := (!deleting && !va.Status.Attached) || (deleting && slices.Contains(va.Finalizers, attachment.Finalizer(va.Spec.Attacher)))
-		if c.ours(va) && restless && c.vaQ.NumRequeues(va.Name) == 0 {
-			c.vaQ.Add(va.Name)
+	for _, name := range c.unsettledVAs.Keys() {
+		if c.vaQ.NumRequeues(name) == 0 {
+			c.vaQ.Add(name)
 		}
 	}
-	pvs, _ := c.pvs.List(labels.Everything())
-	for _, pv := range pvs {
-		d := c.volumeDriver(pv)
-		if d != "" && (pv.DeletionTimestamp != nil || publication.Unclaimed(pv, d)) && c.pvQ.NumRequeues(pv.Name) == 0 {
-			c.pvQ.Add(pv.Name)
+	for _, name := range c.unsettledPVs.Keys() {
+		if c.pvQ.NumRequeues(name) == 0 {
+			c.pvQ.Add(name)
 		}
 	}
 }

@@ -202,6 +202,16 @@ func TestNodeDeploymentLeavesAnotherNodesAttachmentAlone(t *testing.T) {
 	if got := queued(c); !slices.Equal(got, []string{"va1"}) {
 		t.Errorf("resync queued %v, want only va1", got)
 	}
+	// Once seen attached, it is at rest: the resync leaves it alone.
+	va1, _ := c.vas.Get("va1")
+	attached := va1.DeepCopy()
+	attached.Status.Attached = true
+	c.onAttachmentUpdate(va1, attached)
+	queued(c)
+	c.resync(ctx)
+	if got := queued(c); len(got) != 0 {
+		t.Errorf("resync after va1 was attached queued %v, want none", got)
+	}
 	// The same loop without a node name serves both.
 	c2, _ := newTest(t, true, testVA(), other, testPV())
 	cache.WaitForCacheSync(ctx.Done(), c2.runner.Synced...)

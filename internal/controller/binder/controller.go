@@ -89,6 +89,10 @@ type Controller struct {
 	// claimsSynced and volumesSynced: when each key was last synced, so a
 	// resync skips what was just looked at.
 	claimsSynced, volumesSynced *loop.Recent
+	// unsettledClaims and unsettledVolumes: the keys whose object was last
+	// seen not at rest (binding.ClaimAtRest, VolumeAtRest), all a resync
+	// looks at.
+	unsettledClaims, unsettledVolumes *loop.Unsettled
 }
 
 // New builds a binder over the given informers.
@@ -115,17 +119,19 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, workers: cfg.Workers, resync: cfg.ResyncPeriod,
 		recycleNamespace: cfg.RecyclerNamespace, recycleImage: cfg.RecyclerImage, recycleTimeout: cfg.RecycleTimeout,
-		claimQ:        loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
-		volumeQ:       loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
-		pvLocks:       keyedmutex.New(),
-		newPV:         loop.NewNewest[*v1.PersistentVolume](),
-		newClaim:      loop.NewNewest[*v1.PersistentVolumeClaim](),
-		events:        loop.NewEventMemory(),
-		index:         index.New(),
-		waiting:       index.NewWaiting(),
-		tallies:       index.NewTallies(),
-		claimsSynced:  loop.NewRecent(),
-		volumesSynced: loop.NewRecent(),
+		claimQ:           loop.NewQueue("binder-claims", 5*time.Millisecond, 30*time.Second),
+		volumeQ:          loop.NewQueue("binder-volumes", 5*time.Millisecond, 30*time.Second),
+		pvLocks:          keyedmutex.New(),
+		newPV:            loop.NewNewest[*v1.PersistentVolume](),
+		newClaim:         loop.NewNewest[*v1.PersistentVolumeClaim](),
+		events:           loop.NewEventMemory(),
+		index:            index.New(),
+		waiting:          index.NewWaiting(),
+		tallies:          index.NewTallies(),
+		claimsSynced:     loop.NewRecent(),
+		volumesSynced:    loop.NewRecent(),
+		unsettledClaims:  loop.NewUnsettled(),
+		unsettledVolumes: loop.NewUnsettled(),
 	}
 	if err := c.registerInformers(cfg.Informers); err != nil {
 		return nil, err

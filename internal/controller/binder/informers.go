@@ -44,6 +44,7 @@ func (c *Controller) onVolume(obj any) {
 	}
 	own := c.newPV.IsOwnWrite(pv.Name, pv)
 	pv = c.newPV.Observe(pv.Name, pv)
+	c.unsettledVolumes.Saw(pv.Name, binding.VolumeAtRest(pv))
 	c.mu.Lock()
 	c.index.Upsert(pv) // for our own write: the informer's copy in place of ours, one copy kept
 	c.mu.Unlock()
@@ -59,6 +60,7 @@ func (c *Controller) onVolumeDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.unsettledVolumes.Gone(pv.Name)
 	c.mu.Lock()
 	c.newPV.Forget(pv.Name)
 	c.index.Delete(pv.Name)
@@ -80,6 +82,7 @@ func (c *Controller) onClaim(obj any) {
 	key := binding.ClaimKey(claim)
 	own := c.newClaim.IsOwnWrite(key, claim)
 	claim = c.newClaim.Observe(key, claim)
+	c.unsettledClaims.Saw(key, binding.ClaimAtRest(claim))
 	c.mu.Lock()
 	c.waiting.Update(claim) // for our own write: the informer's copy in place of ours
 	c.mu.Unlock()
@@ -96,6 +99,7 @@ func (c *Controller) onClaimDeleted(obj any) {
 		return
 	}
 	key := binding.ClaimKey(claim)
+	c.unsettledClaims.Gone(key)
 	c.mu.Lock()
 	c.newClaim.Forget(key)
 	c.waiting.Remove(key)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,7 +30,10 @@ type ClaimLoop struct {
 	q       workqueue.TypedRateLimitingInterface[string]
 	pending *pending
 	newest  *loop.Newest[*v1.PersistentVolumeClaim]
-	runner  *loop.Runner
+	// unsettled: the claims last seen with work to do (onClaim), all a
+	// resync looks at.
+	unsettled *loop.Unsettled
+	runner    *loop.Runner
 }
 
 // NewClaimLoop builds the pvc-protection loop over the given informers.
@@ -42,9 +44,10 @@ func NewClaimLoop(cfg Config) (*ClaimLoop, error) {
 	}
 	c := &ClaimLoop{
 		client: cfg.Client, workers: cfg.Workers, trackUnused: cfg.TrackUnused,
-		q:       loop.NewQueue("pvcprotection", retryBase, retryMax),
-		pending: newPending(),
-		newest:  loop.NewNewest[*v1.PersistentVolumeClaim](),
+		q:         loop.NewQueue("pvcprotection", retryBase, retryMax),
+		pending:   newPending(),
+		newest:    loop.NewNewest[*v1.PersistentVolumeClaim](),
+		unsettled: loop.NewUnsettled(),
 	}
 	claimInf := cfg.Informers.Core().V1().PersistentVolumeClaims()
 	podInf, err := informerindex.Pods(cfg.Informers)
@@ -93,8 +96,10 @@ func (c *ClaimLoop) onClaim(obj any) {
 	}
 	key := binding.ClaimKey(claim)
 	claim = c.newest.Observe(key, claim)
-	if protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None ||
-		protection.UnusedTracked(c.trackUnused, claim) && protection.UnusedCondition(claim) == nil {
+	work := protection.DecideClaim(protection.ClaimFacts{Claim: claim}).Action != protection.None ||
+		protection.UnusedTracked(c.trackUnused, claim) && protection.UnusedCondition(claim) == nil
+	c.unsettled.Saw(key, !work)
+	if work {
 		c.enqueue(key)
 	}
 }
@@ -102,6 +107,7 @@ func (c *ClaimLoop) onClaim(obj any) {
 func (c *ClaimLoop) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.newest.Forget(binding.ClaimKey(claim))
+		c.unsettled.Gone(binding.ClaimKey(claim))
 	}
 }
 
@@ -130,11 +136,11 @@ func (c *ClaimLoop) onPodUpdate(old, cur any) {
 	}
 }
 
-// resync revisits the claims not at rest: a safety net, the loop is event
-// driven. Claims kept by a pod in the cache cost no request.
+// resync revisits the claims last seen with work to do (onClaim keeps
+// them): a safety net, the loop is event driven. Claims kept by a pod in
+// the cache cost no request.
 func (c *ClaimLoop) resync(context.Context) {
-	claims, _ := c.claims.List(labels.Everything())
-	for _, claim := range claims {
-		c.onClaim(claim)
+	for _, key := range c.unsettled.Keys() {
+		c.enqueue(key)
 	}
 }

@@ -146,3 +146,43 @@ func TestPodMissingFromTheCacheIsFoundByTheLiveList(t *testing.T) {
 		t.Errorf("write %v err %v listed %v; want the claim kept after a live list", w, err, b.listed)
 	}
 }
+
+// A resync revisits only the claims and volumes last seen with work to do:
+// a claim settled since, one deleted, and those at rest from the start are
+// not queued again.
+func TestResyncRevisitsOnlyWhatWasLastSeenWithWork(t *testing.T) {
+	settled := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settled", Finalizers: []string{protection.ClaimFinalizer}}}
+	settles, goes := deletedClaim("default", "settles"), deletedClaim("default", "goes")
+	l, _ := queuedClaimLoop(t, []*v1.PersistentVolumeClaim{deletedClaim("default", "waits"), settles, goes, settled})
+	l.pending.take("default")
+	gone := settles.DeepCopy()
+	gone.Finalizers = nil
+	l.onClaim(gone)
+	l.onClaimDeleted(goes)
+	l.resync(context.Background())
+	if got := l.pending.take("default"); !slices.Equal(got, []string{"waits"}) {
+		t.Errorf("claims queued by the resync %v, want [waits]", got)
+	}
+
+	client := fake.NewClientset()
+	vl, err := NewVolumeLoop(Config{Client: client, Informers: informers.NewSharedInformerFactory(client, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vl.q.ShutDown)
+	needs := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "needs-finalizer"}}
+	has := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "has-it", Finalizers: []string{protection.VolumeFinalizer}}}
+	vl.onVolume(needs)
+	vl.onVolume(has)
+	for vl.q.Len() > 0 {
+		k, _ := vl.q.Get()
+		vl.q.Done(k)
+	}
+	vl.resync(context.Background())
+	if vl.q.Len() != 1 {
+		t.Fatalf("volumes queued by the resync: %d, want 1", vl.q.Len())
+	}
+	if k, _ := vl.q.Get(); k != "needs-finalizer" {
+		t.Errorf("volume queued by the resync %q, want needs-finalizer", k)
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -24,7 +23,10 @@ type VolumeLoop struct {
 	pvs    corelisters.PersistentVolumeLister
 	q      workqueue.TypedRateLimitingInterface[string]
 	newest *loop.Newest[*v1.PersistentVolume]
-	runner *loop.Runner
+	// unsettled: the volumes last seen with a finalizer to write, all a
+	// resync looks at.
+	unsettled *loop.Unsettled
+	runner    *loop.Runner
 }
 
 // NewVolumeLoop builds the pv-protection loop over the given informers.
@@ -35,7 +37,7 @@ func NewVolumeLoop(cfg Config) (*VolumeLoop, error) {
 	}
 	l := &VolumeLoop{client: cfg.Client,
 		q:      loop.NewQueue("pvprotection", retryBase, retryMax),
-		newest: loop.NewNewest[*v1.PersistentVolume]()}
+		newest: loop.NewNewest[*v1.PersistentVolume](), unsettled: loop.NewUnsettled()}
 	pvInf := cfg.Informers.Core().V1().PersistentVolumes()
 	l.pvs = pvInf.Lister()
 	synced, err := loop.Register(loop.Handler{Informer: pvInf.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
@@ -66,13 +68,17 @@ func (l *VolumeLoop) onVolume(obj any) {
 	pv = l.newest.Observe(pv.Name, pv)
 	switch protection.DecideVolume(pv).Action {
 	case protection.AddFinalizer, protection.RemoveFinalizer:
+		l.unsettled.Saw(pv.Name, false)
 		l.q.Add(pv.Name)
+	default:
+		l.unsettled.Saw(pv.Name, true)
 	}
 }
 
 func (l *VolumeLoop) onVolumeDeleted(obj any) {
 	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
 		l.newest.Forget(pv.Name)
+		l.unsettled.Gone(pv.Name)
 	}
 }
 
@@ -97,9 +103,10 @@ func (l *VolumeLoop) sync(ctx context.Context, name string) (loop.Result, error)
 	return loop.Done(), nil
 }
 
+// resync revisits the volumes last seen with a finalizer to write: a
+// safety net, the loop is event driven.
 func (l *VolumeLoop) resync(context.Context) {
-	pvs, _ := l.pvs.List(labels.Everything())
-	for _, pv := range pvs {
-		l.onVolume(pv)
+	for _, name := range l.unsettled.Keys() {
+		l.q.Add(name)
 	}
 }
