@@ -152,7 +152,7 @@ type VolumeAction int
 
 const (
 	VolumeNone VolumeAction = iota
-	// VolumeDelete: delete the backend volume, the PV, then our finalizer.
+	// VolumeDelete: delete the backend volume, then our finalizer, then the PV.
 	VolumeDelete
 	// VolumeUnfinalize: a Retain PV needs no finalizer of ours.
 	VolumeUnfinalize

@@ -186,3 +186,41 @@ func TestResyncRevisitsOnlyWhatWasLastSeenWithWork(t *testing.T) {
 		t.Errorf("volume queued by the resync %q, want needs-finalizer", k)
 	}
 }
+
+// The volume's finalizer change is a patch on the version decided on: it
+// keeps what the loop's copy lacks (a field a cache may leave out, a
+// finalizer another loop removed meanwhile) and carries the copy's
+// resourceVersion, so a volume changed since is refused and decided again.
+func TestVolumeFinalizerWriteKeepsWhatTheCopyLacks(t *testing.T) {
+	live := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "pv-uid", ResourceVersion: "7",
+		Annotations: map[string]string{"big": "kept"}, Finalizers: []string{protection.VolumeFinalizer}}}
+	client := fake.NewClientset(live)
+	var patches []string
+	client.PrependReactor("patch", "persistentvolumes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patches = append(patches, string(a.(clienttesting.PatchAction).GetPatch()))
+		return false, nil, nil
+	})
+	l, err := NewVolumeLoop(Config{Client: client, Informers: informers.NewSharedInformerFactory(client, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.q.ShutDown)
+	copyOf := live.DeepCopy()
+	copyOf.Annotations = nil // what a cache dropped
+	copyOf.Finalizers = append(copyOf.Finalizers, "external-provisioner.volume.kubernetes.io/finalizer")
+	copyOf.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if err := l.writeVolume(context.Background(), copyOf, protection.DecideVolume(copyOf)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().PersistentVolumes().Get(context.Background(), "pv", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations["big"] != "kept" || len(got.Finalizers) != 0 {
+		t.Errorf("after the write: annotations %v, finalizers %v; want the annotation kept and no finalizer", got.Annotations, got.Finalizers)
+	}
+	want := `{"metadata":{"$deleteFromPrimitiveList/finalizers":["kubernetes.io/pv-protection"],"resourceVersion":"7","uid":"pv-uid"}}`
+	if len(patches) != 1 || patches[0] != want {
+		t.Errorf("patches %q, want [%s]", patches, want)
+	}
+}

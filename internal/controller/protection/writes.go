@@ -2,9 +2,7 @@ package protection
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,26 +13,6 @@ import (
 	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/protection"
 )
-
-// finalizerPatch is a strategic-merge patch that adds (AddFinalizer) or
-// deletes (RemoveFinalizer) one finalizer of the object with the given UID.
-// finalizers is a merge list: other finalizers are left alone. An added
-// finalizer goes after the object's existing ones (have), as
-// kube-controller-manager appends it: a merge list puts the patch's items
-// first unless $setElementOrder says otherwise; a finalizer another writer
-// added meanwhile lands after ours, never lost. The UID is immutable, so the
-// patch fails on an object re-created under the same name.
-func finalizerPatch(uid types.UID, have []string, finalizer string, action protection.Action) []byte {
-	meta := map[string]any{"uid": uid}
-	if action == protection.RemoveFinalizer {
-		meta["$deleteFromPrimitiveList/finalizers"] = []string{finalizer}
-	} else {
-		meta["finalizers"] = []string{finalizer}
-		meta["$setElementOrder/finalizers"] = append(slices.Clone(have), finalizer)
-	}
-	out, _ := json.Marshal(map[string]any{"metadata": meta}) // maps of strings always marshal
-	return out
-}
 
 // write makes the claim's decided changes: the Unused condition first (as
 // the reference does), then the finalizer.
@@ -71,7 +49,7 @@ func (c *ClaimLoop) writeUnused(ctx context.Context, claim *v1.PersistentVolumeC
 func (c *ClaimLoop) writeFinalizer(ctx context.Context, w write) error {
 	logger := klog.FromContext(ctx)
 	claim, remove := w.claim, w.decision.Action == protection.RemoveFinalizer
-	patch := finalizerPatch(claim.UID, claim.Finalizers, protection.ClaimFinalizer, w.decision.Action)
+	patch := binding.FinalizerPatch(claim.UID, "", claim.Finalizers, protection.ClaimFinalizer, remove)
 	out, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
 		types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	switch {
@@ -91,12 +69,21 @@ func (c *ClaimLoop) writeFinalizer(ctx context.Context, w write) error {
 	return nil
 }
 
-// writeVolume makes the volume's decided finalizer change with a full
-// Update from the copy the decision was made on.
+// writeVolume makes the volume's decided finalizer change with a patch
+// on the condition that the volume is still the version the decision was
+// made on (its resourceVersion), as the reference's full update: a volume
+// bound since is refused (a conflict) and decided again. The patch writes
+// nothing else, so the provisioner removing its own finalizer meanwhile
+// is kept, and a field the cache leaves out is not erased.
 func (l *VolumeLoop) writeVolume(ctx context.Context, pv *v1.PersistentVolume, d protection.Decision) error {
-	out, gone, err := updateFinalizer(ctx, pv, protection.VolumeFinalizer, d, "PV", l.client.CoreV1().PersistentVolumes().Update)
-	if err != nil || gone {
-		return err
+	remove := d.Action == protection.RemoveFinalizer
+	patch := binding.FinalizerPatch(pv.UID, pv.ResourceVersion, pv.Finalizers, protection.VolumeFinalizer, remove)
+	out, err := l.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case remove && apierrors.IsNotFound(err):
+		return nil // gone already
+	case err != nil:
+		return fmt.Errorf("%s on PV %s: %w", d.Action, pv.Name, err)
 	}
 	l.newest.Wrote(pv.Name, out)
 	klog.FromContext(ctx).V(3).Info("Protection finalizer of PV changed", "pv", klog.KObj(pv), "action", d.Action.String(), "reason", d.Reason)

@@ -50,8 +50,8 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (loop.Result, 
 }
 
 // deleteReleased reclaims a Released CSI PV under Delete: the backend volume
-// first (NotFound means already gone), then the PV object, then our
-// finalizer, which is what lets the object go. A crash between the steps
+// first (NotFound means already gone), then our finalizer, then the PV
+// object. A crash between the steps
 // repeats the sync, every step of which is idempotent.
 //
 // The decision was made on the informer's copy; the live PV is read again
@@ -79,6 +79,18 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 		return fmt.Errorf("delete volume %s: %w", pv.Spec.CSI.VolumeHandle, err)
 	}
 	c.deleted(ep)
+	// Our finalizer goes before the PV is deleted (the reference removes
+	// it after): pv-protection removes its own finalizer as soon as it sees
+	// the deletion, with a write conditioned on the version it saw, and
+	// ours going at that moment refused it every time (a conflict and a
+	// retry per PV). A crash between the two leaves a Released PV under
+	// Delete that is not being deleted: decided again, its backend volume
+	// is NotFound, and it is deleted then.
+	if slices.Contains(pv.Finalizers, provisioning.VolumeFinalizer) {
+		if err := c.dropVolumeFinalizer(ctx, pv.Name, pv.UID); err != nil {
+			return err
+		}
+	}
 	if pv.DeletionTimestamp == nil {
 		uid := pv.UID
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name,
@@ -91,7 +103,7 @@ func (c *Controller) deleteReleased(ctx context.Context, pv *v1.PersistentVolume
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted released volume", "driver", driver, "handle", pv.Spec.CSI.VolumeHandle, "node", ep.Info.NodeID)
-	return c.dropVolumeFinalizer(ctx, pv.Name, pv.UID)
+	return nil
 }
 
 // stillToDelete reads the PV from the API server and says whether it must
@@ -137,13 +149,12 @@ func (c *Controller) deleteEndpoint(pv *v1.PersistentVolume, driver string) (*cs
 }
 
 // addVolumeFinalizer puts our finalizer back on a PV decided from the
-// informer's copy; the write carries that copy's resourceVersion, so a PV
+// informer's copy; the patch carries that copy's resourceVersion, so a PV
 // changed since (switched to Retain again, say) conflicts and is decided
 // again.
 func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
-	upd := pv.DeepCopy()
-	upd.Finalizers = append(upd.Finalizers, provisioning.VolumeFinalizer)
-	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{})
+	patch := binding.FinalizerPatch(pv.UID, pv.ResourceVersion, pv.Finalizers, provisioning.VolumeFinalizer, false)
+	out, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -157,22 +168,16 @@ func (c *Controller) addVolumeFinalizer(ctx context.Context, pv *v1.PersistentVo
 	return nil
 }
 
-// dropVolumeFinalizer removes our finalizer from the live PV (the delete
-// above changed it, so the cached copy would conflict).
+// dropVolumeFinalizer removes our finalizer from the PV once its volume is
+// deleted on the backend: a patch that removes that finalizer alone, with
+// no read first and no resourceVersion (nothing else of the PV matters
+// now), so it never conflicts with pv-protection removing its own at the
+// same moment. A PV gone, or re-created under the name (its UID differs:
+// Conflict), has nothing of ours left to remove.
 func (c *Controller) dropVolumeFinalizer(ctx context.Context, name string, uid types.UID) error {
-	live, err := c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get PV: %w", err)
-	}
-	if live.UID != uid || !slices.Contains(live.Finalizers, provisioning.VolumeFinalizer) {
-		return nil
-	}
-	live.Finalizers, _ = binding.WithoutFinalizer(live.Finalizers, provisioning.VolumeFinalizer)
-	out, err := c.client.CoreV1().PersistentVolumes().Update(ctx, live, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	patch := binding.FinalizerPatch(uid, "", nil, provisioning.VolumeFinalizer, true)
+	out, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if err != nil {

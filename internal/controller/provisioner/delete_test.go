@@ -1,8 +1,11 @@
 package provisioner
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -138,4 +141,47 @@ func TestReleasedVolumeWaitsUntilDetached(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// Our finalizer goes before the PV is deleted: pv-protection removes its
+// own as soon as it sees the deletion, on the version it saw, and a write
+// of ours after the deletion refused it (a conflict per PV). When the
+// delete fails after the finalizer went (as a crash between the two), the
+// next sync finishes: the PV, Released, under Delete and not deleted, is
+// decided again and deleted.
+func TestOurFinalizerGoesBeforeThePVIsDeleted(t *testing.T) {
+	w := newWorld(t, claim(), class())
+	var (
+		mu     sync.Mutex
+		writes []string
+		failed bool
+	)
+	w.client.PrependReactor("*", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if v := a.GetVerb(); v == "patch" || v == "delete" {
+			mu.Lock()
+			defer mu.Unlock()
+			writes = append(writes, v)
+			if v == "delete" && !failed {
+				failed = true
+				return true, nil, errors.New("injected: the delete never reached the API server")
+			}
+		}
+		return false, nil, nil
+	})
+	w.start()
+	w.provisionAndRelease()
+	w.eventually("backend volume and PV deleted", func() string {
+		if b := w.backend(); len(b) != 0 {
+			return fmt.Sprintf("backend %v", b)
+		}
+		if w.pv("pvc-uid-1") != nil {
+			return "PV still there"
+		}
+		return ""
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"patch", "delete", "delete"}; !slices.Equal(writes, want) {
+		t.Errorf("PV writes %v, want %v (finalizer, the failed delete, the delete)", writes, want)
+	}
 }
