@@ -71,11 +71,16 @@
 // endpoint that can hold the volume must be served (csi.Pool.ForVolume),
 // never another node's, which would answer NotFound for an ID it never
 // made, and a node affinity on no key the driver reports cannot tell, so
-// it waits too; then DeleteVolume, the PV object, and last our finalizer,
-// which lets the object go. Each wait is a VolumeFailedDelete event on the
-// PV and a retry. Our finalizer is added back with a write carrying the
-// informer copy's resourceVersion (a PV changed since conflicts and is
-// decided again), and dropped from the live PV.
+// it waits too; then DeleteVolume, our finalizer, and last the PV object
+// (the reference deletes the PV before it drops its finalizer; dropping
+// it first leaves pv-protection, which removes its own finalizer as soon as
+// it sees the deletion, the only writer then, so it is never refused). A
+// crash between the last two leaves a Released PV under Delete not being
+// deleted, which is decided again. Each wait is a VolumeFailedDelete event
+// on the PV and a retry. Our finalizer is added back with a patch carrying
+// the informer copy's resourceVersion (a PV changed since conflicts and is
+// decided again), and dropped with a patch that removes it alone, with no
+// read and no resourceVersion (binding.FinalizerPatch).
 //
 // Every claim write is an Update carrying the resourceVersion the decision
 // was made from: a stale copy conflicts and is retried from a newer one.
