@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -38,10 +39,15 @@ func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 type nodeAgent struct {
 	client kubernetes.Interface
 	names  []string
+	// leases are the node Leases as last written, so a renewal is one
+	// write, as the kubelet's lease controller renews from its latest
+	// lease (a read per renewal doubled the API load of idle nodes). Only
+	// register, then run, use it: one goroutine.
+	leases map[string]*coordinationv1.Lease
 }
 
 func newNodeAgent(client kubernetes.Interface, count int) *nodeAgent {
-	a := &nodeAgent{client: client}
+	a := &nodeAgent{client: client, leases: map[string]*coordinationv1.Lease{}}
 	for i := 1; i <= count; i++ {
 		a.names = append(a.names, NodeName(i))
 	}
@@ -196,7 +202,7 @@ func simulatedNodeStatus(now metav1.Time) corev1.NodeStatus {
 		},
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion:          "v1.36.3",
+			KubeletVersion:          version.Get().GitVersion, // the embedded components' (stamped at init)
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",
 			ContainerRuntimeVersion: "volplane://simulated",
@@ -204,9 +210,25 @@ func simulatedNodeStatus(now metav1.Time) corev1.NodeStatus {
 	}
 }
 
+// renewLease renews the node's Lease from the copy last written; a Lease
+// changed or deleted by another hand since (a conflict, NotFound) is read
+// again, or created.
 func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 	leases := a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(time.Now())
+	if last := a.leases[name]; last != nil {
+		renewed := last.DeepCopy()
+		renewed.Spec.RenewTime = &now
+		out, err := leases.Update(ctx, renewed, metav1.UpdateOptions{})
+		if err == nil {
+			a.leases[name] = out
+			return nil
+		}
+		delete(a.leases, name)
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("renew lease of node %s: %w", name, err)
+		}
+	}
 	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
@@ -217,8 +239,12 @@ func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 				RenewTime:            &now,
 			},
 		}
-		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		out, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create lease of node %s: %w", name, err)
+		}
+		if err == nil {
+			a.leases[name] = out
 		}
 		return nil
 	}
@@ -227,8 +253,10 @@ func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 	}
 	lease = lease.DeepCopy()
 	lease.Spec.RenewTime = &now
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	out, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("renew lease of node %s: %w", name, err)
 	}
+	a.leases[name] = out
 	return nil
 }
