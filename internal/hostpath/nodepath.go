@@ -107,7 +107,7 @@ type claimRef struct {
 // otherClaim says which record other than self has the real path, or "".
 // Two records sharing a path would make undoing one undo the other.
 func otherClaim(st *state, real string, self claimRef) string {
-	for _, v := range st.Volumes {
+	for _, v := range st.Volumes.All() {
 		for node, s := range v.Stagings {
 			if s.realPath() == real && self != (claimRef{volumeID: v.ID, node: node}) {
 				return fmt.Sprintf("volume %s is staged there", v.ID)
@@ -119,7 +119,7 @@ func otherClaim(st *state, real string, self claimRef) string {
 			}
 		}
 	}
-	for _, e := range st.Ephemeral {
+	for _, e := range st.Ephemeral.All() {
 		if e.RealPath == real && self != (claimRef{volumeID: e.ID, target: e.Target}) {
 			return fmt.Sprintf("inline volume %s is published there", e.ID)
 		}

@@ -3,7 +3,6 @@ package hostpath
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 )
 
@@ -18,8 +17,11 @@ import (
 // driver would drop, letting a member be deleted alone; a version 3 file
 // reads as is (no groups). Version 5 adds inline ephemeral volumes
 // (Ephemeral), which an older driver would drop with their data left
-// behind; a version 4 file reads as is (none).
-const stateVersion = 5
+// behind; a version 4 file reads as is (none). Version 6 keeps the state
+// as a snapshot continued by a journal (store.go), whose changes an older
+// driver would not see; a version 5 file reads as is, and the first write
+// replaces it with a version 6 snapshot.
+const stateVersion = 6
 
 type accessType string
 
@@ -198,69 +200,74 @@ type groupSnapshot struct {
 	CreatedAt       time.Time `json:"createdAt"`
 }
 
-// state is the content of the state file.
+// state is the driver's whole record: what the state file's snapshot and
+// journal hold together (store.go).
 type state struct {
-	Version   int                  `json:"version"`
-	Volumes   map[string]*volume   `json:"volumes"`
-	Snapshots map[string]*snapshot `json:"snapshots"`
+	Version int `json:"version"`
+	// Journal names the journal that continues this state on disk: the
+	// journal file holds changes to it only while its header carries this
+	// name (store.go). "" in a state from before journals (version 5 and
+	// older).
+	Journal   string          `json:"journal,omitempty"`
+	Volumes   table[volume]   `json:"volumes"`
+	Snapshots table[snapshot] `json:"snapshots"`
 	// GroupSnapshots are keyed by group snapshot ID.
-	GroupSnapshots map[string]*groupSnapshot `json:"groupSnapshots,omitempty"`
+	GroupSnapshots table[groupSnapshot] `json:"groupSnapshots,omitzero"`
 	// Ephemeral are the inline ephemeral volumes (ephemeral.go), keyed by
 	// the volume ID the CO gave.
-	Ephemeral map[string]*ephemeralVolume `json:"ephemeralVolumes,omitempty"`
+	Ephemeral table[ephemeralVolume] `json:"ephemeralVolumes,omitzero"`
 }
 
-// clone is a deep copy of the state, for update to change and swap in.
-// (A copy through JSON cost an encode and a decode of every volume per
-// change: most of the driver's CPU once it holds a thousand volumes.)
-// Every map of a volume holds plain values, so cloning the maps is deep.
-func (s *state) clone() *state {
-	out := &state{Version: s.Version,
-		Volumes: make(map[string]*volume, len(s.Volumes)), Snapshots: make(map[string]*snapshot, len(s.Snapshots))}
-	for id, v := range s.Volumes {
-		c := *v
-		c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
-		c.NodeSizes = maps.Clone(v.NodeSizes)
-		c.MutableParameters = maps.Clone(v.MutableParameters)
-		if v.LegacyStaging != nil {
-			legacy := *v.LegacyStaging
-			c.LegacyStaging = &legacy
-		}
-		out.Volumes[id] = &c
+// clone is a deep copy of the volume, for a writer to change and put back
+// (editVolume). Every map of a volume holds plain values, so cloning the
+// maps is deep.
+func (v *volume) clone() *volume {
+	c := *v
+	c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
+	c.NodeSizes = maps.Clone(v.NodeSizes)
+	c.MutableParameters = maps.Clone(v.MutableParameters)
+	if v.LegacyStaging != nil {
+		legacy := *v.LegacyStaging
+		c.LegacyStaging = &legacy
 	}
-	for id, snap := range s.Snapshots {
-		c := *snap
-		out.Snapshots[id] = &c
+	return &c
+}
+
+// editVolume is the volume id of a state being updated, copied so the
+// caller may change it (the states readers hold keep the old one), or nil.
+func (s *state) editVolume(id string) *volume {
+	v := s.Volumes.Get(id)
+	if v == nil {
+		return nil
 	}
-	out.GroupSnapshots = make(map[string]*groupSnapshot, len(s.GroupSnapshots))
-	for id, g := range s.GroupSnapshots {
-		c := *g
-		c.SourceVolumeIDs, c.SnapshotIDs = slices.Clone(g.SourceVolumeIDs), slices.Clone(g.SnapshotIDs)
-		out.GroupSnapshots[id] = &c
-	}
-	out.Ephemeral = make(map[string]*ephemeralVolume, len(s.Ephemeral))
-	for id, e := range s.Ephemeral {
-		c := *e
-		out.Ephemeral[id] = &c
-	}
-	return out
+	c := v.clone()
+	s.Volumes.Put(id, c)
+	return c
+}
+
+// next is the state an update starts from: a copy of s that shares every
+// record and node with it, so it costs O(1); its changes copy what they
+// touch.
+func (s *state) next() *state {
+	c := *s
+	c.Volumes.changed, c.Snapshots.changed, c.GroupSnapshots.changed, c.Ephemeral.changed = nil, nil, nil, nil
+	return &c
 }
 
 func emptyState() *state {
-	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{},
-		GroupSnapshots: map[string]*groupSnapshot{}, Ephemeral: map[string]*ephemeralVolume{}}
+	return &state{Version: stateVersion}
 }
 
 // claimedBytes is what volumes and snapshots take from Config.Capacity.
 func (s *state) claimedBytes() int64 {
 	var n int64
-	for _, v := range s.Volumes {
+	for _, v := range s.Volumes.All() {
 		n += v.CapacityBytes
 	}
-	for _, snap := range s.Snapshots {
+	for _, snap := range s.Snapshots.All() {
 		n += snap.SizeBytes
 	}
-	for _, e := range s.Ephemeral {
+	for _, e := range s.Ephemeral.All() {
 		n += e.CapacityBytes
 	}
 	return n
@@ -269,7 +276,7 @@ func (s *state) claimedBytes() int64 {
 // foreignVolume returns a volume that belongs to a node other than node;
 // for a network driver (node ""), a volume of any node.
 func (s *state) foreignVolume(node string) *volume {
-	for _, v := range s.Volumes {
+	for _, v := range s.Volumes.All() {
 		if v.NodeID != node {
 			return v
 		}
@@ -298,7 +305,7 @@ func foreignProblem(st *state, cfg Config) string {
 
 func (s *state) attachedTo(node string) int64 {
 	var n int64
-	for _, v := range s.Volumes {
+	for _, v := range s.Volumes.All() {
 		if _, ok := v.Attachments[node]; ok {
 			n++
 		}

@@ -21,10 +21,10 @@ func BenchmarkStoreUpdate(b *testing.B) {
 				b.ResetTimer()
 				for i := range b.N {
 					v := benchVolume(fmt.Sprintf("vol-bench-%d", i))
-					if err := s.update(func(st *state) error { st.Volumes[v.ID] = v; return nil }); err != nil {
+					if err := s.update(func(st *state) error { st.Volumes.Put(v.ID, v); return nil }); err != nil {
 						b.Fatal(err)
 					}
-					if err := s.update(func(st *state) error { delete(st.Volumes, v.ID); return nil }); err != nil {
+					if err := s.update(func(st *state) error { st.Volumes.Delete(v.ID); return nil }); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -69,7 +69,7 @@ func benchStore(b *testing.B, dir string, n int) *store {
 	err = s.update(func(st *state) error {
 		for i := range n {
 			v := benchVolume(fmt.Sprintf("vol-%08d", i))
-			st.Volumes[v.ID] = v
+			st.Volumes.Put(v.ID, v)
 		}
 		return nil
 	})

@@ -53,7 +53,7 @@ func TestCrashedStateWritesAreRemovedAtStart(t *testing.T) {
 		}
 	}
 	st, found, err := readState(filepath.Join(cfg.DataDir, "state.json"))
-	if err != nil || !found || st.Volumes[id] == nil {
+	if err != nil || !found || st.Volumes.Get(id) == nil {
 		t.Fatalf("state after the restart: found %v, %v; want it to hold volume %s", found, err, id)
 	}
 	wantVolumeData(t, cfg.DataDir, id)
