@@ -197,9 +197,11 @@ func (d *diskState) state() *state {
 			v.migrate()
 		}
 	}
-	return &state{Version: stateVersion, Journal: d.Journal,
+	st := &state{Version: stateVersion, Journal: d.Journal,
 		Volumes: tableOf(d.Volumes), Snapshots: tableOf(d.Snapshots),
 		GroupSnapshots: tableOf(d.GroupSnapshots), Ephemeral: tableOf(d.Ephemeral)}
+	st.claimed = st.claimedBytes()
+	return st
 }
 
 // readState reads the state a data dir holds, as a driver would start

@@ -216,6 +216,9 @@ type state struct {
 	// Ephemeral are the inline ephemeral volumes (ephemeral.go), keyed by
 	// the volume ID the CO gave.
 	Ephemeral table[ephemeralVolume] `json:"ephemeralVolumes,omitzero"`
+	// claimed is claimedBytes, kept by the store through each update from
+	// the records it changed, so a reservation does not sum every record.
+	claimed int64
 }
 
 // clone is a deep copy of the volume, for a writer to change and put back
@@ -258,7 +261,8 @@ func emptyState() *state {
 	return &state{Version: stateVersion}
 }
 
-// claimedBytes is what volumes and snapshots take from Config.Capacity.
+// claimedBytes is what volumes and snapshots take from Config.Capacity,
+// summed over every record (see claimed).
 func (s *state) claimedBytes() int64 {
 	var n int64
 	for _, v := range s.Volumes.All() {
@@ -269,6 +273,27 @@ func (s *state) claimedBytes() int64 {
 	}
 	for _, e := range s.Ephemeral.All() {
 		n += e.CapacityBytes
+	}
+	return n
+}
+
+// claimedChange is what the changes of next, an update of prev, add to
+// the bytes claimed.
+func claimedChange(prev, next *state) int64 {
+	return sizeChange(&prev.Volumes, &next.Volumes, func(v *volume) int64 { return v.CapacityBytes }) +
+		sizeChange(&prev.Snapshots, &next.Snapshots, func(s *snapshot) int64 { return s.SizeBytes }) +
+		sizeChange(&prev.Ephemeral, &next.Ephemeral, func(e *ephemeralVolume) int64 { return e.CapacityBytes })
+}
+
+func sizeChange[T any](prev, next *table[T], size func(*T) int64) int64 {
+	var n int64
+	for id := range next.changed {
+		if r := next.Get(id); r != nil {
+			n += size(r)
+		}
+		if r := prev.Get(id); r != nil {
+			n -= size(r)
+		}
 	}
 	return n
 }

@@ -172,6 +172,7 @@ func (s *store) updateLocked(fn func(*state) error) error {
 	if err := s.persist(next); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
+	next.claimed += claimedChange(s.cur, next)
 	next.settle()
 	s.cur = next
 	return nil
@@ -296,7 +297,7 @@ func (s *store) free(capacity int64) int64 {
 }
 
 func (s *store) freeLocked(capacity int64) int64 {
-	claimed := s.cur.claimedBytes()
+	claimed := s.cur.claimed
 	for _, n := range s.reserved {
 		claimed += n
 	}

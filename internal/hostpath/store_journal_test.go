@@ -14,7 +14,8 @@ import (
 
 // The store as a whole: a model of the records is kept beside it through
 // random updates of one or several records, with compactions on the way,
-// and every reload (a restart) finds exactly the model.
+// and every reload (a restart) finds exactly the model; the bytes claimed,
+// kept through the updates, stay the sum over the records.
 func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -34,9 +35,9 @@ func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 				}
 				name := fmt.Sprintf("n%d", i)
 				if v := st.editVolume(id); v != nil {
-					v.Name = name
+					v.Name, v.CapacityBytes = name, int64(rng.IntN(100))
 				} else {
-					st.Volumes.Put(id, &volume{ID: id, Name: name})
+					st.Volumes.Put(id, &volume{ID: id, Name: name, CapacityBytes: int64(rng.IntN(100))})
 				}
 				model[id] = name
 			}
@@ -47,6 +48,9 @@ func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 		}
 		if s.journal != journal {
 			snapshots++
+		}
+		if st := s.current(); st.claimed != st.claimedBytes() {
+			t.Fatalf("after update %d, claimed = %d, want the sum of the records, %d", i, st.claimed, st.claimedBytes())
 		}
 		if i%50 == 49 {
 			s.close()
