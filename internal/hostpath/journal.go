@@ -2,8 +2,8 @@ package hostpath
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 )
 
 // records is what a snapshot holds whole and a journal entry holds the
@@ -38,37 +39,56 @@ func journalPathOf(path string) string {
 	return filepath.Join(filepath.Dir(path), "state.journal")
 }
 
-// A journal is a sequence of frames: a little-endian uint32 length of the
-// payload, a little-endian uint32 CRC-32C of it, then the payload, JSON.
-// The first frame is the header (a diskState without records: the version
-// and the journal's name); each later one is one update's changed records.
-const frameHeader = 8
+// A journal is a sequence of lines, one a frame: the CRC-32C of the
+// payload in 8 hex digits, a space, the payload (JSON, which never holds a
+// newline), a newline. The first frame is the header (a diskState without
+// records: the version and the journal's name); each later one is one
+// update's changed records. A crash during an append leaves at most one
+// line without its newline, or a last line whose checksum is wrong (a part
+// of it not on disk): the torn tail. A wrong line followed by a right one
+// is damage, not a crash.
+const frameOverhead = 10
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func appendFrame(buf []byte, payload []byte) []byte {
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(payload)))
-	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(payload, castagnoli))
-	return append(buf, payload...)
+	buf = fmt.Appendf(buf, "%08x ", crc32.Checksum(payload, castagnoli))
+	buf = append(buf, payload...)
+	return append(buf, '\n')
 }
 
-// nextFrame splits the frame at the start of data off, or reports ok
-// false when what is there is not a whole frame: the torn tail a crash
-// during an append leaves (zeros included: no payload is empty).
+// nextFrame splits the frame at the start of data off. ok is false when
+// what is there is not a whole, right frame; rest is then what follows
+// the first newline (nil if there is none).
 func nextFrame(data []byte) (payload, rest []byte, ok bool) {
-	if len(data) < frameHeader {
+	line, rest, found := bytes.Cut(data, []byte{'\n'})
+	if !found {
 		return nil, nil, false
 	}
-	n := binary.LittleEndian.Uint32(data)
-	sum := binary.LittleEndian.Uint32(data[4:])
-	if n == 0 || uint64(n) > uint64(len(data)-frameHeader) {
-		return nil, nil, false
+	if len(line) < frameOverhead || line[8] != ' ' {
+		return nil, rest, false
 	}
-	payload = data[frameHeader : frameHeader+n]
-	if crc32.Checksum(payload, castagnoli) != sum {
-		return nil, nil, false
+	sum, err := strconv.ParseUint(string(line[:8]), 16, 32)
+	payload = line[9:]
+	if err != nil || crc32.Checksum(payload, castagnoli) != uint32(sum) {
+		return nil, rest, false
 	}
-	return payload, data[frameHeader+n:], true
+	return payload, rest, true
+}
+
+// rightFrameIn reports whether a whole, right frame is anywhere in data.
+func rightFrameIn(data []byte) bool {
+	for len(data) > 0 {
+		_, rest, ok := nextFrame(data)
+		if ok {
+			return true
+		}
+		if rest == nil {
+			return false
+		}
+		data = rest
+	}
+	return false
 }
 
 // newJournalName names a new journal: random, so a journal never passes
@@ -106,9 +126,13 @@ func readJournal(path string) (journalRead, error) {
 		return journalRead{}, fmt.Errorf("state journal %s has version %d; this driver reads up to %d", path, header.Version, stateVersion)
 	}
 	j := journalRead{name: header.Journal, size: int64(len(data))}
-	for {
+	for len(rest) > 0 {
 		payload, next, ok := nextFrame(rest)
 		if !ok {
+			if rightFrameIn(next) {
+				return journalRead{}, fmt.Errorf("state journal %s is damaged at byte %d: a wrong entry before right ones; %s",
+					path, len(data)-len(rest), damagedStateAdvice(path))
+			}
 			break
 		}
 		var e records

@@ -90,7 +90,7 @@ func TestTornJournalTailLeavesThePreviousState(t *testing.T) {
 	}
 	s.close()
 	full := readFile(t, journal)
-	if !strings.HasPrefix(string(full), string(good)) || len(full) <= len(good)+frameHeader {
+	if !strings.HasPrefix(string(full), string(good)) || len(full) <= len(good)+frameOverhead {
 		t.Fatalf("the update did not append one frame to the journal (%d bytes, then %d)", len(good), len(full))
 	}
 	tails := map[string][]byte{}
@@ -100,7 +100,10 @@ func TestTornJournalTailLeavesThePreviousState(t *testing.T) {
 	tails["zeros"] = append(slices0(good), make([]byte, len(full)-len(good))...)
 	flipped := slices0(full)
 	flipped[len(flipped)-2] ^= 0xff
-	tails["last byte of the payload damaged"] = flipped
+	tails["last byte of the payload not written"] = flipped
+	firstPage := slices0(full)
+	clear(firstPage[len(good) : len(full)-3])
+	tails["the entry's start not written, its end written"] = firstPage
 	for name, content := range tails {
 		if err := os.WriteFile(journal, content, 0o600); err != nil {
 			t.Fatal(err)
@@ -289,9 +292,10 @@ func TestNewerStateIsRefused(t *testing.T) {
 func TestDamagedJournalIsRefused(t *testing.T) {
 	header := appendFrame(nil, []byte(`{"version": 6, "journal": "J"}`))
 	for name, journal := range map[string][]byte{
-		"header":    []byte("garbage"),
-		"an entry":  appendFrame(slices0(header), []byte(`{"volumes": [`)),
-		"no header": nil,
+		"header":                      []byte("garbage"),
+		"an entry":                    appendFrame(slices0(header), []byte(`{"volumes": [`)),
+		"an entry before a right one": appendFrame(append(slices0(header), "00000000 {}\n"...), []byte(`{"volumes": {}}`)),
+		"no header":                   nil,
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"version": 6, "journal": "J", "volumes": {}, "snapshots": {}}`), 0o600); err != nil {
