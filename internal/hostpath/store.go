@@ -23,16 +23,25 @@ import (
 // On disk the state is a snapshot (state.json, written whole and
 // atomically) continued by a journal (state.journal): after the snapshot,
 // each update appends one entry of the records it changed and fsyncs it,
-// so a change costs O(changed records), not O(state). An entry is a
-// checksummed frame: a crash in the middle of an append leaves a torn last
-// frame, which is discarded at start, so an update is on disk whole or not
-// at all, however many records it changes. When the journal outgrows the
-// snapshot, the next update writes a new snapshot instead (O(state), once
-// per O(state) bytes of journal, so O(changed) amortized) and starts a new,
-// empty journal. The journal's header names the snapshot it continues, and
+// so a change costs O(changed records), not O(state). An entry is one
+// checksummed line (journal.go): a crash in the middle of an append leaves
+// a torn last line, which is discarded at start, so an update is on disk
+// whole or not at all, however many records it changes. When the journal
+// outgrows half the snapshot, the next update writes a new snapshot
+// instead (O(state), once per O(state) bytes of journal, so O(changed)
+// amortized) and starts a new, empty journal. Half, because a start
+// decodes a journal entry slower than the same bytes of snapshot: this
+// keeps the longest start within about twice that of the snapshot alone. The journal's header names the snapshot it continues, and
 // the snapshot names its journal, so a crash between writing the two
 // leaves a new snapshot with the old journal, which is then ignored: every
 // change in it is in the snapshot.
+//
+// One corner is weaker than "a failed write changes nothing": when an
+// append fails and cutting the journal back fails too, the failed entry
+// may be on disk, and a crash before the next update (which writes a
+// snapshot, leaving that journal behind) would bring it back. The whole
+// file rewrite had the same corner, a rename done whose directory fsync
+// failed.
 //
 // In memory, the tables of the state are persistent maps (table.go): an
 // update copies the paths to the records it changes, and the unchanged
@@ -57,8 +66,9 @@ type store struct {
 	// snapshotSize the size of the snapshot file.
 	journalSize, snapshotSize int64
 	// journalLimit is the least journal size at which the next update
-	// writes a snapshot instead: the journal grows to the size of the
-	// snapshot, and never compacts below this, where replay costs nothing.
+	// writes a snapshot instead: the journal grows to half the size of
+	// the snapshot, and never compacts below this, where replay costs
+	// nothing.
 	journalLimit int64
 	// orphanJournal is set when loadStore found a journal but no state
 	// file (see orphanJournalProblem).
@@ -180,7 +190,7 @@ func (s *store) updateLocked(fn func(*state) error) error {
 
 // persist writes what next changed: one journal entry, or a new snapshot
 // when there is no journal to append to or the entry would make the
-// journal outgrow the snapshot.
+// journal outgrow half the snapshot.
 func (s *store) persist(next *state) error {
 	changes := next.changes()
 	if changes == nil && s.journal != nil {
@@ -194,7 +204,7 @@ func (s *store) persist(next *state) error {
 		}
 		frame = appendFrame(nil, payload)
 	}
-	if s.journal == nil || s.journalSize+int64(len(frame)) > max(s.snapshotSize, s.journalLimit) {
+	if s.journal == nil || s.journalSize+int64(len(frame)) > max(s.snapshotSize/2, s.journalLimit) {
 		return s.writeSnapshot(next)
 	}
 	return s.appendJournal(frame)
