@@ -1,11 +1,14 @@
 package hostpath
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
 // BenchmarkStoreUpdate is one volume created and deleted (two updates of
@@ -97,6 +100,10 @@ func benchDir(b *testing.B, fs string) string {
 // benchStore is a store in dir holding n volumes, each staged and
 // published once, as a running driver's are.
 func benchStore(b *testing.B, dir string, n int) *store {
+	return benchStoreOf(b, dir, n, benchVolume)
+}
+
+func benchStoreOf(b *testing.B, dir string, n int, volumeOf func(id string) *volume) *store {
 	b.Helper()
 	s, _, err := loadStore(filepath.Join(dir, "state.json"))
 	if err != nil {
@@ -105,7 +112,7 @@ func benchStore(b *testing.B, dir string, n int) *store {
 	b.Cleanup(s.close)
 	err = s.update(func(st *state) error {
 		for i := range n {
-			v := benchVolume(fmt.Sprintf("vol-%08d", i))
+			v := volumeOf(fmt.Sprintf("vol-%08d", i))
 			st.Volumes.Put(v.ID, v)
 		}
 		return nil
@@ -121,5 +128,35 @@ func benchVolume(id string) *volume {
 		CreatedAt:    time.Unix(1_700_000_000, 0).UTC(),
 		Stagings:     map[string]staging{"node-1": {Path: "/var/lib/kubelet/plugins/staging/" + id}},
 		Publications: map[string]publication{"/var/lib/kubelet/pods/p/volumes/" + id: {Node: "node-1", Mode: "SINGLE_NODE_WRITER"}},
+	}
+}
+
+// BenchmarkCreateVolume is one CreateVolume and one DeleteVolume through
+// the driver's socket, with n volumes recorded already: the whole call
+// (request checks, data directory, state), not the store alone.
+func BenchmarkCreateVolume(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			cfg := testConfig(shortTempDir(b), NewFakeMounter())
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			benchStoreOf(b, cfg.DataDir, n, func(id string) *volume {
+				return &volume{ID: id, Name: "pvc-" + id, CapacityBytes: 1 << 20, AccessType: accessMount, NodeID: testNode,
+					CreatedAt: time.Unix(1_700_000_000, 0).UTC()}
+			}).close()
+			r := startDriver(b, cfg)
+			b.ResetTimer()
+			for i := range b.N {
+				vol, err := r.controller.CreateVolume(ctx, createReq(fmt.Sprintf("bench-%d", i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol.Volume.VolumeId}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
