@@ -224,7 +224,7 @@ func (d *diskState) state() *state {
 	st := &state{Version: stateVersion, Journal: d.Journal,
 		Volumes: tableOf(d.Volumes), Snapshots: tableOf(d.Snapshots),
 		GroupSnapshots: tableOf(d.GroupSnapshots), Ephemeral: tableOf(d.Ephemeral)}
-	st.claimed = st.claimedBytes()
+	st.buildIndexes()
 	return st
 }
 
@@ -269,6 +269,7 @@ func changed[T any](t *table[T]) map[string]*T {
 // settle marks every change of s as persisted.
 func (s *state) settle() {
 	s.Volumes.changed, s.Snapshots.changed, s.GroupSnapshots.changed, s.Ephemeral.changed = nil, nil, nil, nil
+	s.paths.changed, s.attached.changed = nil, nil
 }
 
 // encodeSnapshot writes st as a snapshot file: the records one a line, by

@@ -3,6 +3,7 @@ package hostpath
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -219,6 +220,11 @@ type state struct {
 	// claimed is claimedBytes, kept by the store through each update from
 	// the records it changed, so a reservation does not sum every record.
 	claimed int64
+	// paths and attached index the records by real path (otherClaim) and
+	// count attachments by node (attachedTo), kept like claimed, so a
+	// node call does not scan every volume.
+	paths    table[pathClaims]
+	attached table[int64]
 }
 
 // clone is a deep copy of the volume, for a writer to change and put back
@@ -253,7 +259,7 @@ func (s *state) editVolume(id string) *volume {
 // touch.
 func (s *state) next() *state {
 	c := *s
-	c.Volumes.changed, c.Snapshots.changed, c.GroupSnapshots.changed, c.Ephemeral.changed = nil, nil, nil, nil
+	c.settle()
 	return &c
 }
 
@@ -328,14 +334,126 @@ func foreignProblem(st *state, cfg Config) string {
 		cfg.DataDir, v.ID, v.NodeID, cfg.NodeID)
 }
 
+// attachedTo is how many volumes are attached to node.
 func (s *state) attachedTo(node string) int64 {
-	var n int64
+	if n := s.attached.Get(node); n != nil {
+		return *n
+	}
+	return 0
+}
+
+// pathClaim is one record's claim on a real path (otherClaim).
+type pathClaim struct {
+	ref  claimRef
+	kind claimKind
+}
+
+type claimKind int
+
+const (
+	claimStaging claimKind = iota
+	claimPublication
+	claimInline
+)
+
+// pathClaims are the claims on one real path: one, as otherClaim keeps
+// it, unless a state written before otherClaim existed recorded more.
+type pathClaims struct{ claims []pathClaim }
+
+// volumeClaims yields the real paths the records of v claim.
+func volumeClaims(v *volume, yield func(string, pathClaim)) {
+	for node, s := range v.Stagings {
+		yield(s.realPath(), pathClaim{claimRef{volumeID: v.ID, node: node}, claimStaging})
+	}
+	for target, p := range v.Publications {
+		yield(p.realPath(target), pathClaim{claimRef{volumeID: v.ID, target: target}, claimPublication})
+	}
+}
+
+func inlineClaim(e *ephemeralVolume, yield func(string, pathClaim)) {
+	yield(e.RealPath, pathClaim{claimRef{volumeID: e.ID, target: e.Target}, claimInline})
+}
+
+// buildIndexes computes claimed, paths and attached from every record, as
+// a start does.
+func (s *state) buildIndexes() {
+	s.claimed = s.claimedBytes()
+	paths, attached := map[string]*pathClaims{}, map[string]*int64{}
+	add := func(real string, c pathClaim) {
+		if paths[real] == nil {
+			paths[real] = &pathClaims{}
+		}
+		paths[real].claims = append(paths[real].claims, c)
+	}
 	for _, v := range s.Volumes.All() {
-		if _, ok := v.Attachments[node]; ok {
-			n++
+		volumeClaims(v, add)
+		for node := range v.Attachments {
+			if attached[node] == nil {
+				attached[node] = new(int64(0))
+			}
+			*attached[node]++
 		}
 	}
-	return n
+	for _, e := range s.Ephemeral.All() {
+		inlineClaim(e, add)
+	}
+	s.paths, s.attached = tableOf(paths), tableOf(attached)
+}
+
+// updateIndexes brings the indexes of next, an update of prev, up to date
+// with the records it changed.
+func updateIndexes(prev, next *state) {
+	next.claimed += claimedChange(prev, next)
+	for id := range next.Volumes.changed {
+		if v := prev.Volumes.Get(id); v != nil {
+			volumeClaims(v, next.unclaim)
+			next.countAttachments(v, -1)
+		}
+		if v := next.Volumes.Get(id); v != nil {
+			volumeClaims(v, next.claim)
+			next.countAttachments(v, 1)
+		}
+	}
+	for id := range next.Ephemeral.changed {
+		if e := prev.Ephemeral.Get(id); e != nil {
+			inlineClaim(e, next.unclaim)
+		}
+		if e := next.Ephemeral.Get(id); e != nil {
+			inlineClaim(e, next.claim)
+		}
+	}
+}
+
+func (s *state) claim(real string, c pathClaim) {
+	var claims []pathClaim
+	if old := s.paths.Get(real); old != nil {
+		claims = slices.Clone(old.claims)
+	}
+	s.paths.Put(real, &pathClaims{append(claims, c)})
+}
+
+func (s *state) unclaim(real string, c pathClaim) {
+	old := s.paths.Get(real)
+	if old == nil {
+		return
+	}
+	claims := slices.DeleteFunc(slices.Clone(old.claims), func(o pathClaim) bool { return o == c })
+	if len(claims) == 0 {
+		s.paths.Delete(real)
+		return
+	}
+	s.paths.Put(real, &pathClaims{claims})
+}
+
+func (s *state) countAttachments(v *volume, by int64) {
+	for node := range v.Attachments {
+		n := s.attachedTo(node) + by
+		if n == 0 {
+			s.attached.Delete(node)
+		} else {
+			s.attached.Put(node, &n)
+		}
+	}
 }
 
 // put records *v under key in the state map *m, making the map on first

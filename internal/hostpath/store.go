@@ -182,7 +182,7 @@ func (s *store) updateLocked(fn func(*state) error) error {
 	if err := s.persist(next); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	next.claimed += claimedChange(s.cur, next)
+	updateIndexes(s.cur, next)
 	next.settle()
 	s.cur = next
 	return nil

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,9 @@ import (
 
 // The store as a whole: a model of the records is kept beside it through
 // random updates of one or several records, with compactions on the way,
-// and every reload (a restart) finds exactly the model; the bytes claimed,
-// kept through the updates, stay the sum over the records.
+// and every reload (a restart) finds exactly the model; the indexes kept
+// through the updates (bytes claimed, paths, attachments per node) stay
+// what the records make.
 func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -34,10 +37,22 @@ func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 					continue
 				}
 				name := fmt.Sprintf("n%d", i)
-				if v := st.editVolume(id); v != nil {
-					v.Name, v.CapacityBytes = name, int64(rng.IntN(100))
-				} else {
-					st.Volumes.Put(id, &volume{ID: id, Name: name, CapacityBytes: int64(rng.IntN(100))})
+				v := st.editVolume(id)
+				if v == nil {
+					v = &volume{ID: id}
+					st.Volumes.Put(id, v)
+				}
+				v.Name, v.CapacityBytes = name, int64(rng.IntN(100))
+				node, path := fmt.Sprintf("node-%d", rng.IntN(3)), fmt.Sprintf("/p/%d", rng.IntN(20))
+				switch rng.IntN(4) {
+				case 0:
+					put(&v.Stagings, node, &staging{Path: path})
+				case 1:
+					put(&v.Publications, path, &publication{Node: node})
+				case 2:
+					put(&v.Attachments, node, &attachment{})
+				default:
+					v.Stagings, v.Publications, v.Attachments = nil, nil, nil
 				}
 				model[id] = name
 			}
@@ -52,6 +67,7 @@ func TestStoreReloadsWhatItAcknowledged(t *testing.T) {
 		if st := s.current(); st.claimed != st.claimedBytes() {
 			t.Fatalf("after update %d, claimed = %d, want the sum of the records, %d", i, st.claimed, st.claimedBytes())
 		}
+		wantIndexesOfTheRecords(t, s.current())
 		if i%50 == 49 {
 			s.close()
 			s = openTestStore(t, dir)
@@ -358,4 +374,37 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// wantIndexesOfTheRecords checks the indexes an update kept against those
+// built anew from every record.
+func wantIndexesOfTheRecords(t *testing.T, st *state) {
+	t.Helper()
+	fresh := *st
+	fresh.buildIndexes()
+	if st.claimed != fresh.claimed {
+		t.Fatalf("claimed = %d, want the sum of the records, %d", st.claimed, fresh.claimed)
+	}
+	flat := func(tab *table[pathClaims]) map[string][]pathClaim {
+		m := map[string][]pathClaim{}
+		for real, c := range tab.All() {
+			m[real] = slices.SortedFunc(slices.Values(c.claims), func(a, b pathClaim) int {
+				return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+			})
+		}
+		return m
+	}
+	if got, want := flat(&st.paths), flat(&fresh.paths); !reflect.DeepEqual(got, want) {
+		t.Fatalf("paths index = %v, want %v", got, want)
+	}
+	counts := func(tab *table[int64]) map[string]int64 {
+		m := map[string]int64{}
+		for node, n := range tab.All() {
+			m[node] = *n
+		}
+		return m
+	}
+	if got, want := counts(&st.attached), counts(&fresh.attached); !maps.Equal(got, want) {
+		t.Fatalf("attachments per node = %v, want %v", got, want)
+	}
 }
