@@ -104,7 +104,9 @@
 //     state file is missing while volumes are on disk, or when a journal
 //     is there without its state file, and moves data the state does not
 //     record (a creation that died half way) under DataDir/unrecorded
-//     (recovery.go).
+//     (recovery.go). In memory each kind of record is a table (table.go),
+//     a persistent map: an update copies only what it changes, and readers
+//     never lock.
 //
 // Names and IDs. Every name and ID in a request (volume and snapshot names,
 // volume, snapshot and node IDs) is checked in one place, validate.go: it must
