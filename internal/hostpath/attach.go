@@ -35,7 +35,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[volID]
+	vol := s.d.store.current().Volumes.Get(volID)
 	switch {
 	case vol == nil:
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", volID)
@@ -71,7 +71,7 @@ func (d *Driver) attach(volID, node string, a attachment) error {
 		if limit > 0 && st.attachedTo(node) >= limit {
 			return fmt.Errorf("%w: node %s has %d volumes attached", errAttachLimit, node, limit)
 		}
-		put(&st.Volumes[volID].Attachments, node, &a)
+		put(&st.editVolume(volID).Attachments, node, &a)
 		return nil
 	})
 	switch {
@@ -103,7 +103,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[volID]
+	vol := s.d.store.current().Volumes.Get(volID)
 	if vol == nil || len(vol.Attachments) == 0 {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
@@ -111,7 +111,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
 	err = s.d.store.update(func(st *state) error {
-		v := st.Volumes[volID]
+		v := st.editVolume(volID)
 		if node == "" {
 			v.Attachments = nil
 		} else {
@@ -184,7 +184,7 @@ func (d *Driver) expand(vol *volume, size int64, r *csi.CapacityRange) error {
 		return dataError("expand volume "+vol.ID, err)
 	}
 	err = d.store.commit(vol.ID, func(st *state) error {
-		st.Volumes[vol.ID].CapacityBytes = size
+		st.editVolume(vol.ID).CapacityBytes = size
 		return nil
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		return nil, err
 	}
 	defer unlock()
-	if existing := s.d.store.current().Volumes[want.ID]; existing != nil {
+	if existing := s.d.store.current().Volumes.Get(want.ID); existing != nil {
 		if conflict := volumeConflict(existing, want, req.GetCapacityRange()); conflict != "" {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists but %s", want.Name, conflict)
 		}
@@ -159,7 +159,7 @@ func (d *Driver) createVolume(ctx context.Context, want *volume, limit int64) (*
 	}
 	want.CreatedAt = time.Now().UTC()
 	err = d.store.commit(want.ID, func(st *state) error {
-		st.Volumes[want.ID] = want
+		st.Volumes.Put(want.ID, want)
 		return nil
 	})
 	if err != nil {
@@ -206,14 +206,14 @@ func (d *Driver) sourceData(want *volume, limit int64) (string, error) {
 	)
 	switch {
 	case want.Source.SnapshotID != "":
-		snap := st.Snapshots[want.Source.SnapshotID]
+		snap := st.Snapshots.Get(want.Source.SnapshotID)
 		if snap == nil {
 			return "", status.Errorf(codes.NotFound, "source snapshot %q does not exist", want.Source.SnapshotID)
 		}
 		size, t = snap.SizeBytes, snap.AccessType
 		path, err = d.disk.snapshotPath(snap.ID, t)
 	case want.Source.VolumeID != "":
-		src := st.Volumes[want.Source.VolumeID]
+		src := st.Volumes.Get(want.Source.VolumeID)
 		if src == nil {
 			return "", status.Errorf(codes.NotFound, "source volume %q does not exist", want.Source.VolumeID)
 		}
@@ -248,7 +248,7 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 		return nil, err
 	}
 	defer unlock()
-	vol := s.d.store.current().Volumes[id]
+	vol := s.d.store.current().Volumes.Get(id)
 	if vol == nil {
 		return &csi.DeleteVolumeResponse{}, nil
 	}
@@ -264,7 +264,7 @@ func (s *controllerServer) DeleteVolume(ctx context.Context, req *csi.DeleteVolu
 		return nil, status.Errorf(codes.Internal, "delete volume %s: %v", id, err)
 	}
 	err = s.d.store.update(func(st *state) error {
-		delete(st.Volumes, id)
+		st.Volumes.Delete(id)
 		return nil
 	})
 	if err != nil {
@@ -288,7 +288,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		}
 		types = append(types, t)
 	}
-	vol := s.d.store.current().Volumes[req.GetVolumeId()]
+	vol := s.d.store.current().Volumes.Get(req.GetVolumeId())
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
 	}

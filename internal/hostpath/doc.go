@@ -85,19 +85,28 @@
 //     resolves where it was mounted (nodepath.go).
 //   - Mounter: the seam to the kernel (bind mounts, loop devices). The real one
 //     uses k8s.io/mount-utils and losetup; FakeMounter records instead.
-//   - State file: DataDir/state.json, holding volumes, snapshots, attachments,
-//     stagings, publications and, for network volumes, the size each node
-//     has grown a volume to, and group snapshots (version 4; a version 3 or
-//     2 file reads as is, a
-//     version 1 file, from before stagings were kept per node, is read and
-//     migrated). It is rewritten atomically (temp file, fsync,
-//     rename, fsync of the directory) after every change, so a killed driver
-//     restarts with everything it had acknowledged; the temp files of writes
-//     a crash cut short are removed at start. It is the only record of
+//   - State: DataDir/state.json, a snapshot of the volumes, snapshots,
+//     attachments, stagings, publications and, for network volumes, the
+//     size each node has grown a volume to, group snapshots and inline
+//     volumes, continued by DataDir/state.journal, one checksummed, fsynced
+//     entry of the changed records per change, so a change costs what it
+//     changes, not the size of the state (version 6; a version 5 to 2 file
+//     reads as is and is replaced by a version 6 snapshot at the first
+//     write, a version 1 file, from before stagings were kept per node, is
+//     read and migrated). The journal is compacted into a new snapshot
+//     (written atomically: temp file, fsync, rename, fsync of the
+//     directory) when it outgrows the snapshot (store.go). A killed driver
+//     restarts with everything it had acknowledged: a torn last entry of
+//     the journal is dropped, and the temp files of writes a crash cut
+//     short are removed at start. The two files are the only record of
 //     what the data on disk is, so the driver never deletes data it has no
-//     record of: it refuses to start when the file is damaged, or missing
-//     while volumes are on disk, and moves data the file does not record
-//     (a creation that died half way) under DataDir/unrecorded (recovery.go).
+//     record of: it refuses to start when either is damaged, when the
+//     state file is missing while volumes are on disk, or when a journal
+//     is there without its state file, and moves data the state does not
+//     record (a creation that died half way) under DataDir/unrecorded
+//     (recovery.go). In memory each kind of record is a table (table.go),
+//     a persistent map: an update copies only what it changes, and readers
+//     never lock.
 //
 // Names and IDs. Every name and ID in a request (volume and snapshot names,
 // volume, snapshot and node IDs) is checked in one place, validate.go: it must

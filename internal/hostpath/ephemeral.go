@@ -137,10 +137,10 @@ func (s *nodeServer) publishEphemeral(ctx context.Context, req *csi.NodePublishV
 // whether it is recorded already (a repeated publish).
 func (d *Driver) checkEphemeral(want ephemeralVolume) (recorded bool, err error) {
 	st := d.store.current()
-	if st.Volumes[want.ID] != nil {
+	if st.Volumes.Get(want.ID) != nil {
 		return false, status.Errorf(codes.AlreadyExists, "volume %s is a persistent volume, not an inline one", want.ID)
 	}
-	if e := st.Ephemeral[want.ID]; e != nil {
+	if e := st.Ephemeral.Get(want.ID); e != nil {
 		switch {
 		case e.Node != want.Node || e.Target != want.Target:
 			return false, status.Errorf(codes.FailedPrecondition, "inline volume %s is published at %s already", want.ID, e.Target)
@@ -168,7 +168,7 @@ func (d *Driver) recordEphemeral(want ephemeralVolume) error {
 	defer d.store.release(key)
 	want.CreatedAt = time.Now().UTC()
 	err := d.store.commit(key, func(st *state) error {
-		st.Ephemeral[want.ID] = &want
+		st.Ephemeral.Put(want.ID, &want)
 		return nil
 	})
 	if err != nil {
@@ -217,7 +217,7 @@ func (s *nodeServer) unpublishEphemeral(e *ephemeralVolume, target string) (*csi
 		return nil, status.Errorf(codes.Internal, "delete inline volume %s: %v", e.ID, err)
 	}
 	err = s.d.store.update(func(st *state) error {
-		delete(st.Ephemeral, e.ID)
+		st.Ephemeral.Delete(e.ID)
 		return nil
 	})
 	if err != nil {

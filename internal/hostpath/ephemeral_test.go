@@ -104,7 +104,7 @@ func TestInlineVolumeAttributesAreTheUsersAndChecked(t *testing.T) {
 	if _, ok := f.mounter.Mounts()[target]; ok {
 		t.Fatal("a refused inline publish mounted something")
 	}
-	if vol := f.r.d(t).store.current().Volumes[f.vol.VolumeId]; len(vol.Publications) != 0 {
+	if vol := f.r.d(t).store.current().Volumes.Get(f.vol.VolumeId); len(vol.Publications) != 0 {
 		t.Fatalf("the persistent volume gained publications %v", vol.Publications)
 	}
 	big := inlineReq(inlineID, target, map[string]string{SizeAttribute: "2Ti"})
@@ -112,7 +112,7 @@ func TestInlineVolumeAttributesAreTheUsersAndChecked(t *testing.T) {
 	block := inlineReq(inlineID, target, nil)
 	block.VolumeCapability = blockCap()
 	wantCode(t, errOf(f.r.node.NodePublishVolume(ctx, block)), codes.InvalidArgument)
-	if n := len(f.r.d(t).store.current().Ephemeral); n != 0 {
+	if n := f.r.d(t).store.current().Ephemeral.Len(); n != 0 {
 		t.Fatalf("%d inline volumes recorded after refused publishes", n)
 	}
 }
@@ -156,7 +156,7 @@ func TestInlineVolumeLeftByAFailedPublishIsDeletedByUnpublish(t *testing.T) {
 	r.stop(t)
 
 	r = startDriver(t, cfg)
-	if n := len(r.d(t).store.current().Ephemeral); n != 1 {
+	if n := r.d(t).store.current().Ephemeral.Len(); n != 1 {
 		t.Fatalf("%d inline volumes recorded after the restart, want 1", n)
 	}
 	unpub := &csi.NodeUnpublishVolumeRequest{VolumeId: inlineID, TargetPath: target}
@@ -164,7 +164,7 @@ func TestInlineVolumeLeftByAFailedPublishIsDeletedByUnpublish(t *testing.T) {
 	if _, err := os.Lstat(data); !os.IsNotExist(err) {
 		t.Errorf("data left after unpublish (%v)", err)
 	}
-	if n := len(r.d(t).store.current().Ephemeral); n != 0 {
+	if n := r.d(t).store.current().Ephemeral.Len(); n != 0 {
 		t.Errorf("%d inline volumes recorded after unpublish", n)
 	}
 }

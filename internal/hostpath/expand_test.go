@@ -44,7 +44,7 @@ func TestGrowingBeyondTheWholeCapacityIsOutOfRange(t *testing.T) {
 	_, err = r.controller.CreateVolume(ctx, huge)
 	wantCode(t, err, codes.ResourceExhausted)
 
-	if got := r.state(t).Volumes[vol.VolumeId].CapacityBytes; got != 2<<30 {
+	if got := r.state(t).Volumes.Get(vol.VolumeId).CapacityBytes; got != 2<<30 {
 		t.Errorf("volume has %d bytes after refused expansions, want the 2 GiB it had", got)
 	}
 }
@@ -121,7 +121,7 @@ func TestNetworkVolumesAreGrownOnEachNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int64{"node-1": 2 << 30, "node-2": 1 << 30}
-	if got := r.state(t).Volumes[id].NodeSizes; len(got) != 2 || got["node-1"] != want["node-1"] || got["node-2"] != want["node-2"] {
+	if got := r.state(t).Volumes.Get(id).NodeSizes; len(got) != 2 || got["node-1"] != want["node-1"] || got["node-2"] != want["node-2"] {
 		t.Errorf("node sizes in the state = %v, want %v", got, want)
 	}
 	must[*csi.NodeExpandVolumeResponse](t)(nodeExpand(r, "node-2", id, staging("node-2")))

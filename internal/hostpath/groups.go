@@ -65,7 +65,7 @@ func (s *groupControllerServer) CreateVolumeGroupSnapshot(ctx context.Context, r
 	}
 	defer unlock()
 	st := s.d.store.current()
-	if g := st.GroupSnapshots[id]; g != nil {
+	if g := st.GroupSnapshots.Get(id); g != nil {
 		if !slices.Equal(g.SourceVolumeIDs, sources) {
 			return nil, status.Errorf(codes.AlreadyExists, "group snapshot %q exists but was taken of volumes %v", name, g.SourceVolumeIDs)
 		}
@@ -73,10 +73,10 @@ func (s *groupControllerServer) CreateVolumeGroupSnapshot(ctx context.Context, r
 	}
 	vols := make([]*volume, len(sources))
 	for i, v := range sources {
-		if vols[i] = st.Volumes[v]; vols[i] == nil {
+		if vols[i] = st.Volumes.Get(v); vols[i] == nil {
 			return nil, status.Errorf(codes.NotFound, "source volume %q does not exist", v)
 		}
-		if st.Snapshots[members[i]] != nil {
+		if st.Snapshots.Get(members[i]) != nil {
 			return nil, status.Errorf(codes.Internal, "snapshot %s of group snapshot %q is recorded without its group", members[i], name)
 		}
 	}
@@ -151,14 +151,14 @@ func (d *Driver) takeGroupSnapshot(ctx context.Context, id, name string, vols []
 	g := &groupSnapshot{ID: id, Name: name, CreatedAt: now}
 	err := d.store.commit(id, func(st *state) error {
 		for i, vol := range vols {
-			st.Snapshots[members[i]] = &snapshot{
+			st.Snapshots.Put(members[i], &snapshot{
 				ID: members[i], Name: name + "/" + vol.ID, SourceVolumeID: vol.ID, SizeBytes: vol.CapacityBytes,
 				AccessType: vol.AccessType, CreatedAt: now, GroupSnapshotID: id,
-			}
+			})
 			g.SourceVolumeIDs = append(g.SourceVolumeIDs, vol.ID)
 			g.SnapshotIDs = append(g.SnapshotIDs, members[i])
 		}
-		st.GroupSnapshots[id] = g
+		st.GroupSnapshots.Put(id, g)
 		return nil
 	})
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *groupControllerServer) DeleteVolumeGroupSnapshot(ctx context.Context, r
 	// As DeleteSnapshot: if removing the data fails, the group stays
 	// recorded whole and the CO retries.
 	err = s.d.deleteSnapshots("group snapshot "+id, g.SnapshotIDs, func(st *state) {
-		delete(st.GroupSnapshots, id)
+		st.GroupSnapshots.Delete(id)
 	})
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (s *groupControllerServer) GetVolumeGroupSnapshot(ctx context.Context, req 
 		return nil, err
 	}
 	st := s.d.store.current()
-	g := st.GroupSnapshots[id]
+	g := st.GroupSnapshots.Get(id)
 	if g == nil {
 		return nil, status.Errorf(codes.NotFound, "group snapshot %q does not exist", id)
 	}
@@ -252,7 +252,7 @@ func (d *Driver) lockedGroup(ctx context.Context, id string) (*groupSnapshot, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	g := d.store.current().GroupSnapshots[id]
+	g := d.store.current().GroupSnapshots.Get(id)
 	unlock()
 	if g == nil {
 		return nil, func() {}, nil
@@ -260,7 +260,7 @@ func (d *Driver) lockedGroup(ctx context.Context, id string) (*groupSnapshot, fu
 	if unlock, err = d.lock(ctx, append([]string{id}, g.SnapshotIDs...)...); err != nil {
 		return nil, nil, err
 	}
-	if g = d.store.current().GroupSnapshots[id]; g == nil {
+	if g = d.store.current().GroupSnapshots.Get(id); g == nil {
 		return nil, unlock, nil
 	}
 	return g, unlock, nil
@@ -273,7 +273,7 @@ func csiGroupSnapshot(st *state, g *groupSnapshot) *csi.VolumeGroupSnapshot {
 		ReadyToUse:      true,
 	}
 	for _, m := range g.SnapshotIDs {
-		if snap := st.Snapshots[m]; snap != nil {
+		if snap := st.Snapshots.Get(m); snap != nil {
 			out.Snapshots = append(out.Snapshots, csiSnapshot(snap))
 		}
 	}

@@ -44,7 +44,7 @@ func TestCrashDuringGroupSnapshotRecordsNoHalfGroup(t *testing.T) {
 	_, err := r.group.GetVolumeGroupSnapshot(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: taken.GroupSnapshotId})
 	wantCode(t, err, codes.NotFound)
 	st, _, err := readState(filepath.Join(image, "state.json"))
-	if err != nil || len(st.GroupSnapshots) != 0 || len(st.Snapshots) != 0 {
+	if err != nil || st.GroupSnapshots.Len() != 0 || st.Snapshots.Len() != 0 {
 		t.Fatalf("state after the crash: %v, %v; want no group and no snapshot", st, err)
 	}
 	aside, err := filepath.Glob(filepath.Join(image, "unrecorded", "*", "snapshots", snapshotIDPrefix+"*"))

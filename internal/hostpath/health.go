@@ -82,7 +82,7 @@ func (s *controllerServer) ControllerGetVolumeHealth(_ context.Context, req *csi
 	if err := checkName("volume ID", req.GetVolumeId()); err != nil {
 		return nil, err
 	}
-	v := s.d.store.current().Volumes[req.GetVolumeId()]
+	v := s.d.store.current().Volumes.Get(req.GetVolumeId())
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
 	}
@@ -100,7 +100,7 @@ func (s *controllerServer) ControllerListVolumeHealth(_ context.Context, req *cs
 	}
 	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
 	for _, id := range ids {
-		if conds := s.d.volumeHealth(st.Volumes[id]); len(conds) > 0 {
+		if conds := s.d.volumeHealth(st.Volumes.Get(id)); len(conds) > 0 {
 			resp.Entries = append(resp.Entries, csiHealth(id, conds))
 		}
 	}
@@ -117,7 +117,7 @@ func (s *nodeServer) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolu
 	if err := checkName("volume ID", id); err != nil {
 		return nil, err
 	}
-	vol := s.d.store.current().Volumes[id]
+	vol := s.d.store.current().Volumes.Get(id)
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}

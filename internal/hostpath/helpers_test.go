@@ -18,7 +18,7 @@ const testNode = "node-1"
 
 // shortTempDir is a temporary directory with a short path: a unix socket
 // path must fit in 107 bytes, which t.TempDir does not promise.
-func shortTempDir(t *testing.T) string {
+func shortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hp")
 	if err != nil {
@@ -77,7 +77,7 @@ func (r *runningDriver) d(t *testing.T) *Driver {
 	return r.driver
 }
 
-func startDriver(t *testing.T, cfg Config) *runningDriver {
+func startDriver(t testing.TB, cfg Config) *runningDriver {
 	t.Helper()
 	d, err := New(cfg)
 	if err != nil {
@@ -109,7 +109,7 @@ func startDriver(t *testing.T, cfg Config) *runningDriver {
 	return r
 }
 
-func (r *runningDriver) dial(t *testing.T, endpoint string) *grpc.ClientConn {
+func (r *runningDriver) dial(t testing.TB, endpoint string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -119,7 +119,7 @@ func (r *runningDriver) dial(t *testing.T, endpoint string) *grpc.ClientConn {
 	return conn
 }
 
-func waitForSocket(t *testing.T, path string, done chan error) {
+func waitForSocket(t testing.TB, path string, done chan error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -137,7 +137,7 @@ func waitForSocket(t *testing.T, path string, done chan error) {
 }
 
 // stop cancels Run and checks that it returned cleanly; stopping twice is fine.
-func (r *runningDriver) stop(t *testing.T) {
+func (r *runningDriver) stop(t testing.TB) {
 	t.Helper()
 	if r.conns == nil {
 		return

@@ -31,7 +31,8 @@ const (
 
 // layout knows where things live under DataDir:
 //
-//	state.json               the state
+//	state.json               the state: a snapshot (store.go)
+//	state.journal            the changes since the snapshot
 //	lock                     flock'ed by the running driver
 //	volumes/vol-<hex>        a mount volume (directory)
 //	volumes/vol-<hex>.img    a block volume (sparse file)

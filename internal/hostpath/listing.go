@@ -38,7 +38,7 @@ func (d *Driver) volumePage(maxEntries int32, token string) (st *state, ids []st
 		return nil, nil, "", err
 	}
 	st = d.store.current()
-	ids, next = page(slices.Collect(maps.Keys(st.Volumes)), token, maxEntries)
+	ids, next = page(st.Volumes.Keys(), token, maxEntries)
 	return st, ids, next, nil
 }
 
@@ -49,7 +49,7 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 	}
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range ids {
-		v := st.Volumes[id]
+		v := st.Volumes.Get(id)
 		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{
 			Volume: s.d.csiVolume(v),
 			Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: s.d.publishedNodes(v)},
@@ -62,7 +62,7 @@ func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.Contr
 	if err := checkName("volume ID", req.GetVolumeId()); err != nil {
 		return nil, err
 	}
-	v := s.d.store.current().Volumes[req.GetVolumeId()]
+	v := s.d.store.current().Volumes.Get(req.GetVolumeId())
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", req.GetVolumeId())
 	}

@@ -27,7 +27,7 @@ func (d *Driver) lockedVolume(ctx context.Context, id string) (*volume, func(), 
 	if err != nil {
 		return nil, nil, err
 	}
-	vol := d.store.current().Volumes[id]
+	vol := d.store.current().Volumes.Get(id)
 	if vol == nil {
 		unlock()
 		return nil, nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)

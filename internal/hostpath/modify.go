@@ -99,7 +99,7 @@ func (s *controllerServer) ControllerModifyVolume(ctx context.Context, req *csi.
 		return &csi.ControllerModifyVolumeResponse{}, nil
 	}
 	err = s.d.store.update(func(st *state) error {
-		st.Volumes[id].MutableParameters = next
+		st.editVolume(id).MutableParameters = next
 		return nil
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func (d *Driver) recreateMutable(vol *volume, params map[string]string) error {
 		return nil
 	}
 	err := d.store.update(func(st *state) error {
-		st.Volumes[vol.ID].MutableParameters = maps.Clone(params)
+		st.editVolume(vol.ID).MutableParameters = maps.Clone(params)
 		return nil
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func (d *Driver) recreateMutable(vol *volume, params map[string]string) error {
 // made of it, for whoever checks that one happened (CSI has no call that
 // returns them).
 func (d *Driver) MutableParameters(volumeID string) (map[string]string, bool) {
-	vol := d.store.current().Volumes[volumeID]
+	vol := d.store.current().Volumes.Get(volumeID)
 	if vol == nil {
 		return nil, false
 	}

@@ -123,7 +123,7 @@ func wantParams(t *testing.T, cfg Config, id string, want map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vol := st.Volumes[id]
+	vol := st.Volumes.Get(id)
 	if vol == nil {
 		t.Fatalf("volume %s is not in the state file", id)
 	}

@@ -112,7 +112,7 @@ func TestMultiNodeVolumeIsStagedOnTwoNodesAndRecordedPerNode(t *testing.T) {
 			t.Fatalf("stage on %s: %v", node, err)
 		}
 	}
-	st := r.state(t).Volumes[id].Stagings
+	st := r.state(t).Volumes.Get(id).Stagings
 	if len(st) != 2 || st["node-1"].Path != filepath.Join(dir, "node-1-staging") || st["node-2"].Path != filepath.Join(dir, "node-2-staging") {
 		t.Fatalf("stagings %v, want one per node at its own path", st)
 	}
@@ -125,7 +125,7 @@ func TestMultiNodeVolumeIsStagedOnTwoNodesAndRecordedPerNode(t *testing.T) {
 		VolumeId: id, StagingTargetPath: filepath.Join(dir, "node-1-staging")}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.state(t).Volumes[id].Stagings; len(st) != 1 || st["node-2"].Path == "" {
+	if st := r.state(t).Volumes.Get(id).Stagings; len(st) != 1 || st["node-2"].Path == "" {
 		t.Errorf("stagings after unstaging on node-1: %v, want node-2's only", st)
 	}
 }
@@ -157,8 +157,8 @@ func TestPublicationsOfAnotherNodeAreNotUndone(t *testing.T) {
 	if _, err := r.nodes["node-2"].NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
 		t.Fatal(err)
 	}
-	if p := r.state(t).Volumes[id].Publications[target]; p.Node != "node-1" {
-		t.Errorf("node-2 unpublished node-1's publication: %v", r.state(t).Volumes[id].Publications)
+	if p := r.state(t).Volumes.Get(id).Publications[target]; p.Node != "node-1" {
+		t.Errorf("node-2 unpublished node-1's publication: %v", r.state(t).Volumes.Get(id).Publications)
 	}
 }
 
@@ -178,7 +178,7 @@ func TestNetworkRestartKeepsPerNodeRecords(t *testing.T) {
 	r.stop(t)
 
 	r = startDriver(t, cfg)
-	v := r.state(t).Volumes[id]
+	v := r.state(t).Volumes.Get(id)
 	if len(v.Stagings) != 2 || len(v.Attachments) != 2 {
 		t.Fatalf("after a restart: stagings %v, attachments %v; want both nodes' records", v.Stagings, v.Attachments)
 	}
@@ -222,7 +222,7 @@ func TestVersion1StateLoadsWithItsStagingOnTheVolumesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := r.state(t)
-	if v := st.Volumes[id]; st.Version != stateVersion || len(v.Stagings) != 0 || v.LegacyStaging != nil || len(v.Publications) != 0 {
+	if v := st.Volumes.Get(id); st.Version != stateVersion || len(v.Stagings) != 0 || v.LegacyStaging != nil || len(v.Publications) != 0 {
 		t.Errorf("state after unpublishing and unstaging: version %d, %+v; want both undone", st.Version, v)
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {

@@ -94,7 +94,7 @@ func (d *Driver) checkStaging(vol *volume, node string, path nodePath) (recorded
 // the size the node meets it at (volume.NodeSizes).
 func (d *Driver) setStaging(id, node string, s *staging) error {
 	err := d.store.update(func(st *state) error {
-		v := st.Volumes[id]
+		v := st.editVolume(id)
 		put(&v.Stagings, node, s)
 		if _, known := v.NodeSizes[node]; s != nil && d.cfg.Network && !known {
 			put(&v.NodeSizes, node, &v.CapacityBytes)
@@ -109,7 +109,7 @@ func (d *Driver) setStaging(id, node string, s *staging) error {
 
 // nodeVolume finds a volume for a node call asking for access type t.
 func (d *Driver) nodeVolume(id string, t accessType) (*volume, error) {
-	vol := d.store.current().Volumes[id]
+	vol := d.store.current().Volumes.Get(id)
 	switch {
 	case vol == nil:
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)

@@ -48,7 +48,7 @@ func (d *Driver) servedVolume(id, node, path string) (*volume, nodePath, error) 
 	if path == "" {
 		return nil, nodePath{}, status.Error(codes.InvalidArgument, "volume path is required")
 	}
-	vol := d.store.current().Volumes[id]
+	vol := d.store.current().Volumes.Get(id)
 	if vol == nil {
 		return nil, nodePath{}, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
@@ -180,7 +180,7 @@ func (d *Driver) recordNodeExpansion(vol *volume, node string) error {
 		return nil
 	}
 	err := d.store.update(func(st *state) error {
-		put(&st.Volumes[vol.ID].NodeSizes, node, &vol.CapacityBytes)
+		put(&st.editVolume(vol.ID).NodeSizes, node, &vol.CapacityBytes)
 		return nil
 	})
 	if err != nil {

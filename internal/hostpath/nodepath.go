@@ -107,21 +107,21 @@ type claimRef struct {
 // otherClaim says which record other than self has the real path, or "".
 // Two records sharing a path would make undoing one undo the other.
 func otherClaim(st *state, real string, self claimRef) string {
-	for _, v := range st.Volumes {
-		for node, s := range v.Stagings {
-			if s.realPath() == real && self != (claimRef{volumeID: v.ID, node: node}) {
-				return fmt.Sprintf("volume %s is staged there", v.ID)
-			}
-		}
-		for target, p := range v.Publications {
-			if p.realPath(target) == real && self != (claimRef{volumeID: v.ID, target: target}) {
-				return fmt.Sprintf("volume %s is published there", v.ID)
-			}
-		}
+	claims := st.paths.Get(real)
+	if claims == nil {
+		return ""
 	}
-	for _, e := range st.Ephemeral {
-		if e.RealPath == real && self != (claimRef{volumeID: e.ID, target: e.Target}) {
-			return fmt.Sprintf("inline volume %s is published there", e.ID)
+	for _, c := range claims.claims {
+		if c.ref == self {
+			continue
+		}
+		switch c.kind {
+		case claimStaging:
+			return fmt.Sprintf("volume %s is staged there", c.ref.volumeID)
+		case claimPublication:
+			return fmt.Sprintf("volume %s is published there", c.ref.volumeID)
+		default:
+			return fmt.Sprintf("inline volume %s is published there", c.ref.volumeID)
 		}
 	}
 	return ""

@@ -201,7 +201,7 @@ func TestPublishOntoASymlinkIsRefused(t *testing.T) {
 	if _, mounted := f.mounter.Mounts()[outside]; mounted {
 		t.Error("the directory behind the symlink was mounted")
 	}
-	if vol := f.r.state(t).Volumes[f.vol.VolumeId]; len(vol.Publications) != 0 {
+	if vol := f.r.state(t).Volumes.Get(f.vol.VolumeId); len(vol.Publications) != 0 {
 		t.Errorf("publications recorded: %v, want none", vol.Publications)
 	}
 }
@@ -294,7 +294,7 @@ func (m *recordCheckingMounter) BindMount(source, target string, readOnly bool, 
 }
 
 func recordsMountAt(st *state, real string) bool {
-	for _, v := range st.Volumes {
+	for _, v := range st.Volumes.All() {
 		for _, s := range v.Stagings {
 			if s.realPath() == real {
 				return true
@@ -339,7 +339,7 @@ func TestMountsAreRecordedBeforeTheyAreMade(t *testing.T) {
 	if _, err := r.node.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: vol.VolumeId, StagingTargetPath: staging}); err != nil {
 		t.Fatal(err)
 	}
-	if v := r.state(t).Volumes[vol.VolumeId]; len(v.Stagings) != 0 || len(v.Publications) != 0 {
+	if v := r.state(t).Volumes.Get(vol.VolumeId); len(v.Stagings) != 0 || len(v.Publications) != 0 {
 		t.Errorf("state after unpublishing and unstaging: stagings %v, publications %v; want neither", v.Stagings, v.Publications)
 	}
 }

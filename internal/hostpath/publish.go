@@ -105,7 +105,7 @@ func (d *Driver) checkPublication(vol *volume, stagingPath, target nodePath, wan
 // id at target.
 func (d *Driver) setPublication(id, target string, p *publication) error {
 	err := d.store.update(func(st *state) error {
-		put(&st.Volumes[id].Publications, target, p)
+		put(&st.editVolume(id).Publications, target, p)
 		return nil
 	})
 	if err != nil {
@@ -158,10 +158,10 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, err
 	}
 	defer unlock()
-	if e := s.d.store.current().Ephemeral[id]; e != nil {
+	if e := s.d.store.current().Ephemeral.Get(id); e != nil {
 		return s.unpublishEphemeral(e, target)
 	}
-	vol := s.d.store.current().Volumes[id]
+	vol := s.d.store.current().Volumes.Get(id)
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}

@@ -77,8 +77,8 @@ func lostStateProblem(stateFound bool, onDisk []dataEntry, dataDir string) strin
 func unrecorded(st *state, onDisk []dataEntry) []dataEntry {
 	var out []dataEntry
 	for _, e := range onDisk {
-		_, vol := st.Volumes[e.id()]
-		_, snap := st.Snapshots[e.id()]
+		vol := st.Volumes.Get(e.id()) != nil
+		snap := st.Snapshots.Get(e.id()) != nil
 		if !vol && !snap {
 			out = append(out, e)
 		}

@@ -106,8 +106,10 @@ func TestDamagedStateKeepsVolumeData(t *testing.T) {
 // damaged state file both ways people read it. Moving the state file alone
 // (what the driver once advised) leaves the data without a record: the
 // driver refuses to start and keeps it. Moving the state file with the
-// volumes and snapshots directories, as advised now, starts an empty driver
-// and the data is where it was moved.
+// volumes and snapshots directories but not the journal leaves a journal
+// without its state file, which the driver refuses too. Moving both files
+// with the directories, as advised now, starts an empty driver and the
+// data is where it was moved.
 func TestStateMovedAwayAsAdvisedKeepsVolumeData(t *testing.T) {
 	cfg, id := dataDirWithAVolume(t)
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, "state.json"), []byte("garbage"), 0o600); err != nil {
@@ -122,10 +124,14 @@ func TestStateMovedAwayAsAdvisedKeepsVolumeData(t *testing.T) {
 	moveFile(t, filepath.Join(cfg.DataDir, "state.json"), filepath.Join(away, "state.json"))
 	wantErrorSaying(t, startError(t, cfg), "no state file")
 	wantVolumeData(t, cfg.DataDir, id)
-
+	// The journal left behind continues the state moved away: starting
+	// anew would overwrite it.
 	for _, dir := range []string{"volumes", "snapshots"} {
 		moveFile(t, filepath.Join(cfg.DataDir, dir), filepath.Join(away, dir))
 	}
+	wantErrorSaying(t, startError(t, cfg), "state journal", "but no state file", "move the journal out")
+	moveFile(t, filepath.Join(cfg.DataDir, "state.journal"), filepath.Join(away, "state.journal"))
+
 	r := startDriver(t, cfg)
 	vols := must[*csi.ListVolumesResponse](t)(r.controller.ListVolumes(context.Background(), &csi.ListVolumesRequest{}))
 	if len(vols.Entries) != 0 {

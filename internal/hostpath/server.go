@@ -157,11 +157,19 @@ func (d *Driver) open() (release func(), aside movedAside, err error) {
 	if err != nil {
 		return nil, aside, err
 	}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
 	onDisk, err := d.disk.dataEntries()
 	if err != nil {
 		return nil, aside, err
 	}
 	if problem := lostStateProblem(found, onDisk, d.cfg.DataDir); problem != "" {
+		return nil, aside, errors.New(problem)
+	}
+	if problem := st.orphanJournalProblem(); problem != "" {
 		return nil, aside, errors.New(problem)
 	}
 	if problem := foreignProblem(st.current(), d.cfg); problem != "" {
@@ -178,7 +186,7 @@ func (d *Driver) open() (release func(), aside movedAside, err error) {
 		}
 	}
 	d.store = st
-	return unlock, aside, nil
+	return func() { st.close(); unlock() }, aside, nil
 }
 
 // lockDir takes an exclusive flock on path, so two drivers never share one

@@ -2,7 +2,6 @@ package hostpath
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"time"
 
@@ -29,13 +28,13 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	}
 	defer unlock()
 	st := s.d.store.current()
-	if snap := st.Snapshots[id]; snap != nil {
+	if snap := st.Snapshots.Get(id); snap != nil {
 		if snap.SourceVolumeID != srcID {
 			return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists but was taken of volume %s", name, snap.SourceVolumeID)
 		}
 		return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap)}, nil
 	}
-	vol := st.Volumes[srcID]
+	vol := st.Volumes.Get(srcID)
 	if vol == nil {
 		return nil, status.Errorf(codes.NotFound, "source volume %q does not exist", srcID)
 	}
@@ -74,7 +73,7 @@ func (d *Driver) takeSnapshot(ctx context.Context, id, name string, vol *volume)
 		AccessType: vol.AccessType, CreatedAt: time.Now().UTC(),
 	}
 	err = d.store.commit(id, func(st *state) error {
-		st.Snapshots[id] = snap
+		st.Snapshots.Put(id, snap)
 		return nil
 	})
 	if err != nil {
@@ -95,7 +94,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 		return nil, err
 	}
 	defer unlock()
-	snap := s.d.store.current().Snapshots[id]
+	snap := s.d.store.current().Snapshots.Get(id)
 	if snap == nil {
 		return &csi.DeleteSnapshotResponse{}, nil
 	}
@@ -121,7 +120,7 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 func (d *Driver) deleteSnapshots(what string, ids []string, forget func(*state)) error {
 	st := d.store.current()
 	for _, id := range ids {
-		snap := st.Snapshots[id]
+		snap := st.Snapshots.Get(id)
 		if snap == nil {
 			continue
 		}
@@ -135,7 +134,7 @@ func (d *Driver) deleteSnapshots(what string, ids []string, forget func(*state))
 	}
 	err := d.store.update(func(st *state) error {
 		for _, id := range ids {
-			delete(st.Snapshots, id)
+			st.Snapshots.Delete(id)
 		}
 		if forget != nil {
 			forget(st)
@@ -154,7 +153,7 @@ func (s *controllerServer) GetSnapshot(_ context.Context, req *csi.GetSnapshotRe
 	if err := checkName("snapshot ID", id); err != nil {
 		return nil, err
 	}
-	snap := s.d.store.current().Snapshots[id]
+	snap := s.d.store.current().Snapshots.Get(id)
 	if snap == nil {
 		return nil, status.Errorf(codes.NotFound, "snapshot %q does not exist", id)
 	}
@@ -175,12 +174,12 @@ func (s *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapsho
 		return nil, err
 	}
 	st := s.d.store.current()
-	all := slices.Collect(maps.Keys(st.Snapshots))
-	all = slices.DeleteFunc(all, func(id string) bool { return !match(st.Snapshots[id]) })
+	all := st.Snapshots.Keys()
+	all = slices.DeleteFunc(all, func(id string) bool { return !match(st.Snapshots.Get(id)) })
 	ids, next := page(all, req.GetStartingToken(), req.GetMaxEntries())
 	resp := &csi.ListSnapshotsResponse{NextToken: next}
 	for _, id := range ids {
-		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: csiSnapshot(st.Snapshots[id])})
+		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: csiSnapshot(st.Snapshots.Get(id))})
 	}
 	return resp, nil
 }

@@ -18,8 +18,11 @@ import (
 // driver would drop, letting a member be deleted alone; a version 3 file
 // reads as is (no groups). Version 5 adds inline ephemeral volumes
 // (Ephemeral), which an older driver would drop with their data left
-// behind; a version 4 file reads as is (none).
-const stateVersion = 5
+// behind; a version 4 file reads as is (none). Version 6 keeps the state
+// as a snapshot continued by a journal (store.go), whose changes an older
+// driver would not see; a version 5 file reads as is, and the first write
+// replaces it with a version 6 snapshot.
+const stateVersion = 6
 
 type accessType string
 
@@ -198,70 +201,105 @@ type groupSnapshot struct {
 	CreatedAt       time.Time `json:"createdAt"`
 }
 
-// state is the content of the state file.
+// state is the driver's whole record: what the state file's snapshot and
+// journal hold together (store.go).
 type state struct {
-	Version   int                  `json:"version"`
-	Volumes   map[string]*volume   `json:"volumes"`
-	Snapshots map[string]*snapshot `json:"snapshots"`
+	Version int `json:"version"`
+	// Journal names the journal that continues this state on disk: the
+	// journal file holds changes to it only while its header carries this
+	// name (store.go). "" in a state from before journals (version 5 and
+	// older).
+	Journal   string          `json:"journal,omitempty"`
+	Volumes   table[volume]   `json:"volumes"`
+	Snapshots table[snapshot] `json:"snapshots"`
 	// GroupSnapshots are keyed by group snapshot ID.
-	GroupSnapshots map[string]*groupSnapshot `json:"groupSnapshots,omitempty"`
+	GroupSnapshots table[groupSnapshot] `json:"groupSnapshots,omitzero"`
 	// Ephemeral are the inline ephemeral volumes (ephemeral.go), keyed by
 	// the volume ID the CO gave.
-	Ephemeral map[string]*ephemeralVolume `json:"ephemeralVolumes,omitempty"`
+	Ephemeral table[ephemeralVolume] `json:"ephemeralVolumes,omitzero"`
+	// claimed is claimedBytes, kept by the store through each update from
+	// the records it changed, so a reservation does not sum every record.
+	claimed int64
+	// paths and attached index the records by real path (otherClaim) and
+	// count attachments by node (attachedTo), kept like claimed, so a
+	// node call does not scan every volume.
+	paths    table[pathClaims]
+	attached table[int64]
 }
 
-// clone is a deep copy of the state, for update to change and swap in.
-// (A copy through JSON cost an encode and a decode of every volume per
-// change: most of the driver's CPU once it holds a thousand volumes.)
-// Every map of a volume holds plain values, so cloning the maps is deep.
-func (s *state) clone() *state {
-	out := &state{Version: s.Version,
-		Volumes: make(map[string]*volume, len(s.Volumes)), Snapshots: make(map[string]*snapshot, len(s.Snapshots))}
-	for id, v := range s.Volumes {
-		c := *v
-		c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
-		c.NodeSizes = maps.Clone(v.NodeSizes)
-		c.MutableParameters = maps.Clone(v.MutableParameters)
-		if v.LegacyStaging != nil {
-			legacy := *v.LegacyStaging
-			c.LegacyStaging = &legacy
-		}
-		out.Volumes[id] = &c
+// clone is a deep copy of the volume, for a writer to change and put back
+// (editVolume). Every map of a volume holds plain values, so cloning the
+// maps is deep.
+func (v *volume) clone() *volume {
+	c := *v
+	c.Attachments, c.Stagings, c.Publications = maps.Clone(v.Attachments), maps.Clone(v.Stagings), maps.Clone(v.Publications)
+	c.NodeSizes = maps.Clone(v.NodeSizes)
+	c.MutableParameters = maps.Clone(v.MutableParameters)
+	if v.LegacyStaging != nil {
+		legacy := *v.LegacyStaging
+		c.LegacyStaging = &legacy
 	}
-	for id, snap := range s.Snapshots {
-		c := *snap
-		out.Snapshots[id] = &c
+	return &c
+}
+
+// editVolume is the volume id of a state being updated, copied so the
+// caller may change it (the states readers hold keep the old one), or nil.
+func (s *state) editVolume(id string) *volume {
+	v := s.Volumes.Get(id)
+	if v == nil {
+		return nil
 	}
-	out.GroupSnapshots = make(map[string]*groupSnapshot, len(s.GroupSnapshots))
-	for id, g := range s.GroupSnapshots {
-		c := *g
-		c.SourceVolumeIDs, c.SnapshotIDs = slices.Clone(g.SourceVolumeIDs), slices.Clone(g.SnapshotIDs)
-		out.GroupSnapshots[id] = &c
-	}
-	out.Ephemeral = make(map[string]*ephemeralVolume, len(s.Ephemeral))
-	for id, e := range s.Ephemeral {
-		c := *e
-		out.Ephemeral[id] = &c
-	}
-	return out
+	c := v.clone()
+	s.Volumes.Put(id, c)
+	return c
+}
+
+// next is the state an update starts from: a copy of s that shares every
+// record and node with it, so it costs O(1); its changes copy what they
+// touch.
+func (s *state) next() *state {
+	c := *s
+	c.settle()
+	return &c
 }
 
 func emptyState() *state {
-	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{},
-		GroupSnapshots: map[string]*groupSnapshot{}, Ephemeral: map[string]*ephemeralVolume{}}
+	return &state{Version: stateVersion}
 }
 
-// claimedBytes is what volumes and snapshots take from Config.Capacity.
+// claimedBytes is what volumes and snapshots take from Config.Capacity,
+// summed over every record (see claimed).
 func (s *state) claimedBytes() int64 {
 	var n int64
-	for _, v := range s.Volumes {
+	for _, v := range s.Volumes.All() {
 		n += v.CapacityBytes
 	}
-	for _, snap := range s.Snapshots {
+	for _, snap := range s.Snapshots.All() {
 		n += snap.SizeBytes
 	}
-	for _, e := range s.Ephemeral {
+	for _, e := range s.Ephemeral.All() {
 		n += e.CapacityBytes
+	}
+	return n
+}
+
+// claimedChange is what the changes of next, an update of prev, add to
+// the bytes claimed.
+func claimedChange(prev, next *state) int64 {
+	return sizeChange(&prev.Volumes, &next.Volumes, func(v *volume) int64 { return v.CapacityBytes }) +
+		sizeChange(&prev.Snapshots, &next.Snapshots, func(s *snapshot) int64 { return s.SizeBytes }) +
+		sizeChange(&prev.Ephemeral, &next.Ephemeral, func(e *ephemeralVolume) int64 { return e.CapacityBytes })
+}
+
+func sizeChange[T any](prev, next *table[T], size func(*T) int64) int64 {
+	var n int64
+	for id := range next.changed {
+		if r := next.Get(id); r != nil {
+			n += size(r)
+		}
+		if r := prev.Get(id); r != nil {
+			n -= size(r)
+		}
 	}
 	return n
 }
@@ -269,7 +307,7 @@ func (s *state) claimedBytes() int64 {
 // foreignVolume returns a volume that belongs to a node other than node;
 // for a network driver (node ""), a volume of any node.
 func (s *state) foreignVolume(node string) *volume {
-	for _, v := range s.Volumes {
+	for _, v := range s.Volumes.All() {
 		if v.NodeID != node {
 			return v
 		}
@@ -296,14 +334,126 @@ func foreignProblem(st *state, cfg Config) string {
 		cfg.DataDir, v.ID, v.NodeID, cfg.NodeID)
 }
 
+// attachedTo is how many volumes are attached to node.
 func (s *state) attachedTo(node string) int64 {
-	var n int64
-	for _, v := range s.Volumes {
-		if _, ok := v.Attachments[node]; ok {
-			n++
+	if n := s.attached.Get(node); n != nil {
+		return *n
+	}
+	return 0
+}
+
+// pathClaim is one record's claim on a real path (otherClaim).
+type pathClaim struct {
+	ref  claimRef
+	kind claimKind
+}
+
+type claimKind int
+
+const (
+	claimStaging claimKind = iota
+	claimPublication
+	claimInline
+)
+
+// pathClaims are the claims on one real path: one, as otherClaim keeps
+// it, unless a state written before otherClaim existed recorded more.
+type pathClaims struct{ claims []pathClaim }
+
+// volumeClaims yields the real paths the records of v claim.
+func volumeClaims(v *volume, yield func(string, pathClaim)) {
+	for node, s := range v.Stagings {
+		yield(s.realPath(), pathClaim{claimRef{volumeID: v.ID, node: node}, claimStaging})
+	}
+	for target, p := range v.Publications {
+		yield(p.realPath(target), pathClaim{claimRef{volumeID: v.ID, target: target}, claimPublication})
+	}
+}
+
+func inlineClaim(e *ephemeralVolume, yield func(string, pathClaim)) {
+	yield(e.RealPath, pathClaim{claimRef{volumeID: e.ID, target: e.Target}, claimInline})
+}
+
+// buildIndexes computes claimed, paths and attached from every record, as
+// a start does.
+func (s *state) buildIndexes() {
+	s.claimed = s.claimedBytes()
+	paths, attached := map[string]*pathClaims{}, map[string]*int64{}
+	add := func(real string, c pathClaim) {
+		if paths[real] == nil {
+			paths[real] = &pathClaims{}
+		}
+		paths[real].claims = append(paths[real].claims, c)
+	}
+	for _, v := range s.Volumes.All() {
+		volumeClaims(v, add)
+		for node := range v.Attachments {
+			if attached[node] == nil {
+				attached[node] = new(int64(0))
+			}
+			*attached[node]++
 		}
 	}
-	return n
+	for _, e := range s.Ephemeral.All() {
+		inlineClaim(e, add)
+	}
+	s.paths, s.attached = tableOf(paths), tableOf(attached)
+}
+
+// updateIndexes brings the indexes of next, an update of prev, up to date
+// with the records it changed.
+func updateIndexes(prev, next *state) {
+	next.claimed += claimedChange(prev, next)
+	for id := range next.Volumes.changed {
+		if v := prev.Volumes.Get(id); v != nil {
+			volumeClaims(v, next.unclaim)
+			next.countAttachments(v, -1)
+		}
+		if v := next.Volumes.Get(id); v != nil {
+			volumeClaims(v, next.claim)
+			next.countAttachments(v, 1)
+		}
+	}
+	for id := range next.Ephemeral.changed {
+		if e := prev.Ephemeral.Get(id); e != nil {
+			inlineClaim(e, next.unclaim)
+		}
+		if e := next.Ephemeral.Get(id); e != nil {
+			inlineClaim(e, next.claim)
+		}
+	}
+}
+
+func (s *state) claim(real string, c pathClaim) {
+	var claims []pathClaim
+	if old := s.paths.Get(real); old != nil {
+		claims = slices.Clone(old.claims)
+	}
+	s.paths.Put(real, &pathClaims{append(claims, c)})
+}
+
+func (s *state) unclaim(real string, c pathClaim) {
+	old := s.paths.Get(real)
+	if old == nil {
+		return
+	}
+	claims := slices.DeleteFunc(slices.Clone(old.claims), func(o pathClaim) bool { return o == c })
+	if len(claims) == 0 {
+		s.paths.Delete(real)
+		return
+	}
+	s.paths.Put(real, &pathClaims{claims})
+}
+
+func (s *state) countAttachments(v *volume, by int64) {
+	for node := range v.Attachments {
+		n := s.attachedTo(node) + by
+		if n == 0 {
+			s.attached.Delete(node)
+		} else {
+			s.attached.Put(node, &n)
+		}
+	}
 }
 
 // put records *v under key in the state map *m, making the map on first

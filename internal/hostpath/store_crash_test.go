@@ -8,15 +8,17 @@ import (
 	"testing"
 )
 
-// A driver that died while writing the state leaves the temporary file of
-// that write beside state.json. The next start removes it (it never became
-// the state, so nothing is lost), keeps the state, and leaves alone files
-// the driver never names.
+// A driver that died while writing a snapshot of the state, or a new
+// journal, leaves the temporary file of that write beside state.json or
+// state.journal. The next start removes it (it never became the state, so
+// nothing is lost), keeps the state, and leaves alone files the driver
+// never names.
 func TestCrashedStateWritesAreRemovedAtStart(t *testing.T) {
 	cfg, id := dataDirWithAVolume(t)
 	crashed := []string{
 		filepath.Join(cfg.DataDir, ".state.json.tmp-123456"),
 		filepath.Join(cfg.DataDir, ".state.json.tmp-987654"),
+		filepath.Join(cfg.DataDir, ".state.journal.tmp-123456"),
 	}
 	for _, p := range crashed {
 		if err := os.WriteFile(p, []byte(`{"version": 3, "volu`), 0o600); err != nil {
@@ -26,6 +28,7 @@ func TestCrashedStateWritesAreRemovedAtStart(t *testing.T) {
 	strangers := []string{
 		filepath.Join(cfg.DataDir, "state.json.tmp-1"),
 		filepath.Join(cfg.DataDir, ".state.json.bak"),
+		filepath.Join(cfg.DataDir, "state.journal.tmp-1"),
 		filepath.Join(cfg.DataDir, "volumes", ".state.json.tmp-1"),
 	}
 	for _, p := range strangers {
@@ -53,7 +56,7 @@ func TestCrashedStateWritesAreRemovedAtStart(t *testing.T) {
 		}
 	}
 	st, found, err := readState(filepath.Join(cfg.DataDir, "state.json"))
-	if err != nil || !found || st.Volumes[id] == nil {
+	if err != nil || !found || st.Volumes.Get(id) == nil {
 		t.Fatalf("state after the restart: found %v, %v; want it to hold volume %s", found, err, id)
 	}
 	wantVolumeData(t, cfg.DataDir, id)
