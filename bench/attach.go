@@ -30,6 +30,11 @@ import (
 // so no scheduler and no node agent take part), are created; an attach
 // counts once the VolumeAttachment of the pod's volume is attached.
 
+// ReferenceAttacherProgram is the binary of the reference attacher
+// (cmd/volplane-reference-attacher): external-attacher cannot be linked
+// into volplane's binary (see its package comment).
+const ReferenceAttacherProgram = "volplane-reference-attacher"
+
 // DefaultAttachNodes is how many nodes the attach scenario uses unless told.
 const DefaultAttachNodes = 10
 
@@ -216,11 +221,12 @@ func (e *sideEnv) attachProcesses(ctx context.Context, env []string) ([]*control
 	o, kc := e.o, e.cp.Kubeconfig
 	attacherLimits := []string{"--kubeconfig", kc, "--kube-api-qps", fmtQPS(o.AttacherQPS), "--kube-api-burst", strconv.Itoa(o.AttacherBurst)}
 	if e.name == Reference {
-		args := append([]string{"bench", "reference-csi-attacher", "--csi-address", e.networkEndpoint()}, attacherLimits...)
-		a, err := startProcess(ctx, o.Executable, e.dir, e.name+" csi-attacher", true, env, args...)
+		args := append([]string{"--csi-address", e.networkEndpoint()}, attacherLimits...)
+		a, err := startProcess(ctx, o.ReferenceAttacher, e.dir, e.name+" csi-attacher", true, env, args...)
 		if err != nil {
 			return nil, err
 		}
+		a.program = ReferenceAttacherProgram
 		return []*controllerProcess{a}, nil
 	}
 	common := []string{"--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0"}

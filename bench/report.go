@@ -277,7 +277,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprint(tw, "\n")
 	for _, rw := range r.rows() {
-		fmt.Fprint(tw, rw.label)
+		// In the scenario's words before the columns are aligned.
+		fmt.Fprint(tw, r.wording(rw.label))
 		for _, s := range r.Sides {
 			fmt.Fprintf(tw, "\t%s", rw.cell(s))
 		}

@@ -53,6 +53,9 @@ type Options struct {
 	Timeout time.Duration
 	// Executable is the volplane binary the controllers run from.
 	Executable string
+	// ReferenceAttacher is the volplane-reference-attacher binary the
+	// attach scenario's reference side runs (with Compare only).
+	ReferenceAttacher string
 	// MemoryLimit, if set, is the measured controller's GOMEMLIMIT (Go's
 	// soft memory limit, e.g. "900MiB"), on both sides: the GC then works
 	// harder to keep the heap under it, trading CPU for peak RSS.
@@ -90,6 +93,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--timeout must be above 0, got %s", o.Timeout)
 	case o.MemoryLimit != "" && !memoryLimitRE.MatchString(o.MemoryLimit):
 		return fmt.Errorf("--memory-limit %q: want a size such as 900MiB or 1GiB", o.MemoryLimit)
+	case o.Scenario == Attach && o.Compare && o.ReferenceAttacher == "":
+		return fmt.Errorf("the attach scenario's reference needs the %s binary (go build ./cmd/%s)", ReferenceAttacherProgram, ReferenceAttacherProgram)
 	case o.Executable == "":
 		return errors.New("no volplane executable to run the controllers from")
 	}

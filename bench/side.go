@@ -264,7 +264,11 @@ func describe(p *controllerProcess) string {
 	if !p.measured {
 		args += " (not measured)"
 	}
-	return "volplane " + args
+	program := "volplane"
+	if p.program != "" {
+		program = p.program
+	}
+	return program + " " + args
 }
 
 var servingRE = regexp.MustCompile(`Serving /metrics, /healthz and /readyz on http://(\S+)`)
