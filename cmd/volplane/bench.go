@@ -49,9 +49,9 @@ Scenarios:
            runs kube-controller-manager v1.37.2's attach/detach controller
            inside the control plane and external-attacher v4.13.0, talking to
            the same driver endpoint (external-attacher runs from the binary
-           volplane-reference-attacher, next to volplane or on $PATH:
-           go build ./cmd/volplane-reference-attacher). Only the external-attacher's CPU and RSS
-           are measured on that side: the attach/detach controller shares its
+           volplane-reference-attacher, next to volplane or on $PATH: go build
+           ./cmd/volplane-reference-attacher). Only the external-attacher's
+           CPU and RSS are measured there: the attach/detach controller shares its
            process with the API server, so its CPU is NOT included (its API
            writes are: VolumeAttachment and PV writes and node status patches
            are counted from the API server). --qps/--burst, when given, set
@@ -117,7 +117,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given)")
 	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
 	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over (only for the attach scenario)")
 	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")
