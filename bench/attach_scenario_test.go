@@ -94,7 +94,8 @@ func TestSinceSeen(t *testing.T) {
 func TestAttachReportWording(t *testing.T) {
 	side := Side{Name: Volplane, Bound: 2, Complete: true, Seconds: 1, BindsPerSec: 2, Writes: 10, WritesPerBind: 5,
 		CPUSeconds: 0.1, CPUMsPerBind: 50, VAP50Ms: 12, VAP90Ms: 20, VAP99Ms: 30,
-		WritesBy: map[string]int64{"volumeattachments POST": 2}}
+		WritesBy: map[string]int64{"volumeattachments POST": 2},
+		Measured: []ProcessFigures{{Name: "volplane attachdetach", CPUSeconds: 0.04, PeakRSSBytes: 1 << 20}, {Name: "volplane attacher", CPUSeconds: 0.06, PeakRSSBytes: 1 << 20}}}
 	r := Report{Scenario: Attach, Pairs: 2, QPS: 20, Burst: 30, AttacherQPS: 5, AttacherBurst: 10, Workers: 16,
 		Sides:   []Side{side, {Name: Reference, Bound: 2, Complete: true, Seconds: 2, BindsPerSec: 1, WritesPerBind: 6, VAP50Ms: 24}},
 		Ceiling: &Ceiling{Writes: 6, Seconds: 0.1, WritesPerSec: 60}}
@@ -108,6 +109,9 @@ func TestAttachReportWording(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("attach report lacks %q:\n%s", want, out)
 		}
+	}
+	if !regexp.MustCompile(`volplane attacher\s+CPU 0\.06 s = 30\.000 ms per attach,\s+peak RSS 1\.0 MiB`).MatchString(out) {
+		t.Errorf("no figures of the attacher's process:\n%s", out)
 	}
 	if !regexp.MustCompile(`p50 VA seen → attached \(ms\)\s+12\.0\s+24\.0\s+0\.50x better`).MatchString(out) {
 		t.Errorf("no VA p50 row:\n%s", out)

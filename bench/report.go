@@ -312,9 +312,31 @@ func (r Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	r.writeMeasured(&b)
 	r.writeBreakdown(&b)
 	_, err := io.WriteString(w, r.wording(b.String()))
 	return err
+}
+
+// writeMeasured adds each measured process's CPU per bind and peak RSS,
+// for the sides that measured several.
+func (r Report) writeMeasured(b *strings.Builder) {
+	var lines []string
+	for _, s := range r.Sides {
+		for _, p := range s.Measured {
+			lines = append(lines, fmt.Sprintf("  %s\tCPU %.2f s = %.3f ms per bind,\tpeak RSS %.1f MiB\n",
+				p.Name, p.CPUSeconds, 1000*p.CPUSeconds/float64(max(s.Bound, 1)), mib(p.PeakRSSBytes)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("\nmeasured processes:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, l := range lines {
+		fmt.Fprint(tw, l)
+	}
+	_ = tw.Flush()
 }
 
 // Names of the files WriteFiles writes.

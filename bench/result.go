@@ -86,6 +86,9 @@ type Side struct {
 	CPUSeconds   float64 `json:"cpuSeconds"`
 	CPUMsPerBind float64 `json:"cpuMsPerBind"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// Measured are the measured processes' own figures, when there are
+	// several (their sums are CPUSeconds and PeakRSSBytes).
+	Measured []ProcessFigures `json:"measured,omitempty"`
 	// Curve is claims Bound over time since the controller started.
 	Curve []Point `json:"curve"`
 }
@@ -95,6 +98,13 @@ type Side struct {
 func (s *Side) setSinceVA(d []time.Duration) {
 	p50, p90, p99 := Percentiles(d)
 	s.VAP50Ms, s.VAP90Ms, s.VAP99Ms = millis(p50), millis(p90), millis(p99)
+}
+
+// ProcessFigures are one measured process's CPU and peak RSS.
+type ProcessFigures struct {
+	Name         string  `json:"name"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
 }
 
 // Point is one step of a Side's curve.

@@ -201,8 +201,15 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arrivals, complete bool, w apiWrites, s procStats, procs []*controllerProcess) Side {
 	side := Side{Name: e.name, Bound: len(bound), Complete: complete, Writes: w.Volumes, Events: w.Events, WritesBy: w.By,
 		CPUSeconds: s.CPUSeconds, PeakRSSBytes: s.PeakRSS}
+	var measured []ProcessFigures
 	for _, p := range procs {
 		side.Processes = append(side.Processes, describe(p))
+		if p.measured {
+			measured = append(measured, ProcessFigures{Name: p.name, CPUSeconds: p.last.CPUSeconds, PeakRSSBytes: p.last.PeakRSS})
+		}
+	}
+	if len(measured) > 1 {
+		side.Measured = measured
 	}
 	sinceStart := make([]time.Duration, 0, len(bound))
 	last := began
