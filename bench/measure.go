@@ -130,8 +130,9 @@ func (w *bindWatch) snapshot() map[string]time.Time {
 // event writes, read from its /metrics (apiserver_request_total), so that
 // every client is counted, whatever process it lives in.
 type apiWrites struct {
-	// PV, claim, VolumeSnapshot and VolumeSnapshotContent creates, updates,
-	// patches, deletes (status included)
+	// PV, claim, VolumeSnapshot, VolumeSnapshotContent and
+	// VolumeAttachment creates, updates, patches, deletes (status
+	// included), and the attach/detach controllers' node status patches
 	Volumes int64
 	Events  int64
 	// By counts the writes of Volumes and Events by "resource[/subresource]
@@ -203,7 +204,12 @@ func parseAPIWrites(raw []byte) (apiWrites, error) {
 		}
 		n := int64(m.GetCounter().GetValue())
 		switch labels["resource"] {
-		case "persistentvolumes", "persistentvolumeclaims", "volumesnapshots", "volumesnapshotcontents":
+		case "persistentvolumes", "persistentvolumeclaims", "volumesnapshots", "volumesnapshotcontents", "volumeattachments":
+			out.Volumes += n
+		case "nodes":
+			if !attachDetachNodeWrite(labels) {
+				continue
+			}
 			out.Volumes += n
 		case "events":
 			out.Events += n
@@ -217,6 +223,15 @@ func parseAPIWrites(raw []byte) (apiWrites, error) {
 		out.By[kind+" "+labels["verb"]] += n
 	}
 	return out, nil
+}
+
+// attachDetachNodeWrite says a Node write is an attach/detach
+// controller's: both kube-controller-manager's and volplane's patch
+// status.volumesAttached, and nothing else patches a node's status here
+// (the simulated nodes' agent updates theirs with PUT, which is not
+// counted).
+func attachDetachNodeWrite(labels map[string]string) bool {
+	return labels["subresource"] == "status" && labels["verb"] == "PATCH"
 }
 
 func labelMap(m *dto.Metric) map[string]string {

@@ -22,7 +22,9 @@ type controllerProcess struct {
 	done     chan struct{}
 	err      error
 	measured bool // counted in the side's CPU and RSS
-	last     procStats
+	// program names the binary in the report when it is not volplane.
+	program string
+	last    procStats
 }
 
 // startProcess runs exe with args and, on top of this process's

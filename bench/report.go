@@ -72,10 +72,17 @@ func CurveOf(bound []time.Duration, maxPoints int) []Point {
 // Limits says how the controllers' API clients were throttled, e.g.
 // "unthrottled" or "QPS 20, burst 30".
 func (r Report) Limits() string {
-	if r.QPS <= 0 {
+	if r.Scenario == Attach {
+		return fmt.Sprintf("attach/detach %s; attacher %s", limits(r.QPS, r.Burst), limits(r.AttacherQPS, r.AttacherBurst))
+	}
+	return limits(r.QPS, r.Burst)
+}
+
+func limits(qps float32, burst int) string {
+	if qps <= 0 {
 		return "unthrottled"
 	}
-	return fmt.Sprintf("QPS %g, burst %d", r.QPS, r.Burst)
+	return fmt.Sprintf("QPS %g, burst %d", qps, burst)
 }
 
 // Title names the run in one line: "<scenario>, <pairs> pairs, <limits>".
@@ -156,6 +163,24 @@ func rows() []row {
 			value: num(func(s Side) float64 { return float64(s.PeakRSSBytes) }),
 		},
 	}
+}
+
+// rows are the rows of r's scenario: the attach scenario adds the time
+// from a VolumeAttachment seen to attached after the pod's percentiles.
+func (r Report) rows() []row {
+	all := rows()
+	if r.Scenario != Attach {
+		return all
+	}
+	at := slices.IndexFunc(all, func(rw row) bool { return rw.label == "p99 time to Bound (ms)" }) + 1
+	va := func(label string, f func(Side) float64) row {
+		return row{label: label, cell: func(s Side) string { return fmt.Sprintf("%.1f", f(s)) },
+			value: func(s Side) (float64, bool) { return f(s), true }}
+	}
+	return slices.Insert(all, at,
+		va("p50 VA seen → attached (ms)", func(s Side) float64 { return s.VAP50Ms }),
+		va("p90 VA seen → attached (ms)", func(s Side) float64 { return s.VAP90Ms }),
+		va("p99 VA seen → attached (ms)", func(s Side) float64 { return s.VAP99Ms }))
 }
 
 // The percentiles in milliseconds: the Ms fields, which survive JSON, or
@@ -251,8 +276,9 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "\t%s ÷ %s", va.Name, vb.Name)
 	}
 	fmt.Fprint(tw, "\n")
-	for _, rw := range rows() {
-		fmt.Fprint(tw, rw.label)
+	for _, rw := range r.rows() {
+		// In the scenario's words before the columns are aligned.
+		fmt.Fprint(tw, r.wording(rw.label))
 		for _, s := range r.Sides {
 			fmt.Fprintf(tw, "\t%s", rw.cell(s))
 		}
@@ -286,9 +312,31 @@ func (r Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	r.writeMeasured(&b)
 	r.writeBreakdown(&b)
 	_, err := io.WriteString(w, r.wording(b.String()))
 	return err
+}
+
+// writeMeasured adds each measured process's CPU per bind and peak RSS,
+// for the sides that measured several.
+func (r Report) writeMeasured(b *strings.Builder) {
+	var lines []string
+	for _, s := range r.Sides {
+		for _, p := range s.Measured {
+			lines = append(lines, fmt.Sprintf("  %s\tCPU %.2f s = %.3f ms per bind,\tpeak RSS %.1f MiB\n",
+				p.Name, p.CPUSeconds, 1000*p.CPUSeconds/float64(max(s.Bound, 1)), mib(p.PeakRSSBytes)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("\nmeasured processes:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, l := range lines {
+		fmt.Fprint(tw, l)
+	}
+	_ = tw.Flush()
 }
 
 // Names of the files WriteFiles writes.

@@ -15,10 +15,14 @@ const (
 	// Snapshot: N bound claims, each with a VolumeSnapshot, made ready by
 	// the snapshot-controller and csi-snapshotter roles.
 	Snapshot = "snapshot"
+	// Attach: N bound network volumes and, once the controllers run, N pods
+	// already placed on M nodes; an attach counts once its VolumeAttachment
+	// is attached.
+	Attach = "attach"
 )
 
 // Scenarios lists the scenarios in the order of the help text.
-func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn, Snapshot} }
+func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn, Snapshot, Attach} }
 
 // Sides of a comparison.
 const (
@@ -30,13 +34,17 @@ const (
 // implementation run (volplane, then the reference with --compare) and the
 // API server's ceiling for the same writes.
 type Report struct {
-	Scenario string    `json:"scenario"`
-	Pairs    int       `json:"pairs"`
-	QPS      float32   `json:"qps"` // <= 0: unthrottled
-	Burst    int       `json:"burst"`
-	Workers  int       `json:"workers"`
-	Started  time.Time `json:"started"`
-	Sides    []Side    `json:"sides"`
+	Scenario string  `json:"scenario"`
+	Pairs    int     `json:"pairs"`
+	QPS      float32 `json:"qps"` // <= 0: unthrottled
+	Burst    int     `json:"burst"`
+	// AttacherQPS and AttacherBurst: the attach scenario's attacher role
+	// (QPS and Burst are then the attach/detach role's).
+	AttacherQPS   float32   `json:"attacherQPS,omitempty"`
+	AttacherBurst int       `json:"attacherBurst,omitempty"`
+	Workers       int       `json:"workers"`
+	Started       time.Time `json:"started"`
+	Sides         []Side    `json:"sides"`
 	// Ceiling is nil when it was not measured (it is for static only).
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
 }
@@ -59,6 +67,12 @@ type Side struct {
 	P50Ms         float64       `json:"p50Ms"`
 	P90Ms         float64       `json:"p90Ms"`
 	P99Ms         float64       `json:"p99Ms"`
+	// VAP50Ms and the rest are, in the attach scenario, the time from a
+	// VolumeAttachment first seen to it attached (P50 and the rest there
+	// measure from the pod's create).
+	VAP50Ms float64 `json:"vaP50Ms,omitempty"`
+	VAP90Ms float64 `json:"vaP90Ms,omitempty"`
+	VAP99Ms float64 `json:"vaP99Ms,omitempty"`
 	// Writes are the controller's writes to PVs and claims (create, update,
 	// patch, delete, status included); Events its event writes.
 	Writes        int64   `json:"writes"`
@@ -72,8 +86,25 @@ type Side struct {
 	CPUSeconds   float64 `json:"cpuSeconds"`
 	CPUMsPerBind float64 `json:"cpuMsPerBind"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// Measured are the measured processes' own figures, when there are
+	// several (their sums are CPUSeconds and PeakRSSBytes).
+	Measured []ProcessFigures `json:"measured,omitempty"`
 	// Curve is claims Bound over time since the controller started.
 	Curve []Point `json:"curve"`
+}
+
+// setSinceVA sets the VA percentiles from each volume's time from its
+// VolumeAttachment seen to attached.
+func (s *Side) setSinceVA(d []time.Duration) {
+	p50, p90, p99 := Percentiles(d)
+	s.VAP50Ms, s.VAP90Ms, s.VAP99Ms = millis(p50), millis(p90), millis(p99)
+}
+
+// ProcessFigures are one measured process's CPU and peak RSS.
+type ProcessFigures struct {
+	Name         string  `json:"name"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
 }
 
 // Point is one step of a Side's curve.

@@ -32,6 +32,16 @@ type Options struct {
 	// QPS and Burst limit the controllers' clients; QPS <= 0: unthrottled.
 	QPS   float32
 	Burst int
+	// Nodes is how many simulated nodes the attach scenario spreads its
+	// pods over; 0 means DefaultAttachNodes. Other scenarios run one node
+	// and reject any other value.
+	Nodes int
+	// AttacherQPS and AttacherBurst limit the attacher role's client in
+	// the attach scenario (the external-attacher's and volplane's attacher);
+	// QPS and Burst there limit the attach/detach role. QPS <= 0:
+	// unthrottled.
+	AttacherQPS   float32
+	AttacherBurst int
 	// Workers is volplane's --workers; 0 keeps its default.
 	Workers int
 	// Compare also runs the reference on an identical fresh control plane.
@@ -43,6 +53,9 @@ type Options struct {
 	Timeout time.Duration
 	// Executable is the volplane binary the controllers run from.
 	Executable string
+	// ReferenceAttacher is the volplane-reference-attacher binary the
+	// attach scenario's reference side runs (with Compare only).
+	ReferenceAttacher string
 	// MemoryLimit, if set, is the measured controller's GOMEMLIMIT (Go's
 	// soft memory limit, e.g. "900MiB"), on both sides: the GC then works
 	// harder to keep the heap under it, trading CPU for peak RSS.
@@ -66,6 +79,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--burst must not be negative, got %d", o.Burst)
 	case o.QPS > 0 && o.Burst < 1:
 		return fmt.Errorf("--burst must be at least 1 with a --qps limit")
+	case o.Nodes < 0:
+		return fmt.Errorf("--nodes must not be negative, got %d", o.Nodes)
+	case o.Nodes != 0 && o.Scenario != Attach:
+		return fmt.Errorf("--nodes is only for the attach scenario (got --scenario %s)", o.Scenario)
+	case o.Scenario == Attach && o.AttacherQPS > 0 && o.AttacherBurst < 1:
+		return fmt.Errorf("the attacher's burst must be at least 1 with a QPS limit")
 	case o.Workers < 0:
 		return fmt.Errorf("--workers must not be negative, got %d", o.Workers)
 	case o.Scenario == Trickle && o.Rate <= 0:
@@ -74,6 +93,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--timeout must be above 0, got %s", o.Timeout)
 	case o.MemoryLimit != "" && !memoryLimitRE.MatchString(o.MemoryLimit):
 		return fmt.Errorf("--memory-limit %q: want a size such as 900MiB or 1GiB", o.MemoryLimit)
+	case o.Scenario == Attach && o.Compare && o.ReferenceAttacher == "":
+		return fmt.Errorf("the attach scenario's reference needs the %s binary (go build ./cmd/%s)", ReferenceAttacherProgram, ReferenceAttacherProgram)
 	case o.Executable == "":
 		return errors.New("no volplane executable to run the controllers from")
 	}
@@ -96,6 +117,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		workers = loop.DefaultWorkers
 	}
 	r := Report{Scenario: o.Scenario, Pairs: o.Pairs, QPS: o.QPS, Burst: o.Burst, Workers: workers, Started: time.Now()}
+	if o.Scenario == Attach {
+		r.AttacherQPS, r.AttacherBurst = o.AttacherQPS, o.AttacherBurst
+	}
 	sides := []string{Volplane}
 	if o.Compare {
 		sides = append(sides, Reference)
@@ -202,7 +226,7 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	defer os.RemoveAll(dir)
 	e := &sideEnv{o: o, name: name, dir: dir, progress: newProgress(o.Progress, name)}
 	e.progress.phase("starting a fresh control plane")
-	e.cp, err = cluster.Start(ctx, cluster.Config{DataDir: dir, Nodes: 1, UnsafeNoFsync: true})
+	e.cp, err = cluster.Start(ctx, e.clusterConfig())
 	if err != nil {
 		return Side{}, nil, err
 	}
@@ -237,12 +261,32 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 		return side, nil, nil
 	}
 	e.progress.phase("measuring the API server's ceiling")
-	if o.Scenario == Snapshot {
+	switch o.Scenario {
+	case Snapshot:
 		c, err := measureSnapshotCeiling(ctx, e.snaps, e.admin)
+		return side, c, err
+	case Attach:
+		c, err := measureAttachCeiling(ctx, e.admin)
 		return side, c, err
 	}
 	c, err := measureCeiling(ctx, e.admin)
 	return side, c, err
+}
+
+// clusterConfig is the side's control plane. On the attach scenario's
+// reference side its kube-controller-manager also runs upstream's
+// attach/detach controller, at the attach/detach role's limits (which its
+// other loops, idle here, share: it runs with one client for all).
+func (e *sideEnv) clusterConfig() cluster.Config {
+	cfg := cluster.Config{DataDir: e.dir, Nodes: e.o.AttachNodes(), UnsafeNoFsync: true}
+	if e.o.Scenario == Attach && e.name == Reference {
+		cfg.KeepControllers = []string{"attachdetach"}
+		cfg.ControllerManagerQPS, cfg.ControllerManagerBurst = e.o.QPS, e.o.Burst
+		if e.o.QPS <= 0 {
+			cfg.ControllerManagerQPS = -1
+		}
+	}
+	return cfg
 }
 
 // unthrottled is a copy of rc speaking protobuf, as the controllers do,
@@ -280,8 +324,11 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 	if o.MemoryLimit != "" {
 		env = append(env, "GOMEMLIMIT="+o.MemoryLimit)
 	}
-	if o.Scenario == Snapshot {
+	switch o.Scenario {
+	case Snapshot:
 		return e.snapshotProcesses(ctx, env)
+	case Attach:
+		return e.attachProcesses(ctx, env)
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, env, binder...)
 	if err != nil {

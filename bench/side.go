@@ -22,11 +22,18 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err := e.createUpfront(ctx); err != nil {
 		return Side{}, err
 	}
-	var watch *bindWatch
-	var err error
-	if e.o.Scenario == Snapshot {
+	var (
+		watch *bindWatch
+		vas   attachWatches
+		err   error
+	)
+	switch e.o.Scenario {
+	case Snapshot:
 		watch, err = startSnapshotWatch(ctx, e.snaps)
-	} else {
+	case Attach:
+		vas, err = startAttachWatches(ctx, e.admin)
+		watch = vas.attached
+	default:
 		watch, err = startBindWatch(ctx, e.admin)
 	}
 	if err != nil {
@@ -50,6 +57,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	}()
 	if err := waitReady(ctx, procs, e.name); err != nil {
 		return Side{}, err
+	}
+	if e.o.Scenario == Attach {
+		// The clock starts with the pods, once the controllers run.
+		began = time.Now()
 	}
 	arrivals := e.drive(ctx, watch)
 	complete, err := e.waitBound(ctx, watch, procs, began, arrivals)
@@ -75,7 +86,11 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	writes := after.minus(before)
 	writes.Volumes -= e.work.writes.Load() - ownBefore
 	a := arrivals.wait()
-	return e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs), nil
+	side := e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs)
+	if e.o.Scenario == Attach {
+		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
+	}
+	return side, nil
 }
 
 // createUpfront creates what exists before the controller starts.
@@ -94,6 +109,8 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		return err
 	case Snapshot:
 		return e.createSnapshotWorkload(ctx)
+	case Attach:
+		return e.createAttachWorkload(ctx)
 	case Trickle, Dynamic:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
@@ -105,7 +122,8 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 
 // arrivals are the times the workload made each claim bindable while the
 // controller ran (trickle: PV creations in order; churn: claim creations by
-// name); both empty for the scenarios where everything exists up front.
+// name; attach: pod creations by the name of the pod's PV); both empty for
+// the scenarios where everything exists up front.
 type arrivals struct {
 	done   chan struct{}
 	pvs    []time.Time
@@ -126,6 +144,8 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 		go func() { defer close(a.done); a.pvs, a.err = e.work.trickle(ctx, e.o.Pairs, e.o.Rate) }()
 	case Churn:
 		go func() { defer close(a.done); a.claims, a.err = e.work.churn(ctx, e.o.Pairs, watch) }()
+	case Attach:
+		go func() { defer close(a.done); a.claims, a.err = e.createPods(ctx) }()
 	default:
 		close(a.done)
 	}
@@ -136,8 +156,11 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 // (false) or a controller or the workload fails.
 func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*controllerProcess, began time.Time, a *arrivals) (bool, error) {
 	what := "binding"
-	if e.o.Scenario == Snapshot {
+	switch e.o.Scenario {
+	case Snapshot:
 		what = "waiting for snapshots ready to use"
+	case Attach:
+		what = "creating pods, waiting for their volumes attached"
 	}
 	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()
@@ -178,8 +201,15 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 func (e *sideEnv) summarize(bound map[string]time.Time, began time.Time, a *arrivals, complete bool, w apiWrites, s procStats, procs []*controllerProcess) Side {
 	side := Side{Name: e.name, Bound: len(bound), Complete: complete, Writes: w.Volumes, Events: w.Events, WritesBy: w.By,
 		CPUSeconds: s.CPUSeconds, PeakRSSBytes: s.PeakRSS}
+	var measured []ProcessFigures
 	for _, p := range procs {
 		side.Processes = append(side.Processes, describe(p))
+		if p.measured {
+			measured = append(measured, ProcessFigures{Name: p.name, CPUSeconds: p.last.CPUSeconds, PeakRSSBytes: p.last.PeakRSS})
+		}
+	}
+	if len(measured) > 1 {
+		side.Measured = measured
 	}
 	sinceStart := make([]time.Duration, 0, len(bound))
 	last := began
@@ -241,7 +271,11 @@ func describe(p *controllerProcess) string {
 	if !p.measured {
 		args += " (not measured)"
 	}
-	return "volplane " + args
+	program := "volplane"
+	if p.program != "" {
+		program = p.program
+	}
+	return program + " " + args
 }
 
 var servingRE = regexp.MustCompile(`Serving /metrics, /healthz and /readyz on http://(\S+)`)

@@ -35,7 +35,7 @@ import (
 
 // needsDrivers says whether a scenario runs the bundled drivers.
 func needsDrivers(scenario string) bool {
-	return scenario == Dynamic || scenario == Churn || scenario == Snapshot
+	return scenario == Dynamic || scenario == Churn || scenario == Snapshot || scenario == Attach
 }
 
 func snapshotName(i int) string { return fmt.Sprintf("s-%06d", i) }
@@ -77,7 +77,7 @@ func (e *sideEnv) createSnapshotWorkload(ctx context.Context) error {
 	e.progress.start("creating volumes, bound pairs and snapshots", n)
 	defer e.progress.done()
 	return forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error {
-		if err := e.createBoundVolume(ctx, ep, i); err != nil {
+		if err := e.createBoundVolume(ctx, ep, i, bundle.ImmediateClass, hostpath.DriverName); err != nil {
 			return fmt.Errorf("pair %d: %w", i, err)
 		}
 		vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: snapshotName(i), Namespace: benchNS},
@@ -91,7 +91,9 @@ func (e *sideEnv) createSnapshotWorkload(ctx context.Context) error {
 
 const snapshotVolumeSize = 1 << 20
 
-func (e *sideEnv) createBoundVolume(ctx context.Context, ep *csi.Endpoint, i int) error {
+// createBoundVolume creates volume i on the driver at ep, then its claim of
+// class and its PV (of driver) bound to each other, their status Bound.
+func (e *sideEnv) createBoundVolume(ctx context.Context, ep *csi.Endpoint, i int, class, driver string) error {
 	vol, err := ep.CreateVolume(ctx, &csipb.CreateVolumeRequest{
 		Name:          "bench-" + volumeName(i),
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: snapshotVolumeSize},
@@ -108,7 +110,7 @@ func (e *sideEnv) createBoundVolume(ctx context.Context, ep *csi.Endpoint, i int
 	claims, pvs := e.admin.CoreV1().PersistentVolumeClaims(benchNS), e.admin.CoreV1().PersistentVolumes()
 	c, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claimName(i), Namespace: benchNS},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(bundle.ImmediateClass), AccessModes: rwo,
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), AccessModes: rwo,
 			VolumeName: volumeName(i),
 			Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
 	}, metav1.CreateOptions{})
@@ -122,13 +124,13 @@ func (e *sideEnv) createBoundVolume(ctx context.Context, ep *csi.Endpoint, i int
 	}
 	pv, err := pvs.Create(ctx, &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: volumeName(i)},
-		Spec: corev1.PersistentVolumeSpec{StorageClassName: bundle.ImmediateClass, AccessModes: rwo,
+		Spec: corev1.PersistentVolumeSpec{StorageClassName: class, AccessModes: rwo,
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: benchNS, Name: c.Name, UID: c.UID},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: hostpath.DriverName, VolumeHandle: vol.GetVolumeId(), VolumeAttributes: vol.GetVolumeContext()}}},
+				Driver: driver, VolumeHandle: vol.GetVolumeId(), VolumeAttributes: vol.GetVolumeContext()}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return err
@@ -317,8 +319,11 @@ var snapshotWording = strings.NewReplacer(
 
 // wording is the printed report s in the words of r's scenario.
 func (r Report) wording(s string) string {
-	if r.Scenario == Snapshot {
+	switch r.Scenario {
+	case Snapshot:
 		return snapshotWording.Replace(s)
+	case Attach:
+		return attachWording.Replace(s)
 	}
 	return s
 }
@@ -326,7 +331,7 @@ func (r Report) wording(s string) string {
 // writeBreakdown adds, for the snapshot scenario, each side's writes per
 // snapshot by kind.
 func (r Report) writeBreakdown(b *strings.Builder) {
-	if r.Scenario != Snapshot {
+	if r.Scenario != Snapshot && r.Scenario != Attach {
 		return
 	}
 	kinds := map[string]bool{}
@@ -338,7 +343,7 @@ func (r Report) writeBreakdown(b *strings.Builder) {
 	if len(kinds) == 0 {
 		return
 	}
-	b.WriteString("\nwrites per snapshot by kind:\n")
+	b.WriteString("\nwrites per bind by kind:\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 3, ' ', 0)
 	for _, s := range r.Sides {
 		fmt.Fprintf(tw, "\t%s", s.Name)

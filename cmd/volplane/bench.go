@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +39,23 @@ Scenarios:
            and csi-snapshotter; its limits default to theirs (--qps 5 --burst 10);
            writes are counted until every claim's pvc-as-source-protection
            finalizer and every being-created annotation is gone
+  attach   --pairs bound claims of the bundled network driver (volumes made by
+           its controller service) on --nodes simulated nodes, each with a
+           CSINode; the clock starts when --pairs pods, already placed (pod i
+           on node i mod --nodes), are created; done when every
+           VolumeAttachment is attached. volplane runs attachdetach (at
+           kube-controller-manager's limits, 20/30) and the attacher (at the
+           external-attacher's, 5/10), two processes, both measured; --compare
+           runs kube-controller-manager v1.37.2's attach/detach controller
+           inside the control plane and external-attacher v4.13.0, talking to
+           the same driver endpoint (external-attacher runs from the binary
+           volplane-reference-attacher, next to volplane or on $PATH: go build
+           ./cmd/volplane-reference-attacher). Only the external-attacher's
+           CPU and RSS are measured there: the attach/detach controller shares its
+           process with the API server, so its CPU is NOT included (its API
+           writes are: VolumeAttachment and PV writes and node status patches
+           are counted from the API server). --qps/--burst, when given, set
+           both roles' limits; --qps 0: both unthrottled
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 
@@ -51,6 +70,7 @@ Each side stops at --timeout; what was bound by then is reported and marked
 incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 		Example: `  volplane bench --pairs 1000 --compare
   volplane bench --scenario trickle --pairs 500 --rate 20
+  volplane bench --scenario attach --pairs 1000 --nodes 10 --compare
   volplane bench --pairs 10000 --qps 20 --burst 30 --timeout 3m --compare -o results/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -59,6 +79,9 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 				return fmt.Errorf("finding the volplane executable: %w", err)
 			}
 			o.Executable = exe
+			if err := setAttachOptions(cmd, &o); err != nil {
+				return err
+			}
 			if o.Scenario == bench.Snapshot {
 				// The snapshot controllers' own defaults, unless asked otherwise.
 				if !cmd.Flags().Changed("qps") {
@@ -94,8 +117,10 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given)")
 	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
+	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over (only for the attach scenario)")
+	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")
 	fl.IntVar(&o.Workers, "workers", 0, "volplane's --workers (0: its default)")
 	fl.BoolVar(&o.Compare, "compare", false, "also run the reference controller, on an identical fresh control plane")
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
@@ -106,6 +131,49 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
 	cmd.AddCommand(newBenchReferenceSnapshotCommands()...)
 	return cmd
+}
+
+// setAttachOptions applies --nodes and the attach scenario's limits: each
+// role at the limits of the process it replaces unless --qps or --burst
+// says otherwise, then both at those.
+func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
+	fl := cmd.Flags()
+	if o.Scenario != bench.Attach {
+		if fl.Changed("nodes") {
+			return fmt.Errorf("--nodes is only for --scenario attach, not %s", o.Scenario)
+		}
+		o.Nodes = 0
+		return nil
+	}
+	if o.Compare && o.ReferenceAttacher == "" {
+		path, err := findReferenceAttacher(o.Executable)
+		if err != nil {
+			return err
+		}
+		o.ReferenceAttacher = path
+	}
+	if fl.Changed("qps") || fl.Changed("burst") {
+		o.AttacherQPS, o.AttacherBurst = o.QPS, o.Burst
+		return nil
+	}
+	o.QPS, o.Burst = bench.AttachDetachQPS, bench.AttachDetachBurst
+	o.AttacherQPS, o.AttacherBurst = bench.AttacherQPS, bench.AttacherBurst
+	return nil
+}
+
+// findReferenceAttacher finds the reference attacher's binary next to the
+// volplane executable, else on $PATH.
+func findReferenceAttacher(exe string) (string, error) {
+	next := filepath.Join(filepath.Dir(exe), bench.ReferenceAttacherProgram)
+	if _, err := os.Stat(next); err == nil {
+		return next, nil
+	}
+	if path, err := exec.LookPath(bench.ReferenceAttacherProgram); err == nil {
+		return path, nil
+	}
+	return "", fmt.Errorf("--compare of the attach scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
+		"build it with `go build -o %[3]s ./cmd/%[1]s`, or name it with --reference-attacher",
+		bench.ReferenceAttacherProgram, exe, filepath.Dir(exe))
 }
 
 // newBenchSideCommand is the child `volplane bench` runs per side: the

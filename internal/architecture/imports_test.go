@@ -56,6 +56,8 @@ var importRules = []rule{
 		"the embedded control plane is what `up`, bench and whole-stack tests start; nothing below them knows it"},
 	{"the driver is any driver", packagesNamed("internal/hostpath"), volplaneButLeaves,
 		"the bundled driver is a CSI driver like any other: it knows nothing of the control plane"},
+	{"only the bench runs upstream sidecars", allButPackages("bench and cmd/volplane-reference-attacher", "bench", "cmd/volplane-reference-attacher"), upstreamSidecars,
+		"the upstream controllers are the bench's references, never volplane's code"},
 	{"commands ship no test harness", onFloors(command), harnessPackages,
 		"the harness and test support serve tests; a binary never carries them"},
 }
@@ -92,6 +94,11 @@ func allBut(name string, fs ...floor) group {
 	return group{"all but " + name, func(path string) bool { return !slices.Contains(fs, floorOf(path)) }}
 }
 
+// allButPackages is every package but the named ones.
+func allButPackages(name string, paths ...string) group {
+	return group{"all but " + name, func(path string) bool { return !slices.Contains(paths, path) }}
+}
+
 // The targets.
 var (
 	aHigherFloor = target{"a package on a higher floor", func(from, imp string) bool {
@@ -115,8 +122,12 @@ var (
 	})
 	theControlPlane   = external("internal/cluster or k8s.io/kubernetes", func(imp string) bool { return rel(imp) == "internal/cluster" || under("k8s.io/kubernetes")(imp) })
 	volplaneButLeaves = target{"a volplane package but a leaf", func(_, imp string) bool { return ours(imp) && floorOf(rel(imp)) != leaf }}
-	harnessPackages   = target{"the harness or test support", func(_, imp string) bool { return ours(imp) && floorOf(rel(imp)) == harness }}
-	theWholeStack     = external("internal/cluster, the whole-stack harness or k8s.io/kubernetes", func(imp string) bool {
+	upstreamSidecars  = external("the upstream sidecars' controllers", func(imp string) bool {
+		return under("github.com/kubernetes-csi/external-attacher")(imp) ||
+			(under("github.com/kubernetes-csi/external-snapshotter/v8")(imp) && !under("github.com/kubernetes-csi/external-snapshotter/client/v8")(imp))
+	})
+	harnessPackages = target{"the harness or test support", func(_, imp string) bool { return ours(imp) && floorOf(rel(imp)) == harness }}
+	theWholeStack   = external("internal/cluster, the whole-stack harness or k8s.io/kubernetes", func(imp string) bool {
 		return slices.Contains([]string{"internal/cluster", "internal/stacktest", "internal/cluster/clustertest", "test/e2e/support"}, rel(imp)) ||
 			under("k8s.io/kubernetes")(imp)
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -47,6 +48,24 @@ type Config struct {
 	// `volplane bench`, whose reference side is the upstream loop. Names
 	// outside ReplacedControllers are ignored.
 	KeepControllers []string
+	// ControllerManagerQPS and ControllerManagerBurst, when QPS is not 0,
+	// are kube-controller-manager's --kube-api-qps and --kube-api-burst
+	// (QPS below 0: no client-side limit): for `volplane bench`, whose
+	// reference side runs one of its loops at the bench's limits. 0 keeps
+	// its defaults (20, 30).
+	ControllerManagerQPS   float32
+	ControllerManagerBurst int
+}
+
+// controllerManagerExtra are kube-controller-manager's flags from the
+// Config: the feature gates and the client limits, if any.
+func (c Config) controllerManagerExtra() []string {
+	args := c.gateArgs()
+	if c.ControllerManagerQPS != 0 {
+		args = append(args, "--kube-api-qps="+strconv.FormatFloat(float64(c.ControllerManagerQPS), 'f', -1, 32),
+			"--kube-api-burst="+strconv.Itoa(c.ControllerManagerBurst))
+	}
+	return args
 }
 
 // gateArgs are the --feature-gates flag of the components, if any.
@@ -201,10 +220,10 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Confi
 	})
 	cp.workers.run("kube-controller-manager", func(ctx context.Context) error {
 		if cfg.RunComponent != nil {
-			args := componentArgs(kubeconfig, append(controllerManagerArgs(dir.pki(), cfg.KeepControllers), cfg.gateArgs()...)...)
+			args := componentArgs(kubeconfig, append(controllerManagerArgs(dir.pki(), cfg.KeepControllers), cfg.controllerManagerExtra()...)...)
 			return cfg.RunComponent(ctx, "kube-controller-manager", dir.logDir(), args)
 		}
-		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.KeepControllers, cfg.gateArgs()...)
+		return runControllerManager(ctx, kubeconfig, dir.pki(), cfg.KeepControllers, cfg.controllerManagerExtra()...)
 	})
 	cp.workers.run("node agent", func(ctx context.Context) error { agent.run(ctx); return nil })
 	// The default ServiceAccount is the controller manager's first visible

@@ -49,7 +49,7 @@ func runScheduler(ctx context.Context, kubeconfig string) error {
 
 // runControllerManager runs the real kube-controller-manager without the
 // volume controllers until ctx is cancelled.
-func runControllerManager(ctx context.Context, kubeconfig string, p pki, keep []string, gates ...string) error {
+func runControllerManager(ctx context.Context, kubeconfig string, p pki, keep []string, extra ...string) error {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return fmt.Errorf("kube-controller-manager options: %w", err)
@@ -57,7 +57,7 @@ func runControllerManager(ctx context.Context, kubeconfig string, p pki, keep []
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	named := s.Flags(all, disabled, aliases)
 	s.ParsedFlags = &named
-	if err := parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, append(controllerManagerArgs(p, keep), gates...)...); err != nil {
+	if err := parseFlags("kube-controller-manager", named.FlagSets, kubeconfig, append(controllerManagerArgs(p, keep), extra...)...); err != nil {
 		return err
 	}
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {

@@ -1,0 +1,209 @@
+// Command volplane-reference-attacher runs external-attacher v4.13.0's
+// controller (cmd/csi-attacher's wiring, its default flags, no leader
+// election) for `volplane bench --scenario attach --compare`, which execs
+// and measures it as the reference attacher.
+//
+// It is a binary of its own, not a `volplane bench` subcommand: the
+// external-attacher registers the feature gate MutableCSINodeAllocatableCount
+// in the process-wide gate with a spec other than k8s.io/kubernetes'
+// (which the volplane binary links for its embedded control plane), and
+// the second registration panics as the process starts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/connection"
+	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
+	csirpc "github.com/kubernetes-csi/csi-lib-utils/rpc"
+	"github.com/kubernetes-csi/external-attacher/v4/pkg/attacher"
+	"github.com/kubernetes-csi/external-attacher/v4/pkg/controller"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	csitrans "k8s.io/csi-translation-lib"
+	"k8s.io/klog/v2"
+)
+
+func main() {
+	if err := runMain(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+// runMain parses the flags, the external-attacher's names and defaults for
+// the few a bench sets, and runs until SIGTERM or SIGINT.
+func runMain(args []string) error {
+	var (
+		cfg       config
+		qps       float64
+		verbosity int
+	)
+	fs := flag.NewFlagSet("volplane-reference-attacher", flag.ContinueOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (required)")
+	fs.Float64Var(&qps, "kube-api-qps", 5, "API requests per second, client side; 0 or less: no client-side limit")
+	fs.IntVar(&cfg.Burst, "kube-api-burst", 10, "API request burst (ignored without a --kube-api-qps limit)")
+	fs.StringVar(&cfg.CSIEndpoint, "csi-address", "", "the CSI driver's controller endpoint, unix:///path (required)")
+	fs.IntVar(&verbosity, "v", 0, "klog verbosity; at 0 only errors reach stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.QPS = float32(qps)
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	case cfg.Kubeconfig == "":
+		return errors.New("--kubeconfig is required")
+	case cfg.CSIEndpoint == "":
+		return errors.New("--csi-address is required")
+	case cfg.QPS > 0 && cfg.Burst < 1:
+		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
+	}
+	if err := configureKlog(verbosity); err != nil {
+		return err
+	}
+	defer klog.Flush()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg.Ready = func() { fmt.Println(readyLine) }
+	return run(ctx, cfg)
+}
+
+// configureKlog sends klog to stderr: at verbosity 0 only errors (thousands
+// of objects must not flood it), above 0 every line up to v.
+func configureKlog(v int) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	threshold := "INFO"
+	if v <= 0 {
+		v, threshold = 0, "ERROR"
+	}
+	for _, kv := range [][2]string{
+		{"v", strconv.Itoa(v)},
+		{"logtostderr", "true"},
+		{"legacy_stderr_threshold_behavior", "false"},
+		{"stderrthreshold", threshold},
+	} {
+		if err := fs.Set(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("klog flag %s: %w", kv[0], err)
+		}
+	}
+	return nil
+}
+
+// readyLine is what it prints once its informers' caches are synced; the
+// bench waits for its ": caches synced".
+const readyLine = "reference csi-attacher: caches synced"
+
+// The defaults of external-attacher v4.13.0's main (cmd/csi-attacher), the
+// flags a deployment leaves alone.
+const (
+	attacherResync        = 10 * time.Minute
+	attacherTimeout       = 15 * time.Second
+	attacherRetryStart    = time.Second
+	attacherRetryMax      = 5 * time.Minute
+	attacherWorkers       = 10
+	attacherMaxEntries    = 0
+	attacherReconcileSync = time.Minute
+	attacherCSITimeout    = time.Second
+)
+
+// config is how the reference attacher reaches the API
+// server and its driver.
+type config struct {
+	Kubeconfig string
+	// QPS <= 0: unthrottled.
+	QPS   float32
+	Burst int
+	// CSIEndpoint is the driver's controller service.
+	CSIEndpoint string
+	// Ready, if set, is called once the caches are synced.
+	Ready func()
+}
+
+// run runs external-attacher's controller for the
+// driver at cfg.CSIEndpoint as its main wires it (no leader election, its
+// default flags), until ctx ends.
+func run(ctx context.Context, cfg config) error {
+	if cfg.CSIEndpoint == "" {
+		return errors.New("no CSI endpoint")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	if cfg.QPS <= 0 {
+		rc.QPS = -1
+	}
+	rc.ContentType = runtime.ContentTypeProtobuf
+	rc.UserAgent = "reference-csi-attacher"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	conn, err := connection.Connect(ctx, cfg.CSIEndpoint, csimetrics.NewCSIMetricsManager(""),
+		connection.OnConnectionLoss(connection.ExitOnConnectionLoss()))
+	if err != nil {
+		return fmt.Errorf("connecting to the CSI driver: %w", err)
+	}
+	defer conn.Close()
+	if err := csirpc.ProbeForever(ctx, conn, attacherTimeout); err != nil {
+		return fmt.Errorf("waiting for the CSI driver: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, attacherCSITimeout)
+	defer cancel()
+	driver, err := csirpc.GetDriverName(tctx, conn)
+	if err != nil {
+		return fmt.Errorf("CSI driver name: %w", err)
+	}
+	caps, err := csirpc.GetControllerCapabilities(tctx, conn)
+	if err != nil {
+		return fmt.Errorf("CSI controller capabilities: %w", err)
+	}
+	if !caps[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
+		return fmt.Errorf("CSI driver %s does not support ControllerPublishVolume", driver)
+	}
+	reconcile := caps[csi.ControllerServiceCapability_RPC_LIST_VOLUMES] && caps[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
+	factory := informers.NewSharedInformerFactory(client, attacherResync)
+	timeout := attacherTimeout
+	handler := controller.NewCSIHandler(client, driver, attacher.NewAttacher(conn),
+		attacher.NewVolumeLister(conn, attacherMaxEntries),
+		factory.Core().V1().PersistentVolumes().Lister(),
+		factory.Storage().V1().CSINodes().Lister(),
+		factory.Storage().V1().VolumeAttachments().Lister(),
+		&timeout,
+		caps[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY],
+		caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER],
+		csitrans.New(), "")
+	limiter := func() workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](attacherRetryStart, attacherRetryMax)
+	}
+	ctrl := controller.NewCSIAttachController(klog.FromContext(ctx), client, driver, handler,
+		factory.Storage().V1().VolumeAttachments(), factory.Core().V1().PersistentVolumes(),
+		limiter(), limiter(), reconcile, attacherReconcileSync)
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	go func() {
+		for _, synced := range factory.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return
+			}
+		}
+		cfg.Ready()
+	}()
+	ctrl.Run(ctx, attacherWorkers, nil)
+	return nil
+}
