@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -317,3 +320,18 @@ var attachWording = strings.NewReplacer(
 	"time to Bound", "pod created → attached",
 	"per bind", "per attach",
 )
+
+// FindReferenceAttacher finds the reference attacher's binary next to the
+// volplane executable, else on $PATH.
+func FindReferenceAttacher(exe string) (string, error) {
+	next := filepath.Join(filepath.Dir(exe), ReferenceAttacherProgram)
+	if _, err := os.Stat(next); err == nil {
+		return next, nil
+	}
+	if path, err := exec.LookPath(ReferenceAttacherProgram); err == nil {
+		return path, nil
+	}
+	return "", fmt.Errorf("--compare of the attach scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
+		"build it with `go build -o %[3]s ./cmd/%[1]s`, or name it with --reference-attacher",
+		ReferenceAttacherProgram, exe, filepath.Dir(exe))
+}

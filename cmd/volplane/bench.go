@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -146,7 +144,7 @@ func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
 		return nil
 	}
 	if o.Compare && o.ReferenceAttacher == "" {
-		path, err := findReferenceAttacher(o.Executable)
+		path, err := bench.FindReferenceAttacher(o.Executable)
 		if err != nil {
 			return err
 		}
@@ -159,21 +157,6 @@ func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
 	o.QPS, o.Burst = bench.AttachDetachQPS, bench.AttachDetachBurst
 	o.AttacherQPS, o.AttacherBurst = bench.AttacherQPS, bench.AttacherBurst
 	return nil
-}
-
-// findReferenceAttacher finds the reference attacher's binary next to the
-// volplane executable, else on $PATH.
-func findReferenceAttacher(exe string) (string, error) {
-	next := filepath.Join(filepath.Dir(exe), bench.ReferenceAttacherProgram)
-	if _, err := os.Stat(next); err == nil {
-		return next, nil
-	}
-	if path, err := exec.LookPath(bench.ReferenceAttacherProgram); err == nil {
-		return path, nil
-	}
-	return "", fmt.Errorf("--compare of the attach scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
-		"build it with `go build -o %[3]s ./cmd/%[1]s`, or name it with --reference-attacher",
-		bench.ReferenceAttacherProgram, exe, filepath.Dir(exe))
 }
 
 // newBenchSideCommand is the child `volplane bench` runs per side: the

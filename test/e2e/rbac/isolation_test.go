@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/heartbeat"
@@ -185,20 +186,17 @@ func TestNodeRoleWritesOnlyItsNodesVolumes(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = admin.Delete(context.Background(), v.Name, metav1.DeleteOptions{}) })
 	}
-	// writes are the node role's writes of v: create (a copy), update
-	// (a label) and delete, each a dry run, each answered by err.
+	// writes are the node role's writes of v: create (a copy), patch
+	// (a label: its loops patch, and admission sees a patch as an UPDATE)
+	// and delete, each a dry run, each answered by err.
 	writes := func(client kubernetes.Interface, v *corev1.PersistentVolume) map[string]error {
 		pvs := client.CoreV1().PersistentVolumes()
 		fresh := v.DeepCopy()
 		fresh.Name, fresh.ResourceVersion, fresh.UID = v.Name+"-copy", "", ""
 		_, createErr := pvs.Create(ctx, fresh, metav1.CreateOptions{DryRun: dryRun})
-		cur, err := admin.Get(ctx, v.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Labels = map[string]string{"rbac": "probe"}
-		_, updateErr := pvs.Update(ctx, cur, metav1.UpdateOptions{DryRun: dryRun})
-		return map[string]error{"create": createErr, "update": updateErr,
+		_, patchErr := pvs.Patch(ctx, v.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"rbac":"probe"}}}`),
+			metav1.PatchOptions{DryRun: dryRun})
+		return map[string]error{"create": createErr, "patch": patchErr,
 			"delete": pvs.Delete(ctx, v.Name, metav1.DeleteOptions{DryRun: dryRun})}
 	}
 	onNode := clientAs(t, ctx, "volplane-node", node)
