@@ -34,7 +34,7 @@ import (
 // counts once the VolumeAttachment of the pod's volume is attached.
 
 // ReferenceAttacherProgram is the binary of the reference attacher
-// (cmd/volplane-reference-attacher): external-attacher cannot be linked
+// (bench/cmd/volplane-reference-attacher): external-attacher cannot be linked
 // into volplane's binary (see its package comment).
 const ReferenceAttacherProgram = "volplane-reference-attacher"
 
@@ -332,6 +332,6 @@ func FindReferenceAttacher(exe string) (string, error) {
 		return path, nil
 	}
 	return "", fmt.Errorf("--compare of the attach scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
-		"build it with `go build -o %[3]s ./cmd/%[1]s`, or name it with --reference-attacher",
+		"build it with `go build -o %[3]s ./bench/cmd/%[1]s`, or name it with --reference-attacher",
 		ReferenceAttacherProgram, exe, filepath.Dir(exe))
 }

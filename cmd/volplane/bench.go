@@ -48,7 +48,7 @@ Scenarios:
            inside the control plane and external-attacher v4.13.0, talking to
            the same driver endpoint (external-attacher runs from the binary
            volplane-reference-attacher, next to volplane or on $PATH: go build
-           ./cmd/volplane-reference-attacher). Only the external-attacher's
+           ./bench/cmd/volplane-reference-attacher). Only the external-attacher's
            CPU and RSS are measured there: the attach/detach controller shares its
            process with the API server, so its CPU is NOT included (its API
            writes are: VolumeAttachment and PV writes and node status patches

@@ -10,12 +10,12 @@ import (
 	"github.com/volplane/volplane/bench"
 )
 
-// buildReferenceAttacher builds cmd/volplane-reference-attacher into a
+// buildReferenceAttacher builds bench/cmd/volplane-reference-attacher into a
 // temporary directory: the bench runs it as the attach scenario's reference.
 func buildReferenceAttacher(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), bench.ReferenceAttacherProgram)
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "../"+bench.ReferenceAttacherProgram)
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "../../bench/cmd/"+bench.ReferenceAttacherProgram)
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", bench.ReferenceAttacherProgram, err, b)
 	}

@@ -2,17 +2,16 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/bench"
+	"github.com/volplane/volplane/bench/reflog"
 )
 
 // newBenchReferenceCommand is `volplane bench reference-binder`: the
@@ -36,7 +35,7 @@ func newBenchReferenceCommand() *cobra.Command {
 			if cfg.QPS > 0 && cfg.Burst < 1 {
 				return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
 			}
-			if err := configureReferenceKlog(verbosity); err != nil {
+			if err := reflog.Configure(verbosity); err != nil {
 				return err
 			}
 			defer klog.Flush()
@@ -53,27 +52,4 @@ func newBenchReferenceCommand() *cobra.Command {
 	fl.IntVar(&verbosity, "v", 0, "klog verbosity; at 0 only errors reach stderr, above 0 every log line of that verbosity does")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
-}
-
-// configureReferenceKlog sets the process-wide klog output of the
-// reference binder: at verbosity 0 only errors reach stderr (thousands of
-// objects must not flood it), above 0 every line up to v does.
-func configureReferenceKlog(v int) error {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	threshold := "INFO"
-	if v <= 0 {
-		v, threshold = 0, "ERROR"
-	}
-	for _, kv := range [][2]string{
-		{"v", strconv.Itoa(v)},
-		{"logtostderr", "true"},
-		{"legacy_stderr_threshold_behavior", "false"},
-		{"stderrthreshold", threshold},
-	} {
-		if err := fs.Set(kv[0], kv[1]); err != nil {
-			return fmt.Errorf("klog flag %s: %w", kv[0], err)
-		}
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/volplane/volplane/bench"
+	"github.com/volplane/volplane/bench/reflog"
 )
 
 // newBenchReferenceSnapshotCommands are `volplane bench
@@ -49,7 +50,7 @@ func referenceSnapshotCommand(use, short string, needsCSI bool, readyLine string
 			case cfg.QPS > 0 && cfg.Burst < 1:
 				return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
 			}
-			if err := configureReferenceKlog(verbosity); err != nil {
+			if err := reflog.Configure(verbosity); err != nil {
 				return err
 			}
 			defer klog.Flush()

@@ -91,11 +91,13 @@ var floors = map[string]floor{
 	"internal/fuzzing":               harness,
 	"test/e2e/support":               harness,
 
-	"deploy":                driver, // the manifests, embedded: what is shipped, like the driver
-	"deploy/crd":            driver, // the snapshot API's definitions, as deploy/ applies them
-	"cmd/volplane":          command,
-	"bench":                 command,
-	"internal/architecture": test,
+	"deploy":                                driver, // the manifests, embedded: what is shipped, like the driver
+	"deploy/crd":                            driver, // the snapshot API's definitions, as deploy/ applies them
+	"cmd/volplane":                          command,
+	"bench":                                 command,
+	"bench/cmd/volplane-reference-attacher": command,
+	"bench/reflog":                          command,
+	"internal/architecture":                 test,
 }
 
 // floorOf is the floor of a package path relative to the module.

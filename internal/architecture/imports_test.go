@@ -56,7 +56,7 @@ var importRules = []rule{
 		"the embedded control plane is what `up`, bench and whole-stack tests start; nothing below them knows it"},
 	{"the driver is any driver", packagesNamed("internal/hostpath"), volplaneButLeaves,
 		"the bundled driver is a CSI driver like any other: it knows nothing of the control plane"},
-	{"only the bench runs upstream sidecars", allButPackages("bench and cmd/volplane-reference-attacher", "bench", "cmd/volplane-reference-attacher"), upstreamSidecars,
+	{"only the bench runs upstream sidecars", allButPackages("bench and bench/cmd/volplane-reference-attacher", "bench", "bench/cmd/volplane-reference-attacher"), upstreamSidecars,
 		"the upstream controllers are the bench's references, never volplane's code"},
 	{"commands ship no test harness", onFloors(command), harnessPackages,
 		"the harness and test support serve tests; a binary never carries them"},

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -34,6 +33,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/bench/reflog"
 )
 
 func main() {
@@ -71,7 +72,7 @@ func runMain(args []string) error {
 	case cfg.QPS > 0 && cfg.Burst < 1:
 		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
 	}
-	if err := configureKlog(verbosity); err != nil {
+	if err := reflog.Configure(verbosity); err != nil {
 		return err
 	}
 	defer klog.Flush()
@@ -79,28 +80,6 @@ func runMain(args []string) error {
 	defer stop()
 	cfg.Ready = func() { fmt.Println(readyLine) }
 	return run(ctx, cfg)
-}
-
-// configureKlog sends klog to stderr: at verbosity 0 only errors (thousands
-// of objects must not flood it), above 0 every line up to v.
-func configureKlog(v int) error {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	threshold := "INFO"
-	if v <= 0 {
-		v, threshold = 0, "ERROR"
-	}
-	for _, kv := range [][2]string{
-		{"v", strconv.Itoa(v)},
-		{"logtostderr", "true"},
-		{"legacy_stderr_threshold_behavior", "false"},
-		{"stderrthreshold", threshold},
-	} {
-		if err := fs.Set(kv[0], kv[1]); err != nil {
-			return fmt.Errorf("klog flag %s: %w", kv[0], err)
-		}
-	}
-	return nil
 }
 
 // readyLine is what it prints once its informers' caches are synced; the
