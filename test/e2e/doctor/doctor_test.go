@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/binding"
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/csi"
@@ -128,8 +129,11 @@ func (e *env) boundGhost(name, volume string) {
 
 func (e *env) unhold(name string) {
 	if pv, err := e.client.CoreV1().PersistentVolumes().Get(e.ctx, name, metav1.GetOptions{}); err == nil {
-		pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == holdFinalizer })
-		_, _ = e.client.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{})
+		// A patch of that finalizer alone: a full update raced
+		// pv-protection's own finalizer write and, refused, left the
+		// volume held for every later test.
+		patch := binding.FinalizerPatch(pv.UID, "", nil, holdFinalizer, true)
+		_, _ = e.client.CoreV1().PersistentVolumes().Patch(e.ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	}
 }
 
