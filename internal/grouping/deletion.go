@@ -14,7 +14,7 @@ import (
 
 // decideDeletion is processGroupSnapshotWithDeletionTimestamp: wait while
 // a member is being restored, mark the bound content as being deleted,
-// delete it under Delete, delete the members, and drop the group's
+// give it its finalizer if it lacks one and delete it under Delete, delete the members, and drop the group's
 // finalizer once no content under Delete is left.
 //
 // The reference looks the dynamic content up by its fixed name only when
@@ -47,6 +47,11 @@ func decideDeletion(f GroupFacts) Plan {
 		marked.Annotations[snapshotapi.GroupBeingDeleted] = "yes"
 		return Plan{Step: MarkContent, Content: marked}
 	}
+	if deleteContent && c.DeletionTimestamp == nil && !slices.Contains(c.Finalizers, snapshotapi.GroupContentFinalizer) {
+		// Deleted without it, the content would go before the sidecar
+		// deleted its group snapshot, leaving that behind.
+		return Plan{Step: AddContentFinalizer, Content: withContentFinalizer(c)}
+	}
 	if deleteContent && c.DeletionTimestamp == nil {
 		return Plan{Step: DeleteContent, Content: c}
 	}
@@ -61,6 +66,13 @@ func decideDeletion(f GroupFacts) Plan {
 		return wait(nil)
 	}
 	return Plan{Step: RemoveFinalizer}
+}
+
+// withContentFinalizer is a copy of c with GroupContentFinalizer added.
+func withContentFinalizer(c *vgsv1.VolumeGroupSnapshotContent) *vgsv1.VolumeGroupSnapshotContent {
+	n := c.DeepCopy()
+	n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
+	return n
 }
 
 // pointsTo says whether the content's ref names the group, UID included.
@@ -114,7 +126,7 @@ func DecideGroupContent(c *vgsv1.VolumeGroupSnapshotContent) Plan {
 		return wait(nil)
 	}
 	if c.DeletionTimestamp == nil && !slices.Contains(c.Finalizers, snapshotapi.GroupContentFinalizer) {
-		return Plan{Step: AddContentFinalizer, Content: c}
+		return Plan{Step: AddContentFinalizer, Content: withContentFinalizer(c)}
 	}
 	return wait(nil)
 }
@@ -138,7 +150,7 @@ func DecideBypassedContent(c *vgsv1.VolumeGroupSnapshotContent) (Plan, bool) {
 	case c.DeletionTimestamp != nil:
 		return wait(nil), true
 	case !slices.Contains(c.Finalizers, snapshotapi.GroupContentFinalizer):
-		return Plan{Step: AddContentFinalizer, Content: c}, true
+		return Plan{Step: AddContentFinalizer, Content: withContentFinalizer(c)}, true
 	case c.Annotations[snapshotapi.GroupBeingDeleted] == "":
 		marked := c.DeepCopy()
 		if marked.Annotations == nil {

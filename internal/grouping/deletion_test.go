@@ -124,6 +124,20 @@ func TestDeletion(t *testing.T) {
 		t.Errorf("no status: %s", p.Step)
 	}
 
+	// A content still without its finalizer (created before contents
+	// were born with it, or pre-provisioned without it) gets it before
+	// its delete, or the delete would pass the sidecar and leave the
+	// backend group snapshot behind.
+	f = deleting(snapv1.VolumeSnapshotContentDelete)
+	f.Content.Finalizers = nil
+	steps = run(t, &f)
+	if want := []Step{MarkContent, AddContentFinalizer, DeleteContent, DeleteMember, DeleteMember, Wait}; !slices.Equal(steps, want) {
+		t.Fatalf("content without its finalizer: steps %v, want %v", steps, want)
+	}
+	if !slices.Contains(f.Content.Finalizers, snapshotapi.GroupContentFinalizer) {
+		t.Errorf("content deleted without its finalizer: %v", f.Content.Finalizers)
+	}
+
 	// Without its finalizer there is nothing left to do.
 	f = deleting(snapv1.VolumeSnapshotContentDelete)
 	f.Group.Finalizers = nil
@@ -162,9 +176,7 @@ func TestDecideBypassedContent(t *testing.T) {
 		}
 		steps = append(steps, p.Step)
 		switch p.Step {
-		case AddContentFinalizer:
-			c.Finalizers = append(c.Finalizers, snapshotapi.GroupContentFinalizer)
-		case MarkContent:
+		case AddContentFinalizer, MarkContent:
 			c = p.Content
 		case DeleteContent:
 			c.DeletionTimestamp = &metav1.Time{}

@@ -155,7 +155,11 @@ func createContent(f GroupFacts, class *vgsv1.VolumeGroupSnapshotClass) Plan {
 		return inputFailed(err)
 	}
 	content := &vgsv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		// Born with its bound-protection finalizer, as a single snapshot's
+		// content is: the reference adds it in a later sync, and a group
+		// deleted before that sync would delete the content past the
+		// sidecar, leaving its backend group snapshot behind.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{snapshotapi.GroupContentFinalizer}},
 		Spec: vgsv1.VolumeGroupSnapshotContentSpec{
 			VolumeGroupSnapshotRef: v1.ObjectReference{
 				Kind: GroupKind, APIVersion: GroupAPIVersion, Namespace: g.Namespace, Name: g.Name,

@@ -35,7 +35,7 @@ func run(t *testing.T, f *GroupFacts) []Step {
 			return steps
 		case CreateContent:
 			f.Content = p.Content.DeepCopy()
-		case BindContent, MarkContent:
+		case BindContent, MarkContent, AddContentFinalizer:
 			f.Content = p.Content.DeepCopy()
 		case DeleteContent:
 			f.Content.DeletionTimestamp = &metav1.Time{Time: now}
@@ -80,6 +80,11 @@ func TestDynamicGroupEndToEnd(t *testing.T) {
 		c.Spec.VolumeGroupSnapshotRef.UID != "g-uid" || c.Spec.VolumeGroupSnapshotRef.Namespace != ns {
 		t.Fatalf("content %+v", c.Spec)
 	}
+	// Born with its finalizer: no window in which the group's deletion
+	// deletes it past the sidecar.
+	if !slices.Equal(c.Finalizers, []string{snapshotapi.GroupContentFinalizer}) {
+		t.Errorf("content finalizers %v", c.Finalizers)
+	}
 	if c.Annotations[snapshotapi.GroupDeletionSecretName] != "s-grp" || c.Annotations[snapshotapi.GroupDeletionSecretNamespace] != ns {
 		t.Errorf("secret annotations %v", c.Annotations)
 	}
@@ -89,7 +94,6 @@ func TestDynamicGroupEndToEnd(t *testing.T) {
 
 	// The sidecar answers: the members are made, then the group is ready.
 	answered(true)(f.Content)
-	f.Content.Finalizers = []string{snapshotapi.GroupContentFinalizer}
 	p := DecideGroup(f)
 	if p.Step != CreateMember {
 		t.Fatalf("after the answer: %s", p.Step)

@@ -60,7 +60,8 @@ const (
 	DeleteMember Step = "DeleteMember"
 	// RemoveFinalizer removes GroupBoundFinalizer from the group.
 	RemoveFinalizer Step = "RemoveFinalizer"
-	// AddContentFinalizer adds GroupContentFinalizer to Content.
+	// AddContentFinalizer writes Content: the content with
+	// GroupContentFinalizer added.
 	AddContentFinalizer Step = "AddContentFinalizer"
 )
 

@@ -31,9 +31,12 @@
 // DELETE read it before the finalizer was added) has the content made for
 // it given its finalizer, marked and deleted under Delete, as its deletion
 // would have (grouping.DecideBypassedContent), unless a live read finds
-// the group. A content is looked at when it changes:
-// grouping.DecideGroupContent adds its finalizer once bound, never deletes
-// it.
+// the group. A dynamic content is created with its finalizer; any content
+// is looked at when it changes: grouping.DecideGroupContent adds its
+// finalizer once bound, never deletes it. A group's deletion gives its
+// content the finalizer before deleting it under Delete, should it still
+// lack one: a content deleted without it would go past the sidecar and
+// leave its backend group snapshot behind.
 //
 // Sidecar. A group content of a served driver is looked at when it is
 // added or changed, and every resync period while not ready or being

@@ -204,7 +204,7 @@ func (c *Controller) apply(ctx context.Context, g *vgsv1.VolumeGroupSnapshot, p 
 		}
 		// Its finalizer is the content queue's: our write wakes nothing.
 		c.contentQ.Add(p.Content.Name)
-	case grouping.BindContent, grouping.MarkContent:
+	case grouping.BindContent, grouping.MarkContent, grouping.AddContentFinalizer:
 		wroteContent(contents.Update(ctx, p.Content, metav1.UpdateOptions{}))
 		if err == nil && p.Step == grouping.BindContent {
 			c.contentQ.Add(p.Content.Name)
@@ -271,9 +271,7 @@ func (c *Controller) syncContent(ctx context.Context, name string) (loop.Result,
 		}
 	}
 	if p.Step == grouping.AddContentFinalizer {
-		n := gc.DeepCopy()
-		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
-		out, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, n, metav1.UpdateOptions{})
+		out, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(ctx, p.Content, metav1.UpdateOptions{})
 		if err != nil {
 			return loop.Done(), fmt.Errorf("group snapshot content %s: add finalizer: %w", name, err)
 		}
@@ -300,12 +298,7 @@ func (c *Controller) applyBypassed(ctx context.Context, gc *vgsv1.VolumeGroupSna
 	}
 	contents := c.snaps.GroupsnapshotV1().VolumeGroupSnapshotContents()
 	switch p.Step {
-	case grouping.AddContentFinalizer:
-		n := gc.DeepCopy()
-		n.Finalizers = append(n.Finalizers, snapshotapi.GroupContentFinalizer)
-		p.Content = n
-		fallthrough
-	case grouping.MarkContent:
+	case grouping.AddContentFinalizer, grouping.MarkContent:
 		out, err := contents.Update(ctx, p.Content, metav1.UpdateOptions{})
 		if err != nil {
 			return loop.Done(), fmt.Errorf("group snapshot content %s of a group gone: %s: %w", gc.Name, p.Step, err)
