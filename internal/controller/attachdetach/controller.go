@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/informerindex"
 )
@@ -123,14 +124,19 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 	funcs := func(h func(any)) cache.ResourceEventHandlerFuncs {
 		return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: loop.Updated(h), DeleteFunc: h}
 	}
+	// Updates wake a node only when they change what its decision reads
+	// (attachment.PodChanged and the others).
 	return loop.Register(
-		loop.Handler{Informer: podInf, Funcs: funcs(c.onPod)},
+		loop.Handler{Informer: podInf, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onPod, UpdateFunc: loop.UpdatedIf(attachment.PodChanged, c.onPod), DeleteFunc: c.onPod}},
 		loop.Handler{Informer: vaInf, Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onAttachment, UpdateFunc: loop.Updated(c.onAttachment), DeleteFunc: c.onAttachmentDeleted}},
+			AddFunc: c.onAttachment, UpdateFunc: c.onAttachmentUpdate, DeleteFunc: c.onAttachmentDeleted}},
 		loop.Handler{Informer: f.Core().V1().Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onNode, UpdateFunc: c.onNodeUpdate, DeleteFunc: c.onNodeDeleted}},
-		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: funcs(c.onClaim)},
-		loop.Handler{Informer: pvInf, Funcs: funcs(c.onVolume)},
+		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onClaim, UpdateFunc: loop.UpdatedIf(attachment.ClaimChanged, c.onClaim), DeleteFunc: c.onClaim}},
+		loop.Handler{Informer: pvInf, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onVolume, UpdateFunc: loop.UpdatedIf(attachment.VolumeChanged, c.onVolume), DeleteFunc: c.onVolume}},
 		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},
 	)
 }

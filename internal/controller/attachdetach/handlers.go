@@ -32,17 +32,24 @@ func (c *Controller) onNode(obj any) {
 	}
 }
 
-// onNodeUpdate also wakes the pods waiting for an in-tree volume
-// (attachment.KindInTree) the node no longer reports attached: with no
-// attachment to be deleted, the node's status is the only news that a
-// single-node volume is free.
+// onNodeUpdate syncs the node only when something a decision reads of it
+// changed (attachment.NodeChanged: not a heartbeat) and not by our own
+// status patch, whose sync went on from the copy it wrote. It also wakes
+// the pods waiting for an in-tree volume (attachment.KindInTree) the node
+// no longer reports attached: with no attachment to be deleted, the
+// node's status is the only news that a single-node volume is free.
 func (c *Controller) onNodeUpdate(old, cur any) {
-	loop.Updated(c.onNode)(old, cur)
 	o, okO := old.(*v1.Node)
 	n, okN := cur.(*v1.Node)
-	if okO && okN {
-		c.wakeInTreeUsers(o, n.Status.VolumesAttached)
+	if !okO || !okN {
+		return
 	}
+	own := c.newestNode.IsOwnWrite(n.Name, n)
+	c.newestNode.Observe(n.Name, n)
+	if !own && attachment.NodeChanged(o, n) {
+		c.q.Add(n.Name)
+	}
+	c.wakeInTreeUsers(o, n.Status.VolumesAttached)
 }
 
 // wakeInTreeUsers queues the users of each in-tree volume the node
@@ -83,6 +90,22 @@ func (c *Controller) onAttachment(obj any) {
 		c.settled(va.Name, createWrite)
 		c.shown(va.Name)
 		c.q.Add(va.Spec.NodeName)
+	}
+}
+
+// onAttachmentUpdate syncs the node only for a change a decision reads
+// (attachment.AttachmentChanged: not the attacher's finalizer); the
+// reservation it may end is ended by any version the store holds.
+func (c *Controller) onAttachmentUpdate(old, cur any) {
+	o, okO := old.(*storagev1.VolumeAttachment)
+	n, okN := cur.(*storagev1.VolumeAttachment)
+	if !okO || !okN {
+		return
+	}
+	c.settled(n.Name, createWrite)
+	c.shown(n.Name)
+	if attachment.AttachmentChanged(o, n) {
+		c.q.Add(n.Spec.NodeName)
 	}
 }
 

@@ -42,6 +42,20 @@ func Updated(h func(any)) func(any, any) {
 	}
 }
 
+// UpdatedIf adapts an add handler to updates that changed something the
+// loop reads, as changed tells from the old and the new object; an update
+// of another type (never, from a typed informer) is handed on.
+func UpdatedIf[T any](changed func(old, cur T) bool, h func(any)) func(any, any) {
+	return func(old, cur any) {
+		o, okO := old.(T)
+		n, okN := cur.(T)
+		if okO && okN && !changed(o, n) {
+			return
+		}
+		h(cur)
+	}
+}
+
 // As returns an informer's object as a T. A delete handler may be given a
 // cache.DeletedFinalStateUnknown instead of the object (the watch missed the
 // delete and a relist found the object gone): As looks inside it, so every
