@@ -2,7 +2,7 @@ package attachment
 
 import (
 	"crypto/sha256"
-	"fmt"
+	"encoding/hex"
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +30,8 @@ const (
 // kube-controller-manager's CSI attacher computes it:
 // csi-<hex(sha256(handle+driver+node))>.
 func Name(handle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
+	sum := sha256.Sum256([]byte(handle + driver + node))
+	return "csi-" + hex.EncodeToString(sum[:])
 }
 
 // UniqueVolumeName is the name node.status.volumesAttached and

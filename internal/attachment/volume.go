@@ -77,6 +77,9 @@ func FromPV(pv *v1.PersistentVolume) (Volume, bool, error) {
 		return Volume{Kind: KindInTree, PV: pv, Plugin: plugin, Unique: inTreeUnique(plugin, name), Name: pv.Name}, true, nil
 	}
 	tr := csitranslation.New()
+	if !tr.IsPVMigratable(pv) {
+		return Volume{}, false, nil
+	}
 	plugin, err := tr.GetInTreePluginNameFromSpec(pv, nil)
 	if err != nil || plugin == "" {
 		return Volume{}, false, nil
@@ -104,6 +107,11 @@ func FromInline(pod *v1.Pod, vol *v1.Volume) (Volume, bool, error) {
 		return Volume{Kind: KindInTree, Inline: true, Plugin: plugin, Unique: inTreeUnique(plugin, name), Name: vol.Name}, true, nil
 	}
 	tr := csitranslation.New()
+	if !tr.IsInlineMigratable(vol) {
+		// Most inline volumes (projected tokens, configMaps): asking for
+		// the plugin name would build an error per volume per sync.
+		return Volume{}, false, nil
+	}
 	plugin, err := tr.GetInTreePluginNameFromSpec(nil, vol)
 	if err != nil || plugin == "" {
 		return Volume{}, false, nil
