@@ -40,13 +40,13 @@ func defaultDataDir() string {
 
 func newUpCommand() *cobra.Command {
 	var (
-		cfg         cluster.Config
-		drivers     = upDriverFlags{capacity: resource.MustParse("100Gi")}
-		metricsAddr string
-		test        upTestFlags
-		health      upHealthFlags
-		onlyCP      bool
-		gates       = features.New()
+		cfg     cluster.Config
+		drivers = upDriverFlags{capacity: resource.MustParse("100Gi")}
+		metrics upMetricsFlags
+		test    upTestFlags
+		health  upHealthFlags
+		onlyCP  bool
+		gates   = features.New()
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -75,7 +75,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 			if err := health.check(); err != nil {
 				return err
 			}
-			return runUp(ctx, cmd, cfg, drivers, metricsAddr, gates, test, health)
+			return runUp(ctx, cmd, cfg, drivers, metrics, gates, test, health)
 		},
 	}
 	f := cmd.Flags()
@@ -88,7 +88,8 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.BoolVar(&onlyCP, "control-plane-only", false, "run etcd, kube-apiserver, kube-scheduler and kube-controller-manager only: no simulated node, bundled driver or volplane loop (real nodes and deploy/ play those parts)")
 	f.Var(&quantityFlag{&drivers.capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
 	f.Int64Var(&drivers.networkMaxVolumes, "network-max-volumes-per-node", 0, "most network volumes attached to one simulated node at once (0: no limit); the nodes report it in their CSINodes, as a cloud disk's limit")
-	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
+	f.StringVar(&metrics.addr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
+	f.BoolVar(&metrics.profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address: of the whole process, control plane, drivers, node agent and loops")
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
 	features.AddFlag(gates, f)
@@ -111,7 +112,14 @@ type upTestFlags struct {
 	withoutLoops bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFlags upDriverFlags, metricsAddr string, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
+// upMetricsFlags say where the loops serve /metrics, and whether Go's
+// profiles too.
+type upMetricsFlags struct {
+	addr      string
+	profiling bool
+}
+
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFlags upDriverFlags, metrics upMetricsFlags, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
 	if err := checkUp(cfg, driverFlags); err != nil {
 		return err
 	}
@@ -160,7 +168,8 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFl
 	// One manager runs the loops and the node agent over one set of
 	// informers; without loops (soak tests run them in `volplane
 	// controller` processes) it runs the node agent alone.
-	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metricsAddr, out)
+	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, metrics.addr, out)
+	mcfg.Profiling = metrics.profiling
 	mcfg.Features = gates
 	// A clean stop unmounts what the simulated nodes mounted (a kubelet
 	// leaves them: the data dir of a stopped up must be removable); the
