@@ -52,3 +52,13 @@ func (d *queueDepths) track(r *Runner) (untrack func()) {
 		d.mu.Unlock()
 	}
 }
+
+// newSyncCounts is volplane_loop_syncs_total: the syncs each loop ran,
+// failed ones included. Divided by the work done (binds, attaches), it
+// tells how many looks each piece of work took.
+func newSyncCounts() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "volplane_loop_syncs_total",
+		Help: "Syncs the loop ran (one key each), failed ones included.",
+	}, []string{"loop"})
+}

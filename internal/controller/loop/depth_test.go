@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +74,37 @@ volplane_loop_queue_depth{loop="Two"} 1
 # TYPE volplane_loop_queue_depth gauge
 volplane_loop_queue_depth{loop="Two"} 0
 `)
+}
+
+// Every sync a runner runs is counted under its loop, failed ones too.
+func TestSyncsAreCountedPerLoop(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	synced := make(chan string, 10)
+	sync := errorOnly(func(_ context.Context, key string) error {
+		synced <- key
+		if key == "bad" {
+			return errors.New("bad key")
+		}
+		return nil
+	})
+	q := NewQueue("count", time.Hour, time.Hour) // a failed key is not retried during the test
+	r := &Runner{Name: "Counted", Workers: 1, Synced: []cache.InformerSynced{func() bool { return true }},
+		Queues: []Queue{{Q: q, Sync: sync}}, Metrics: reg}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	for _, k := range []string{"a", "bad", "b"} {
+		q.Add(k)
+		<-synced
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(r.syncs); got != 3 {
+		t.Errorf("volplane_loop_syncs_total{loop=Counted} = %v, want 3", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "volplane_loop_syncs_total"); err != nil || n != 1 {
+		t.Errorf("series of volplane_loop_syncs_total: %d (%v), want 1", n, err)
+	}
 }

@@ -60,6 +60,8 @@ type Runner struct {
 
 	ready  atomic.Bool
 	panics atomic.Int64
+	// syncs counts the syncs run (volplane_loop_syncs_total), with Metrics.
+	syncs prometheus.Counter
 }
 
 // Run blocks until ctx is done, then shuts the queues down and waits for the
@@ -80,6 +82,11 @@ func (r *Runner) Run(ctx context.Context, logValues ...any) error {
 			return fmt.Errorf("%s metrics: %w", r.Name, err)
 		}
 		defer depths.track(r)()
+		syncs, err := register(r.Metrics, newSyncCounts())
+		if err != nil {
+			return fmt.Errorf("%s metrics: %w", r.Name, err)
+		}
+		r.syncs = syncs.WithLabelValues(r.Name)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), r.Synced...) {
 		return nil
@@ -134,6 +141,9 @@ func (r *Runner) processNext(ctx context.Context, q Queue, stuck *stuckKeys) boo
 	}
 	defer q.Q.Done(key)
 	res, err := r.sync(ctx, q, key)
+	if r.syncs != nil {
+		r.syncs.Inc()
+	}
 	if q.Recent != nil {
 		q.Recent.Synced(key)
 	}
