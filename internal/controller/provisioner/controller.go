@@ -131,6 +131,9 @@ type memories struct {
 	events *loop.EventMemory
 	// races: in node deployment, the claims raced for (nil: off).
 	races *raceMemory
+	// unsettledClaims and unsettledPVs: the keys last seen not at rest
+	// (provisioning.ClaimAtRest, VolumeAtRest), all the resync looks at.
+	unsettledClaims, unsettledPVs *loop.Unsettled
 }
 
 // New builds a provisioner over the given informers.
@@ -154,6 +157,9 @@ func New(cfg Config) (*Controller, error) {
 			newClaim: loop.NewNewest[*v1.PersistentVolumeClaim](),
 			madePVs:  loop.NewNewest[*v1.PersistentVolume](),
 			events:   loop.NewEventMemory(),
+
+			unsettledClaims: loop.NewUnsettled(),
+			unsettledPVs:    loop.NewUnsettled(),
 		},
 	}
 	if c.ledger == nil {

@@ -79,7 +79,7 @@ func newWorldOf(t *testing.T, serve func(testing.TB, string, int64) string, objs
 }
 
 // start runs the provisioner until the test ends.
-func (w *world) start() {
+func (w *world) start() *Controller {
 	w.t.Helper()
 	factory := informers.NewSharedInformerFactory(w.client, 0)
 	c, err := New(Config{Client: w.client, Informers: factory, Pool: w.pool, Workers: 2, ResyncPeriod: 200 * time.Millisecond,
@@ -92,6 +92,7 @@ func (w *world) start() {
 	factory.Start(ctx.Done())
 	go func() { done <- c.Run(ctx) }()
 	w.t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	return c
 }
 
 // backend lists the volume IDs every driver holds.
@@ -451,4 +452,32 @@ func fillerRequest(bytes int64) *csipb.CreateVolumeRequest {
 			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 		}},
 	}
+}
+
+// A claim whose class appears only after it (no event tells the loop) is
+// provisioned by the resync, which looks only at the objects not at rest
+// (a bound claim beside it is at rest).
+func TestResyncProvisionsAClaimWhoseClassCameLater(t *testing.T) {
+	bound := claim(func(c *v1.PersistentVolumeClaim) {
+		c.Name, c.UID, c.Spec.VolumeName, c.Status.Phase = "bound", "uid-bound", "static", v1.ClaimBound
+	})
+	w := newWorld(t, claim(), bound)
+	c := w.start()
+	// Created once the claim's first sync found no class (the queue drained
+	// with the workers running).
+	w.eventually("first syncs done", func() string {
+		if !c.Ready() || c.queues.claims.Len() > 0 {
+			return "claims still queued"
+		}
+		return ""
+	})
+	if _, err := w.client.StorageV1().StorageClasses().Create(w.ctx, class(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually("PV made by the resync", func() string {
+		if w.pv("pvc-uid-1") == nil {
+			return "no PV"
+		}
+		return ""
+	})
 }

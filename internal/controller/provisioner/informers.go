@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
@@ -96,6 +95,7 @@ func (c *Controller) onClaim(obj any) {
 	}
 	key := binding.ClaimKey(claim)
 	claim = c.memory.newClaim.Observe(key, claim)
+	c.memory.unsettledClaims.Saw(key, provisioning.ClaimAtRest(claim))
 	if slices.Contains(claim.Finalizers, provisioning.ClaimFinalizer) || c.pool.Serves(provisioning.ClaimDriver(claim)) {
 		c.queues.claims.Add(key)
 	}
@@ -116,7 +116,8 @@ func (c *Controller) onClaimUpdated(old, cur any) {
 		c.onSourceMaybeFree(n)
 	}
 	if okO && okN && provisioning.OnlyMarksChanged(o, n) {
-		c.memory.newClaim.Observe(binding.ClaimKey(n), n)
+		key := binding.ClaimKey(n)
+		c.memory.unsettledClaims.Saw(key, provisioning.ClaimAtRest(c.memory.newClaim.Observe(key, n)))
 		return
 	}
 	loop.Updated(c.onClaim)(old, cur)
@@ -125,6 +126,7 @@ func (c *Controller) onClaimUpdated(old, cur any) {
 func (c *Controller) onClaimDeleted(obj any) {
 	if claim, ok := loop.As[*v1.PersistentVolumeClaim](obj); ok {
 		c.memory.newClaim.Forget(binding.ClaimKey(claim))
+		c.memory.unsettledClaims.Gone(binding.ClaimKey(claim))
 		c.onSourceMaybeFree(claim)
 		if c.memory.races != nil {
 			c.memory.races.settled(claim.UID)
@@ -140,6 +142,9 @@ func (c *Controller) onClaimDeleted(obj any) {
 // appearing finishes that claim's provisioning).
 func (c *Controller) onVolume(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
+	if ok {
+		c.memory.unsettledPVs.Saw(pv.Name, provisioning.VolumeAtRest(pv))
+	}
 	if !ok || !provisioning.OwnProvisioner(pv.Annotations[volumehelpers.AnnDynamicallyProvisioned], c.pool.Serves) {
 		return
 	}
@@ -152,22 +157,29 @@ func (c *Controller) onVolume(obj any) {
 func (c *Controller) onVolumeDeleted(obj any) {
 	if pv, ok := loop.As[*v1.PersistentVolume](obj); ok {
 		c.memory.madePVs.Forget(pv.Name)
+		c.memory.unsettledPVs.Gone(pv.Name)
 		c.memory.events.Forget(pv.UID)
 	}
 }
 
 // resyncPending revisits what still has work to do: a safety net for
 // changes no event announces (a class or node created late, a driver that
-// recovered).
+// recovered). It looks only at the objects last seen not at rest (the
+// handlers keep the sets): one at rest has nothing to do whatever changed
+// around it.
 func (c *Controller) resyncPending(context.Context) {
-	claims, _ := c.read.claims.List(labels.Everything())
-	for _, claim := range claims {
-		if c.decide(claim).action != provisioning.ClaimNone {
-			c.queues.claims.Add(binding.ClaimKey(claim))
+	for _, key := range c.memory.unsettledClaims.Keys() {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		claim, err := c.read.claims.PersistentVolumeClaims(ns).Get(name)
+		if err == nil && c.decide(claim).action != provisioning.ClaimNone {
+			c.queues.claims.Add(key)
 		}
 	}
-	pvs, _ := c.read.pvs.List(labels.Everything())
-	for _, pv := range pvs {
+	for _, name := range c.memory.unsettledPVs.Keys() {
+		pv, err := c.read.pvs.Get(name)
+		if err != nil {
+			continue
+		}
 		if a, _ := c.volumeActionOf(pv); a != provisioning.VolumeNone {
 			c.queues.volumes.Add(pv.Name)
 		}
