@@ -33,6 +33,8 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	case Attach:
 		vas, err = startAttachWatches(ctx, e.admin)
 		watch = vas.attached
+	case Expand:
+		watch, err = startExpandWatch(ctx, e.admin)
 	default:
 		watch, err = startBindWatch(ctx, e.admin)
 	}
@@ -58,8 +60,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err := waitReady(ctx, procs, e.name); err != nil {
 		return Side{}, err
 	}
-	if e.o.Scenario == Attach {
-		// The clock starts with the pods, once the controllers run.
+	if e.o.Scenario == Attach || e.o.Scenario == Expand {
+		// The clock starts with the pods (attach) or the raised requests
+		// (expand), once the controllers run.
 		began = time.Now()
 	}
 	arrivals := e.drive(ctx, watch)
@@ -84,7 +87,12 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		return Side{}, err
 	}
 	writes := after.minus(before)
-	writes.Volumes -= e.work.writes.Load() - ownBefore
+	own := e.work.writes.Load() - ownBefore
+	writes.Volumes -= own
+	if e.o.Scenario == Expand {
+		// The raised requests are the workload's, not a controller's.
+		writes.By[raiseWrite] -= own
+	}
 	a := arrivals.wait()
 	side := e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs)
 	if e.o.Scenario == Attach {
@@ -111,6 +119,8 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		return e.createSnapshotWorkload(ctx)
 	case Attach:
 		return e.createAttachWorkload(ctx)
+	case Expand:
+		return e.createExpandWorkload(ctx)
 	case Trickle, Dynamic:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
@@ -146,6 +156,8 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 		go func() { defer close(a.done); a.claims, a.err = e.work.churn(ctx, e.o.Pairs, watch) }()
 	case Attach:
 		go func() { defer close(a.done); a.claims, a.err = e.createPods(ctx) }()
+	case Expand:
+		go func() { defer close(a.done); a.claims, a.err = e.raiseRequests(ctx) }()
 	default:
 		close(a.done)
 	}
@@ -161,6 +173,8 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 		what = "waiting for snapshots ready to use"
 	case Attach:
 		what = "creating pods, waiting for their volumes attached"
+	case Expand:
+		what = "raising requests, waiting for the claims expanded"
 	}
 	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()
