@@ -23,10 +23,16 @@ const (
 	// the controllers run, every claim's request is raised at once; an
 	// expansion counts once the claim's status.capacity shows the new size.
 	Expand = "expand"
+	// Protection: N unused claims and N free PVs, each with its protection
+	// finalizer; once the controllers run, all are deleted at once; a pair
+	// counts once both its claim and its PV are gone.
+	Protection = "protection"
 )
 
 // Scenarios lists the scenarios in the order of the help text.
-func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn, Snapshot, Attach, Expand} }
+func Scenarios() []string {
+	return []string{Static, Trickle, Dynamic, Churn, Snapshot, Attach, Expand, Protection}
+}
 
 // Sides of a comparison.
 const (

@@ -286,6 +286,14 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	case Expand:
 		c, err := measureExpandCeiling(ctx, e.admin)
 		return side, c, err
+	case Protection:
+		if name == Reference {
+			// kube-controller-manager's protection loops still run there,
+			// and would race the ceiling's writer.
+			return side, nil, nil
+		}
+		c, err := measureProtectionCeiling(ctx, e.admin, o.Pairs)
+		return side, c, err
 	}
 	c, err := measureCeiling(ctx, e.admin)
 	return side, c, err
@@ -302,6 +310,9 @@ func (e *sideEnv) clusterConfig() cluster.Config {
 	}
 	if e.o.Scenario == Expand && e.name == Reference {
 		cfg.KeepControllers = []string{expanderController}
+	}
+	if e.o.Scenario == Protection && e.name == Reference {
+		cfg.KeepControllers = protectionControllers
 	}
 	if len(cfg.KeepControllers) > 0 {
 		cfg.ControllerManagerQPS, cfg.ControllerManagerBurst = e.o.QPS, e.o.Burst
@@ -354,6 +365,8 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 		return e.attachProcesses(ctx, env)
 	case Expand:
 		return e.expandProcesses(ctx, env)
+	case Protection:
+		return e.protectionProcesses(ctx, env, limits)
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, env, binder...)
 	if err != nil {

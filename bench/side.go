@@ -35,6 +35,8 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		watch = vas.attached
 	case Expand:
 		watch, err = startExpandWatch(ctx, e.admin)
+	case Protection:
+		watch, err = startGoneWatch(ctx, e.admin)
 	default:
 		watch, err = startBindWatch(ctx, e.admin)
 	}
@@ -60,9 +62,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err := waitReady(ctx, procs, e.name); err != nil {
 		return Side{}, err
 	}
-	if e.o.Scenario == Attach || e.o.Scenario == Expand {
-		// The clock starts with the pods (attach) or the raised requests
-		// (expand), once the controllers run.
+	if e.o.Scenario == Attach || e.o.Scenario == Expand || e.o.Scenario == Protection {
+		// The clock starts with the pods (attach), the raised requests
+		// (expand) or the deletions (protection), once the controllers run.
 		began = time.Now()
 	}
 	arrivals := e.drive(ctx, watch)
@@ -87,11 +89,11 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		return Side{}, err
 	}
 	writes := after.minus(before)
-	own := e.work.writes.Load() - ownBefore
-	writes.Volumes -= own
-	if e.o.Scenario == Expand {
-		// The raised requests are the workload's, not a controller's.
-		writes.By[raiseWrite] -= own
+	writes.Volumes -= e.work.writes.Load() - ownBefore
+	for kind, n := range timedWorkloadWrites(e.o.Scenario, e.o.Pairs) {
+		if writes.By[kind] -= n; writes.By[kind] == 0 {
+			delete(writes.By, kind)
+		}
 	}
 	a := arrivals.wait()
 	side := e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs)
@@ -99,6 +101,20 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
 	}
 	return side, nil
+}
+
+// timedWorkloadWrites are, by kind as apiWrites.By counts them, the writes
+// the workload makes while the controllers run, which are not theirs: the
+// raised requests (expand), the deletions (protection).
+func timedWorkloadWrites(scenario string, pairs int) map[string]int64 {
+	n := int64(pairs)
+	switch scenario {
+	case Expand:
+		return map[string]int64{raiseWrite: n}
+	case Protection:
+		return map[string]int64{"persistentvolumeclaims DELETE": n, "persistentvolumes DELETE": n}
+	}
+	return nil
 }
 
 // createUpfront creates what exists before the controller starts.
@@ -121,6 +137,8 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		return e.createAttachWorkload(ctx)
 	case Expand:
 		return e.createExpandWorkload(ctx)
+	case Protection:
+		return e.createProtectionWorkload(ctx)
 	case Trickle, Dynamic:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
@@ -158,6 +176,8 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 		go func() { defer close(a.done); a.claims, a.err = e.createPods(ctx) }()
 	case Expand:
 		go func() { defer close(a.done); a.claims, a.err = e.raiseRequests(ctx) }()
+	case Protection:
+		go func() { defer close(a.done); a.claims, a.err = e.deletePairs(ctx) }()
 	default:
 		close(a.done)
 	}
@@ -175,6 +195,8 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 		what = "creating pods, waiting for their volumes attached"
 	case Expand:
 		what = "raising requests, waiting for the claims expanded"
+	case Protection:
+		what = "deleting claims and PVs, waiting for them gone"
 	}
 	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()

@@ -326,6 +326,8 @@ func (r Report) wording(s string) string {
 		return attachWording.Replace(s)
 	case Expand:
 		return expandWording.Replace(s)
+	case Protection:
+		return protectionWording.Replace(s)
 	}
 	return s
 }
@@ -333,7 +335,7 @@ func (r Report) wording(s string) string {
 // writeBreakdown adds, for the snapshot scenario, each side's writes per
 // snapshot by kind.
 func (r Report) writeBreakdown(b *strings.Builder) {
-	if r.Scenario != Snapshot && r.Scenario != Attach && r.Scenario != Expand {
+	if r.Scenario != Snapshot && r.Scenario != Attach && r.Scenario != Expand && r.Scenario != Protection {
 		return
 	}
 	kinds := map[string]bool{}

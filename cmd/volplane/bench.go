@@ -71,6 +71,17 @@ Scenarios:
            process with the API server, so its CPU is NOT included (its API
            writes are). --qps/--burst, when given, set both roles' limits;
            --qps 0: both unthrottled
+  protection --pairs unused claims (Pending, no binder runs) and --pairs free
+           PVs, each with its protection finalizer; the clock starts when
+           all are deleted at once, and pair i counts from its claim's DELETE
+           until both claim i and PV i are gone. volplane runs its
+           pvc-protection and pv-protection loops (one measured process, at
+           kube-controller-manager's limits, 20/30, unless --qps or --burst
+           is given); --compare runs kube-controller-manager v1.37.2's
+           pvc-protection and pv-protection loops inside the control plane:
+           the reference then has NO measured process (its CPU and RSS read
+           0), only its API writes are counted. The ceiling is measured on
+           volplane's side only
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 
@@ -87,6 +98,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
   volplane bench --scenario trickle --pairs 500 --rate 20
   volplane bench --scenario attach --pairs 1000 --nodes 10 --compare
   volplane bench --scenario expand --pairs 1000 --compare
+  volplane bench --scenario protection --pairs 1000 --compare
   volplane bench --pairs 10000 --qps 20 --burst 30 --timeout 3m --compare -o results/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,6 +112,10 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 			}
 			if err := setExpandOptions(cmd, &o); err != nil {
 				return err
+			}
+			if o.Scenario == bench.Protection && !cmd.Flags().Changed("qps") && !cmd.Flags().Changed("burst") {
+				// kube-controller-manager's limits, whose loops it replaces.
+				o.QPS, o.Burst = bench.ProtectionQPS, bench.ProtectionBurst
 			}
 			if o.Scenario == bench.Snapshot {
 				// The snapshot controllers' own defaults, unless asked otherwise.
