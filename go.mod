@@ -60,7 +60,7 @@ require (
 	k8s.io/cli-runtime v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/component-helpers v0.37.2
-	k8s.io/csi-translation-lib v0.37.0
+	k8s.io/csi-translation-lib v0.37.1
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubectl v0.37.2
 	k8s.io/kubernetes v1.37.2
@@ -150,7 +150,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/google/cel-go v0.30.0 // indirect
+	github.com/google/cel-go v0.31.0 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
@@ -163,6 +163,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kubernetes-csi/external-attacher/v4 v4.13.0
+	github.com/kubernetes-csi/external-resizer/v2 v2.3.0
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
 	github.com/lithammer/dedent v1.1.0 // indirect
@@ -267,7 +268,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-// external-attacher v4.13.0 asks for cel-go v0.30.0; k8s.io/kubernetes
-// v1.37.2 (the embedded API server) is built and tested with v0.29.2, which
-// is kept. The attacher itself does not use CEL.
+// external-attacher v4.13.0 asks for cel-go v0.30.0 and external-resizer
+// v2.3.0 for v0.31.0; k8s.io/kubernetes v1.37.2 (the embedded API server) is
+// built and tested with v0.29.2, which is kept. Neither reference binary
+// (bench/cmd) links CEL.
 replace github.com/google/cel-go => github.com/google/cel-go v0.29.2

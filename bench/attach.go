@@ -324,14 +324,21 @@ var attachWording = strings.NewReplacer(
 // FindReferenceAttacher finds the reference attacher's binary next to the
 // volplane executable, else on $PATH.
 func FindReferenceAttacher(exe string) (string, error) {
-	next := filepath.Join(filepath.Dir(exe), ReferenceAttacherProgram)
+	return findReference(exe, ReferenceAttacherProgram, Attach, "--reference-attacher")
+}
+
+// findReference finds a reference controller's binary, program, next to the
+// volplane executable, else on $PATH; the error says how to build it, and
+// flag, the bench flag that names it.
+func findReference(exe, program, scenario, flag string) (string, error) {
+	next := filepath.Join(filepath.Dir(exe), program)
 	if _, err := os.Stat(next); err == nil {
 		return next, nil
 	}
-	if path, err := exec.LookPath(ReferenceAttacherProgram); err == nil {
+	if path, err := exec.LookPath(program); err == nil {
 		return path, nil
 	}
-	return "", fmt.Errorf("--compare of the attach scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
-		"build it with `go build -o %[3]s ./bench/cmd/%[1]s`, or name it with --reference-attacher",
-		ReferenceAttacherProgram, exe, filepath.Dir(exe))
+	return "", fmt.Errorf("--compare of the %[4]s scenario runs %[1]s, found neither next to %[2]s nor on $PATH: "+
+		"build it with `go build -o %[3]s ./bench/cmd/%[1]s`, or name it with %[5]s",
+		program, exe, filepath.Dir(exe), scenario, flag)
 }

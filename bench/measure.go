@@ -49,7 +49,7 @@ func claimBound(obj any) (string, bool) {
 // cache is synced. what names the objects in errors.
 func startWatch(ctx context.Context, what string, inf cache.SharedIndexInformer, start func(stop <-chan struct{}),
 	done func(obj any) (name string, ok bool)) (*bindWatch, error) {
-	w := &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
+	w := newBindWatch()
 	record := func(obj any) {
 		if name, ok := done(obj); ok {
 			w.see(name)
@@ -66,6 +66,10 @@ func startWatch(ctx context.Context, what string, inf cache.SharedIndexInformer,
 		return nil, fmt.Errorf("watching %s: %w", what, ctx.Err())
 	}
 	return w, nil
+}
+
+func newBindWatch() *bindWatch {
+	return &bindWatch{bound: map[string]time.Time{}, changed: make(chan struct{}, 1), waiters: map[string]chan struct{}{}}
 }
 
 func (w *bindWatch) see(name string) {

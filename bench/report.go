@@ -72,8 +72,11 @@ func CurveOf(bound []time.Duration, maxPoints int) []Point {
 // Limits says how the controllers' API clients were throttled, e.g.
 // "unthrottled" or "QPS 20, burst 30".
 func (r Report) Limits() string {
-	if r.Scenario == Attach {
+	switch r.Scenario {
+	case Attach:
 		return fmt.Sprintf("attach/detach %s; attacher %s", limits(r.QPS, r.Burst), limits(r.AttacherQPS, r.AttacherBurst))
+	case Expand:
+		return fmt.Sprintf("expander %s; resizer %s", limits(r.QPS, r.Burst), limits(r.ResizerQPS, r.ResizerBurst))
 	}
 	return limits(r.QPS, r.Burst)
 }

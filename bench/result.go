@@ -19,10 +19,20 @@ const (
 	// already placed on M nodes; an attach counts once its VolumeAttachment
 	// is attached.
 	Attach = "attach"
+	// Expand: N bound, unused claims of the bundled node-local driver; once
+	// the controllers run, every claim's request is raised at once; an
+	// expansion counts once the claim's status.capacity shows the new size.
+	Expand = "expand"
+	// Protection: N unused claims and N free PVs, each with its protection
+	// finalizer; once the controllers run, all are deleted at once; a pair
+	// counts once both its claim and its PV are gone.
+	Protection = "protection"
 )
 
 // Scenarios lists the scenarios in the order of the help text.
-func Scenarios() []string { return []string{Static, Trickle, Dynamic, Churn, Snapshot, Attach} }
+func Scenarios() []string {
+	return []string{Static, Trickle, Dynamic, Churn, Snapshot, Attach, Expand, Protection}
+}
 
 // Sides of a comparison.
 const (
@@ -40,11 +50,15 @@ type Report struct {
 	Burst    int     `json:"burst"`
 	// AttacherQPS and AttacherBurst: the attach scenario's attacher role
 	// (QPS and Burst are then the attach/detach role's).
-	AttacherQPS   float32   `json:"attacherQPS,omitempty"`
-	AttacherBurst int       `json:"attacherBurst,omitempty"`
-	Workers       int       `json:"workers"`
-	Started       time.Time `json:"started"`
-	Sides         []Side    `json:"sides"`
+	AttacherQPS   float32 `json:"attacherQPS,omitempty"`
+	AttacherBurst int     `json:"attacherBurst,omitempty"`
+	// ResizerQPS and ResizerBurst: the expand scenario's resizer role
+	// (QPS and Burst are then the expander's).
+	ResizerQPS   float32   `json:"resizerQPS,omitempty"`
+	ResizerBurst int       `json:"resizerBurst,omitempty"`
+	Workers      int       `json:"workers"`
+	Started      time.Time `json:"started"`
+	Sides        []Side    `json:"sides"`
 	// Ceiling is nil when it was not measured (it is for static only).
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
 }

@@ -42,6 +42,11 @@ type Options struct {
 	// unthrottled.
 	AttacherQPS   float32
 	AttacherBurst int
+	// ResizerQPS and ResizerBurst limit the resizer role's client in the
+	// expand scenario (the external-resizer's and volplane's resizer); QPS
+	// and Burst there limit the expander role. QPS <= 0: unthrottled.
+	ResizerQPS   float32
+	ResizerBurst int
 	// Workers is volplane's --workers; 0 keeps its default.
 	Workers int
 	// Compare also runs the reference on an identical fresh control plane.
@@ -56,6 +61,9 @@ type Options struct {
 	// ReferenceAttacher is the volplane-reference-attacher binary the
 	// attach scenario's reference side runs (with Compare only).
 	ReferenceAttacher string
+	// ReferenceResizer is the volplane-reference-resizer binary the expand
+	// scenario's reference side runs (with Compare only).
+	ReferenceResizer string
 	// MemoryLimit, if set, is the measured controller's GOMEMLIMIT (Go's
 	// soft memory limit, e.g. "900MiB"), on both sides: the GC then works
 	// harder to keep the heap under it, trading CPU for peak RSS.
@@ -85,6 +93,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--nodes is only for the attach scenario (got --scenario %s)", o.Scenario)
 	case o.Scenario == Attach && o.AttacherQPS > 0 && o.AttacherBurst < 1:
 		return fmt.Errorf("the attacher's burst must be at least 1 with a QPS limit")
+	case o.Scenario == Expand && o.ResizerQPS > 0 && o.ResizerBurst < 1:
+		return fmt.Errorf("the resizer's burst must be at least 1 with a QPS limit")
 	case o.Workers < 0:
 		return fmt.Errorf("--workers must not be negative, got %d", o.Workers)
 	case o.Scenario == Trickle && o.Rate <= 0:
@@ -95,6 +105,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--memory-limit %q: want a size such as 900MiB or 1GiB", o.MemoryLimit)
 	case o.Scenario == Attach && o.Compare && o.ReferenceAttacher == "":
 		return fmt.Errorf("the attach scenario's reference needs the %s binary (go build ./cmd/%s)", ReferenceAttacherProgram, ReferenceAttacherProgram)
+	case o.Scenario == Expand && o.Compare && o.ReferenceResizer == "":
+		return fmt.Errorf("the expand scenario's reference needs the %s binary (go build ./bench/cmd/%s)", ReferenceResizerProgram, ReferenceResizerProgram)
 	case o.Executable == "":
 		return errors.New("no volplane executable to run the controllers from")
 	}
@@ -119,6 +131,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	r := Report{Scenario: o.Scenario, Pairs: o.Pairs, QPS: o.QPS, Burst: o.Burst, Workers: workers, Started: time.Now()}
 	if o.Scenario == Attach {
 		r.AttacherQPS, r.AttacherBurst = o.AttacherQPS, o.AttacherBurst
+	}
+	if o.Scenario == Expand {
+		r.ResizerQPS, r.ResizerBurst = o.ResizerQPS, o.ResizerBurst
 	}
 	sides := []string{Volplane}
 	if o.Compare {
@@ -268,6 +283,17 @@ func runSide(ctx context.Context, o Options, name string) (Side, *Ceiling, error
 	case Attach:
 		c, err := measureAttachCeiling(ctx, e.admin)
 		return side, c, err
+	case Expand:
+		c, err := measureExpandCeiling(ctx, e.admin)
+		return side, c, err
+	case Protection:
+		if name == Reference {
+			// kube-controller-manager's protection loops still run there,
+			// and would race the ceiling's writer.
+			return side, nil, nil
+		}
+		c, err := measureProtectionCeiling(ctx, e.admin, o.Pairs)
+		return side, c, err
 	}
 	c, err := measureCeiling(ctx, e.admin)
 	return side, c, err
@@ -281,6 +307,14 @@ func (e *sideEnv) clusterConfig() cluster.Config {
 	cfg := cluster.Config{DataDir: e.dir, Nodes: e.o.AttachNodes(), UnsafeNoFsync: true}
 	if e.o.Scenario == Attach && e.name == Reference {
 		cfg.KeepControllers = []string{"attachdetach"}
+	}
+	if e.o.Scenario == Expand && e.name == Reference {
+		cfg.KeepControllers = []string{expanderController}
+	}
+	if e.o.Scenario == Protection && e.name == Reference {
+		cfg.KeepControllers = protectionControllers
+	}
+	if len(cfg.KeepControllers) > 0 {
 		cfg.ControllerManagerQPS, cfg.ControllerManagerBurst = e.o.QPS, e.o.Burst
 		if e.o.QPS <= 0 {
 			cfg.ControllerManagerQPS = -1
@@ -329,6 +363,10 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 		return e.snapshotProcesses(ctx, env)
 	case Attach:
 		return e.attachProcesses(ctx, env)
+	case Expand:
+		return e.expandProcesses(ctx, env)
+	case Protection:
+		return e.protectionProcesses(ctx, env, limits)
 	}
 	p, err := startProcess(ctx, o.Executable, e.dir, e.name+" binder", true, env, binder...)
 	if err != nil {

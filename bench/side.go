@@ -33,6 +33,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	case Attach:
 		vas, err = startAttachWatches(ctx, e.admin)
 		watch = vas.attached
+	case Expand:
+		watch, err = startExpandWatch(ctx, e.admin)
+	case Protection:
+		watch, err = startGoneWatch(ctx, e.admin)
 	default:
 		watch, err = startBindWatch(ctx, e.admin)
 	}
@@ -58,8 +62,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if err := waitReady(ctx, procs, e.name); err != nil {
 		return Side{}, err
 	}
-	if e.o.Scenario == Attach {
-		// The clock starts with the pods, once the controllers run.
+	if e.o.Scenario == Attach || e.o.Scenario == Expand || e.o.Scenario == Protection {
+		// The clock starts with the pods (attach), the raised requests
+		// (expand) or the deletions (protection), once the controllers run.
 		began = time.Now()
 	}
 	arrivals := e.drive(ctx, watch)
@@ -85,12 +90,31 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	}
 	writes := after.minus(before)
 	writes.Volumes -= e.work.writes.Load() - ownBefore
+	for kind, n := range timedWorkloadWrites(e.o.Scenario, e.o.Pairs) {
+		if writes.By[kind] -= n; writes.By[kind] == 0 {
+			delete(writes.By, kind)
+		}
+	}
 	a := arrivals.wait()
 	side := e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs)
 	if e.o.Scenario == Attach {
 		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
 	}
 	return side, nil
+}
+
+// timedWorkloadWrites are, by kind as apiWrites.By counts them, the writes
+// the workload makes while the controllers run, which are not theirs: the
+// raised requests (expand), the deletions (protection).
+func timedWorkloadWrites(scenario string, pairs int) map[string]int64 {
+	n := int64(pairs)
+	switch scenario {
+	case Expand:
+		return map[string]int64{raiseWrite: n}
+	case Protection:
+		return map[string]int64{"persistentvolumeclaims DELETE": n, "persistentvolumes DELETE": n}
+	}
+	return nil
 }
 
 // createUpfront creates what exists before the controller starts.
@@ -111,6 +135,10 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		return e.createSnapshotWorkload(ctx)
 	case Attach:
 		return e.createAttachWorkload(ctx)
+	case Expand:
+		return e.createExpandWorkload(ctx)
+	case Protection:
+		return e.createProtectionWorkload(ctx)
 	case Trickle, Dynamic:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
@@ -146,6 +174,10 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 		go func() { defer close(a.done); a.claims, a.err = e.work.churn(ctx, e.o.Pairs, watch) }()
 	case Attach:
 		go func() { defer close(a.done); a.claims, a.err = e.createPods(ctx) }()
+	case Expand:
+		go func() { defer close(a.done); a.claims, a.err = e.raiseRequests(ctx) }()
+	case Protection:
+		go func() { defer close(a.done); a.claims, a.err = e.deletePairs(ctx) }()
 	default:
 		close(a.done)
 	}
@@ -161,6 +193,10 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 		what = "waiting for snapshots ready to use"
 	case Attach:
 		what = "creating pods, waiting for their volumes attached"
+	case Expand:
+		what = "raising requests, waiting for the claims expanded"
+	case Protection:
+		what = "deleting claims and PVs, waiting for them gone"
 	}
 	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()

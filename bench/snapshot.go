@@ -35,7 +35,7 @@ import (
 
 // needsDrivers says whether a scenario runs the bundled drivers.
 func needsDrivers(scenario string) bool {
-	return scenario == Dynamic || scenario == Churn || scenario == Snapshot || scenario == Attach
+	return scenario == Dynamic || scenario == Churn || scenario == Snapshot || scenario == Attach || scenario == Expand
 }
 
 func snapshotName(i int) string { return fmt.Sprintf("s-%06d", i) }
@@ -324,6 +324,10 @@ func (r Report) wording(s string) string {
 		return snapshotWording.Replace(s)
 	case Attach:
 		return attachWording.Replace(s)
+	case Expand:
+		return expandWording.Replace(s)
+	case Protection:
+		return protectionWording.Replace(s)
 	}
 	return s
 }
@@ -331,7 +335,7 @@ func (r Report) wording(s string) string {
 // writeBreakdown adds, for the snapshot scenario, each side's writes per
 // snapshot by kind.
 func (r Report) writeBreakdown(b *strings.Builder) {
-	if r.Scenario != Snapshot && r.Scenario != Attach {
+	if r.Scenario != Snapshot && r.Scenario != Attach && r.Scenario != Expand && r.Scenario != Protection {
 		return
 	}
 	kinds := map[string]bool{}

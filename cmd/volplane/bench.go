@@ -54,6 +54,34 @@ Scenarios:
            writes are: VolumeAttachment and PV writes and node status patches
            are counted from the API server). --qps/--burst, when given, set
            both roles' limits; --qps 0: both unthrottled
+  expand   --pairs bound, unused claims of the bundled node-local driver's
+           class (volumes made by its controller service, which expands
+           them alone: no node expansion); the clock starts when every
+           claim's request is raised at once (1Mi to 2Mi), and each claim
+           counts from its PATCH until a claim watch sees status.capacity at
+           2Mi. volplane runs the expander (at kube-controller-manager's
+           limits, 20/30) and the resizer (at the external-resizer's, 5/10),
+           two processes, both measured; --compare runs
+           kube-controller-manager v1.37.2's persistentvolume-expander inside
+           the control plane and external-resizer v2.3.0, talking to the same
+           driver endpoint (external-resizer runs from the binary
+           volplane-reference-resizer, next to volplane or on $PATH: go build
+           ./bench/cmd/volplane-reference-resizer). Only the external-resizer's
+           CPU and RSS are measured there: the expand controller shares its
+           process with the API server, so its CPU is NOT included (its API
+           writes are). --qps/--burst, when given, set both roles' limits;
+           --qps 0: both unthrottled
+  protection --pairs unused claims (Pending, no binder runs) and --pairs free
+           PVs, each with its protection finalizer; the clock starts when
+           all are deleted at once, and pair i counts from its claim's DELETE
+           until both claim i and PV i are gone. volplane runs its
+           pvc-protection and pv-protection loops (one measured process, at
+           kube-controller-manager's limits, 20/30, unless --qps or --burst
+           is given); --compare runs kube-controller-manager v1.37.2's
+           pvc-protection and pv-protection loops inside the control plane:
+           the reference then has NO measured process (its CPU and RSS read
+           0), only its API writes are counted. The ceiling is measured on
+           volplane's side only
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 
@@ -69,6 +97,8 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 		Example: `  volplane bench --pairs 1000 --compare
   volplane bench --scenario trickle --pairs 500 --rate 20
   volplane bench --scenario attach --pairs 1000 --nodes 10 --compare
+  volplane bench --scenario expand --pairs 1000 --compare
+  volplane bench --scenario protection --pairs 1000 --compare
   volplane bench --pairs 10000 --qps 20 --burst 30 --timeout 3m --compare -o results/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,6 +109,13 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 			o.Executable = exe
 			if err := setAttachOptions(cmd, &o); err != nil {
 				return err
+			}
+			if err := setExpandOptions(cmd, &o); err != nil {
+				return err
+			}
+			if o.Scenario == bench.Protection && !cmd.Flags().Changed("qps") && !cmd.Flags().Changed("burst") {
+				// kube-controller-manager's limits, whose loops it replaces.
+				o.QPS, o.Burst = bench.ProtectionQPS, bench.ProtectionBurst
 			}
 			if o.Scenario == bench.Snapshot {
 				// The snapshot controllers' own defaults, unless asked otherwise.
@@ -115,10 +152,11 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given)")
 	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
 	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over (only for the attach scenario)")
 	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")
+	fl.StringVar(&o.ReferenceResizer, "reference-resizer", "", "expand --compare: the volplane-reference-resizer binary (default: next to volplane, else on $PATH)")
 	fl.IntVar(&o.Workers, "workers", 0, "volplane's --workers (0: its default)")
 	fl.BoolVar(&o.Compare, "compare", false, "also run the reference controller, on an identical fresh control plane")
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
@@ -156,6 +194,33 @@ func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
 	}
 	o.QPS, o.Burst = bench.AttachDetachQPS, bench.AttachDetachBurst
 	o.AttacherQPS, o.AttacherBurst = bench.AttacherQPS, bench.AttacherBurst
+	return nil
+}
+
+// setExpandOptions applies the expand scenario's limits: the expander at
+// kube-controller-manager's and the resizer at the external-resizer's
+// unless --qps or --burst says otherwise, then both at those.
+func setExpandOptions(cmd *cobra.Command, o *bench.Options) error {
+	fl := cmd.Flags()
+	if o.Scenario != bench.Expand {
+		if fl.Changed("reference-resizer") {
+			return fmt.Errorf("--reference-resizer is only for --scenario expand, not %s", o.Scenario)
+		}
+		return nil
+	}
+	if o.Compare && o.ReferenceResizer == "" {
+		path, err := bench.FindReferenceResizer(o.Executable)
+		if err != nil {
+			return err
+		}
+		o.ReferenceResizer = path
+	}
+	if fl.Changed("qps") || fl.Changed("burst") {
+		o.ResizerQPS, o.ResizerBurst = o.QPS, o.Burst
+		return nil
+	}
+	o.QPS, o.Burst = bench.ExpanderQPS, bench.ExpanderBurst
+	o.ResizerQPS, o.ResizerBurst = bench.ResizerQPS, bench.ResizerBurst
 	return nil
 }
 

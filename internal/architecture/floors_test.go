@@ -96,6 +96,7 @@ var floors = map[string]floor{
 	"cmd/volplane":                          command,
 	"bench":                                 command,
 	"bench/cmd/volplane-reference-attacher": command,
+	"bench/cmd/volplane-reference-resizer":  command,
 	"bench/reflog":                          command,
 	"internal/architecture":                 test,
 }

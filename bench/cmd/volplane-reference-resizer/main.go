@@ -1,0 +1,204 @@
+// Command volplane-reference-resizer runs external-resizer v2.3.0's
+// controllers (cmd/csi-resizer's wiring: the resize controller and, when
+// the driver can modify volumes and the VolumeAttributesClass API is
+// served, the modify controller; its default flags, no leader election)
+// for `volplane bench --scenario expand --compare`, which execs and
+// measures it as the reference resizer.
+//
+// It is a binary of its own, not a `volplane bench` subcommand: the
+// external-resizer registers the feature gate VolumeAttributesClass in the
+// process-wide gate with a spec other than k8s.io/kubernetes' (which the
+// volplane binary links for its embedded control plane), and the second
+// registration panics as the process starts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
+	"github.com/kubernetes-csi/external-resizer/v2/pkg/controller"
+	resizercsi "github.com/kubernetes-csi/external-resizer/v2/pkg/csi"
+	"github.com/kubernetes-csi/external-resizer/v2/pkg/features"
+	"github.com/kubernetes-csi/external-resizer/v2/pkg/modifier"
+	"github.com/kubernetes-csi/external-resizer/v2/pkg/modifycontroller"
+	"github.com/kubernetes-csi/external-resizer/v2/pkg/resizer"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/volplane/volplane/bench/reflog"
+)
+
+func main() {
+	if err := runMain(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+// runMain parses the flags, the external-resizer's names and defaults for
+// the few a bench sets, and runs until SIGTERM or SIGINT.
+func runMain(args []string) error {
+	var (
+		cfg       config
+		qps       float64
+		verbosity int
+	)
+	fs := flag.NewFlagSet("volplane-reference-resizer", flag.ContinueOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (required)")
+	fs.Float64Var(&qps, "kube-api-qps", 5, "API requests per second, client side; 0 or less: no client-side limit")
+	fs.IntVar(&cfg.Burst, "kube-api-burst", 10, "API request burst (ignored without a --kube-api-qps limit)")
+	fs.StringVar(&cfg.CSIEndpoint, "csi-address", "", "the CSI driver's controller endpoint, unix:///path (required)")
+	fs.IntVar(&verbosity, "v", 0, "klog verbosity; at 0 only errors reach stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.QPS = float32(qps)
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	case cfg.Kubeconfig == "":
+		return errors.New("--kubeconfig is required")
+	case cfg.CSIEndpoint == "":
+		return errors.New("--csi-address is required")
+	case cfg.QPS > 0 && cfg.Burst < 1:
+		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
+	}
+	if err := reflog.Configure(verbosity); err != nil {
+		return err
+	}
+	defer klog.Flush()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg.Ready = func() { fmt.Println(readyLine) }
+	return run(ctx, cfg)
+}
+
+// readyLine is what it prints once its informers' caches are synced; the
+// bench waits for its ": caches synced".
+const readyLine = "reference csi-resizer: caches synced"
+
+// The defaults of external-resizer v2.3.0's main (cmd/csi-resizer), the
+// flags a deployment leaves alone. --timeout is the driver's probe timeout
+// and, left at its default, --resize-timeout and --modify-timeout are the
+// per-call ones.
+const (
+	resizerResync           = 10 * time.Minute
+	resizerWorkers          = 10
+	resizerTimeout          = 10 * time.Second
+	resizerResizeTimeout    = 10 * time.Second
+	resizerModifyTimeout    = 10 * time.Second
+	resizerRetryStart       = time.Second
+	resizerRetryMax         = 5 * time.Minute
+	resizerHandleInUseError = true
+	resizerExtraModifyMeta  = false
+)
+
+// config is how the reference resizer reaches the API server and its
+// driver.
+type config struct {
+	Kubeconfig string
+	// QPS <= 0: unthrottled.
+	QPS   float32
+	Burst int
+	// CSIEndpoint is the driver's controller service.
+	CSIEndpoint string
+	// Ready, if set, is called once the caches are synced.
+	Ready func()
+}
+
+// run runs external-resizer's controllers for the driver at
+// cfg.CSIEndpoint as its main wires them (no leader election, its default
+// flags), until ctx ends.
+func run(ctx context.Context, cfg config) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	if cfg.QPS <= 0 {
+		rc.QPS = -1
+	}
+	rc.ContentType = runtime.ContentTypeProtobuf
+	rc.UserAgent = "reference-csi-resizer"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	// As its main does when the gate is not set: modify volumes only if the
+	// API server serves VolumeAttributesClass v1.
+	enabled, err := features.IsVolumeAttributesClassV1Enabled(client.Discovery())
+	if err != nil {
+		return fmt.Errorf("probing the VolumeAttributesClass v1 API: %w", err)
+	}
+	if !enabled {
+		if err := utilfeature.DefaultMutableFeatureGate.OverrideDefault(features.VolumeAttributesClass, false); err != nil {
+			return err
+		}
+	}
+	factory := informers.NewSharedInformerFactory(client, resizerResync)
+	conn, err := resizercsi.New(ctx, cfg.CSIEndpoint, resizerTimeout, csimetrics.NewCSIMetricsManager(""))
+	if err != nil {
+		return fmt.Errorf("connecting to the CSI driver: %w", err)
+	}
+	defer conn.CloseConnection()
+	tctx, cancel := context.WithTimeout(ctx, resizerTimeout)
+	driver, err := conn.GetDriverName(tctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("CSI driver name: %w", err)
+	}
+	rsz, err := resizer.NewResizerFromClient(conn, resizerResizeTimeout, client, driver)
+	if err != nil && !errors.Is(err, resizer.ResizeNotSupportErr) {
+		return fmt.Errorf("CSI resizer: %w", err)
+	}
+	mod, err := modifier.NewModifierFromClient(conn, resizerModifyTimeout, client, factory, resizerExtraModifyMeta, driver)
+	if err != nil && !errors.Is(err, modifier.ModifyNotSupportErr) {
+		return fmt.Errorf("CSI modifier: %w", err)
+	}
+	if rsz == nil && mod == nil {
+		return fmt.Errorf("CSI driver %s supports neither resize nor modify", driver)
+	}
+	limiter := func() workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](resizerRetryStart, resizerRetryMax)
+	}
+	var rctrl controller.ResizeController
+	if rsz != nil {
+		rctrl = controller.NewResizeController(rsz.Name(), rsz, client, resizerResync, factory,
+			limiter(), resizerHandleInUseError, resizerRetryMax)
+	}
+	var mctrl modifycontroller.ModifyController
+	if mod != nil && utilfeature.DefaultFeatureGate.Enabled(features.VolumeAttributesClass) {
+		mctrl = modifycontroller.NewModifyController(mod.Name(), mod, client, resizerResync,
+			resizerRetryMax, resizerExtraModifyMeta, factory, limiter())
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	go func() {
+		for _, synced := range factory.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return
+			}
+		}
+		cfg.Ready()
+	}()
+	if rctrl != nil {
+		go rctrl.Run(resizerWorkers, ctx, nil)
+	}
+	if mctrl != nil {
+		go mctrl.Run(resizerWorkers, ctx, nil)
+	}
+	<-ctx.Done()
+	return nil
+}
