@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -159,33 +160,59 @@ func (c *Controller) detachedInTree(ctx context.Context, d attachment.Detach) {
 // is reserved first, and a create that may have been made keeps its
 // reservation: see reserve.
 func (c *Controller) attach(ctx context.Context, plan attachment.Plan) error {
-	logger := klog.FromContext(ctx)
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	slots := make(chan struct{}, createsAtOnce)
 	for _, a := range plan.Create {
-		va := a.Attachment
-		if c.isInFlight(va.Name, createWrite) || c.inStore(va.Name) {
-			continue
-		}
-		if err := c.reserve(ctx, a); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-		switch {
-		case err == nil && a.SingleNode:
-			c.created(a.Volume, out)
-		case err != nil && !apierrors.IsAlreadyExists(err):
-			if notCreated(err) {
-				c.release(a.Volume, va.Name)
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := c.create(ctx, a); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 			}
-			errs = append(errs, fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err))
-			continue
-		}
-		c.wrote(va.Name, createWrite)
-		logger.V(2).Info("Attaching volume", "pv", attachment.SourceName(va), "driver", va.Spec.Attacher,
-			"attachment", va.Name)
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// createsAtOnce bounds the creates one sync has in flight. They go out
+// together, as the reference's operation executor starts one attach per
+// volume at once: made one after another, a node with a hundred new pods
+// waited out a hundred round trips before its last attachment existed.
+// Each volume's create is checked and reserved alone (reserve), so their
+// order among themselves does not matter.
+const createsAtOnce = 16
+
+// create makes one attachment of the plan, unless it is being made or
+// already there.
+func (c *Controller) create(ctx context.Context, a attachment.Attach) error {
+	va := a.Attachment
+	if c.isInFlight(va.Name, createWrite) || c.inStore(va.Name) {
+		return nil
+	}
+	if err := c.reserve(ctx, a); err != nil {
+		return err
+	}
+	out, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+	switch {
+	case err == nil && a.SingleNode:
+		c.created(a.Volume, out)
+	case err != nil && !apierrors.IsAlreadyExists(err):
+		if notCreated(err) {
+			c.release(a.Volume, va.Name)
+		}
+		return fmt.Errorf("creating VolumeAttachment %s: %w", va.Name, err)
+	}
+	c.wrote(va.Name, createWrite)
+	klog.FromContext(ctx).V(2).Info("Attaching volume", "pv", attachment.SourceName(va), "driver", va.Spec.Attacher,
+		"attachment", va.Name)
+	return nil
 }
 
 // inStore says whether the informer's store holds the attachment now. The

@@ -34,7 +34,8 @@
 // PATCH carrying the whole volumesAttached list (a volume leaves it before
 // its attachment is deleted; if that PATCH fails nothing is detached),
 // then the detaches (DELETE, NotFound is success), then the attaches
-// (CREATE, AlreadyExists is success). The attacher, not this loop, sets
+// (CREATE, AlreadyExists is success; up to 16 at once, each volume reserved
+// on its own, as the reference's operation executor starts them). The attacher, not this loop, sets
 // status.attached; the loop sees it through the attachment informer and
 // then reports the volume and records SuccessfulAttachVolume once.
 //
