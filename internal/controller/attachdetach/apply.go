@@ -301,13 +301,15 @@ func (c *Controller) isInFlight(name string, kind writeKind) bool {
 
 // settled forgets the write the informer now shows done: an attachment
 // seen present ends a pending create (createWrite), one seen deleted ends
-// a pending delete (deleteWrite).
-func (c *Controller) settled(name string, shown writeKind) {
+// a pending delete (deleteWrite). It says whether one was pending.
+func (c *Controller) settled(name string, shown writeKind) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w, ok := c.inFlight[name]; ok && w.kind == shown {
 		delete(c.inFlight, name)
+		return true
 	}
+	return false
 }
 
 // The exclusive reservations. A single-node volume is reserved for a node

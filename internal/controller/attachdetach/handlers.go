@@ -84,13 +84,23 @@ func (c *Controller) onNodeDeleted(obj any) {
 
 // onAttachment runs once the informer's store holds the attachment, so a
 // reservation it ends is taken over by the store: whoever reserves next
-// sees the attachment there.
+// sees the attachment there. The arrival of one this loop created, as it
+// created it, wakes nothing: the sync that created it decided with it
+// made, and its node waits for the attacher's answer, an update.
 func (c *Controller) onAttachment(obj any) {
 	if va, ok := loop.As[*storagev1.VolumeAttachment](obj); ok {
-		c.settled(va.Name, createWrite)
+		ours := c.settled(va.Name, createWrite)
 		c.shown(va.Name)
-		c.q.Add(va.Spec.NodeName)
+		if !ours || !asCreated(va) {
+			c.q.Add(va.Spec.NodeName)
+		}
 	}
+}
+
+// asCreated says an attachment shows nothing since its create: not
+// attached, no error, not being deleted.
+func asCreated(va *storagev1.VolumeAttachment) bool {
+	return !va.Status.Attached && va.Status.AttachError == nil && va.DeletionTimestamp == nil
 }
 
 // onAttachmentUpdate syncs the node only for a change a decision reads

@@ -105,3 +105,44 @@ func TestAVolumeLetGoWakesThePodsUsingItInline(t *testing.T) {
 		t.Errorf("iscsi let go: queued %v, want [node-4 node-5]", got)
 	}
 }
+
+// What a sync of the node already knows wakes nothing: the arrival of the
+// attachment it created, as created; the attacher's finalizer; our own
+// status patch. What it does not know does: the attacher's answer, an
+// attachment someone else made, a node no longer Ready.
+func TestOnlyNewsWakesTheNode(t *testing.T) {
+	claim, pv := boundVolume()
+	l := newFakeLoop(t, claim, pv, podUsing("data"))
+	queued(l)
+	made := attachmentOf(false)
+	l.wrote(made.Name, createWrite)
+	l.onAttachment(made)
+	finalized := made.DeepCopy()
+	finalized.Finalizers, finalized.ResourceVersion = []string{attachment.Finalizer(drv)}, "2"
+	l.onAttachmentUpdate(made, finalized)
+	node := managedNode(nodeName)
+	patched := node.DeepCopy()
+	patched.Status.VolumesAttached, patched.ResourceVersion = []v1.AttachedVolume{{Name: "kubernetes.io/csi/x^y"}}, "7"
+	l.newestNode.Wrote(nodeName, patched)
+	l.onNodeUpdate(node, patched)
+	if got := queued(l); len(got) != 0 {
+		t.Errorf("known changes queued %v, want nothing", got)
+	}
+
+	attached := finalized.DeepCopy()
+	attached.Status.Attached, attached.ResourceVersion = true, "3"
+	l.onAttachmentUpdate(finalized, attached)
+	if got := queued(l); !slices.Equal(got, []string{nodeName}) {
+		t.Errorf("attached: queued %v, want [%s]", got, nodeName)
+	}
+	l.onAttachment(attachmentOf(false)) // not a create of ours
+	if got := queued(l); !slices.Equal(got, []string{nodeName}) {
+		t.Errorf("someone else's attachment: queued %v, want [%s]", got, nodeName)
+	}
+	notReady := patched.DeepCopy()
+	notReady.Status.Conditions, notReady.ResourceVersion = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}, "8"
+	l.onNodeUpdate(patched, notReady)
+	if got := queued(l); !slices.Equal(got, []string{nodeName}) {
+		t.Errorf("node not Ready: queued %v, want [%s]", got, nodeName)
+	}
+}
