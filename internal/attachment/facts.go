@@ -76,7 +76,9 @@ type Facts struct {
 	InTreeElsewhere map[v1.UniqueVolumeName][]string
 	// Users are, per PersistentVolume name, the pods of any node that use
 	// it: the Multi-Attach event names those on the nodes holding it
-	// (through any PV of the volume).
+	// (through any PV of the volume). Read only when another node holds a
+	// volume (an attachment of another node, InTreeElsewhere), so a reader
+	// may leave it empty otherwise.
 	Users map[string][]*v1.Pod
 	// UndesiredSince is when each attachment (by VolumeAttachment name)
 	// was first seen no longer wanted; Plan.UndesiredSince is its next value.

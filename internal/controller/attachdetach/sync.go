@@ -36,6 +36,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (loop.Result, er
 		c.inTreeMu.Lock()
 		defer c.inTreeMu.Unlock()
 		c.inTreeElsewhere(&f)
+		c.readUsers(&f)
 	}
 	plan := attachment.Decide(f)
 	for _, w := range plan.Wait {
@@ -110,7 +111,28 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 		}
 	}
 	c.inTreeElsewhere(&f)
+	c.readUsers(&f)
 	return f, nil
+}
+
+// readUsers adds the pods that use each PersistentVolume, which the
+// decision reads only to name the pods holding a volume on another node
+// (the Multi-Attach event): so only when another node holds one, through
+// an attachment or its volumesAttached. Most syncs then read none.
+func (c *Controller) readUsers(f *attachment.Facts) {
+	elsewhere := len(f.InTreeElsewhere) > 0 || slices.ContainsFunc(f.Attachments, func(va *storagev1.VolumeAttachment) bool {
+		return va.Spec.NodeName != f.Node.Name
+	})
+	if !elsewhere {
+		return
+	}
+	for name, pv := range f.Volumes {
+		if ref := pv.Spec.ClaimRef; ref != nil {
+			// The index is registered in New; a lookup cannot fail.
+			users, _ := informerindex.PodsUsing(c.pods, binding.ClaimRefKey(ref))
+			f.Users[name] = users
+		}
+	}
 }
 
 // readVolumes adds a pod's claims, their volumes, drivers and users.
@@ -129,7 +151,7 @@ func (c *Controller) readVolumes(f *attachment.Facts, pod *v1.Pod) {
 	}
 }
 
-// readVolume adds a PersistentVolume, its driver and the pods that use it.
+// readVolume adds a PersistentVolume and its driver.
 func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 	if name == nil || *name == "" {
 		return
@@ -146,11 +168,6 @@ func (c *Controller) readVolume(f *attachment.Facts, name *string) {
 		if d, err := c.drivers.Get(v.Driver); err == nil {
 			f.Drivers[d.Name] = d
 		}
-	}
-	if ref := pv.Spec.ClaimRef; ref != nil {
-		// The index is registered in New; a lookup cannot fail.
-		users, _ := informerindex.PodsUsing(c.pods, binding.ClaimRefKey(ref))
-		f.Users[pv.Name] = append(f.Users[pv.Name], users...)
 	}
 }
 
