@@ -137,27 +137,36 @@ func (e *sideEnv) deletePairs(ctx context.Context) (map[string]time.Time, error)
 }
 
 // protectionProcesses are the side's controllers: on volplane's side its
-// pvc-protection and pv-protection loops, one measured `volplane
-// controller` at kube-controller-manager's limits; on the reference's
-// none, for kube-controller-manager's loops run inside the control plane
-// (see clusterConfig).
+// pvc-protection and pv-protection loops, each a measured `volplane
+// controller` at kube-controller-manager's limits (kube-controller-manager
+// builds a client, and so a rate limiter, per loop: one process for both
+// would halve their budget); on the reference's none, for
+// kube-controller-manager's loops run inside the control plane (see
+// clusterConfig).
 func (e *sideEnv) protectionProcesses(ctx context.Context, env []string, limits []string) ([]*controllerProcess, error) {
 	if e.name == Reference {
 		return nil, nil
 	}
-	args := append([]string{"controller", "--controllers", strings.Join(protectionControllers, ","),
-		"--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0"}, limits...)
-	if e.o.Workers > 0 {
-		args = append(args, "--workers", fmt.Sprint(e.o.Workers))
+	var procs []*controllerProcess
+	for _, loop := range protectionControllers {
+		args := append([]string{"controller", "--controllers", loop,
+			"--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0"}, limits...)
+		if e.o.Workers > 0 {
+			args = append(args, "--workers", fmt.Sprint(e.o.Workers))
+		}
+		if e.o.Profile != "" {
+			args = append(args, "--cpuprofile", e.o.Profile+"."+loop+".cpu.pprof", "--profiling")
+		}
+		p, err := startProcess(ctx, e.o.Executable, e.dir, e.name+" "+loop, true, env, args...)
+		if err != nil {
+			for _, q := range procs {
+				q.stop()
+			}
+			return nil, err
+		}
+		procs = append(procs, p)
 	}
-	if e.o.Profile != "" {
-		args = append(args, "--cpuprofile", e.o.Profile+".cpu.pprof", "--profiling")
-	}
-	p, err := startProcess(ctx, e.o.Executable, e.dir, e.name+" protection", true, env, args...)
-	if err != nil {
-		return nil, err
-	}
-	return []*controllerProcess{p}, nil
+	return procs, nil
 }
 
 // protectionCeilingWrites is what the trivial writer writes per pair: the

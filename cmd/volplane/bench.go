@@ -75,9 +75,9 @@ Scenarios:
            PVs, each with its protection finalizer; the clock starts when
            all are deleted at once, and pair i counts from its claim's DELETE
            until both claim i and PV i are gone. volplane runs its
-           pvc-protection and pv-protection loops (one measured process, at
-           kube-controller-manager's limits, 20/30, unless --qps or --burst
-           is given); --compare runs kube-controller-manager v1.37.2's
+           pvc-protection and pv-protection loops, each a measured process at
+           kube-controller-manager's limits, 20/30 (which gives each of its
+           loops a client of its own), unless --qps or --burst is given; --compare runs kube-controller-manager v1.37.2's
            pvc-protection and pv-protection loops inside the control plane:
            the reference then has NO measured process (its CPU and RSS read
            0), only its API writes are counted. The ceiling is measured on
@@ -152,7 +152,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given; protection: 20/30 unless either is given)")
 	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
 	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over (only for the attach scenario)")
 	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")

@@ -32,8 +32,8 @@ func TestBenchComparesProtectionWithTheReference(t *testing.T) {
 			t.Errorf("%s: %.2f writes per pair %v, want one finalizer write per claim and per PV", s.Name, s.WritesPerBind, s.WritesBy)
 		}
 	}
-	if v := r.Sides[0]; len(v.Processes) != 1 || v.CPUSeconds <= 0 || v.PeakRSSBytes <= 0 {
-		t.Errorf("volplane ran %v, CPU %.2f s, peak RSS %d B: want its protection loops, measured", v.Processes, v.CPUSeconds, v.PeakRSSBytes)
+	if v := r.Sides[0]; len(v.Processes) != 2 || v.CPUSeconds <= 0 || v.PeakRSSBytes <= 0 {
+		t.Errorf("volplane ran %v, CPU %.2f s, peak RSS %d B: want its two protection loops, each measured", v.Processes, v.CPUSeconds, v.PeakRSSBytes)
 	}
 	if p := r.Sides[1].Processes; len(p) != 0 {
 		t.Errorf("the reference ran %v, want nothing (its loops run in the control plane)", p)
