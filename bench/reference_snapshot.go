@@ -18,14 +18,14 @@ import (
 	snapmetrics "github.com/kubernetes-csi/external-snapshotter/v8/pkg/metrics"
 	sidecar "github.com/kubernetes-csi/external-snapshotter/v8/pkg/sidecar-controller"
 	"github.com/kubernetes-csi/external-snapshotter/v8/pkg/snapshotter"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	coreinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/volplane/volplane/bench/refproc"
 )
 
 // Ready lines of the reference snapshot processes, printed once their
@@ -34,7 +34,7 @@ import (
 const (
 	ReadySnapshotController = "reference snapshot-controller" + readySuffix
 	ReadyCSISnapshotter     = "reference csi-snapshotter" + readySuffix
-	readySuffix             = ": caches synced"
+	readySuffix             = refproc.ReadySuffix
 )
 
 // The defaults of external-snapshotter v8.6.0's two mains
@@ -56,33 +56,18 @@ const (
 )
 
 // ReferenceSnapshotConfig is how a reference snapshot process reaches the
-// API server (and, for the csi-snapshotter, its driver).
-type ReferenceSnapshotConfig struct {
-	Kubeconfig string
-	// QPS <= 0: unthrottled.
-	QPS   float32
-	Burst int
-	// CSIEndpoint is the driver the csi-snapshotter serves.
-	CSIEndpoint string
-	// Ready, if set, is called once the caches are synced.
-	Ready func()
-}
+// API server (and, for the csi-snapshotter, its driver): the reference
+// sidecars' config.
+type ReferenceSnapshotConfig = refproc.Config
 
 // snapshotREST is the kubeconfig's config with the mains' limits: the
 // snapshot clientset speaks JSON, the core one protobuf.
 func snapshotREST(cfg ReferenceSnapshotConfig, agent string) (snap, core *rest.Config, err error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	rc, err := refproc.REST(cfg, agent)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, nil, err
 	}
-	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-	if cfg.QPS <= 0 {
-		rc.QPS = -1
-	}
-	rc.UserAgent = agent
-	core = rest.CopyConfig(rc)
-	core.ContentType = runtime.ContentTypeProtobuf
-	return rc, core, nil
+	return rc, refproc.Protobuf(rc), nil
 }
 
 // groupSnapshotsEnabled is the VolumeGroupSnapshot feature gate at its

@@ -98,6 +98,7 @@ var floors = map[string]floor{
 	"bench/cmd/volplane-reference-attacher": command,
 	"bench/cmd/volplane-reference-resizer":  command,
 	"bench/reflog":                          command,
+	"bench/refproc":                         command,
 	"internal/architecture":                 test,
 }
 

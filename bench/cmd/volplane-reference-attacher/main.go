@@ -13,11 +13,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -26,65 +23,21 @@ import (
 	csirpc "github.com/kubernetes-csi/csi-lib-utils/rpc"
 	"github.com/kubernetes-csi/external-attacher/v4/pkg/attacher"
 	"github.com/kubernetes-csi/external-attacher/v4/pkg/controller"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/bench/reflog"
+	"github.com/volplane/volplane/bench/refproc"
 )
 
 func main() {
-	if err := runMain(os.Args[1:]); err != nil {
+	if err := refproc.Main("volplane-reference-attacher", "csi-attacher", os.Args[1:], run); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }
-
-// runMain parses the flags, the external-attacher's names and defaults for
-// the few a bench sets, and runs until SIGTERM or SIGINT.
-func runMain(args []string) error {
-	var (
-		cfg       config
-		qps       float64
-		verbosity int
-	)
-	fs := flag.NewFlagSet("volplane-reference-attacher", flag.ContinueOnError)
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (required)")
-	fs.Float64Var(&qps, "kube-api-qps", 5, "API requests per second, client side; 0 or less: no client-side limit")
-	fs.IntVar(&cfg.Burst, "kube-api-burst", 10, "API request burst (ignored without a --kube-api-qps limit)")
-	fs.StringVar(&cfg.CSIEndpoint, "csi-address", "", "the CSI driver's controller endpoint, unix:///path (required)")
-	fs.IntVar(&verbosity, "v", 0, "klog verbosity; at 0 only errors reach stderr")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg.QPS = float32(qps)
-	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	case cfg.Kubeconfig == "":
-		return errors.New("--kubeconfig is required")
-	case cfg.CSIEndpoint == "":
-		return errors.New("--csi-address is required")
-	case cfg.QPS > 0 && cfg.Burst < 1:
-		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
-	}
-	if err := reflog.Configure(verbosity); err != nil {
-		return err
-	}
-	defer klog.Flush()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg.Ready = func() { fmt.Println(readyLine) }
-	return run(ctx, cfg)
-}
-
-// readyLine is what it prints once its informers' caches are synced; the
-// bench waits for its ": caches synced".
-const readyLine = "reference csi-attacher: caches synced"
 
 // The defaults of external-attacher v4.13.0's main (cmd/csi-attacher), the
 // flags a deployment leaves alone.
@@ -99,36 +52,18 @@ const (
 	attacherCSITimeout    = time.Second
 )
 
-// config is how the reference attacher reaches the API
-// server and its driver.
-type config struct {
-	Kubeconfig string
-	// QPS <= 0: unthrottled.
-	QPS   float32
-	Burst int
-	// CSIEndpoint is the driver's controller service.
-	CSIEndpoint string
-	// Ready, if set, is called once the caches are synced.
-	Ready func()
-}
-
 // run runs external-attacher's controller for the
 // driver at cfg.CSIEndpoint as its main wires it (no leader election, its
 // default flags), until ctx ends.
-func run(ctx context.Context, cfg config) error {
+func run(ctx context.Context, cfg refproc.Config) error {
 	if cfg.CSIEndpoint == "" {
 		return errors.New("no CSI endpoint")
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	rc, err := refproc.REST(cfg, "reference-csi-attacher")
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-	if cfg.QPS <= 0 {
-		rc.QPS = -1
-	}
-	rc.ContentType = runtime.ContentTypeProtobuf
-	rc.UserAgent = "reference-csi-attacher"
+	rc = refproc.Protobuf(rc)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err

@@ -15,11 +15,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
@@ -29,65 +26,20 @@ import (
 	"github.com/kubernetes-csi/external-resizer/v2/pkg/modifier"
 	"github.com/kubernetes-csi/external-resizer/v2/pkg/modifycontroller"
 	"github.com/kubernetes-csi/external-resizer/v2/pkg/resizer"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
-	"github.com/volplane/volplane/bench/reflog"
+	"github.com/volplane/volplane/bench/refproc"
 )
 
 func main() {
-	if err := runMain(os.Args[1:]); err != nil {
+	if err := refproc.Main("volplane-reference-resizer", "csi-resizer", os.Args[1:], run); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }
-
-// runMain parses the flags, the external-resizer's names and defaults for
-// the few a bench sets, and runs until SIGTERM or SIGINT.
-func runMain(args []string) error {
-	var (
-		cfg       config
-		qps       float64
-		verbosity int
-	)
-	fs := flag.NewFlagSet("volplane-reference-resizer", flag.ContinueOnError)
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (required)")
-	fs.Float64Var(&qps, "kube-api-qps", 5, "API requests per second, client side; 0 or less: no client-side limit")
-	fs.IntVar(&cfg.Burst, "kube-api-burst", 10, "API request burst (ignored without a --kube-api-qps limit)")
-	fs.StringVar(&cfg.CSIEndpoint, "csi-address", "", "the CSI driver's controller endpoint, unix:///path (required)")
-	fs.IntVar(&verbosity, "v", 0, "klog verbosity; at 0 only errors reach stderr")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg.QPS = float32(qps)
-	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	case cfg.Kubeconfig == "":
-		return errors.New("--kubeconfig is required")
-	case cfg.CSIEndpoint == "":
-		return errors.New("--csi-address is required")
-	case cfg.QPS > 0 && cfg.Burst < 1:
-		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
-	}
-	if err := reflog.Configure(verbosity); err != nil {
-		return err
-	}
-	defer klog.Flush()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg.Ready = func() { fmt.Println(readyLine) }
-	return run(ctx, cfg)
-}
-
-// readyLine is what it prints once its informers' caches are synced; the
-// bench waits for its ": caches synced".
-const readyLine = "reference csi-resizer: caches synced"
 
 // The defaults of external-resizer v2.3.0's main (cmd/csi-resizer), the
 // flags a deployment leaves alone. --timeout is the driver's probe timeout
@@ -105,33 +57,15 @@ const (
 	resizerExtraModifyMeta  = false
 )
 
-// config is how the reference resizer reaches the API server and its
-// driver.
-type config struct {
-	Kubeconfig string
-	// QPS <= 0: unthrottled.
-	QPS   float32
-	Burst int
-	// CSIEndpoint is the driver's controller service.
-	CSIEndpoint string
-	// Ready, if set, is called once the caches are synced.
-	Ready func()
-}
-
 // run runs external-resizer's controllers for the driver at
 // cfg.CSIEndpoint as its main wires them (no leader election, its default
 // flags), until ctx ends.
-func run(ctx context.Context, cfg config) error {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+func run(ctx context.Context, cfg refproc.Config) error {
+	rc, err := refproc.REST(cfg, "reference-csi-resizer")
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-	if cfg.QPS <= 0 {
-		rc.QPS = -1
-	}
-	rc.ContentType = runtime.ContentTypeProtobuf
-	rc.UserAgent = "reference-csi-resizer"
+	rc = refproc.Protobuf(rc)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
