@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -39,6 +40,30 @@ type Config struct {
 	Ready func()
 }
 
+// Run is a reference binary's main: Main with the process's arguments,
+// exiting 1 with the error on stderr should it fail.
+func Run(program, sidecar string, run func(context.Context, Config) error) {
+	if err := Main(program, sidecar, os.Args[1:], run); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+// Check refuses a config a reference process cannot start with: no
+// kubeconfig, no driver endpoint (when it serves one), a limit without a
+// burst.
+func Check(cfg Config, needsCSI bool) error {
+	switch {
+	case cfg.Kubeconfig == "":
+		return errors.New("--kubeconfig is required")
+	case needsCSI && cfg.CSIEndpoint == "":
+		return errors.New("--csi-address is required")
+	case cfg.QPS > 0 && cfg.Burst < 1:
+		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
+	}
+	return nil
+}
+
 // Main parses args as program takes them (the sidecar's flag names; its
 // default limits, 5 QPS and burst 10), configures klog, and runs run until
 // SIGTERM or SIGINT. Once the caches are synced it prints
@@ -59,15 +84,11 @@ func Main(program, sidecar string, args []string, run func(context.Context, Conf
 		return err
 	}
 	cfg.QPS = float32(qps)
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
-	case cfg.Kubeconfig == "":
-		return errors.New("--kubeconfig is required")
-	case cfg.CSIEndpoint == "":
-		return errors.New("--csi-address is required")
-	case cfg.QPS > 0 && cfg.Burst < 1:
-		return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
+	}
+	if err := Check(cfg, true); err != nil {
+		return err
 	}
 	if err := reflog.Configure(verbosity); err != nil {
 		return err
@@ -93,6 +114,20 @@ func REST(cfg Config, userAgent string) (*rest.Config, error) {
 	}
 	rc.UserAgent = userAgent
 	return rc, nil
+}
+
+// Start starts the factory's informers and calls ready once their caches
+// are synced (never, if ctx ends first). The caller shuts the factory down.
+func Start(ctx context.Context, f informers.SharedInformerFactory, ready func()) {
+	f.Start(ctx.Done())
+	go func() {
+		for _, synced := range f.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return
+			}
+		}
+		ready()
+	}()
 }
 
 // Protobuf is a copy of rc that speaks protobuf.

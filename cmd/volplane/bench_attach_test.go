@@ -10,14 +10,14 @@ import (
 	"github.com/volplane/volplane/bench"
 )
 
-// buildReferenceAttacher builds bench/cmd/volplane-reference-attacher into a
-// temporary directory: the bench runs it as the attach scenario's reference.
-func buildReferenceAttacher(t *testing.T) string {
+// buildReference builds bench/cmd/<program> into a temporary directory:
+// the bench runs it as a scenario's reference sidecar.
+func buildReference(t *testing.T, program string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), bench.ReferenceAttacherProgram)
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "../../bench/cmd/"+bench.ReferenceAttacherProgram)
+	out := filepath.Join(t.TempDir(), program)
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "../../bench/cmd/"+program)
 	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", bench.ReferenceAttacherProgram, err, b)
+		t.Fatalf("building %s: %v\n%s", program, err, b)
 	}
 	return out
 }
@@ -32,7 +32,7 @@ func TestBenchComparesAttachWithTheReference(t *testing.T) {
 		t.Skip("starts two control planes")
 	}
 	const pairs = 3
-	attacher := buildReferenceAttacher(t)
+	attacher := buildReference(t, bench.ReferenceAttacherProgram)
 	r, out := runBench(t, "--scenario", "attach", "--pairs", "3", "--nodes", "2", "--compare", "--reference-attacher", attacher)
 	if r.QPS != bench.AttachDetachQPS || r.Burst != bench.AttachDetachBurst ||
 		r.AttacherQPS != bench.AttacherQPS || r.AttacherBurst != bench.AttacherBurst {

@@ -1,26 +1,11 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/volplane/volplane/bench"
 )
-
-// buildReferenceResizer builds bench/cmd/volplane-reference-resizer into a
-// temporary directory: the bench runs it as the expand scenario's reference.
-func buildReferenceResizer(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), bench.ReferenceResizerProgram)
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, "../../bench/cmd/"+bench.ReferenceResizerProgram)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", bench.ReferenceResizerProgram, err, b)
-	}
-	return out
-}
 
 // volplane bench --scenario expand --compare, at a few claims: both sides
 // expand every claim at the roles' own limits (expander 20/30, resizer
@@ -32,7 +17,7 @@ func TestBenchComparesExpandWithTheReference(t *testing.T) {
 		t.Skip("starts two control planes")
 	}
 	const pairs = 3
-	resizer := buildReferenceResizer(t)
+	resizer := buildReference(t, bench.ReferenceResizerProgram)
 	r, out := runBench(t, "--scenario", "expand", "--pairs", "3", "--compare", "--reference-resizer", resizer)
 	if r.QPS != bench.ExpanderQPS || r.Burst != bench.ExpanderBurst ||
 		r.ResizerQPS != bench.ResizerQPS || r.ResizerBurst != bench.ResizerBurst {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/volplane/volplane/bench"
 	"github.com/volplane/volplane/bench/reflog"
+	"github.com/volplane/volplane/bench/refproc"
 )
 
 // newBenchReferenceSnapshotCommands are `volplane bench
@@ -42,13 +42,8 @@ func referenceSnapshotCommand(use, short string, needsCSI bool, readyLine string
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case cfg.Kubeconfig == "":
-				return errors.New("--kubeconfig is required")
-			case needsCSI && cfg.CSIEndpoint == "":
-				return errors.New("--csi-address is required")
-			case cfg.QPS > 0 && cfg.Burst < 1:
-				return errors.New("--kube-api-burst must be at least 1 with a --kube-api-qps limit")
+			if err := refproc.Check(cfg, needsCSI); err != nil {
+				return err
 			}
 			if err := reflog.Configure(verbosity); err != nil {
 				return err

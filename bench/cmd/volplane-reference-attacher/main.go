@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -32,12 +31,7 @@ import (
 	"github.com/volplane/volplane/bench/refproc"
 )
 
-func main() {
-	if err := refproc.Main("volplane-reference-attacher", "csi-attacher", os.Args[1:], run); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
-	}
-}
+func main() { refproc.Run("volplane-reference-attacher", "csi-attacher", run) }
 
 // The defaults of external-attacher v4.13.0's main (cmd/csi-attacher), the
 // flags a deployment leaves alone.
@@ -108,16 +102,8 @@ func run(ctx context.Context, cfg refproc.Config) error {
 	ctrl := controller.NewCSIAttachController(klog.FromContext(ctx), client, driver, handler,
 		factory.Storage().V1().VolumeAttachments(), factory.Core().V1().PersistentVolumes(),
 		limiter(), limiter(), reconcile, attacherReconcileSync)
-	factory.Start(ctx.Done())
+	refproc.Start(ctx, factory, cfg.Ready)
 	defer factory.Shutdown()
-	go func() {
-		for _, synced := range factory.WaitForCacheSync(ctx.Done()) {
-			if !synced {
-				return
-			}
-		}
-		cfg.Ready()
-	}()
 	ctrl.Run(ctx, attacherWorkers, nil)
 	return nil
 }

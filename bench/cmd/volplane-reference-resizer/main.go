@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
@@ -34,12 +33,7 @@ import (
 	"github.com/volplane/volplane/bench/refproc"
 )
 
-func main() {
-	if err := refproc.Main("volplane-reference-resizer", "csi-resizer", os.Args[1:], run); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
-	}
-}
+func main() { refproc.Run("volplane-reference-resizer", "csi-resizer", run) }
 
 // The defaults of external-resizer v2.3.0's main (cmd/csi-resizer), the
 // flags a deployment leaves alone. --timeout is the driver's probe timeout
@@ -117,16 +111,8 @@ func run(ctx context.Context, cfg refproc.Config) error {
 		mctrl = modifycontroller.NewModifyController(mod.Name(), mod, client, resizerResync,
 			resizerRetryMax, resizerExtraModifyMeta, factory, limiter())
 	}
-	factory.Start(ctx.Done())
+	refproc.Start(ctx, factory, cfg.Ready)
 	defer factory.Shutdown()
-	go func() {
-		for _, synced := range factory.WaitForCacheSync(ctx.Done()) {
-			if !synced {
-				return
-			}
-		}
-		cfg.Ready()
-	}()
 	if rctrl != nil {
 		go rctrl.Run(resizerWorkers, ctx, nil)
 	}
