@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -128,6 +129,16 @@ func Start(ctx context.Context, f informers.SharedInformerFactory, ready func())
 		}
 		ready()
 	}()
+}
+
+// Client is the core clientset a reference sidecar builds: REST's config,
+// speaking protobuf.
+func Client(cfg Config, userAgent string) (*kubernetes.Clientset, error) {
+	rc, err := REST(cfg, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(Protobuf(rc))
 }
 
 // Protobuf is a copy of rc that speaks protobuf.

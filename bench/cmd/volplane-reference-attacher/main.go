@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/kubernetes-csi/external-attacher/v4/pkg/attacher"
 	"github.com/kubernetes-csi/external-attacher/v4/pkg/controller"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/klog/v2"
@@ -50,15 +48,7 @@ const (
 // driver at cfg.CSIEndpoint as its main wires it (no leader election, its
 // default flags), until ctx ends.
 func run(ctx context.Context, cfg refproc.Config) error {
-	if cfg.CSIEndpoint == "" {
-		return errors.New("no CSI endpoint")
-	}
-	rc, err := refproc.REST(cfg, "reference-csi-attacher")
-	if err != nil {
-		return err
-	}
-	rc = refproc.Protobuf(rc)
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := refproc.Client(cfg, "reference-csi-attacher")
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/kubernetes-csi/external-resizer/v2/pkg/resizer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/volplane/volplane/bench/refproc"
@@ -55,12 +54,7 @@ const (
 // cfg.CSIEndpoint as its main wires them (no leader election, its default
 // flags), until ctx ends.
 func run(ctx context.Context, cfg refproc.Config) error {
-	rc, err := refproc.REST(cfg, "reference-csi-resizer")
-	if err != nil {
-		return err
-	}
-	rc = refproc.Protobuf(rc)
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := refproc.Client(cfg, "reference-csi-resizer")
 	if err != nil {
 		return err
 	}
