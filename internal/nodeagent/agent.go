@@ -81,7 +81,7 @@ func New(cfg Config) (*Agent, error) {
 		podQ:  loop.NewQueue("nodeagent-pods", retryBase, retryMax),
 		nodeQ: loop.NewQueue("nodeagent-nodes", retryBase, retryMax), allocQ: loop.NewQueue("nodeagent-allocatable", retryBase, retryMax)}
 	if a.factory == nil {
-		a.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.StripManagedFields))
+		a.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(loop.Slim))
 		a.ownsFactory = true
 	}
 	if a.cfg.Events == nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 // shared is the control plane of the running test binary. TestMain is
@@ -79,6 +80,12 @@ func run(m *testing.M, nodes int, opts Options, setups []func(*cluster.ControlPl
 		defer teardown()
 	}
 	code := m.Run()
+	if err := loop.Shared.Verify(); err != nil && code == 0 {
+		// The loops of these tests ran in this process: one of them wrote
+		// into an informer's object, which every sharer of that map sees.
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		code = 1
+	}
 	if code != 0 {
 		// Before Stop, so the tail shows the failure, not the shutdown.
 		dumpLogs(dir)

@@ -168,14 +168,14 @@ func runLoops(ctx context.Context, cfg Config, reg prometheus.Registerer, l *loo
 		return err
 	}
 	defer events.Shutdown()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(loop.StripManagedFields))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(loop.Slim))
 	// Nodes: the provisioner's topology, and the binder's to come.
 	factory.Core().V1().Nodes().Informer()
 	snaps, err := snapclient.NewForConfig(cfg.REST)
 	if err != nil {
 		return fmt.Errorf("snapshot client: %w", err)
 	}
-	snapFactory := snapinformers.NewSharedInformerFactoryWithOptions(snaps, 0, snapinformers.WithTransform(loop.StripManagedFields))
+	snapFactory := snapinformers.NewSharedInformerFactoryWithOptions(snaps, 0, snapinformers.WithTransform(loop.Slim))
 	w := wiring{Config: cfg, Client: client, Informers: factory, Snapshots: snaps, SnapshotInformers: snapFactory,
 		Events: events, Metrics: reg, Pool: pool, Ledger: inflight.New()}
 	runs, err := build(w, selectedRows(cfg), l)
