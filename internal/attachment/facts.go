@@ -13,6 +13,15 @@ import (
 // ReconcilerMaxWaitForUnmountDuration.
 const DefaultMaxWaitForUnmount = 6 * time.Minute
 
+// DefaultStatusInterval is the least time between two patches of a node's
+// volumesAttached that only add volumes (Plan.StatusDeferred). The
+// reference patches what its reconciler passes (every 100ms, slower under
+// load: at 1,000 attaches over 10 nodes it made 0.17 status patches per
+// attach) changed; half a second keeps a busy node to two patches a second
+// and delays a volume's report by at most that, and a quiet node's not at
+// all.
+const DefaultStatusInterval = 500 * time.Millisecond
+
 // Node is what a decision needs to know about the node it is about.
 type Node struct {
 	Name string
@@ -86,4 +95,10 @@ type Facts struct {
 	Now            time.Time
 	// MaxWaitForUnmount is DefaultMaxWaitForUnmount unless a test shortens it.
 	MaxWaitForUnmount time.Duration
+	// StatusWrittenAt is when the loop last patched the node's
+	// volumesAttached (zero: not since it started); StatusInterval is the
+	// least time between two patches that only add volumes (0: none). See
+	// Plan.StatusDeferred.
+	StatusWrittenAt time.Time
+	StatusInterval  time.Duration
 }

@@ -19,6 +19,15 @@ type Plan struct {
 	// StatusChanged says it differs from what the node holds.
 	VolumesAttached []v1.AttachedVolume
 	StatusChanged   bool
+	// StatusDeferred: VolumesAttached only adds volumes to what the node
+	// holds, and the last patch was less than Facts.StatusInterval ago, so
+	// it waits (StatusChanged is false, RequeueAfter says until when) and
+	// the attaches of that moment go out in one patch. Each patch is the
+	// whole list, so at 10 attaches a second on a node, one patch in
+	// StatusInterval instead of one per attach, as the reference's status
+	// updater batches its nodes' changes per reconciler pass. A removal is
+	// never deferred: it must precede its detach.
+	StatusDeferred bool
 	Events          []Event
 	// UndesiredSince holds, for every attachment no longer wanted and not
 	// yet detached, when that was first seen.

@@ -51,7 +51,27 @@ func Decide(f Facts) Plan {
 	}
 	slices.SortFunc(p.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
 	p.StatusChanged = f.Node.Exists && !sameAttached(p.VolumesAttached, f.Node.VolumesAttached)
+	if p.StatusChanged && f.StatusInterval > 0 && !f.StatusWrittenAt.IsZero() && onlyAdds(p.VolumesAttached, f.Node.VolumesAttached) {
+		if wait := f.StatusWrittenAt.Add(f.StatusInterval).Sub(f.Now); wait > 0 {
+			p.StatusChanged, p.StatusDeferred = false, true
+			r.requeue(wait)
+		}
+	}
 	return p
+}
+
+// onlyAdds says whether every volume of have is still in want.
+func onlyAdds(want, have []v1.AttachedVolume) bool {
+	in := make(map[v1.AttachedVolume]bool, len(want))
+	for _, v := range want {
+		in[v] = true
+	}
+	for _, v := range have {
+		if !in[v] {
+			return false
+		}
+	}
+	return true
 }
 
 type reconcile struct {

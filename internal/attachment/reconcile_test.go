@@ -230,3 +230,41 @@ func TestCountsAreByPluginAndDriver(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 }
+
+// A patch that only adds volumes waits out StatusInterval from the last
+// one, and asks for the node again when it ends; a removal never waits.
+func TestStatusPatchesThatOnlyAddWaitForTheInterval(t *testing.T) {
+	w := newWorld()
+	w.volume("old")
+	w.volume("new")
+	w.pod("a", node, "old")
+	w.pod("b", node, "new")
+	w.attachment("old", node, true)
+	w.attachment("new", node, true)
+	w.reported("old")
+	w.f.StatusInterval = 500 * time.Millisecond
+
+	w.f.StatusWrittenAt = t0.Add(-200 * time.Millisecond)
+	p := Decide(w.f)
+	if p.StatusChanged || !p.StatusDeferred || p.RequeueAfter != 300*time.Millisecond || len(p.VolumesAttached) != 2 {
+		t.Fatalf("200ms after a patch: changed %v deferred %v requeue %v attached %v; want deferred 300ms with both",
+			p.StatusChanged, p.StatusDeferred, p.RequeueAfter, p.VolumesAttached)
+	}
+	if len(p.Events) != 1 || p.Events[0].Reason != SuccessfulAttachVolume {
+		t.Errorf("events %+v: the attach happened, its event need not wait", p.Events)
+	}
+	for name, f := range map[string]func(*Facts){
+		"once the interval is over":  func(f *Facts) { f.Now = t0.Add(300 * time.Millisecond) },
+		"with no patch since start":  func(f *Facts) { f.StatusWrittenAt = time.Time{} },
+		"with no interval":           func(f *Facts) { f.StatusInterval = 0 },
+		"when the patch removes one": func(f *Facts) { w.f.Pods = w.f.Pods[1:]; f.Attachments = f.Attachments[1:] },
+	} {
+		saved := w.f
+		saved.Pods, saved.Attachments = slices.Clone(w.f.Pods), slices.Clone(w.f.Attachments)
+		f(&w.f)
+		if p := Decide(w.f); !p.StatusChanged || p.StatusDeferred {
+			t.Errorf("%s: changed %v deferred %v, want the patch now", name, p.StatusChanged, p.StatusDeferred)
+		}
+		w.f = saved
+	}
+}

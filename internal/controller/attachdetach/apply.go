@@ -57,6 +57,9 @@ func (c *Controller) writeStatus(ctx context.Context, node string, plan attachme
 		return fmt.Errorf("updating volumesAttached of node %s: %w", node, err)
 	}
 	c.newestNode.Wrote(node, out)
+	c.mu.Lock()
+	c.statusAt[node] = c.clock.Now()
+	c.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Updated volumesAttached", "volumes", len(plan.VolumesAttached))
 	return nil
 }

@@ -33,7 +33,12 @@ type Config struct {
 	// stays attached before a NotReady node loses it anyway (default
 	// attachment.DefaultMaxWaitForUnmount, 6 minutes).
 	MaxWaitForUnmount time.Duration
-	// Clock tells the time of the unmount wait (default the real clock).
+	// StatusInterval is the least time between two patches of a node's
+	// volumesAttached that only add volumes (default
+	// attachment.DefaultStatusInterval; negative: none).
+	StatusInterval time.Duration
+	// Clock tells the time of the unmount wait and of the status interval
+	// (default the real clock).
 	Clock clock.PassiveClock
 }
 
@@ -45,6 +50,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Workers, c.ResyncPeriod = loop.WithDefaults(c.Workers, c.ResyncPeriod)
 	if c.MaxWaitForUnmount <= 0 {
 		c.MaxWaitForUnmount = attachment.DefaultMaxWaitForUnmount
+	}
+	if c.StatusInterval == 0 {
+		c.StatusInterval = attachment.DefaultStatusInterval
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.NewRegistry()

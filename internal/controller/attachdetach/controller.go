@@ -45,11 +45,15 @@ type Controller struct {
 	newestNode *loop.Newest[*v1.Node]
 
 	// mu guards the per-node memory: the unmount timers, the events
-	// already recorded, and the volumesInUse of deleted nodes.
+	// already recorded, the volumesInUse of deleted nodes, and when each
+	// node's status was last patched.
 	mu        sync.Mutex
 	timers    map[string]map[string]time.Time
 	reported  map[string]map[string]bool
 	lastInUse map[string][]v1.UniqueVolumeName
+	// statusAt is when each node's volumesAttached was last patched.
+	statusAt       map[string]time.Time
+	statusInterval time.Duration
 	// inFlight holds the attachments we created or deleted that the
 	// informer does not show so yet: a sync in between must not write
 	// them again.
@@ -80,7 +84,7 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
 		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
-		lastInUse: map[string][]v1.UniqueVolumeName{}, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, statusAt: map[string]time.Time{}, statusInterval: cfg.StatusInterval, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
 		newestNode: loop.NewNewest[*v1.Node](),
 	}
 	synced, err := c.registerInformers(f)

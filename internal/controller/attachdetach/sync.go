@@ -64,6 +64,8 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 		UndesiredSince:    maps.Clone(c.timers[name]),
 		Now:               c.clock.Now(),
 		MaxWaitForUnmount: c.maxWaitForUnmount,
+		StatusWrittenAt:   c.statusAt[name],
+		StatusInterval:    c.statusInterval,
 		Claims:            map[string]*v1.PersistentVolumeClaim{},
 		Volumes:           map[string]*v1.PersistentVolume{},
 		Drivers:           map[string]*storagev1.CSIDriver{},
@@ -187,5 +189,6 @@ func (c *Controller) remember(name string, node attachment.Node, plan attachment
 	if vas, err := informerindex.AttachmentsOn(c.vas, name); err == nil && len(vas) == 0 {
 		delete(c.lastInUse, name)
 		delete(c.reported, name)
+		delete(c.statusAt, name)
 	}
 }
