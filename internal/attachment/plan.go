@@ -28,7 +28,7 @@ type Plan struct {
 	// updater batches its nodes' changes per reconciler pass. A removal is
 	// never deferred: it must precede its detach.
 	StatusDeferred bool
-	Events          []Event
+	Events         []Event
 	// UndesiredSince holds, for every attachment no longer wanted and not
 	// yet detached, when that was first seen.
 	UndesiredSince map[string]time.Time
