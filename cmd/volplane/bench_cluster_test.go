@@ -11,7 +11,7 @@ import (
 )
 
 // volplane bench --scenario cluster at CI size: up with 100 simulated
-// nodes, 1,000 claims Bound, 100 pods Running, half of them deleted with
+// nodes, 300 claims Bound, 100 pods Running, half of them deleted with
 // their claims and recreated until all run again and every deleted volume
 // is reclaimed, and the invariant checker clean at the end.
 func TestBenchCluster(t *testing.T) {
@@ -20,7 +20,7 @@ func TestBenchCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var stderr strings.Builder
-	cmd := volplane(t, "bench", "--scenario", "cluster", "--nodes", "100", "--pairs", "1000", "--pods", "100", "--timeout", "5m", "-o", dir)
+	cmd := volplane(t, "bench", "--scenario", "cluster", "--nodes", "100", "--pairs", "300", "--pods", "100", "--timeout", "5m", "-o", dir)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -35,8 +35,8 @@ func TestBenchCluster(t *testing.T) {
 		t.Fatalf("%s: %v", bench.ClusterReportJSON, err)
 	}
 	t.Logf("\n%s", out)
-	if r.Nodes != 100 || r.Claims != 1000 || r.Pods != 100 || r.Recreated != 50 {
-		t.Errorf("ran %d nodes, %d claims, %d pods, %d recreated; want 100, 1000, 100, 50", r.Nodes, r.Claims, r.Pods, r.Recreated)
+	if r.Nodes != 100 || r.Claims != 300 || r.Pods != 100 || r.Recreated != 50 {
+		t.Errorf("ran %d nodes, %d claims, %d pods, %d recreated; want 100, 300, 100, 50", r.Nodes, r.Claims, r.Pods, r.Recreated)
 	}
 	if len(r.Violations) > 0 {
 		t.Errorf("invariants broken at the end:\n%s", strings.Join(r.Violations, "\n"))
