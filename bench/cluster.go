@@ -104,6 +104,10 @@ type ClusterReport struct {
 	Recreated int `json:"recreated"`
 	// StartSeconds: from `up` started until it said it is up.
 	StartSeconds float64 `json:"start_seconds"`
+	// RegisteredSeconds: from `up` started until every node's CSINode
+	// lists both bundled drivers (`up` says it is up before its nodes
+	// registered them; a pod on a node not registered yet waits).
+	RegisteredSeconds float64 `json:"registered_seconds"`
 	// ClaimsBoundSeconds: from the first claim's create until all are
 	// Bound.
 	ClaimsBoundSeconds float64 `json:"claims_bound_seconds"`
@@ -136,6 +140,7 @@ func (r *ClusterReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster: %d nodes, %d claims, %d pods (%d deleted with their claims and recreated)\n", r.Nodes, r.Claims, r.Pods, r.Recreated)
 	fmt.Fprintf(&b, "  start (up)                  %8.1f s\n", r.StartSeconds)
+	fmt.Fprintf(&b, "  every CSINode registered    %8.1f s (from up's start)\n", r.RegisteredSeconds)
 	fmt.Fprintf(&b, "  all claims Bound            %8.1f s\n", r.ClaimsBoundSeconds)
 	fmt.Fprintf(&b, "  all pods Running            %8.1f s\n", r.RunningSeconds)
 	fmt.Fprintf(&b, "  recreated Running, reclaimed %7.1f s\n", r.RecreateSeconds)
@@ -337,6 +342,12 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterReport, error) {
 	if err := waitDefaultServiceAccount(ctx, c); err != nil {
 		return nil, err
 	}
+	if err := waitCount(ctx, o, prog, "CSINodes listing both drivers", o.Nodes, func() int {
+		return registeredNodes(ctx, c)
+	}); err != nil {
+		return nil, err
+	}
+	r.RegisteredSeconds = time.Since(u.started).Seconds()
 	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(benchNS))
 	claims, pods := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().Pods()
 	claimInf, podInf := claims.Informer(), pods.Informer()
@@ -529,6 +540,21 @@ func waitCount(ctx context.Context, o ClusterOptions, prog *progress, what strin
 		case <-tick.C:
 		}
 	}
+}
+
+// registeredNodes counts the CSINodes that list both bundled drivers.
+func registeredNodes(ctx context.Context, c kubernetes.Interface) int {
+	list, err := c.StorageV1().CSINodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, cn := range list.Items {
+		if len(cn.Spec.Drivers) >= 2 {
+			n++
+		}
+	}
+	return n
 }
 
 func boundClaims(l corelisters.PersistentVolumeClaimLister) int {

@@ -41,7 +41,7 @@ func TestBenchCluster(t *testing.T) {
 	if len(r.Violations) > 0 {
 		t.Errorf("invariants broken at the end:\n%s", strings.Join(r.Violations, "\n"))
 	}
-	if r.StartSeconds <= 0 || r.ClaimsBoundSeconds <= 0 || r.RunningSeconds <= 0 || r.RecreateSeconds <= 0 {
+	if r.StartSeconds <= 0 || r.RegisteredSeconds < r.StartSeconds || r.ClaimsBoundSeconds <= 0 || r.RunningSeconds <= 0 || r.RecreateSeconds <= 0 {
 		t.Errorf("a phase without a time: %+v", r)
 	}
 	if r.WritesBy["pods POST"] != 100 || r.WritesBy["volumeattachments POST"] < 100 {
