@@ -17,6 +17,7 @@ import (
 func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
 	var out string
+	var pods int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the binder on a fresh embedded control plane, optionally side by side with the reference",
@@ -82,6 +83,17 @@ Scenarios:
            the reference then has NO measured process (its CPU and RSS read
            0), only its API writes are counted. The ceiling is measured on
            volplane's side only
+  cluster  volplane up --nodes N (default 1000) in a child process, driven
+           through its kubeconfig: --pairs claims (default 100,000) of the
+           network class, all Bound; then --pods pods (default 10,000), each
+           using one of them, placed by the scheduler, all Running; then half
+           of the pods deleted with their claims and recreated under new
+           names, until all run again and every deleted claim's volume is
+           reclaimed; then the invariant checker. Reports start time, times
+           to all Bound and Running, API writes per pod, CPU and peak RSS of
+           up and of the bench client, and the cores left idle; -o writes
+           cluster.json. --compare, --qps and the other scenarios' flags do
+           not apply
 In dynamic and churn, volplane's provisioner and protection loops run in a
 process of their own, the same on both sides, and are not measured.
 
@@ -107,6 +119,12 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 				return fmt.Errorf("finding the volplane executable: %w", err)
 			}
 			o.Executable = exe
+			if o.Scenario == bench.Cluster {
+				return runClusterBench(cmd, o, pods, out)
+			}
+			if cmd.Flags().Changed("pods") {
+				return fmt.Errorf("--pods is only for --scenario cluster, not %s", o.Scenario)
+			}
 			if err := setAttachOptions(cmd, &o); err != nil {
 				return err
 			}
@@ -150,11 +168,12 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(bench.Scenarios(), ", "))
+	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(append(bench.Scenarios(), bench.Cluster), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
 	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given; protection: 20/30 unless either is given)")
 	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
-	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over (only for the attach scenario)")
+	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over; cluster: up's --nodes (default 1000 there)")
+	fl.IntVar(&pods, "pods", bench.DefaultClusterPods, "cluster: pods, each using one of the claims (only for the cluster scenario)")
 	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")
 	fl.StringVar(&o.ReferenceResizer, "reference-resizer", "", "expand --compare: the volplane-reference-resizer binary (default: next to volplane, else on $PATH)")
 	fl.IntVar(&o.Workers, "workers", 0, "volplane's --workers (0: its default)")
@@ -167,6 +186,45 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
 	cmd.AddCommand(newBenchReferenceSnapshotCommands()...)
 	return cmd
+}
+
+// runClusterBench runs --scenario cluster: its defaults where a flag is
+// not given, the run, the report.
+func runClusterBench(cmd *cobra.Command, o bench.Options, pods int, out string) error {
+	fl := cmd.Flags()
+	co := bench.ClusterOptions{Executable: o.Executable, Nodes: o.Nodes, Claims: o.Pairs, Pods: pods,
+		Timeout: o.Timeout, Progress: cmd.ErrOrStderr()}
+	if !fl.Changed("nodes") {
+		co.Nodes = bench.DefaultClusterNodes
+	}
+	if !fl.Changed("pairs") {
+		co.Claims = bench.DefaultClusterClaims
+	}
+	for _, name := range []string{"compare", "qps", "burst", "rate", "workers", "memory-limit", "profile", "reference-attacher", "reference-resizer"} {
+		if fl.Changed(name) {
+			return fmt.Errorf("--%s does not apply to --scenario cluster", name)
+		}
+	}
+	if err := co.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench.RunCluster(ctx, co)
+	if err != nil {
+		return err
+	}
+	if err := r.WriteText(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if out == "" {
+		return nil
+	}
+	if err := bench.WriteClusterFiles(r, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s/%s\n", out, bench.ClusterReportJSON)
+	return nil
 }
 
 // setAttachOptions applies --nodes and the attach scenario's limits: each

@@ -213,6 +213,32 @@ func itemKeyOf(obj *storagev1.CSIStorageCapacity) (string, bool) {
 	return Item{Segment: seg, Class: obj.StorageClassName}.Key(), true
 }
 
+// SegmentKeyOf is the driver and segment key (Segment.Key) an object
+// publishes for; ok is false when its nodeTopology is not plain
+// matchLabels.
+func SegmentKeyOf(obj *storagev1.CSIStorageCapacity) (driver, segment string, ok bool) {
+	seg, ok := FromSelector(obj.NodeTopology)
+	if !ok {
+		return "", "", false
+	}
+	return obj.Labels[DriverNameLabel], seg.Key(), true
+}
+
+// DriverSegmentKey is one segment of one driver as a string,
+// "driver/segment" (a work key, an index key); a driver's name has no "/",
+// so the first one splits it again.
+func DriverSegmentKey(driver, segment string) string { return driver + "/" + segment }
+
+// ObjectKey is the DriverSegmentKey an object publishes for; ok is false
+// when its nodeTopology is not plain matchLabels.
+func ObjectKey(obj *storagev1.CSIStorageCapacity) (string, bool) {
+	driver, seg, ok := SegmentKeyOf(obj)
+	if !ok {
+		return "", false
+	}
+	return DriverSegmentKey(driver, seg), true
+}
+
 // foreign says whether another controller than Identity.Owner owns obj
 // (never, without an owner: the reference then checks no owner at all).
 func foreign(id Identity, obj *storagev1.CSIStorageCapacity) bool {

@@ -7,6 +7,10 @@
 //   - Segment: one topology segment of the driver, the sorted key/value
 //     pairs of its topology keys on a node (Segments finds them from the
 //     CSINodes that list the driver and their Nodes' labels);
+//   - Membership: the segment each node puts each driver on, kept one
+//     node at a time (NodeSegment), so that a node's change costs the
+//     segments it adds or removes; NodeChanged and CSINodeChanged say
+//     whether an update can move a node's segment at all;
 //   - Item: a segment and a StorageClass of the driver, for which one
 //     object is wanted (Classes says which classes count);
 //   - Answer: what GetCapacity said for an item;

@@ -97,12 +97,7 @@ func Segments(driver string, csiNodes []*storagev1.CSINode, nodes []*v1.Node) []
 	}
 	seen := map[string]Segment{}
 	for _, cn := range csiNodes {
-		keys, ok := DriverKeys(cn, driver)
-		node := byName[cn.Name]
-		if !ok || node == nil {
-			continue
-		}
-		if s, ok := segmentOn(node, keys); ok {
+		if s, ok := NodeSegment(driver, cn, byName[cn.Name]); ok {
 			seen[s.Key()] = s
 		}
 	}

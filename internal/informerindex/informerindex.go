@@ -5,8 +5,8 @@
 // one name with one function, however many loops read it.
 //
 // Nouns: the indexes (ClaimOfPod, NodeOfPod, InlineVolumeOfPod, NodeOfAttachment,
-// PVOfAttachment, VolumeOfPV, ClaimOfSnapshot, ClassOfPV, ClassOfClaim)
-// and the lookups that read them (PodsUsing, PodsOn, PodsWithInline, AttachmentsOn,
+// PVOfAttachment, VolumeOfPV, ClaimOfSnapshot, ClassOfPV, ClassOfClaim,
+// SegmentOfCapacity) and the lookups that read them (PodsUsing, PodsOn, PodsWithInline, AttachmentsOn,
 // AttachmentsOf, PVsOf, SnapshotsOf, PVsOfClass, ClaimsOfClass).
 package informerindex
 
@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/capacity"
 	"github.com/volplane/volplane/internal/protection"
 )
 
@@ -54,6 +55,10 @@ const (
 	// ClassOfClaim indexes claims by every VolumeAttributesClass they name
 	// in spec or status (protection.ClaimClasses).
 	ClassOfClaim = "volplane.io/claim-attributes-class"
+	// SegmentOfCapacity indexes CSIStorageCapacity objects by the driver
+	// and segment they publish for (capacity.ObjectKey); an object whose
+	// nodeTopology is not plain matchLabels is not indexed.
+	SegmentOfCapacity = "volplane.io/capacity-segment"
 )
 
 // Pods returns the factory's pod informer with ClaimOfPod, NodeOfPod and
@@ -91,6 +96,12 @@ func VolumeSnapshots(f snapinformers.SharedInformerFactory) (cache.SharedIndexIn
 	return ensure(f.Snapshot().V1().VolumeSnapshots().Informer(), cache.Indexers{ClaimOfSnapshot: claimOfSnapshot})
 }
 
+// CSIStorageCapacities returns the factory's CSIStorageCapacity informer
+// with SegmentOfCapacity.
+func CSIStorageCapacities(f informers.SharedInformerFactory) (cache.SharedIndexInformer, error) {
+	return ensure(f.Storage().V1().CSIStorageCapacities().Informer(), cache.Indexers{SegmentOfCapacity: segmentOfCapacity})
+}
+
 // ensure adds the indexes inf does not have yet. An informer that already
 // runs takes no new index; by then every loop of the process has asked for
 // its informers, so every index is there. Two callers racing may both find
@@ -116,6 +127,15 @@ func missingOf(inf cache.SharedIndexInformer, want cache.Indexers) cache.Indexer
 		}
 	}
 	return missing
+}
+
+func segmentOfCapacity(obj any) ([]string, error) {
+	if o, ok := obj.(*storagev1.CSIStorageCapacity); ok {
+		if k, ok := capacity.ObjectKey(o); ok {
+			return []string{k}, nil
+		}
+	}
+	return nil, nil
 }
 
 func claimsOfPod(obj any) ([]string, error) {

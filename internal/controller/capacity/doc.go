@@ -8,12 +8,15 @@
 // StorageClasses, the objects in its namespace, the drivers' answers),
 // asks and applies.
 //
-// Nouns: Config, Controller (one work key per driver), dirty (the segments
+// Nouns: Config, Controller (work keys: a driver, for all its segments,
+// and "driver/segment" for one), members (each node's segment, kept from
+// Node and CSINode events, so that a node's change syncs only the segments
+// it adds or removes), dirty (the segments
 // whose answers are stale: a volume was made or deleted there), the poll
 // (every answer is stale after PollInterval, the reference's
 // --capacity-poll-interval).
 //
-// The order of one driver's sync: GetCapacity for every item without an
+// The order of a sync: GetCapacity for every item without an
 // answer or on a stale segment (each answer recorded in the ledger), then
 // the plan's deletes, updates and creates. An object is written only when
 // what it publishes or its owner changes.

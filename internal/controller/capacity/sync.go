@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,22 +15,65 @@ import (
 
 	capacitycore "github.com/volplane/volplane/internal/capacity"
 	"github.com/volplane/volplane/internal/controller/loop"
+	"github.com/volplane/volplane/internal/informerindex"
 )
 
-// sync publishes one driver's capacity, in the order doc.go states.
-func (c *Controller) sync(ctx context.Context, driver string) (loop.Result, error) {
-	logger := klog.FromContext(ctx).WithValues("driver", driver)
+// sync publishes one driver's capacity on all its segments (key: the
+// driver) or on one (key: segmentKey), in the order doc.go states.
+func (c *Controller) sync(ctx context.Context, key string) (loop.Result, error) {
+	if driver, segment, one := strings.Cut(key, "/"); one {
+		return c.syncSegment(ctx, driver, segment)
+	}
+	driver := key
 	items, classes, err := c.items(driver)
 	if err != nil {
 		return loop.Done(), err
 	}
 	c.cfg.Ledger.Prune(driver, items)
-	askErr := c.ask(ctx, driver, items, classes)
-	answers, inFlight := c.cfg.Ledger.Snapshot(driver, items)
+	stale, all := c.stale(driver, time.Now())
+	askErr := c.ask(ctx, driver, items, classes, stale, all)
 	existing, err := c.existing()
 	if err != nil {
 		return loop.Done(), err
 	}
+	return loop.Done(), errors.Join(askErr, c.publish(ctx, driver, items, existing))
+}
+
+// syncSegment publishes one segment: only its items and its objects are
+// read, so a node joining costs the classes of its segment, not every
+// segment's. Its plan is the part of the driver's whole plan for that
+// segment (a test in internal/capacity holds them equal).
+func (c *Controller) syncSegment(ctx context.Context, driver, segment string) (loop.Result, error) {
+	all, err := c.classes.List(labels.Everything())
+	if err != nil {
+		return loop.Done(), err
+	}
+	classes := capacitycore.Classes(driver, all, c.cfg.Immediate)
+	byName := make(map[string]*storagev1.StorageClass, len(classes))
+	names := make([]string, 0, len(classes))
+	for _, cl := range classes {
+		byName[cl.Name] = cl
+		names = append(names, cl.Name)
+	}
+	var items []capacitycore.Item
+	if seg, ok := c.segment(driver, segment); ok {
+		items = capacitycore.Items([]capacitycore.Segment{seg}, classes)
+	} else {
+		c.cfg.Ledger.Forget(driver, segment, names)
+	}
+	askErr := c.ask(ctx, driver, items, byName, c.staleSegment(driver, segment), false)
+	existing, err := c.existingIn(segmentKey(driver, segment))
+	if err != nil {
+		return loop.Done(), err
+	}
+	return loop.Done(), errors.Join(askErr, c.publish(ctx, driver, items, existing))
+}
+
+// publish decides the objects of items from the ledger and existing, and
+// writes the plan.
+func (c *Controller) publish(ctx context.Context, driver string, items []capacitycore.Item, existing []*storagev1.CSIStorageCapacity) error {
+	logger := klog.FromContext(ctx).WithValues("driver", driver)
+	answers, inFlight := c.cfg.Ledger.Snapshot(driver, items)
 	plan := capacitycore.Decide(capacitycore.Facts{
 		Identity: capacitycore.Identity{Driver: driver, ManagedBy: c.managed, Namespace: c.cfg.Namespace, Owner: c.cfg.Owner},
 		Items:    items, Answers: answers, InFlight: inFlight, Existing: existing,
@@ -37,7 +81,7 @@ func (c *Controller) sync(ctx context.Context, driver string) (loop.Result, erro
 	if !plan.Empty() {
 		logger.V(4).Info("Capacity sync", "create", len(plan.Create), "update", len(plan.Update), "delete", len(plan.Delete))
 	}
-	return loop.Done(), errors.Join(askErr, c.apply(ctx, plan))
+	return c.apply(ctx, plan)
 }
 
 // items are the driver's wanted objects, and its classes by name.
@@ -59,7 +103,8 @@ func (c *Controller) items(driver string) ([]capacitycore.Item, map[string]*stor
 }
 
 // segments are the driver's: the node's own in node deployment, else
-// those of the CSINodes and Nodes.
+// those the Nodes and CSINodes give (members, the same as
+// capacitycore.Segments over the caches).
 func (c *Controller) segments(driver string) ([]capacitycore.Segment, error) {
 	if c.cfg.NodeName != "" {
 		for _, e := range c.cfg.Pool.Endpoints(driver) {
@@ -69,23 +114,32 @@ func (c *Controller) segments(driver string) ([]capacitycore.Segment, error) {
 		}
 		return nil, nil
 	}
-	csiNodes, err := c.csiNodes.List(labels.Everything())
-	if err != nil {
-		return nil, err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members.Segments(driver), nil
+}
+
+// segment is the driver's segment of key, if it has it.
+func (c *Controller) segment(driver, key string) (capacitycore.Segment, bool) {
+	if c.cfg.NodeName != "" {
+		segs, _ := c.segments(driver)
+		for _, s := range segs {
+			if s.Key() == key {
+				return s, true
+			}
+		}
+		return nil, false
 	}
-	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	return capacitycore.Segments(driver, csiNodes, nodes), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members.Segment(driver, key)
 }
 
 // ask calls GetCapacity for every item without an answer or on a stale
 // segment that no CreateVolume is out on (inflight.Ledger.Busy), and
 // records each answer in the ledger. Failed and busy segments stay stale:
 // the retry, or the end of the create, asks again.
-func (c *Controller) ask(ctx context.Context, driver string, items []capacitycore.Item, classes map[string]*storagev1.StorageClass) error {
-	stale, all := c.stale(driver, time.Now())
+func (c *Controller) ask(ctx context.Context, driver string, items []capacitycore.Item, classes map[string]*storagev1.StorageClass, stale map[string]bool, all bool) error {
 	known, _ := c.cfg.Ledger.Snapshot(driver, items)
 	var errs []error
 	var failed, later []string
@@ -138,18 +192,60 @@ func (c *Controller) existing() ([]*storagev1.CSIStorageCapacity, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
-	out := make([]*storagev1.CSIStorageCapacity, 0, len(listed)+len(c.created))
+	out := make([]*storagev1.CSIStorageCapacity, 0, len(listed))
 	for _, o := range listed {
 		seen[o.Name] = true
-		delete(c.created, o.Name)
+		if k, ok := objectKey(o); ok {
+			c.listedLocked(k, o.Name)
+		}
 		out = append(out, c.written.Newer(o.Name, o))
 	}
-	for name, o := range c.created {
+	for _, byName := range c.created {
+		for name, o := range byName {
+			if !seen[name] {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// existingIn are the objects of one segment (by work key), the newest copy
+// of each.
+func (c *Controller) existingIn(key string) ([]*storagev1.CSIStorageCapacity, error) {
+	listed, err := c.bySeg.ByIndex(informerindex.SegmentOfCapacity, key)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	out := make([]*storagev1.CSIStorageCapacity, 0, len(listed))
+	for _, obj := range listed {
+		o, ok := obj.(*storagev1.CSIStorageCapacity)
+		if !ok || o.Namespace != c.cfg.Namespace {
+			continue
+		}
+		seen[o.Name] = true
+		c.listedLocked(key, o.Name)
+		out = append(out, c.written.Newer(o.Name, o))
+	}
+	for name, o := range c.created[key] {
 		if !seen[name] {
 			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// listedLocked forgets a created object once the cache lists it.
+func (c *Controller) listedLocked(key, name string) {
+	if byName := c.created[key]; byName != nil {
+		delete(byName, name)
+		if len(byName) == 0 {
+			delete(c.created, key)
+		}
+	}
 }
 
 // apply writes the plan: deletes, updates, creates.
@@ -163,7 +259,7 @@ func (c *Controller) apply(ctx context.Context, p capacitycore.Plan) error {
 			errs = append(errs, fmt.Errorf("delete CSIStorageCapacity %s: %w", d.Object.Name, err))
 			continue
 		}
-		c.forget(d.Object.Name)
+		c.forget(d.Object)
 		logger.V(2).Info("Deleted CSIStorageCapacity", "name", d.Object.Name, "class", d.Object.StorageClassName, "reason", d.Reason)
 	}
 	for _, u := range p.Update {
@@ -181,18 +277,25 @@ func (c *Controller) apply(ctx context.Context, p capacitycore.Plan) error {
 			errs = append(errs, fmt.Errorf("create CSIStorageCapacity for class %s: %w", n.StorageClassName, err))
 			continue
 		}
-		c.mu.Lock()
-		c.created[got.Name] = got
-		c.mu.Unlock()
+		if k, ok := objectKey(got); ok {
+			c.mu.Lock()
+			if c.created[k] == nil {
+				c.created[k] = map[string]*storagev1.CSIStorageCapacity{}
+			}
+			c.created[k][got.Name] = got
+			c.mu.Unlock()
+		}
 		c.written.Wrote(got.Name, got)
 		logger.V(4).Info("Created CSIStorageCapacity", "name", got.Name, "class", got.StorageClassName, "capacity", got.Capacity)
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Controller) forget(name string) {
-	c.mu.Lock()
-	delete(c.created, name)
-	c.mu.Unlock()
-	c.written.Forget(name)
+func (c *Controller) forget(o *storagev1.CSIStorageCapacity) {
+	if k, ok := objectKey(o); ok {
+		c.mu.Lock()
+		c.listedLocked(k, o.Name)
+		c.mu.Unlock()
+	}
+	c.written.Forget(o.Name)
 }

@@ -209,6 +209,16 @@ func (l *Ledger) Prune(driver string, keep []capacity.Item) {
 	}
 }
 
+// Forget drops the answers of driver for these classes on a segment (by
+// its Key) that went away: it is asked again if it comes back.
+func (l *Ledger) Forget(driver, segment string, classes []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range classes {
+		delete(l.known, knownKey{driver, c, segment})
+	}
+}
+
 // Snapshot is what the capacity loop publishes from, by capacity.Item.Key:
 // the answers known for driver's items and the bytes in flight that each
 // answer does not count yet.
