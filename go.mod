@@ -43,6 +43,7 @@ require (
 	github.com/google/btree v1.1.3
 	github.com/kubernetes-csi/csi-lib-utils v0.25.0
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
+	github.com/kubernetes-csi/external-provisioner/v6 v6.4.0
 	github.com/kubernetes-csi/external-snapshotter/v8 v8.7.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
@@ -64,8 +65,9 @@ require (
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubectl v0.37.2
 	k8s.io/kubernetes v1.37.2
-	k8s.io/mount-utils v0.0.0
+	k8s.io/mount-utils v0.35.2
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
+	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.1.0
 )
 
 require (
@@ -79,6 +81,7 @@ require (
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/cadvisor/lib v0.60.5 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
+	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
@@ -86,6 +89,7 @@ require (
 	github.com/spf13/cast v1.7.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.uber.org/mock v0.6.0 // indirect
+	sigs.k8s.io/gateway-api v1.6.2 // indirect
 )
 
 require (
@@ -107,7 +111,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
-	cyphar.com/go-pathrs v0.2.5 // indirect
+	cyphar.com/go-pathrs v0.2.6 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/JeffAshton/win_pdh v0.0.0-20161109143554-76bb4ee9f0ab // indirect
@@ -178,8 +182,8 @@ require (
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
-	github.com/onsi/ginkgo/v2 v2.32.1 // indirect
-	github.com/onsi/gomega v1.42.1 // indirect
+	github.com/onsi/ginkgo/v2 v2.33.0 // indirect
+	github.com/onsi/gomega v1.44.0 // indirect
 	github.com/opencontainers/cgroups v0.0.7 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
@@ -213,7 +217,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.opentelemetry.io/proto/otlp v1.11.1 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
@@ -256,9 +260,9 @@ require (
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubelet v0.37.2 // indirect
 	k8s.io/metrics v0.37.2 // indirect
-	k8s.io/pod-security-admission v0.0.0 // indirect
+	k8s.io/pod-security-admission v0.35.2 // indirect
 	k8s.io/streaming v0.37.2 // indirect
-	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.37.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1
 	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1 // indirect
@@ -268,8 +272,14 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-// external-attacher v4.13.0 asks for cel-go v0.30.0 and external-resizer
-// v2.3.0 for v0.31.0; k8s.io/kubernetes v1.37.2 (the embedded API server) is
-// built and tested with v0.29.2, which is kept. Neither reference binary
-// (bench/cmd) links CEL.
+// external-attacher v4.13.0 asks for cel-go v0.30.0, external-resizer
+// v2.3.0 and external-provisioner v6.4.0 for v0.31.0; k8s.io/kubernetes
+// v1.37.2 (the embedded API server) is built and tested with v0.29.2, which
+// is kept. No reference binary (bench/cmd) links CEL.
 replace github.com/google/cel-go => github.com/google/cel-go v0.29.2
+
+// external-provisioner v6.4.0 asks for konnectivity-client v0.37.0; the
+// embedded API server (k8s.io/apiserver v0.37.2, k8s.io/kubernetes v1.37.2)
+// is built with v0.36.0, which is kept. The reference provisioner does not
+// link it.
+replace sigs.k8s.io/apiserver-network-proxy/konnectivity-client => sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0

@@ -74,7 +74,7 @@ func (e *sideEnv) networkEndpoint() string {
 // CSINode, creates the volumes with their bound pairs, and waits for the
 // namespace's default ServiceAccount (pods are refused until it exists).
 func (e *sideEnv) createAttachWorkload(ctx context.Context) error {
-	if err := e.registerNetworkDriver(ctx); err != nil {
+	if err := e.registerNodeDriver(ctx, networkNodeService); err != nil {
 		return err
 	}
 	ep, err := csi.Dial(ctx, e.networkEndpoint(), nil)
@@ -97,12 +97,21 @@ func (e *sideEnv) createAttachWorkload(ctx context.Context) error {
 	return waitDefaultServiceAccount(ctx, e.admin)
 }
 
-// registerNetworkDriver writes each node's CSINode with the network
-// driver's entry, from what the driver's node service for that node
-// answers to NodeGetInfo, as the kubelet's plugin registration does.
-func (e *sideEnv) registerNetworkDriver(ctx context.Context) error {
+// The node services of each node, as the bundle lists them
+// (Drivers.NodeEndpoints): the node-local driver's, then the network
+// driver's.
+const (
+	localNodeService   = 0
+	networkNodeService = 1
+)
+
+// registerNodeDriver writes each node's CSINode with the entry of one of
+// its drivers (which: localNodeService or networkNodeService), from what
+// that driver's node service for the node answers to NodeGetInfo, as the
+// kubelet's plugin registration does.
+func (e *sideEnv) registerNodeDriver(ctx context.Context, which int) error {
 	for _, node := range e.cp.Nodes {
-		ep, err := csi.Dial(ctx, e.drivers.NodeEndpoints[node][1], nil)
+		ep, err := csi.Dial(ctx, e.drivers.NodeEndpoints[node][which], nil)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", node, err)
 		}

@@ -22,6 +22,8 @@ type controllerProcess struct {
 	done     chan struct{}
 	err      error
 	measured bool // counted in the side's CPU and RSS
+	// awaited: waited for ready before the clock starts, measured or not.
+	awaited bool
 	// program names the binary in the report when it is not volplane.
 	program string
 	last    procStats

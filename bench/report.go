@@ -77,6 +77,8 @@ func (r Report) Limits() string {
 		return fmt.Sprintf("attach/detach %s; attacher %s", limits(r.QPS, r.Burst), limits(r.AttacherQPS, r.AttacherBurst))
 	case Expand:
 		return fmt.Sprintf("expander %s; resizer %s", limits(r.QPS, r.Burst), limits(r.ResizerQPS, r.ResizerBurst))
+	case Dynamic:
+		return fmt.Sprintf("provisioner %s; binder unthrottled", limits(r.QPS, r.Burst))
 	}
 	return limits(r.QPS, r.Burst)
 }
@@ -168,17 +170,25 @@ func rows() []row {
 	}
 }
 
-// rows are the rows of r's scenario: the attach scenario adds the time
-// from a VolumeAttachment seen to attached after the pod's percentiles.
+// rows are the rows of r's scenario: after the time to Bound's
+// percentiles the attach scenario adds the time from a VolumeAttachment
+// seen to attached, the dynamic scenario the time from a claim's create to
+// its PV seen.
 func (r Report) rows() []row {
 	all := rows()
-	if r.Scenario != Attach {
-		return all
-	}
 	at := slices.IndexFunc(all, func(rw row) bool { return rw.label == "p99 time to Bound (ms)" }) + 1
 	va := func(label string, f func(Side) float64) row {
 		return row{label: label, cell: func(s Side) string { return fmt.Sprintf("%.1f", f(s)) },
 			value: func(s Side) (float64, bool) { return f(s), true }}
+	}
+	if r.Scenario == Dynamic {
+		return slices.Insert(all, at,
+			va("p50 claim created → PV seen (ms)", func(s Side) float64 { return s.PVP50Ms }),
+			va("p90 claim created → PV seen (ms)", func(s Side) float64 { return s.PVP90Ms }),
+			va("p99 claim created → PV seen (ms)", func(s Side) float64 { return s.PVP99Ms }))
+	}
+	if r.Scenario != Attach {
+		return all
 	}
 	return slices.Insert(all, at,
 		va("p50 VA seen → attached (ms)", func(s Side) float64 { return s.VAP50Ms }),

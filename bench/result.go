@@ -87,6 +87,11 @@ type Side struct {
 	VAP50Ms float64 `json:"vaP50Ms,omitempty"`
 	VAP90Ms float64 `json:"vaP90Ms,omitempty"`
 	VAP99Ms float64 `json:"vaP99Ms,omitempty"`
+	// PVP50Ms and the rest are, in the dynamic scenario, the time from a
+	// claim's create to a PV naming it first seen.
+	PVP50Ms float64 `json:"pvP50Ms,omitempty"`
+	PVP90Ms float64 `json:"pvP90Ms,omitempty"`
+	PVP99Ms float64 `json:"pvP99Ms,omitempty"`
 	// Writes are the controller's writes to PVs and claims (create, update,
 	// patch, delete, status included); Events its event writes.
 	Writes        int64   `json:"writes"`
@@ -112,6 +117,13 @@ type Side struct {
 func (s *Side) setSinceVA(d []time.Duration) {
 	p50, p90, p99 := Percentiles(d)
 	s.VAP50Ms, s.VAP90Ms, s.VAP99Ms = millis(p50), millis(p90), millis(p99)
+}
+
+// setSincePV sets the PV percentiles from each claim's time from its
+// create to its PV seen.
+func (s *Side) setSincePV(d []time.Duration) {
+	p50, p90, p99 := Percentiles(d)
+	s.PVP50Ms, s.PVP90Ms, s.PVP99Ms = millis(p50), millis(p90), millis(p99)
 }
 
 // ProcessFigures are one measured process's CPU and peak RSS.

@@ -64,6 +64,9 @@ type Options struct {
 	// ReferenceResizer is the volplane-reference-resizer binary the expand
 	// scenario's reference side runs (with Compare only).
 	ReferenceResizer string
+	// ReferenceProvisioner is the volplane-reference-provisioner binary the
+	// dynamic scenario's reference side runs (with Compare only).
+	ReferenceProvisioner string
 	// MemoryLimit, if set, is the measured controller's GOMEMLIMIT (Go's
 	// soft memory limit, e.g. "900MiB"), on both sides: the GC then works
 	// harder to keep the heap under it, trading CPU for peak RSS.
@@ -107,6 +110,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("the attach scenario's reference needs the %s binary (go build ./cmd/%s)", ReferenceAttacherProgram, ReferenceAttacherProgram)
 	case o.Scenario == Expand && o.Compare && o.ReferenceResizer == "":
 		return fmt.Errorf("the expand scenario's reference needs the %s binary (go build ./bench/cmd/%s)", ReferenceResizerProgram, ReferenceResizerProgram)
+	case o.Scenario == Dynamic && o.Compare && o.ReferenceProvisioner == "":
+		return fmt.Errorf("the dynamic scenario's reference needs the %s binary (go build ./bench/cmd/%s)", ReferenceProvisionerProgram, ReferenceProvisionerProgram)
 	case o.Executable == "":
 		return errors.New("no volplane executable to run the controllers from")
 	}
@@ -335,9 +340,10 @@ func unthrottled(rc *rest.Config) *rest.Config {
 	return rc
 }
 
-// controllerArgs are the processes a side runs: the binder under test
-// (measured) and, where the scenario needs them, volplane's provisioner and
-// protection loops in a process of their own, the same on both sides.
+// start starts the processes a side runs: the binder under test
+// (measured) and, in churn, volplane's provisioner and protection loops in
+// a process of their own, the same on both sides; the other scenarios'
+// processes are their own (dynamic: the provisioner under test).
 func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 	o, kc := e.o, e.cp.Kubeconfig
 	limits := []string{"--kubeconfig", kc, "--kube-api-qps", fmtQPS(o.QPS), "--kube-api-burst", strconv.Itoa(o.Burst)}
@@ -365,6 +371,8 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 		return e.attachProcesses(ctx, env)
 	case Expand:
 		return e.expandProcesses(ctx, env)
+	case Dynamic:
+		return e.dynamicProcesses(ctx, env)
 	case Protection:
 		return e.protectionProcesses(ctx, env, limits)
 	}
@@ -373,7 +381,7 @@ func (e *sideEnv) start(ctx context.Context) ([]*controllerProcess, error) {
 		return nil, err
 	}
 	procs := []*controllerProcess{p}
-	if o.Scenario != Dynamic && o.Scenario != Churn {
+	if o.Scenario != Churn {
 		return procs, nil
 	}
 	helpers := append([]string{"controller", "--controllers", "provisioner,pvc-protection,pv-protection",

@@ -25,6 +25,7 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	var (
 		watch *bindWatch
 		vas   attachWatches
+		pvs   *bindWatch // dynamic: the PVs made for the claims, by claim name
 		err   error
 	)
 	switch e.o.Scenario {
@@ -37,6 +38,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		watch, err = startExpandWatch(ctx, e.admin)
 	case Protection:
 		watch, err = startGoneWatch(ctx, e.admin)
+	case Dynamic:
+		if pvs, err = startProvisionedWatch(ctx, e.admin); err == nil {
+			watch, err = startBindWatch(ctx, e.admin)
+		}
 	default:
 		watch, err = startBindWatch(ctx, e.admin)
 	}
@@ -59,12 +64,13 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 			p.stop()
 		}
 	}()
-	if err := waitReady(ctx, procs, e.name); err != nil {
+	if err := waitReady(ctx, procs); err != nil {
 		return Side{}, err
 	}
-	if e.o.Scenario == Attach || e.o.Scenario == Expand || e.o.Scenario == Protection {
+	if e.o.Scenario == Attach || e.o.Scenario == Expand || e.o.Scenario == Protection || e.o.Scenario == Dynamic {
 		// The clock starts with the pods (attach), the raised requests
-		// (expand) or the deletions (protection), once the controllers run.
+		// (expand), the deletions (protection) or the claims (dynamic),
+		// once the controllers run.
 		began = time.Now()
 	}
 	arrivals := e.drive(ctx, watch)
@@ -100,6 +106,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	if e.o.Scenario == Attach {
 		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
 	}
+	if pvs != nil {
+		side.setSincePV(sinceSeen(pvs.snapshot(), a.claims))
+	}
 	return side, nil
 }
 
@@ -111,6 +120,8 @@ func timedWorkloadWrites(scenario string, pairs int) map[string]int64 {
 	switch scenario {
 	case Expand:
 		return map[string]int64{raiseWrite: n}
+	case Dynamic:
+		return map[string]int64{claimCreate: n}
 	case Protection:
 		return map[string]int64{"persistentvolumeclaims DELETE": n, "persistentvolumes DELETE": n}
 	}
@@ -139,7 +150,9 @@ func (e *sideEnv) createUpfront(ctx context.Context) error {
 		return e.createExpandWorkload(ctx)
 	case Protection:
 		return e.createProtectionWorkload(ctx)
-	case Trickle, Dynamic:
+	case Dynamic:
+		return e.createDynamicWorkload(ctx)
+	case Trickle:
 		e.progress.start("creating claims", n)
 		err := forEach(ctx, n, func() { e.progress.add(1) }, func(i int) error { return w.createClaim(ctx, e.o.Scenario, i) })
 		e.progress.done()
@@ -178,6 +191,8 @@ func (e *sideEnv) drive(ctx context.Context, watch *bindWatch) *arrivals {
 		go func() { defer close(a.done); a.claims, a.err = e.raiseRequests(ctx) }()
 	case Protection:
 		go func() { defer close(a.done); a.claims, a.err = e.deletePairs(ctx) }()
+	case Dynamic:
+		go func() { defer close(a.done); a.claims, a.err = e.createClaims(ctx) }()
 	default:
 		close(a.done)
 	}
@@ -197,6 +212,8 @@ func (e *sideEnv) waitBound(ctx context.Context, watch *bindWatch, procs []*cont
 		what = "raising requests, waiting for the claims expanded"
 	case Protection:
 		what = "deleting claims and PVs, waiting for them gone"
+	case Dynamic:
+		what = "creating claims, waiting for them provisioned and bound"
 	}
 	e.progress.start(what, e.o.Pairs)
 	defer e.progress.done()
@@ -316,12 +333,13 @@ func describe(p *controllerProcess) string {
 
 var servingRE = regexp.MustCompile(`Serving /metrics, /healthz and /readyz on http://(\S+)`)
 
-// waitReady waits until every measured controller has synced its caches:
-// volplane's /readyz answers, or the reference prints its ready line.
-func waitReady(ctx context.Context, procs []*controllerProcess, side string) error {
+// waitReady waits until every measured (or awaited) controller has synced
+// its caches: volplane's /readyz answers, or the reference prints its ready
+// line.
+func waitReady(ctx context.Context, procs []*controllerProcess) error {
 	for _, p := range procs {
-		if p.measured {
-			if err := waitOneReady(ctx, p, side); err != nil {
+		if p.measured || p.awaited {
+			if err := waitOneReady(ctx, p); err != nil {
 				return err
 			}
 		}
@@ -329,13 +347,13 @@ func waitReady(ctx context.Context, procs []*controllerProcess, side string) err
 	return nil
 }
 
-func waitOneReady(ctx context.Context, p *controllerProcess, side string) error {
+func waitOneReady(ctx context.Context, p *controllerProcess) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		if err := p.exited(); err != nil {
 			return err
 		}
-		if ready(ctx, p, side) {
+		if ready(ctx, p) {
 			return nil
 		}
 		select {
@@ -347,10 +365,12 @@ func waitOneReady(ctx context.Context, p *controllerProcess, side string) error 
 	return fmt.Errorf("%s not ready within 2 minutes; see %s", p.name, p.log)
 }
 
-func ready(ctx context.Context, p *controllerProcess, side string) bool {
-	if side == Reference {
-		log, _ := os.ReadFile(p.log)
-		return strings.Contains(string(log), readySuffix)
+// ready: a reference process (bench reference-binder or a reference
+// sidecar) prints its ready line; volplane's controller serves /readyz.
+func ready(ctx context.Context, p *controllerProcess) bool {
+	log, _ := os.ReadFile(p.log)
+	if strings.Contains(string(log), readySuffix) {
+		return true
 	}
 	base, ok := metricsURL(p)
 	return ok && httpOK(ctx, base+"/readyz", nil)

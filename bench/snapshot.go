@@ -328,6 +328,8 @@ func (r Report) wording(s string) string {
 		return expandWording.Replace(s)
 	case Protection:
 		return protectionWording.Replace(s)
+	case Dynamic:
+		return dynamicWording.Replace(s)
 	}
 	return s
 }
@@ -335,7 +337,7 @@ func (r Report) wording(s string) string {
 // writeBreakdown adds, for the snapshot scenario, each side's writes per
 // snapshot by kind.
 func (r Report) writeBreakdown(b *strings.Builder) {
-	if r.Scenario != Snapshot && r.Scenario != Attach && r.Scenario != Expand && r.Scenario != Protection {
+	if r.Scenario != Snapshot && r.Scenario != Attach && r.Scenario != Expand && r.Scenario != Protection && r.Scenario != Dynamic {
 		return
 	}
 	kinds := map[string]bool{}

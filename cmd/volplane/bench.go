@@ -29,7 +29,18 @@ API writes per bind, the controller's CPU per bind and its peak RSS.
 Scenarios:
   static   --pairs PVs and claims exist before the controller starts
   trickle  --pairs claims wait; their PVs arrive one by one at --rate per second
-  dynamic  --pairs claims of the bundled driver's class, provisioned and bound
+  dynamic  --pairs claims of the bundled node-local driver's class, created
+           once the controllers are ready, each timed from its POST until
+           Bound (and until a PV naming it is seen). It compares
+           PROVISIONERS: volplane's provisioner against external-provisioner
+           v6.4.0 (with --compare; from the binary
+           volplane-reference-provisioner, next to volplane or on $PATH: go
+           build ./bench/cmd/volplane-reference-provisioner), each the measured
+           process, talking to the same driver endpoint, at the
+           external-provisioner's limits (5/10) unless --qps or --burst is
+           given (--qps 0: unthrottled). Both sides run the same binder,
+           volplane's (with its protection loops), unthrottled and not
+           measured; the API writes counted include the binder's
   churn    --pairs claims created, bound and deleted continuously (Delete policy)
   snapshot --pairs bound claims of the bundled node-local driver, each with a
            VolumeSnapshot (default class), made ready to use by volplane's
@@ -94,12 +105,13 @@ Scenarios:
            up and of the bench client, and the cores left idle; -o writes
            cluster.json. --compare, --qps and the other scenarios' flags do
            not apply
-In dynamic and churn, volplane's provisioner and protection loops run in a
-process of their own, the same on both sides, and are not measured.
+In churn, volplane's provisioner and protection loops run in a process of
+their own, the same on both sides, and are not measured.
 
---compare runs kube-controller-manager v1.36.3's PersistentVolumeController
-(the reference, built into this binary) on the same workload against another
-fresh control plane with the same client limits, and prints both side by side.
+In static, trickle and churn, --compare runs kube-controller-manager v1.37.2's
+PersistentVolumeController (the reference binder, built into this binary) on
+the same workload against another fresh control plane with the same client
+limits, and prints both side by side: the binder comparison lives there.
 Except for churn, the API server's ceiling is measured too: its sustained write
 rate for the same kinds from a trivial writer, on the store the run left, so
 every result is also a fraction of what the API server allows.
@@ -109,8 +121,10 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 		Example: `  volplane bench --pairs 1000 --compare
   volplane bench --scenario trickle --pairs 500 --rate 20
   volplane bench --scenario attach --pairs 1000 --nodes 10 --compare
+  volplane bench --scenario dynamic --pairs 1000 --compare
   volplane bench --scenario expand --pairs 1000 --compare
   volplane bench --scenario protection --pairs 1000 --compare
+  volplane bench --scenario cluster --nodes 100 --pairs 1000 --pods 100
   volplane bench --pairs 10000 --qps 20 --burst 30 --timeout 3m --compare -o results/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,6 +143,9 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 				return err
 			}
 			if err := setExpandOptions(cmd, &o); err != nil {
+				return err
+			}
+			if err := setDynamicOptions(cmd, &o); err != nil {
 				return err
 			}
 			if o.Scenario == bench.Protection && !cmd.Flags().Changed("qps") && !cmd.Flags().Changed("burst") {
@@ -170,12 +187,13 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Scenario, "scenario", bench.Static, "workload: "+strings.Join(append(bench.Scenarios(), bench.Cluster), ", "))
 	fl.IntVar(&o.Pairs, "pairs", 1000, "claims to bind (and, for static and trickle, PVs made for them)")
-	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given; protection: 20/30 unless either is given)")
-	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot: 10, the default there)")
+	fl.Float32Var(&o.QPS, "qps", 0, "client QPS of the controllers under test, as --kube-api-qps; 0: unthrottled (the reference's own default is 20; snapshot and dynamic: 5, the default there; attach and expand: each role at its reference's limits, 20/30 and 5/10, unless --qps or --burst is given; protection: 20/30 unless either is given)")
+	fl.IntVar(&o.Burst, "burst", 30, "client burst of the controllers under test (with --qps; snapshot and dynamic: 10, the default there)")
 	fl.IntVar(&o.Nodes, "nodes", bench.DefaultAttachNodes, "attach: simulated nodes the pods are spread over; cluster: up's --nodes (default 1000 there)")
 	fl.IntVar(&pods, "pods", bench.DefaultClusterPods, "cluster: pods, each using one of the claims (only for the cluster scenario)")
 	fl.StringVar(&o.ReferenceAttacher, "reference-attacher", "", "attach --compare: the volplane-reference-attacher binary (default: next to volplane, else on $PATH)")
 	fl.StringVar(&o.ReferenceResizer, "reference-resizer", "", "expand --compare: the volplane-reference-resizer binary (default: next to volplane, else on $PATH)")
+	fl.StringVar(&o.ReferenceProvisioner, "reference-provisioner", "", "dynamic --compare: the volplane-reference-provisioner binary (default: next to volplane, else on $PATH)")
 	fl.IntVar(&o.Workers, "workers", 0, "volplane's --workers (0: its default)")
 	fl.BoolVar(&o.Compare, "compare", false, "also run the reference controller, on an identical fresh control plane")
 	fl.Float64Var(&o.Rate, "rate", 20, "trickle: PVs created per second")
@@ -279,6 +297,33 @@ func setExpandOptions(cmd *cobra.Command, o *bench.Options) error {
 	}
 	o.QPS, o.Burst = bench.ExpanderQPS, bench.ExpanderBurst
 	o.ResizerQPS, o.ResizerBurst = bench.ResizerQPS, bench.ResizerBurst
+	return nil
+}
+
+// setDynamicOptions applies the dynamic scenario's limits: the
+// external-provisioner's for the provisioner under test, unless --qps or
+// --burst says otherwise.
+func setDynamicOptions(cmd *cobra.Command, o *bench.Options) error {
+	fl := cmd.Flags()
+	if o.Scenario != bench.Dynamic {
+		if fl.Changed("reference-provisioner") {
+			return fmt.Errorf("--reference-provisioner is only for --scenario dynamic, not %s", o.Scenario)
+		}
+		return nil
+	}
+	if o.Compare && o.ReferenceProvisioner == "" {
+		path, err := bench.FindReferenceProvisioner(o.Executable)
+		if err != nil {
+			return err
+		}
+		o.ReferenceProvisioner = path
+	}
+	if !fl.Changed("qps") {
+		o.QPS = bench.ProvisionerQPS
+	}
+	if !fl.Changed("burst") {
+		o.Burst = bench.ProvisionerBurst
+	}
 	return nil
 }
 

@@ -97,9 +97,10 @@ var floors = map[string]floor{
 	"bench":                                 command,
 	"bench/cmd/volplane-reference-attacher": command,
 	"bench/cmd/volplane-reference-resizer":  command,
-	"bench/reflog":                          command,
-	"bench/refproc":                         command,
-	"internal/architecture":                 test,
+	"bench/cmd/volplane-reference-provisioner": command,
+	"bench/reflog":          command,
+	"bench/refproc":         command,
+	"internal/architecture": test,
 }
 
 // floorOf is the floor of a package path relative to the module.

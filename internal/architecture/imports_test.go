@@ -56,7 +56,7 @@ var importRules = []rule{
 		"the embedded control plane is what `up`, bench and whole-stack tests start; nothing below them knows it"},
 	{"the driver is any driver", packagesNamed("internal/hostpath"), volplaneButLeaves,
 		"the bundled driver is a CSI driver like any other: it knows nothing of the control plane"},
-	{"only the bench runs upstream sidecars", allButPackages("bench and bench/cmd's reference binaries", "bench", "bench/cmd/volplane-reference-attacher", "bench/cmd/volplane-reference-resizer"), upstreamSidecars,
+	{"only the bench runs upstream sidecars", allButPackages("bench and bench/cmd's reference binaries", "bench", "bench/cmd/volplane-reference-attacher", "bench/cmd/volplane-reference-resizer", "bench/cmd/volplane-reference-provisioner"), upstreamSidecars,
 		"the upstream controllers are the bench's references, never volplane's code"},
 	{"commands ship no test harness", onFloors(command), harnessPackages,
 		"the harness and test support serve tests; a binary never carries them"},
@@ -123,7 +123,8 @@ var (
 	theControlPlane   = external("internal/cluster or k8s.io/kubernetes", func(imp string) bool { return rel(imp) == "internal/cluster" || under("k8s.io/kubernetes")(imp) })
 	volplaneButLeaves = target{"a volplane package but a leaf", func(_, imp string) bool { return ours(imp) && floorOf(rel(imp)) != leaf }}
 	upstreamSidecars  = external("the upstream sidecars' controllers", func(imp string) bool {
-		return under("github.com/kubernetes-csi/external-attacher", "github.com/kubernetes-csi/external-resizer")(imp) ||
+		return under("github.com/kubernetes-csi/external-attacher", "github.com/kubernetes-csi/external-resizer",
+			"github.com/kubernetes-csi/external-provisioner", "sigs.k8s.io/sig-storage-lib-external-provisioner")(imp) ||
 			(under("github.com/kubernetes-csi/external-snapshotter/v8")(imp) && !under("github.com/kubernetes-csi/external-snapshotter/client/v8")(imp))
 	})
 	harnessPackages = target{"the harness or test support", func(_, imp string) bool { return ours(imp) && floorOf(rel(imp)) == harness }}
