@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/stacktest"
@@ -225,10 +226,17 @@ func heldBy(f string) podOpt {
 // setPhase writes the pod's phase, as its kubelet would.
 func (e *env) setPhase(name string, phase corev1.PodPhase) {
 	e.t.Helper()
-	p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	e.noError(err, "get pod "+name)
-	p.Status.Phase = phase
-	_, err = e.client.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, p, metav1.UpdateOptions{})
+	// The scheduler writes the pod's status too (its PodScheduled
+	// condition): on a conflict, read the pod again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.Phase = phase
+		_, err = e.client.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 	e.noError(err, "pod status "+name)
 }
 
