@@ -255,14 +255,9 @@ func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
 			return fmt.Errorf("--nodes is only for --scenario attach, not %s", o.Scenario)
 		}
 		o.Nodes = 0
-		return nil
 	}
-	if o.Compare && o.ReferenceAttacher == "" {
-		path, err := bench.FindReferenceAttacher(o.Executable)
-		if err != nil {
-			return err
-		}
-		o.ReferenceAttacher = path
+	if ours, err := referenceOption(cmd, o, bench.Attach, "reference-attacher", &o.ReferenceAttacher, bench.FindReferenceAttacher); !ours || err != nil {
+		return err
 	}
 	if fl.Changed("qps") || fl.Changed("burst") {
 		o.AttacherQPS, o.AttacherBurst = o.QPS, o.Burst
@@ -278,18 +273,8 @@ func setAttachOptions(cmd *cobra.Command, o *bench.Options) error {
 // unless --qps or --burst says otherwise, then both at those.
 func setExpandOptions(cmd *cobra.Command, o *bench.Options) error {
 	fl := cmd.Flags()
-	if o.Scenario != bench.Expand {
-		if fl.Changed("reference-resizer") {
-			return fmt.Errorf("--reference-resizer is only for --scenario expand, not %s", o.Scenario)
-		}
-		return nil
-	}
-	if o.Compare && o.ReferenceResizer == "" {
-		path, err := bench.FindReferenceResizer(o.Executable)
-		if err != nil {
-			return err
-		}
-		o.ReferenceResizer = path
+	if ours, err := referenceOption(cmd, o, bench.Expand, "reference-resizer", &o.ReferenceResizer, bench.FindReferenceResizer); !ours || err != nil {
+		return err
 	}
 	if fl.Changed("qps") || fl.Changed("burst") {
 		o.ResizerQPS, o.ResizerBurst = o.QPS, o.Burst
@@ -305,18 +290,8 @@ func setExpandOptions(cmd *cobra.Command, o *bench.Options) error {
 // --burst says otherwise.
 func setDynamicOptions(cmd *cobra.Command, o *bench.Options) error {
 	fl := cmd.Flags()
-	if o.Scenario != bench.Dynamic {
-		if fl.Changed("reference-provisioner") {
-			return fmt.Errorf("--reference-provisioner is only for --scenario dynamic, not %s", o.Scenario)
-		}
-		return nil
-	}
-	if o.Compare && o.ReferenceProvisioner == "" {
-		path, err := bench.FindReferenceProvisioner(o.Executable)
-		if err != nil {
-			return err
-		}
-		o.ReferenceProvisioner = path
+	if ours, err := referenceOption(cmd, o, bench.Dynamic, "reference-provisioner", &o.ReferenceProvisioner, bench.FindReferenceProvisioner); !ours || err != nil {
+		return err
 	}
 	if !fl.Changed("qps") {
 		o.QPS = bench.ProvisionerQPS
@@ -325,6 +300,24 @@ func setDynamicOptions(cmd *cobra.Command, o *bench.Options) error {
 		o.Burst = bench.ProvisionerBurst
 	}
 	return nil
+}
+
+// referenceOption refuses a scenario's --reference-* flag under another
+// scenario and, for a --compare run of the scenario, finds the reference
+// binary unless the flag named it. ours says o runs that scenario.
+func referenceOption(cmd *cobra.Command, o *bench.Options, scenario, flag string, path *string, find func(string) (string, error)) (ours bool, err error) {
+	if o.Scenario != scenario {
+		if cmd.Flags().Changed(flag) {
+			return false, fmt.Errorf("--%s is only for --scenario %s, not %s", flag, scenario, o.Scenario)
+		}
+		return false, nil
+	}
+	if o.Compare && *path == "" {
+		if *path, err = find(o.Executable); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // newBenchSideCommand is the child `volplane bench` runs per side: the

@@ -129,35 +129,18 @@ func (t *Intern) one(l []string) []string {
 	if len(l) != 1 {
 		return l
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if have, ok := t.ones[l[0]]; ok && have[0] == l[0] {
-		return have[:1:1]
-	}
-	if len(t.ones) >= t.max {
-		clear(t.ones)
-	}
-	t.ones[l[0]] = l
-	return l[:1:1]
+	// Full slice expression: an append copies, never writes into the
+	// shared array.
+	return share(t, t.ones, l[0], l)[:1:1]
 }
 
-// Resources returns the table's copy of a map equal to l, l itself the
+// Resources returns the table's copy of a list equal to l, l itself the
 // first time.
 func (t *Intern) Resources(l v1.ResourceList) v1.ResourceList {
 	if len(l) == 0 {
 		return l
 	}
-	key := resourcesKey(l)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if have, ok := t.lists[key]; ok {
-		return have
-	}
-	if len(t.lists) >= t.max {
-		clear(t.lists)
-	}
-	t.lists[key] = l
-	return l
+	return share(t, t.lists, resourcesKey(l), l)
 }
 
 // Strings returns the table's copy of a map equal to m, m itself the first
@@ -166,17 +149,22 @@ func (t *Intern) Strings(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	key := stringsKey(m)
+	return share(t, t.maps, stringsKey(m), m)
+}
+
+// share returns what table holds under key, or records v there (emptying
+// the table first when it is full).
+func share[V any](t *Intern, table map[string]V, key string, v V) V {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if have, ok := t.maps[key]; ok {
+	if have, ok := table[key]; ok {
 		return have
 	}
-	if len(t.maps) >= t.max {
-		clear(t.maps)
+	if len(table) >= t.max {
+		clear(table)
 	}
-	t.maps[key] = m
-	return m
+	table[key] = v
+	return v
 }
 
 // Verify reports a shared map that no longer equals what it was when it was

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/volplane/volplane/internal/endpoint"
+)
+
+// clusterUp is the running `up` child.
+type clusterUp struct {
+	cmd     *exec.Cmd
+	dir     string
+	client  kubernetes.Interface
+	started time.Time
+	exited  chan error
+}
+
+// startUp runs `up` in a fresh data dir and returns once it said it is up
+// and its loops serve (the "Metrics:" line).
+func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp, float64, error) {
+	dir, err := os.MkdirTemp("", "volplane-cluster-")
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(o.Executable, "up", "--nodes", fmt.Sprint(o.Nodes), "--data-dir", dir,
+		"--apiserver-port", "0", "--etcd-client-port", "0", "--etcd-peer-port", "0", "--metrics-bind-address", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	u := &clusterUp{cmd: cmd, dir: dir, started: time.Now(), exited: make(chan error, 1)}
+	prog.phase(fmt.Sprintf("starting volplane up --nodes %d in %s", o.Nodes, dir))
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, 0, err
+	}
+	upLine, loopsLine := make(chan time.Time, 1), make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "volplane is up in"):
+				upLine <- time.Now()
+			case strings.HasPrefix(line, "Metrics: "):
+				loopsLine <- struct{}{}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() { u.exited <- cmd.Wait() }()
+	var upAt time.Time
+	for _, wait := range []string{"up", "loops"} {
+		select {
+		case upAt = <-upLine:
+		case <-loopsLine:
+		case err := <-u.exited:
+			os.RemoveAll(dir)
+			return nil, 0, fmt.Errorf("volplane up exited before it was up: %v", err)
+		case <-ctx.Done():
+			u.stop()
+			return nil, 0, ctx.Err()
+		case <-time.After(o.Timeout):
+			u.stop()
+			return nil, 0, fmt.Errorf("volplane up not %s after %s", wait, o.Timeout)
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		u.stop()
+		return nil, 0, err
+	}
+	rc.QPS, rc.Burst = 500, 1000
+	rc.UserAgent = "volplane-bench-cluster"
+	if u.client, err = kubernetes.NewForConfig(rc); err != nil {
+		u.stop()
+		return nil, 0, err
+	}
+	return u, upAt.Sub(u.started).Seconds(), nil
+}
+
+// stop interrupts `up` (it unmounts and stops as on Ctrl-C), waits for it
+// and removes its data dir.
+func (u *clusterUp) stop() {
+	_ = u.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-u.exited:
+	case <-time.After(2 * time.Minute):
+		_ = u.cmd.Process.Kill()
+		<-u.exited
+	}
+	os.RemoveAll(u.dir)
+}
+
+// endpoints are the drivers' controller sockets `up` serves (bundle.Start
+// puts each node's and the network driver's in DataDir/csi).
+func (u *clusterUp) endpoints() ([]string, error) {
+	socks, err := filepath.Glob(filepath.Join(u.dir, "csi", "*.sock"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(socks))
+	for _, s := range socks {
+		out = append(out, endpoint.Format(s))
+	}
+	return out, nil
+}
