@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,19 +55,12 @@ func (e *sideEnv) createDynamicWorkload(ctx context.Context) error {
 // createClaims creates every claim from the workload's writers and returns,
 // by claim name, when each POST was sent.
 func (e *sideEnv) createClaims(ctx context.Context) (map[string]time.Time, error) {
-	var mu sync.Mutex
-	sent := make(map[string]time.Time, e.o.Pairs)
-	err := forEach(ctx, e.o.Pairs, func() {}, func(i int) error {
-		now := time.Now()
-		mu.Lock()
-		sent[claimName(i)] = now
-		mu.Unlock()
+	return timed(ctx, e.o.Pairs, func(i int) error {
 		if err := e.work.createClaim(ctx, Dynamic, i); err != nil {
 			return fmt.Errorf("creating %s: %w", claimName(i), err)
 		}
 		return nil
 	})
-	return sent, err
 }
 
 // startProvisionedWatch records, by claim name, when a PV naming the claim

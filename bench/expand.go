@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,21 +102,14 @@ var raisePatch = fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%
 // raiseRequests raises every claim's request from the workload's writers
 // and returns, by claim name, when each PATCH was sent.
 func (e *sideEnv) raiseRequests(ctx context.Context) (map[string]time.Time, error) {
-	var mu sync.Mutex
-	sent := make(map[string]time.Time, e.o.Pairs)
 	claims := e.admin.CoreV1().PersistentVolumeClaims(benchNS)
-	err := forEach(ctx, e.o.Pairs, func() {}, func(i int) error {
-		now := time.Now()
-		mu.Lock()
-		sent[claimName(i)] = now
-		mu.Unlock()
+	return timed(ctx, e.o.Pairs, func(i int) error {
 		e.work.writes.Add(1)
 		if _, err := claims.Patch(ctx, claimName(i), types.MergePatchType, raisePatch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("raising the request of %s: %w", claimName(i), err)
 		}
 		return nil
 	})
-	return sent, err
 }
 
 // expandProcesses are the side's controllers. volplane: the expander at

@@ -117,13 +117,7 @@ func (p *pairsGone) gone(i int) bool {
 // deletePairs deletes every claim, then its PV, from the workload's
 // writers, and returns, by claim name, when each claim's DELETE was sent.
 func (e *sideEnv) deletePairs(ctx context.Context) (map[string]time.Time, error) {
-	var mu sync.Mutex
-	sent := make(map[string]time.Time, e.o.Pairs)
-	err := forEach(ctx, e.o.Pairs, func() {}, func(i int) error {
-		now := time.Now()
-		mu.Lock()
-		sent[claimName(i)] = now
-		mu.Unlock()
+	return timed(ctx, e.o.Pairs, func(i int) error {
 		if err := e.work.deleteClaim(ctx, i); err != nil {
 			return fmt.Errorf("deleting %s: %w", claimName(i), err)
 		}
@@ -133,7 +127,6 @@ func (e *sideEnv) deletePairs(ctx context.Context) (map[string]time.Time, error)
 		}
 		return nil
 	})
-	return sent, err
 }
 
 // protectionProcesses are the side's controllers: on volplane's side its

@@ -93,6 +93,21 @@ func (w *workload) deleteClaim(ctx context.Context, i int) error {
 	return err
 }
 
+// timed runs f(0..n-1) as forEach does and returns, by claim name, when
+// each f(i) began: the clock of pair i starts as its first write is sent.
+func timed(ctx context.Context, n int, f func(int) error) (map[string]time.Time, error) {
+	var mu sync.Mutex
+	sent := make(map[string]time.Time, n)
+	err := forEach(ctx, n, func() {}, func(i int) error {
+		now := time.Now()
+		mu.Lock()
+		sent[claimName(i)] = now
+		mu.Unlock()
+		return f(i)
+	})
+	return sent, err
+}
+
 // forEach runs f(0..n-1) from the workload's writers, stops at the first
 // error and calls tick after each success.
 func forEach(ctx context.Context, n int, tick func(), f func(int) error) error {
