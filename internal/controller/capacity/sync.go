@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,51 +193,50 @@ func (c *Controller) existing() ([]*storagev1.CSIStorageCapacity, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.newestLocked(listed, objectKey, slices.Collect(maps.Values(c.created))), nil
+}
+
+// existingIn are the objects of one segment (by work key), the newest copy
+// of each.
+func (c *Controller) existingIn(key string) ([]*storagev1.CSIStorageCapacity, error) {
+	objs, err := c.bySeg.ByIndex(informerindex.SegmentOfCapacity, key)
+	if err != nil {
+		return nil, err
+	}
+	listed := make([]*storagev1.CSIStorageCapacity, 0, len(objs))
+	for _, obj := range objs {
+		if o, ok := obj.(*storagev1.CSIStorageCapacity); ok && o.Namespace == c.cfg.Namespace {
+			listed = append(listed, o)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.newestLocked(listed, func(*storagev1.CSIStorageCapacity) (string, bool) { return key, true },
+		[]map[string]*storagev1.CSIStorageCapacity{c.created[key]}), nil
+}
+
+// newestLocked is the newest copy of each listed object (forgetting the
+// created ones the cache now lists, by keyOf) and the created objects of
+// created not listed yet. c.mu is held.
+func (c *Controller) newestLocked(listed []*storagev1.CSIStorageCapacity, keyOf func(*storagev1.CSIStorageCapacity) (string, bool),
+	created []map[string]*storagev1.CSIStorageCapacity) []*storagev1.CSIStorageCapacity {
 	seen := map[string]bool{}
 	out := make([]*storagev1.CSIStorageCapacity, 0, len(listed))
 	for _, o := range listed {
 		seen[o.Name] = true
-		if k, ok := objectKey(o); ok {
+		if k, ok := keyOf(o); ok {
 			c.listedLocked(k, o.Name)
 		}
 		out = append(out, c.written.Newer(o.Name, o))
 	}
-	for _, byName := range c.created {
+	for _, byName := range created {
 		for name, o := range byName {
 			if !seen[name] {
 				out = append(out, o)
 			}
 		}
 	}
-	return out, nil
-}
-
-// existingIn are the objects of one segment (by work key), the newest copy
-// of each.
-func (c *Controller) existingIn(key string) ([]*storagev1.CSIStorageCapacity, error) {
-	listed, err := c.bySeg.ByIndex(informerindex.SegmentOfCapacity, key)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := map[string]bool{}
-	out := make([]*storagev1.CSIStorageCapacity, 0, len(listed))
-	for _, obj := range listed {
-		o, ok := obj.(*storagev1.CSIStorageCapacity)
-		if !ok || o.Namespace != c.cfg.Namespace {
-			continue
-		}
-		seen[o.Name] = true
-		c.listedLocked(key, o.Name)
-		out = append(out, c.written.Newer(o.Name, o))
-	}
-	for name, o := range c.created[key] {
-		if !seen[name] {
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return out
 }
 
 // listedLocked forgets a created object once the cache lists it.
