@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -165,23 +167,8 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			r, err := bench.Run(ctx, o)
-			if err != nil {
-				return err
-			}
-			if err := r.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if out == "" {
-				return nil
-			}
-			if err := bench.WriteFiles(r, out); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s/report.json and %s/bound.png\n", out, out)
-			return nil
+			return runAndReport(cmd, out, func(ctx context.Context) (bench.Report, error) { return bench.Run(ctx, o) },
+				bench.WriteFiles, "report.json and "+out+"/bound.png")
 		},
 	}
 	fl := cmd.Flags()
@@ -218,7 +205,7 @@ func runClusterBench(cmd *cobra.Command, o bench.Options, pods int, out string) 
 	if !fl.Changed("pairs") {
 		co.Claims = bench.DefaultClusterClaims
 	}
-	for _, name := range []string{"compare", "qps", "burst", "rate", "workers", "memory-limit", "profile", "reference-attacher", "reference-resizer"} {
+	for _, name := range []string{"compare", "qps", "burst", "rate", "workers", "memory-limit", "profile", "reference-attacher", "reference-resizer", "reference-provisioner"} {
 		if fl.Changed(name) {
 			return fmt.Errorf("--%s does not apply to --scenario cluster", name)
 		}
@@ -226,9 +213,18 @@ func runClusterBench(cmd *cobra.Command, o bench.Options, pods int, out string) 
 	if err := co.Validate(); err != nil {
 		return err
 	}
+	return runAndReport(cmd, out, func(ctx context.Context) (*bench.ClusterReport, error) { return bench.RunCluster(ctx, co) },
+		bench.WriteClusterFiles, bench.ClusterReportJSON)
+}
+
+// runAndReport runs a bench until it ends or is interrupted, prints its
+// report and, with -o, writes its files into out (wrote names them after
+// "out/").
+func runAndReport[R interface{ WriteText(io.Writer) error }](cmd *cobra.Command, out string,
+	run func(context.Context) (R, error), write func(R, string) error, wrote string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := bench.RunCluster(ctx, co)
+	r, err := run(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,10 +234,10 @@ func runClusterBench(cmd *cobra.Command, o bench.Options, pods int, out string) 
 	if out == "" {
 		return nil
 	}
-	if err := bench.WriteClusterFiles(r, out); err != nil {
+	if err := write(r, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s/%s\n", out, bench.ClusterReportJSON)
+	fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s/%s\n", out, wrote)
 	return nil
 }
 
