@@ -50,8 +50,9 @@ func Decide(f Facts) Plan {
 		r.attach(desired[name], here)
 	}
 	slices.SortFunc(p.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
-	p.StatusChanged = f.Node.Exists && !sameAttached(p.VolumesAttached, f.Node.VolumesAttached)
-	if p.StatusChanged && f.StatusInterval > 0 && !f.StatusWrittenAt.IsZero() && onlyAdds(p.VolumesAttached, f.Node.VolumesAttached) {
+	adds := onlyAdds(p.VolumesAttached, f.Node.VolumesAttached)
+	p.StatusChanged = f.Node.Exists && !(adds && len(p.VolumesAttached) == len(f.Node.VolumesAttached))
+	if p.StatusChanged && adds && f.StatusInterval > 0 && !f.StatusWrittenAt.IsZero() {
 		if wait := f.StatusWrittenAt.Add(f.StatusInterval).Sub(f.Now); wait > 0 {
 			p.StatusChanged, p.StatusDeferred = false, true
 			r.requeue(wait)
@@ -60,7 +61,8 @@ func Decide(f Facts) Plan {
 	return p
 }
 
-// onlyAdds says whether every volume of have is still in want.
+// onlyAdds says whether every volume of have is still in want (with equal
+// lengths: the two lists are the same set).
 func onlyAdds(want, have []v1.AttachedVolume) bool {
 	in := make(map[v1.AttachedVolume]bool, len(want))
 	for _, v := range want {

@@ -57,23 +57,6 @@ func attachedSet(vols []v1.AttachedVolume) map[v1.UniqueVolumeName]bool {
 	return out
 }
 
-// sameAttached compares two volumesAttached lists as sets.
-func sameAttached(a, b []v1.AttachedVolume) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	in := map[v1.AttachedVolume]bool{}
-	for _, v := range a {
-		in[v] = true
-	}
-	for _, v := range b {
-		if !in[v] {
-			return false
-		}
-	}
-	return true
-}
-
 func sortedKeys[K ~string, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
