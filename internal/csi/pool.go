@@ -19,6 +19,9 @@ import (
 // and no method returns it, so CreateVolume and DeleteVolume never go there.
 type Pool struct {
 	byDriver map[string][]*Endpoint
+	// byPair: each driver's endpoints whose topology has a key with a
+	// value, in the order given (firstContaining).
+	byPair   map[topologyPair][]*Endpoint
 	order    []string
 	nodeOnly []*Endpoint
 	// homes remembers which endpoint holds each snapshot (FindSnapshot).
@@ -44,7 +47,7 @@ func DialPool(ctx context.Context, addresses []string, metrics *Metrics) (*Pool,
 
 // NewPool groups already dialed endpoints.
 func NewPool(eps ...*Endpoint) *Pool {
-	p := &Pool{byDriver: map[string][]*Endpoint{}, homes: newSnapshotHomes()}
+	p := &Pool{byDriver: map[string][]*Endpoint{}, byPair: map[topologyPair][]*Endpoint{}, homes: newSnapshotHomes()}
 	for _, e := range eps {
 		if e.NodeOnly() {
 			p.nodeOnly = append(p.nodeOnly, e)
@@ -54,8 +57,41 @@ func NewPool(eps ...*Endpoint) *Pool {
 			p.order = append(p.order, e.Info.Driver)
 		}
 		p.byDriver[e.Info.Driver] = append(p.byDriver[e.Info.Driver], e)
+		for k, v := range e.Info.Topology {
+			pair := topologyPair{e.Info.Driver, k, v}
+			p.byPair[pair] = append(p.byPair[pair], e)
+		}
 	}
 	return p
+}
+
+// topologyPair is one key and value of a driver's endpoint's topology.
+type topologyPair struct{ driver, key, value string }
+
+// firstContaining is the first endpoint of the driver (in the order given)
+// whose topology has every key and value of segment; nil for an empty
+// segment. It scans only the endpoints that have segment's rarest pair
+// (a node-local driver's node key: one), not every endpoint of the driver:
+// the provisioner and the capacity loop ask per volume and per segment,
+// and a driver on 1,000 nodes has 1,000. firstMatching with contains is
+// the same rule over all of them.
+func (p *Pool) firstContaining(driver string, segment map[string]string) *Endpoint {
+	var fewest []*Endpoint
+	for k, v := range segment {
+		eps := p.byPair[topologyPair{driver, k, v}]
+		if len(eps) == 0 {
+			return nil
+		}
+		if fewest == nil || len(eps) < len(fewest) {
+			fewest = eps
+		}
+	}
+	for _, e := range fewest {
+		if contains(e.Info.Topology, segment) {
+			return e
+		}
+	}
+	return nil
 }
 
 // Close closes every endpoint.
@@ -114,12 +150,12 @@ func (p *Pool) ForCreate(driver string, req *csi.TopologyRequirement) *Endpoint 
 		return nil
 	}
 	if pref := req.GetPreferred(); len(pref) > 0 {
-		if e := firstMatching(eps, func(t map[string]string) bool { return contains(t, pref[0].GetSegments()) }); e != nil {
+		if e := p.firstContaining(driver, pref[0].GetSegments()); e != nil {
 			return e
 		}
 	}
 	for _, r := range req.GetRequisite() {
-		if e := firstMatching(eps, func(t map[string]string) bool { return contains(t, r.GetSegments()) }); e != nil {
+		if e := p.firstContaining(driver, r.GetSegments()); e != nil {
 			return e
 		}
 	}
@@ -129,7 +165,7 @@ func (p *Pool) ForCreate(driver string, req *csi.TopologyRequirement) *Endpoint 
 // ForSegment is the first endpoint of the driver whose topology has every
 // key and value of segment; nil if none has.
 func (p *Pool) ForSegment(driver string, segment map[string]string) *Endpoint {
-	return firstMatching(p.byDriver[driver], func(t map[string]string) bool { return contains(t, segment) })
+	return p.firstContaining(driver, segment)
 }
 
 // ForDelete chooses the endpoint that holds a volume, or says why none can
