@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -123,17 +125,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		// close; also when stopped while starting.
 		defer func() { err = errors.Join(err, a.unmountAll(ctx)) }()
 	}
-	for _, n := range a.nodes {
-		err := a.dial(ctx, n)
-		if err == nil {
-			err = a.registerCSINode(ctx, n)
-		}
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a normal shutdown
-		}
-		if err != nil {
-			return err
-		}
+	if err := a.registerAll(ctx); err != nil || ctx.Err() != nil {
+		return err // nil when stopped while starting: a normal shutdown
 	}
 	if a.ownsFactory {
 		a.factory.Start(ctx.Done())
@@ -148,6 +141,33 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 // Ready reports whether the caches are synced and the workers run.
 func (a *Agent) Ready() bool { return a.runner.Ready() }
+
+// registersAtOnce bounds the nodes whose drivers are dialed and registered
+// at once: a thousand simulated nodes register in seconds, not minutes,
+// and the API server sees a few calls at a time, as from a few kubelets.
+const registersAtOnce = 16
+
+// registerAll dials every node's drivers and registers them in its
+// CSINode, registersAtOnce nodes at a time; the first failure stops the
+// rest. nil when ctx ended first.
+func (a *Agent) registerAll(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(registersAtOnce)
+	for _, n := range a.nodes {
+		g.Go(func() error {
+			err := a.dial(gctx, n)
+			if err == nil {
+				err = a.registerCSINode(gctx, n)
+			}
+			return err
+		})
+	}
+	err := g.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
 
 func (a *Agent) dial(ctx context.Context, n *nodeState) error {
 	dialed := map[string]bool{}

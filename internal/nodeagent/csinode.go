@@ -30,7 +30,12 @@ func (a *Agent) writeCSINode(ctx context.Context, n *nodeState, drivers []mounti
 	api := a.cfg.Client.StorageV1().CSINodes()
 	cur, err := api.Get(ctx, n.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cur, err = a.newCSINode(ctx, n.name)
+		var created bool
+		created, cur, err = a.newCSINode(ctx, n.name, drivers)
+		if created {
+			klog.FromContext(ctx).Info("Registered CSI drivers", "node", n.name, "drivers", len(drivers))
+			return nil
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("node agent: CSINode %s: %w", n.name, err)
@@ -48,16 +53,21 @@ func (a *Agent) writeCSINode(ctx context.Context, n *nodeState, drivers []mounti
 	return nil
 }
 
-// newCSINode creates the node's CSINode, owned by the Node as the kubelet
-// makes it, so it goes with the node.
-func (a *Agent) newCSINode(ctx context.Context, name string) (*storagev1.CSINode, error) {
+// newCSINode creates the node's CSINode with drivers registered in it (one
+// write; the kubelet creates it empty and then updates it), owned by the
+// Node as the kubelet makes it, so it goes with the node. When another
+// hand created it first, it returns that one, not created, for the caller
+// to update.
+func (a *Agent) newCSINode(ctx context.Context, name string, drivers []mounting.NodeDriver) (bool, *storagev1.CSINode, error) {
 	obj := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	obj.Spec, _ = mounting.RegisterDrivers(obj.Spec, drivers)
 	if node, err := a.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
 		obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}}
 	}
 	created, err := a.cfg.Client.StorageV1().CSINodes().Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return a.cfg.Client.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{})
+		cur, err := a.cfg.Client.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{})
+		return false, cur, err
 	}
-	return created, err
+	return err == nil, created, err
 }
