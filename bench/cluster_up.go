@@ -35,7 +35,8 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 		return nil, 0, err
 	}
 	cmd := exec.Command(o.Executable, "up", "--nodes", fmt.Sprint(o.Nodes), "--data-dir", dir,
-		"--apiserver-port", "0", "--etcd-client-port", "0", "--etcd-peer-port", "0", "--metrics-bind-address", "127.0.0.1:0")
+		"--apiserver-port", "0", "--etcd-client-port", "0", "--etcd-peer-port", "0", "--metrics-bind-address", "127.0.0.1:0",
+		"--fake-mounts")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

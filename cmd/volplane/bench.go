@@ -96,8 +96,8 @@ Scenarios:
            the reference then has NO measured process (its CPU and RSS read
            0), only its API writes are counted. The ceiling is measured on
            volplane's side only
-  cluster  volplane up --nodes N (default 1000) in a child process, driven
-           through its kubeconfig: --pairs claims (default 100,000) of the
+  cluster  volplane up --nodes N (default 1000) --fake-mounts in a child
+           process, driven through its kubeconfig: --pairs claims (default 100,000) of the
            network class, all Bound; then --pods pods (default 10,000), each
            using one of them, placed by the scheduler, all Running; then half
            of the pods deleted with their claims and recreated under new

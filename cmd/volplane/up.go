@@ -88,6 +88,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.BoolVar(&onlyCP, "control-plane-only", false, "run etcd, kube-apiserver, kube-scheduler and kube-controller-manager only: no simulated node, bundled driver or volplane loop (real nodes and deploy/ play those parts)")
 	f.Var(&quantityFlag{&drivers.capacity}, "hostpath-capacity", "bytes the bundled driver may give out on each simulated node, and the network driver in all, as a quantity")
 	f.Int64Var(&drivers.networkMaxVolumes, "network-max-volumes-per-node", 0, "most network volumes attached to one simulated node at once (0: no limit); the nodes report it in their CSINodes, as a cloud disk's limit")
+	f.BoolVar(&drivers.fakeMounts, "fake-mounts", false, "the bundled drivers record their mounts in memory instead of asking the kernel: no root, no kernel mount table (which caps mounts, here at 100,000) for clusters of many nodes; a pod's volume is then an empty directory, and nothing written to it is kept")
 	f.StringVar(&metrics.addr, "metrics-bind-address", "127.0.0.1:0", `address of the loops' /metrics, /healthz and /readyz (port 0: a free port; "" disables)`)
 	f.BoolVar(&metrics.profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address: of the whole process, control plane, drivers, node agent and loops")
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
@@ -103,6 +104,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 type upDriverFlags struct {
 	capacity          resource.Quantity
 	networkMaxVolumes int64
+	fakeMounts        bool
 }
 
 // upTestFlags are hidden flags for soak tests: faults in the drivers, and
@@ -145,8 +147,12 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFl
 	defer cancel()
 	// The drivers outlive the signal until the loops ended: a clean stop
 	// unmounts through them (deferred Stop).
-	drivers, err := bundle.Start(context.WithoutCancel(ctx), bundle.Config{DataDir: dir, Nodes: cp.Nodes,
-		Capacity: driverFlags.capacity.Value(), NetworkMaxVolumesPerNode: driverFlags.networkMaxVolumes, Faults: test.faults})
+	bcfg := bundle.Config{DataDir: dir, Nodes: cp.Nodes,
+		Capacity: driverFlags.capacity.Value(), NetworkMaxVolumesPerNode: driverFlags.networkMaxVolumes, Faults: test.faults}
+	if driverFlags.fakeMounts {
+		bcfg.Mounter = hostpath.NewFakeMounter()
+	}
+	drivers, err := bundle.Start(context.WithoutCancel(ctx), bcfg)
 	if err != nil {
 		return err
 	}

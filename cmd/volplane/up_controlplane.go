@@ -15,7 +15,7 @@ import (
 // controlPlaneOnlyConflicts are the flags of `up` that configure what
 // --control-plane-only does not run: a simulated node, the bundled drivers or
 // volplane's loops.
-var controlPlaneOnlyConflicts = []string{"nodes", "hostpath-capacity", "network-max-volumes-per-node", "metrics-bind-address", "profiling", "inject-faults", "without-loops"}
+var controlPlaneOnlyConflicts = []string{"nodes", "hostpath-capacity", "network-max-volumes-per-node", "fake-mounts", "metrics-bind-address", "profiling", "inject-faults", "without-loops"}
 
 // checkControlPlaneOnly refuses, before anything starts, a flag that could
 // only mean the user expected a part --control-plane-only leaves out.

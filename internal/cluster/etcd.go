@@ -15,6 +15,9 @@ import (
 // etcd is ready in well under a second, replaying a large WAL takes longer.
 const etcdReadyTimeout = 2 * time.Minute
 
+// etcdQuotaBytes is the embedded etcd's space quota (startEtcd).
+const etcdQuotaBytes = 8 << 30
+
 // etcdTLS says that etcd serves both listeners over TLS and accepts only
 // clients holding a certificate of the etcd CA: other local users reach
 // 127.0.0.1 as well, and etcd holds every Secret of the cluster.
@@ -47,6 +50,12 @@ func startEtcd(ctx context.Context, dir, logFile string, tls transport.TLSInfo, 
 	cfg.LogOutputs = []string{logFile}
 	// Tests trade durability for speed; `volplane up` keeps fsync on.
 	cfg.UnsafeNoFsync = noFsync
+	// etcd's largest recommended quota, not its 2 GiB default, for a
+	// simulated cluster of 1,000 nodes (leases and statuses rewritten every
+	// few seconds, kept until the API server's compaction every 5 minutes)
+	// and 100,000 volumes: a full quota stops every write. It is a ceiling;
+	// the file grows only as used.
+	cfg.QuotaBackendBytes = etcdQuotaBytes
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
