@@ -31,6 +31,7 @@ func TestUpControlPlaneOnlyRefusesContradictoryFlagsBeforeStarting(t *testing.T)
 		{[]string{"--control-plane-only", "--nodes", "0"}, "drop --nodes"},
 		{[]string{"--control-plane-only", "--hostpath-capacity", "1Gi", "--metrics-bind-address", ""}, "drop --hostpath-capacity, --metrics-bind-address"},
 		{[]string{"--control-plane-only", "--without-loops"}, "drop --without-loops"},
+		{[]string{"--control-plane-only", "--fake-mounts"}, "drop --fake-mounts"},
 		{[]string{"--control-plane-only", "--profiling"}, "drop --profiling"},
 		{[]string{"--control-plane-only", "--advertise-address", "0.0.0.0"}, `--advertise-address "0.0.0.0": want one unicast IP address`},
 		{[]string{"--advertise-address", "node-1"}, `--advertise-address "node-1": want one unicast IP address`},
