@@ -66,6 +66,11 @@
 // several nodes), then probes the node's volume and storage health
 // (health.go).
 //
+// At start, Run dials each node's drivers and registers them in the node's
+// CSINode as the kubelet's plugin registration does (csinode.go), 16 nodes
+// at a time; a missing CSINode is created with the drivers in it, one
+// write.
+//
 // The kubelet's attach limit (limits.go): a third queue, keyed
 // "node/driver", asks a node service NodeGetInfo again and writes its
 // CSINode entry if that changed it (the allocatable count), every period
