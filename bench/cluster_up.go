@@ -24,7 +24,9 @@ type clusterUp struct {
 	dir     string
 	client  kubernetes.Interface
 	started time.Time
-	exited  chan error
+	// done is closed once up exited, with waitErr its Wait's answer.
+	done    chan struct{}
+	waitErr error
 }
 
 // startUp runs `up` in a fresh data dir and returns once it said it is up
@@ -42,7 +44,7 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 	if err != nil {
 		return nil, 0, err
 	}
-	u := &clusterUp{cmd: cmd, dir: dir, started: time.Now(), exited: make(chan error, 1)}
+	u := &clusterUp{cmd: cmd, dir: dir, started: time.Now(), done: make(chan struct{})}
 	prog.phase(fmt.Sprintf("starting volplane up --nodes %d in %s", o.Nodes, dir))
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -62,15 +64,15 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
-	go func() { u.exited <- cmd.Wait() }()
+	go func() { u.waitErr = cmd.Wait(); close(u.done) }()
 	var upAt time.Time
 	for _, wait := range []string{"up", "loops"} {
 		select {
 		case upAt = <-upLine:
 		case <-loopsLine:
-		case err := <-u.exited:
+		case <-u.done:
 			os.RemoveAll(dir)
-			return nil, 0, fmt.Errorf("volplane up exited before it was up: %v", err)
+			return nil, 0, fmt.Errorf("volplane up exited before it was up: %v", u.waitErr)
 		case <-ctx.Done():
 			u.stop()
 			return nil, 0, ctx.Err()
@@ -96,13 +98,7 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 // stop interrupts `up` (it unmounts and stops as on Ctrl-C), waits for it
 // and removes its data dir.
 func (u *clusterUp) stop() {
-	_ = u.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-u.exited:
-	case <-time.After(2 * time.Minute):
-		_ = u.cmd.Process.Kill()
-		<-u.exited
-	}
+	interrupt(u.cmd, syscall.SIGINT, u.done, 2*time.Minute)
 	os.RemoveAll(u.dir)
 }
 

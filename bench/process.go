@@ -82,18 +82,23 @@ func (p *controllerProcess) exited() error {
 }
 
 // stop asks the process to end (SIGTERM), then kills it after 10 s.
-func (p *controllerProcess) stop() {
+func (p *controllerProcess) stop() { interrupt(p.cmd, syscall.SIGTERM, p.done, 10*time.Second) }
+
+// interrupt sends a child process sig and waits for done (closed once it
+// exited), killing it if it is still there after grace; nothing if it
+// exited already.
+func interrupt(cmd *exec.Cmd, sig os.Signal, done <-chan struct{}, grace time.Duration) {
 	select {
-	case <-p.done:
+	case <-done:
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(sig)
 	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 
