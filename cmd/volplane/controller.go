@@ -159,6 +159,8 @@ whether a claim's provisioner or a snapshot's snapshotter is running.`,
 		"a CSI driver's socket, unix:///absolute/path, for the provisioner, the attacher and the resizer; repeat for several (one per node of a node-local driver whose nodes are all this machine, as in up; on a real cluster see --node-deployment)")
 	fl.IntVar(&f.cfg.Workers, "workers", d.Workers, "workers per queue (claims and volumes each)")
 	fl.DurationVar(&f.cfg.ResyncPeriod, "resync-period", d.ResyncPeriod, "how often objects not at rest are revisited")
+	fl.DurationVar(&f.cfg.ProvisioningMarkAfter, "provisioning-mark-after", d.ProvisioningMarkAfter,
+		"how long a CreateVolume may run before the provisioner marks its claim in progress (a finalizer, the endpoint, the request: a claim deleted after a crash then cannot leak the volume); a create answered sooner writes nothing to the claim, as the external-provisioner; 0: mark every claim before its create (two claim writes more per provision)")
 	registerHealthMonitorInterval(fl, &f.cfg.HealthMonitorInterval)
 	fl.DurationVar(&f.cfg.RecycleTimeout, "recycle-timeout", d.RecycleTimeout, "how long a recycler pod may scrub a volume (policy Recycle) before the volume is Failed")
 	fl.BoolVar(&f.cfg.LeaderElect, "leader-elect", d.LeaderElect,

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
@@ -85,4 +86,23 @@ func MarkInProgress(claim *v1.PersistentVolumeClaim, node string, req *csipb.Cre
 		upd.Annotations[AnnCreateRequest] = rec
 	}
 	return upd, nil
+}
+
+// MarkFirst says whether the claim's in-progress marks are written before
+// its CreateVolume is sent, rather than only when the call outlasts the
+// provisioner's mark delay or answers in a way that leaves a volume
+// possible (AfterCreate does not unpin). They are written first when
+// markAfter is 0 (always first), when any of them is on already (an
+// earlier attempt's, which the marks complete), and for a claim made from
+// a data source: the source's finalizer is held only under the marks,
+// which release it. A create marked late leaves a window, from the call
+// until the PV exists (or the mark is written), in which a crash followed
+// by the claim's deletion leaks the volume, as with the reference, which
+// never marks; the driver's listing then shows it to doctor.
+func MarkFirst(claim *v1.PersistentVolumeClaim, markAfter time.Duration) bool {
+	if markAfter <= 0 || MarkedInProgress(claim) {
+		return true
+	}
+	kind, _, err := ClaimSource(claim)
+	return err != nil || kind != NoSource
 }

@@ -46,6 +46,10 @@ type Config struct {
 	Workers     int
 	// ResyncPeriod is the binder's safety-net resync.
 	ResyncPeriod time.Duration
+	// ProvisioningMarkAfter is how long a CreateVolume runs before the
+	// provisioner marks its claim in progress (provisioner.Config.MarkAfter);
+	// 0 marks every claim before its create.
+	ProvisioningMarkAfter time.Duration
 	// RecycleTimeout bounds a recycler pod's scrub (0: the binder's default).
 	RecycleTimeout time.Duration
 	// AttacherElsewhere says volplane's attacher serves the same CSI
@@ -115,14 +119,16 @@ func (c Config) Gates() featuregate.FeatureGate { return features.Or(c.Features)
 // DefaultConfig is what `volplane controller` runs with no flags, and the
 // one place its defaults are written: the binder alone, leader-elected
 // under kube-system/volplane-controller with kube-controller-manager's
-// timings, the loops' shared worker and resync defaults, metrics on
+// timings, the loops' shared worker and resync defaults, the
+// provisioner's mark delay, metrics on
 // 127.0.0.1:9742. REST and CSIEndpoints are left to the caller.
 func DefaultConfig() Config {
 	return Config{
 		Controllers:  []string{Binder},
 		Workers:      loop.DefaultWorkers,
 		ResyncPeriod: loop.DefaultResyncPeriod, RecycleTimeout: binder.DefaultRecycleTimeout,
-		LeaderElect: true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-controller",
+		ProvisioningMarkAfter: provisioner.DefaultMarkAfter,
+		LeaderElect:           true, LeaderElectNamespace: "kube-system", LeaderElectName: "volplane-controller",
 		LeaderElection: DefaultLeaderElection,
 		MetricsAddr:    "127.0.0.1:9742",
 	}
@@ -161,6 +167,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateNodeDeployment(); err != nil {
 		return err
+	}
+	if c.ProvisioningMarkAfter < 0 {
+		return fmt.Errorf("provisioning mark delay %s: want 0 (mark before every create) or a positive duration", c.ProvisioningMarkAfter)
 	}
 	if c.HeartbeatPeriod < 0 {
 		return fmt.Errorf("heartbeat period %s: want a positive duration, or 0 for the default", c.HeartbeatPeriod)

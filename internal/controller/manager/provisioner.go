@@ -23,6 +23,7 @@ func newProvisioner(w wiring) ([]Runnable, error) {
 		AttacherFinalizer: cfg.AttacherElsewhere || slices.Contains(cfg.Controllers, Attacher),
 		NodeDeployment:    cfg.NodeDeployment,
 		Ledger:            w.Ledger,
+		MarkAfter:         cfg.ProvisioningMarkAfter,
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
@@ -128,8 +129,10 @@ func (c *Controller) leaveToPopulator(ctx context.Context, claim *v1.PersistentV
 		"data source (%s) is not handled by the provisioner, assuming an external populator will provision it", provisioning.PopulatorKind(claim)))
 }
 
-// provision runs the three persisted steps: the in-progress finalizer, the
-// backend volume, the PV; then drops the finalizer.
+// provision runs the persisted steps: the in-progress marks (first, or
+// only if the create is slow or leaves a volume possible:
+// provisioning.MarkFirst), the backend volume, the PV; then drops the
+// marks if they were written.
 func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (loop.Result, error) {
 	driver := provisioning.ClaimDriver(claim)
 	c.announce(claim, driver)
@@ -151,17 +154,53 @@ func (c *Controller) provision(ctx context.Context, claim *v1.PersistentVolumeCl
 	if v := c.roomOnSelectedNode(claim, class, p); v.Fit == capacity.NoRoom {
 		return loop.Done(), c.handBack(ctx, claim, driver, v)
 	}
-	if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
-		return loop.Done(), err
+	if provisioning.MarkFirst(claim, c.markAfter) {
+		if claim, err = c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request); err != nil {
+			return loop.Done(), err
+		}
 	}
 	if err := c.protectSource(ctx, claim); err != nil {
 		return loop.Done(), err
 	}
-	vol, err := c.create(ctx, claim, class, p)
+	claim, vol, err := c.createMarking(ctx, claim, class, p)
 	if movable && csierror.OutOfRoom(err) {
 		claim, p, vol, err = c.fallBack(ctx, claim, class, driver, p, err)
 	}
 	return loop.Done(), c.provisioned(ctx, claim, class, driver, p, vol, err)
+}
+
+// createMarking is create for a claim that may not be marked in progress
+// yet (provisioning.MarkFirst): once the call has run for markAfter, the
+// marks are written while it runs. It returns the claim as last written.
+// A mark that cannot be written leaves the create to createMemory, which
+// cleans up after a claim deleted while this process runs; provisioned
+// marks again if the answer leaves a volume without its PV.
+func (c *Controller) createMarking(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, p plan) (*v1.PersistentVolumeClaim, *csipb.Volume, error) {
+	if provisioning.MarkedInProgress(claim) {
+		vol, err := c.create(ctx, claim, class, p)
+		return claim, vol, err
+	}
+	var vol *csipb.Volume
+	var err error
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		vol, err = c.create(ctx, claim, class, p)
+	}()
+	slow := time.NewTimer(c.markAfter)
+	defer slow.Stop()
+	select {
+	case <-answered:
+		return claim, vol, err
+	case <-slow.C:
+	}
+	marked, merr := c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request)
+	if merr != nil {
+		klog.FromContext(ctx).V(2).Info("Could not mark the claim while its create runs", "err", merr)
+		marked = claim
+	}
+	<-answered
+	return marked, vol, err
 }
 
 // ignorePin drops an endpoint pin that no attempt can have written (see
@@ -212,12 +251,15 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 	var vol *csipb.Volume
 	for _, next := range c.fallbacks(driver, p) {
 		klog.FromContext(ctx).V(2).Info("No room; trying the next node", "node", p.endpoint.Info.NodeID, "next", next.endpoint.Info.NodeID, "err", err)
-		upd, rerr := c.repin(ctx, claim, next.endpoint.Info.NodeID)
-		if rerr != nil {
-			return claim, p, nil, rerr
+		if provisioning.MarkedInProgress(claim) {
+			upd, rerr := c.repin(ctx, claim, next.endpoint.Info.NodeID)
+			if rerr != nil {
+				return claim, p, nil, rerr
+			}
+			claim = upd
 		}
-		claim, p = upd, next
-		if vol, err = c.create(ctx, claim, class, p); !csierror.OutOfRoom(err) {
+		p = next
+		if claim, vol, err = c.createMarking(ctx, claim, class, p); !csierror.OutOfRoom(err) {
 			break
 		}
 	}
@@ -229,7 +271,11 @@ func (c *Controller) fallBack(ctx context.Context, claim *v1.PersistentVolumeCla
 // volume gets its PV, and then the finalizer goes.
 func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, driver string, p plan, vol *csipb.Volume, err error) error {
 	if err != nil {
-		return c.failed(ctx, claim, driver, err, provisioning.AfterCreate(err, claim, p.endpoint.Info.Accessibility))
+		out := provisioning.AfterCreate(err, claim, p.endpoint.Info.Accessibility)
+		if !out.Unpin {
+			claim, err = c.markUnsettled(ctx, claim, p, err)
+		}
+		return c.failed(ctx, claim, driver, err, out)
 	}
 	pv, err := provisioning.ProvisionedVolume(claim, class, driver, vol, p.secrets)
 	if err == nil {
@@ -240,6 +286,7 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	}
 	if err != nil {
 		c.event(claim, claim.UID, driver, v1.EventTypeWarning, provisioning.EventFailed, "%v", err)
+		_, err = c.markUnsettled(ctx, claim, p, err)
 		return err
 	}
 	// The PV owns the volume from now on.
@@ -253,6 +300,18 @@ func (c *Controller) provisioned(ctx context.Context, claim *v1.PersistentVolume
 	}
 	_, err = c.dropFinalizer(ctx, claim)
 	return err
+}
+
+// markUnsettled marks the claim in progress after an answer that leaves a
+// volume possible without its PV (a create that may still run, a PV create
+// refused), so that a crash before the next attempt cannot leak it. err is
+// that answer, returned with the mark's failure if the mark fails.
+func (c *Controller) markUnsettled(ctx context.Context, claim *v1.PersistentVolumeClaim, p plan, err error) (*v1.PersistentVolumeClaim, error) {
+	marked, merr := c.addFinalizer(ctx, claim, p.endpoint.Info.NodeID, p.request)
+	if merr != nil {
+		return claim, fmt.Errorf("%w (and marking the claim in progress failed: %v)", err, merr)
+	}
+	return marked, err
 }
 
 // failed reports a provisioning failure as the lib v13 does (Warning

@@ -63,7 +63,18 @@ type Config struct {
 	// (nil: one of its own, which knows no capacity and hands nothing
 	// back).
 	Ledger *inflight.Ledger
+	// MarkAfter is how long a claim's CreateVolume may run before the
+	// claim is marked in progress (provisioning.MarkFirst): a create the
+	// driver answers sooner, with a volume or a final error, costs no
+	// claim write. 0 marks every claim before its create, so that no crash
+	// can leak a volume (two claim writes more per provision);
+	// DefaultMarkAfter is what `volplane controller` runs with.
+	MarkAfter time.Duration
 }
+
+// DefaultMarkAfter is the --provisioning-mark-after default: a create
+// slower than this is one whose claim write costs little beside it.
+const DefaultMarkAfter = time.Second
 
 // Controller is the provisioner. Build it with New and start it with Run.
 type Controller struct {
@@ -78,6 +89,7 @@ type Controller struct {
 	workers           int
 	resync            time.Duration
 	attacherFinalizer bool
+	markAfter         time.Duration
 	// node is the node deployment (nil: off).
 	node *NodeDeployment
 	// ledger counts the volumes being created (Config.Ledger).
@@ -144,7 +156,7 @@ func New(cfg Config) (*Controller, error) {
 	cfg.Workers, cfg.ResyncPeriod = loop.WithDefaults(cfg.Workers, cfg.ResyncPeriod)
 	c := &Controller{
 		client: cfg.Client, snapshots: cfg.Snapshots, pool: cfg.Pool, workers: cfg.Workers, resync: cfg.ResyncPeriod,
-		attacherFinalizer: cfg.AttacherFinalizer, ledger: cfg.Ledger,
+		attacherFinalizer: cfg.AttacherFinalizer, ledger: cfg.Ledger, markAfter: cfg.MarkAfter,
 		recorders: map[string]record.EventRecorder{},
 		queues: queues{
 			claims:  loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),

@@ -41,6 +41,9 @@ type world struct {
 	// ledger, if set before start, is the capacity accounting the
 	// provisioner shares (nil: one of its own).
 	ledger *inflight.Ledger
+	// markAfter, if set before start, is the provisioner's MarkAfter (0:
+	// every claim marked before its create).
+	markAfter time.Duration
 }
 
 func newWorld(t *testing.T, objs ...runtime.Object) *world {
@@ -83,7 +86,7 @@ func (w *world) start() *Controller {
 	w.t.Helper()
 	factory := informers.NewSharedInformerFactory(w.client, 0)
 	c, err := New(Config{Client: w.client, Informers: factory, Pool: w.pool, Workers: 2, ResyncPeriod: 200 * time.Millisecond,
-		Recorder: func(string) record.EventRecorder { return w.recorder }, Ledger: w.ledger})
+		Recorder: func(string) record.EventRecorder { return w.recorder }, Ledger: w.ledger, MarkAfter: w.markAfter})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -189,11 +192,20 @@ func TestProvisionsOnePreboundVolume(t *testing.T) {
 
 // The PV create keeps failing after CreateVolume succeeded, then the claim
 // is deleted: the backend volume is deleted, and the finalizer goes.
+// The same with the claim marked only after the refused PV create (a
+// create answered at once marks nothing before: Config.MarkAfter).
 func TestFailingPVCreateThenDeletedClaimLeavesNoVolume(t *testing.T) {
+	for _, markAfter := range []time.Duration{0, time.Minute} {
+		t.Run("mark after "+markAfter.String(), func(t *testing.T) { failingPVCreateThenDeletedClaim(t, markAfter) })
+	}
+}
+
+func failingPVCreateThenDeletedClaim(t *testing.T, markAfter time.Duration) {
 	w := newWorld(t, claim(), class())
 	w.client.PrependReactor("create", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("injected: PV create refused")
 	})
+	w.markAfter = markAfter
 	w.start()
 	w.eventually("the backend volume made and the finalizer kept", func() string {
 		if b := w.backend(); len(b) != 1 {

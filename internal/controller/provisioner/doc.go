@@ -21,8 +21,19 @@
 //     (capacity.NoRoom), the node is handed back at once: ProvisioningFailed
 //     and the selected-node annotation removed, no CreateVolume (handBack);
 //  1. the in-progress finalizer, with the endpoint pin and the recorded
-//     request (provisioning.MarkInProgress), before the first CreateVolume:
-//     from then on a backend volume may exist without its PV;
+//     request (provisioning.MarkInProgress): from the first CreateVolume
+//     on, a backend volume may exist without its PV. They are written
+//     before it when Config.MarkAfter is 0, when an earlier attempt's marks
+//     are on, and for a claim with a data source (provisioning.MarkFirst);
+//     otherwise only once the call has run for MarkAfter (written while it
+//     runs, createMarking), or after an answer that leaves a volume without
+//     its PV (one that may still be running, a refused PV create:
+//     markUnsettled). A create the driver answers sooner, with a volume or
+//     a final error, writes nothing to the claim: the reference's writes.
+//     The price is a window, from the call to the PV (or the late mark),
+//     in which a crash followed by the claim's deletion before the next
+//     run leaks the volume, as the reference always can; `volplane doctor`
+//     reports it (a backend volume no PV refers to) and offers to adopt it;
 //  2. the source finalizer on the claim's data source, a VolumeSnapshot
 //     (provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection)
 //     or a claim (provisioner.storage.kubernetes.io/cloning-protection):
@@ -35,7 +46,7 @@
 //  4. the PV, pre-bound to the claim;
 //  5. the source finalizer released unless another claim being made from
 //     that source holds it (provisioning.SourceHeld), then the claim's
-//     finalizer, pin and record removed. Every path that drops the marks
+//     finalizer, pin and record removed, if they were written. Every path that drops the marks
 //     (a final failure, a cleanup, an orphan's cleanup) releases the
 //     source first, so a crash in between leaves marks the next sync
 //     finishes; a claim deleted or unmarked by another hand queues its
@@ -50,7 +61,9 @@
 // outcome (provisioning.AfterFailure): the selected node goes back to the
 // scheduler, or the marks go once nothing can exist. A crash at any point
 // therefore leaves either marks the next run acts on, or a PV that owns the
-// volume.
+// volume, or (marked late, step 1) a claim the next run provisions again
+// under the same volume name, which the driver answers with the volume it
+// made; only that claim's deletion before the next run leaks it.
 //
 // The order for a claim that no longer wants the volume an attempt may
 // have made (cleanup): the API server is asked for the PV (the lister may

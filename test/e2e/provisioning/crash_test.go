@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/volplane/volplane/internal/checkup"
+	"github.com/volplane/volplane/internal/doctor"
 	"github.com/volplane/volplane/internal/stacktest"
 )
 
@@ -86,6 +89,54 @@ func TestFailingPVCreateNeverLeaksBackendVolumes(t *testing.T) {
 	e.expectProvisionedOnce(c.Name)
 }
 
+// With the default mark delay a create the driver answers at once writes
+// nothing to the claim (the external-provisioner's writes). A crash
+// between that create and its PV leaves a backend volume that nothing on
+// the claim names: the next provisioner asks for the same name and makes
+// the PV of the volume the driver returns; if the claim was deleted
+// meanwhile the volume is left behind, as the reference leaves it, and
+// doctor reports it as a backend volume no PV refers to.
+func TestCrashBetweenAnUnmarkedCreateAndItsPV(t *testing.T) {
+	for _, claimDeleted := range []bool{false, true} {
+		name := "claim kept"
+		if claimDeleted {
+			name = "claim deleted meanwhile"
+		}
+		t.Run(name, func(t *testing.T) {
+			e, rc := crashBed(t)
+			c := e.createClaim(e.claim("data", classImmediate, "100Mi"))
+			crashing := &faultyWrites{matches: provisioningWrite(e.ns, c.Name)}
+			e.crash(crashing, startLoopsMarkingLate(crashing.config(rc), provisionerOnly...))
+			vol := e.onlyNewVolume()
+			if got := e.getClaim(c.Name); slices.Contains(got.Finalizers, claimFinalizer) {
+				t.Fatalf("claim finalizers %v: a create answered at once marked the claim", got.Finalizers)
+			}
+			if pvs := e.ourPVs(); len(pvs) > 0 {
+				t.Fatalf("PV %s made though its create was refused", pvs[0].Name)
+			}
+			if !claimDeleted {
+				l := startLoopsMarkingLate(rc, provisionerOnly...)
+				t.Cleanup(func() { _ = l.Stop() })
+				e.expectProvisionedOnce(c.Name)
+				return
+			}
+			e.deleteClaim(c.Name)
+			e.waitClaimGone(c.Name)
+			report, err := checkup.Doctor(e.ctx, e.client, checkup.DoctorConfig{Endpoints: endpoints(), Output: "json"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := slices.ContainsFunc(report.Findings, func(f doctor.Finding) bool {
+				return f.Kind == doctor.KindOrphanedBackendVolume && f.Object.Name == vol.id
+			})
+			e.deleteBackendVolume(vol)
+			if !found {
+				t.Errorf("doctor does not report the volume %s left by the crash: %+v", vol, report.Findings)
+			}
+		})
+	}
+}
+
 // crashBed replaces the shared loops by a binder of its own for the test;
 // the test runs provisioners as it needs.
 func crashBed(t *testing.T) (*env, *rest.Config) {
@@ -100,7 +151,13 @@ func crashBed(t *testing.T) (*env, *rest.Config) {
 // had a write refused, then stops it: a crash at that write.
 func (e *env) crashProvisioner(f *faultyWrites, rc *rest.Config) {
 	e.t.Helper()
-	l := startLoops(f.config(rc), provisionerOnly...)
+	e.crash(f, startLoops(f.config(rc), provisionerOnly...))
+}
+
+// crash waits until the loops l, which run on f's transport, had a write
+// refused, then stops them.
+func (e *env) crash(f *faultyWrites, l *loops) {
+	e.t.Helper()
 	e.eventually("the crashing provisioner reached its refused write", func() string {
 		if f.refused.Load() == 0 {
 			return fmt.Sprintf("%d writes passed, none refused", f.seen.Load())

@@ -25,11 +25,25 @@ func startLoops(rc *rest.Config, names ...string) *loops {
 }
 
 // startLoopsServing is startLoops with only the given CSI endpoints served.
+// The provisioner marks every claim in progress before its create (a
+// ProvisioningMarkAfter of 0), so that no crash the tests inject can leak.
 func startLoopsServing(rc *rest.Config, eps []string, names ...string) *loops {
-	return stacktest.StartLoops(manager.Config{
+	return stacktest.StartLoops(loopsConfig(rc, eps, names...))
+}
+
+func loopsConfig(rc *rest.Config, eps []string, names ...string) manager.Config {
+	return manager.Config{
 		REST: rc, Controllers: names, CSIEndpoints: eps,
 		Workers: 4, ResyncPeriod: 2 * time.Second,
-	})
+	}
+}
+
+// startLoopsMarkingLate is startLoops with the provisioner's default mark
+// delay: a create the driver answers at once writes nothing to the claim.
+func startLoopsMarkingLate(rc *rest.Config, names ...string) *loops {
+	cfg := loopsConfig(rc, endpoints(), names...)
+	cfg.ProvisioningMarkAfter = manager.DefaultConfig().ProvisioningMarkAfter
+	return stacktest.StartLoops(cfg)
 }
 
 // runLoops starts loops for the rest of the test.
