@@ -53,12 +53,18 @@ func (p *progress) set(n int) {
 	}
 }
 
-// done ends the bar, if one is showing, on its own line.
+// done ends the bar, if one is showing, on its own line. A bar that did
+// not reach its total (a timeout, an interrupt) stays where it was shown
+// last: Finish would draw it full.
 func (p *progress) done() {
 	if p.bar == nil {
 		return
 	}
-	_ = p.bar.Finish()
+	if s := p.bar.State(); s.CurrentNum >= s.Max {
+		_ = p.bar.Finish()
+	} else {
+		_ = p.bar.Exit()
+	}
 	fmt.Fprintln(p.out)
 	p.bar = nil
 }
