@@ -205,7 +205,17 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 }
 
 func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Config) error {
-	agent := newNodeAgent(cp.Client, cfg.Nodes)
+	// The simulated kubelets' heartbeats have a client of their own with
+	// no client-side limit, as each kubelet has its own: behind the admin
+	// client's 100 QPS, 1,000 nodes' renewals (100 writes/s) and status
+	// reports fell behind and nodes went NotReady.
+	beats := rest.CopyConfig(cp.RESTConfig)
+	beats.QPS = -1
+	beatClient, err := kubernetes.NewForConfig(beats)
+	if err != nil {
+		return fmt.Errorf("node heartbeat client: %w", err)
+	}
+	agent := newNodeAgent(beatClient, cfg.Nodes)
 	cp.Nodes = agent.names
 	if err := agent.register(ctx); err != nil {
 		return err

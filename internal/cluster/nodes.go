@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,9 +43,30 @@ type nodeAgent struct {
 	names  []string
 	// leases are the node Leases as last written, so a renewal is one
 	// write, as the kubelet's lease controller renews from its latest
-	// lease (a read per renewal doubled the API load of idle nodes). Only
-	// register, then run, use it: one goroutine.
+	// lease (a read per renewal doubled the API load of idle nodes).
+	mu     sync.Mutex
 	leases map[string]*coordinationv1.Lease
+}
+
+// heartbeatsAtOnce is how many nodes renew (and report) at once: one node
+// after another, a pass over 1,000 nodes outlasted the Lease duration on a
+// loaded API server, and nodes went NotReady.
+const heartbeatsAtOnce = 16
+
+func (a *nodeAgent) lastLease(name string) *coordinationv1.Lease {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leases[name]
+}
+
+func (a *nodeAgent) wroteLease(name string, l *coordinationv1.Lease) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if l == nil {
+		delete(a.leases, name)
+		return
+	}
+	a.leases[name] = l
 }
 
 func newNodeAgent(client kubernetes.Interface, count int) *nodeAgent {
@@ -77,17 +100,23 @@ func (a *nodeAgent) run(ctx context.Context) {
 	lastStatus := time.Now()
 	wait.Until(func() {
 		refreshStatus := time.Since(lastStatus) >= statusEvery
+		var g errgroup.Group
+		g.SetLimit(heartbeatsAtOnce)
 		for _, name := range a.names {
-			if err := a.renewLease(ctx, name); err != nil {
-				logger.Error(err, "Renewing simulated node lease", "node", name)
-			}
-			if !refreshStatus {
-				continue
-			}
-			if err := a.reportStatus(ctx, name); err != nil {
-				logger.Error(err, "Reporting simulated node status", "node", name)
-			}
+			g.Go(func() error {
+				if err := a.renewLease(ctx, name); err != nil {
+					logger.Error(err, "Renewing simulated node lease", "node", name)
+				}
+				if !refreshStatus {
+					return nil
+				}
+				if err := a.reportStatus(ctx, name); err != nil {
+					logger.Error(err, "Reporting simulated node status", "node", name)
+				}
+				return nil
+			})
 		}
+		_ = g.Wait()
 		if refreshStatus {
 			lastStatus = time.Now()
 		}
@@ -216,15 +245,15 @@ func simulatedNodeStatus(now metav1.Time) corev1.NodeStatus {
 func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 	leases := a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(time.Now())
-	if last := a.leases[name]; last != nil {
+	if last := a.lastLease(name); last != nil {
 		renewed := last.DeepCopy()
 		renewed.Spec.RenewTime = &now
 		out, err := leases.Update(ctx, renewed, metav1.UpdateOptions{})
 		if err == nil {
-			a.leases[name] = out
+			a.wroteLease(name, out)
 			return nil
 		}
-		delete(a.leases, name)
+		a.wroteLease(name, nil)
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("renew lease of node %s: %w", name, err)
 		}
@@ -244,7 +273,7 @@ func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 			return fmt.Errorf("create lease of node %s: %w", name, err)
 		}
 		if err == nil {
-			a.leases[name] = out
+			a.wroteLease(name, out)
 		}
 		return nil
 	}
@@ -257,6 +286,6 @@ func (a *nodeAgent) renewLease(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("renew lease of node %s: %w", name, err)
 	}
-	a.leases[name] = out
+	a.wroteLease(name, out)
 	return nil
 }
