@@ -67,6 +67,18 @@ func (w *world) claimWrites() []*v1.PersistentVolumeClaim {
 	return out
 }
 
+// provisionedUnmarked says what is wrong unless the claim's PV exists and
+// the claim carries none of the in-progress marks.
+func (w *world) provisionedUnmarked() string {
+	switch c := w.claim(); {
+	case w.pv("pvc-uid-1") == nil:
+		return "no PV"
+	case provisioning.MarkedInProgress(c):
+		return fmt.Sprintf("claim still marked: finalizers %v", c.Finalizers)
+	}
+	return ""
+}
+
 // A create the driver answers at once, with a volume or with a final
 // error, writes nothing to the claim: the PV alone, or the event alone.
 func TestCreateAnsweredAtOnceWritesNothingToTheClaim(t *testing.T) {
@@ -118,15 +130,7 @@ func TestSlowCreateIsMarkedWhileItRuns(t *testing.T) {
 	}}
 	w = newInterceptedWorld(t, slow, 50*time.Millisecond)
 	w.start()
-	w.eventually("PV made and the marks gone", func() string {
-		switch c := w.claim(); {
-		case w.pv("pvc-uid-1") == nil:
-			return "no PV"
-		case provisioning.MarkedInProgress(c):
-			return fmt.Sprintf("claim still marked: finalizers %v", c.Finalizers)
-		}
-		return ""
-	})
+	w.eventually("PV made and the marks gone", w.provisionedUnmarked)
 	if !sawMark.Load() {
 		t.Error("the claim was not marked while its create ran")
 	}
@@ -151,15 +155,7 @@ func TestCreateThatMayHaveMadeAVolumeMarksTheClaimBeforeItsRetry(t *testing.T) {
 	}}
 	w := newInterceptedWorld(t, lost, time.Minute)
 	w.start()
-	w.eventually("PV made and the marks gone", func() string {
-		switch c := w.claim(); {
-		case w.pv("pvc-uid-1") == nil:
-			return "no PV"
-		case provisioning.MarkedInProgress(c):
-			return fmt.Sprintf("claim still marked: finalizers %v", c.Finalizers)
-		}
-		return ""
-	})
+	w.eventually("PV made and the marks gone", w.provisionedUnmarked)
 	writes := w.claimWrites()
 	if len(writes) == 0 || !hasFinalizer(writes[0].Finalizers, provisioning.ClaimFinalizer) ||
 		writes[0].Annotations[provisioning.AnnCreateRequest] == "" {
