@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/hostpath"
@@ -153,11 +154,15 @@ func (e *env) pod(name, claim string, device bool) error {
 }
 
 // request sets the claim's storage request, as a user resizing it would.
+// Retried on conflict: the claim is the user's and the controllers' too
+// (a write of theirs between the read and the update is not a refusal).
 func (e *env) request(claim, q string) error {
-	c := e.getClaim(claim)
-	c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(q)
-	_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Update(e.ctx, c, metav1.UpdateOptions{})
-	return err
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := e.getClaim(claim)
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(q)
+		_, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Update(e.ctx, c, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // longName is a name of n characters.

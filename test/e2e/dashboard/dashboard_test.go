@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/volplane/volplane/deploy"
 	"github.com/volplane/volplane/internal/bundle"
@@ -96,11 +97,15 @@ func work(ctx context.Context, t *testing.T, c kubernetes.Interface) {
 		return err == nil && pod.Status.Phase == corev1.PodRunning, err
 	})
 	// Grown while attached and in use.
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "network", metav1.GetOptions{})
-	must(t, err)
-	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-	_, err = c.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{})
-	must(t, err)
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "network", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		_, err = c.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{})
+		return err
+	}))
 	must(t, c.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "undeletable", metav1.DeleteOptions{}))
 	waitFor(ctx, t, "the network volume grown and the undeletable volume Failed", func() (bool, error) {
 		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "network", metav1.GetOptions{})

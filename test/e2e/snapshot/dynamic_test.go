@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -99,9 +100,17 @@ func TestDynamicSnapshotLifecycle(t *testing.T) {
 func TestClaimBeingDeletedIsNotSnapshotted(t *testing.T) {
 	ctx := context.Background()
 	ns := stacktest.Namespace(t)
-	claim := boundClaim(t, ns, "data")
-	claim.Finalizers = append(claim.Finalizers, "test.volplane.io/hold")
-	if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	boundClaim(t, ns, "data")
+	// Retried on conflict: the provisioner may still be taking its marks off.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		claim.Finalizers = append(claim.Finalizers, "test.volplane.io/hold")
+		_, err = kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { releaseClaim(ns, "data") })
