@@ -1,6 +1,7 @@
 package attachment
 
 import (
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,8 +13,9 @@ import (
 )
 
 // Which changes of an object can change a decision. The attach/detach loop
-// syncs a whole node on every change of anything the node's decision reads,
-// so a change that cannot alter any Plan is not worth a sync: the
+// syncs a node (about the volumes the change names) on every change of
+// anything the node's decision reads, so a change that cannot alter any
+// Plan is not worth a sync: the
 // attacher's finalizers on attachments and volumes, the binder's and the
 // resizer's annotations and status fields, a node's heartbeat. Each function
 // below says whether cur differs from old in something Decide reads (from
@@ -65,9 +67,48 @@ func AttachmentChanged(old, cur *storagev1.VolumeAttachment) bool {
 
 // NodeChanged: what NodeOf reads of it, all a decision knows of a node.
 func NodeChanged(old, cur *v1.Node) bool {
+	all, volumes := NodeChange(old, cur)
+	return all || len(volumes) > 0
+}
+
+// NodeChange says which decisions a node's change may alter: all of them
+// (its name, readiness, managed annotation or out-of-service taint), or
+// those about the volumes whose volumesInUse or volumesAttached entries
+// came, went or changed.
+func NodeChange(old, cur *v1.Node) (all bool, volumes []v1.UniqueVolumeName) {
 	o, c := NodeOf(old.Name, old, nil), NodeOf(cur.Name, cur, nil)
-	return o.Name != c.Name || o.Ready != c.Ready || o.Managed != c.Managed || o.OutOfService != c.OutOfService ||
-		!slices.Equal(o.VolumesInUse, c.VolumesInUse) || !slices.Equal(o.VolumesAttached, c.VolumesAttached)
+	if o.Name != c.Name || o.Ready != c.Ready || o.Managed != c.Managed || o.OutOfService != c.OutOfService {
+		return true, nil
+	}
+	changed := map[v1.UniqueVolumeName]bool{}
+	inUseO, inUseC := set(o.VolumesInUse), set(c.VolumesInUse)
+	for u := range inUseO {
+		if !inUseC[u] {
+			changed[u] = true
+		}
+	}
+	for u := range inUseC {
+		if !inUseO[u] {
+			changed[u] = true
+		}
+	}
+	attachedO := map[v1.AttachedVolume]bool{}
+	for _, a := range o.VolumesAttached {
+		attachedO[a] = true
+	}
+	attachedC := map[v1.AttachedVolume]bool{}
+	for _, a := range c.VolumesAttached {
+		attachedC[a] = true
+		if !attachedO[a] {
+			changed[a.Name] = true
+		}
+	}
+	for a := range attachedO {
+		if !attachedC[a] {
+			changed[a.Name] = true
+		}
+	}
+	return false, slices.Sorted(maps.Keys(changed))
 }
 
 // trimmedMeta is m without what its writers change and no decision reads.

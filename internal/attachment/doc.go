@@ -23,7 +23,9 @@
 //     node.status.volumesAttached and node.status.volumesInUse hold.
 //   - Facts: everything one node's decision rests on (the Node as seen,
 //     its pods, their claims, volumes and drivers, the attachments, when
-//     each unwanted attachment became unwanted, and now).
+//     each unwanted attachment became unwanted, and now), or, with a
+//     Scope, its decision about some of its volumes: the plan is then the
+//     whole node's about those, and keeps the node's record of the others.
 //   - Desired: a volume the node's pods want, with those pods, keyed
 //     by its unique volume name as the reference's desired state is: two
 //     PersistentVolumes naming one driver and handle are one volume.

@@ -27,6 +27,8 @@ type Event struct {
 	Reason  string
 	Message string
 	Key     string
+	// Volume is the volume the event is about (Facts.Scope).
+	Volume v1.UniqueVolumeName
 }
 
 // volumeMsg is the reference's generateVolumeMsg: prefix, the volume's
@@ -44,7 +46,7 @@ func attachedEvents(d *Desired, key string) []Event {
 	for _, pod := range d.Pods {
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeNormal, Reason: SuccessfulAttachVolume,
 			Message: volumeMsg("AttachVolume.Attach succeeded", d.Name, ""),
-			Key:     "attached/" + key + "/" + string(pod.UID)})
+			Key:     "attached/" + key + "/" + string(pod.UID), Volume: d.Unique})
 	}
 	return out
 }
@@ -57,7 +59,7 @@ func attachFailedEvents(d *Desired, vaName, message, at string) []Event {
 	for _, pod := range d.Pods {
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeWarning, Reason: FailedAttachVolume,
 			Message: volumeMsg("AttachVolume.Attach failed", d.Name, ": "+message),
-			Key:     "attach-failed/" + vaName + "/" + at + "/" + message + "/" + string(pod.UID)})
+			Key:     "attach-failed/" + vaName + "/" + at + "/" + message + "/" + string(pod.UID), Volume: d.Unique})
 	}
 	return out
 }
@@ -75,7 +77,7 @@ func multiAttachEvents(d *Desired, holders []*v1.Pod) []Event {
 		}
 		out = append(out, Event{Pod: pod, Type: v1.EventTypeWarning, Reason: FailedAttachVolume,
 			Message: volumeMsg("Waiting for detach", d.Name, msg),
-			Key:     "multi-attach/" + d.Name + "/" + string(pod.UID)})
+			Key:     "multi-attach/" + d.Name + "/" + string(pod.UID), Volume: d.Unique})
 	}
 	return out
 }

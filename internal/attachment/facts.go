@@ -101,4 +101,12 @@ type Facts struct {
 	// Plan.StatusDeferred.
 	StatusWrittenAt time.Time
 	StatusInterval  time.Duration
+	// Scope, when not nil, limits the decision to these volumes (by unique
+	// volume name, CSI and migrated ones: an in-tree volume is decided with
+	// the whole node). The reader then read all of each: every pod of the
+	// node using it (Pods may hold other pods too), every attachment of it
+	// on any node, every PV naming it; nothing else need be complete. The
+	// plan's volumesAttached keeps the node's other entries as they are,
+	// and its timers the others' (UndesiredSince). nil: the whole node.
+	Scope map[v1.UniqueVolumeName]bool
 }

@@ -176,8 +176,8 @@ func TestISCSIVolumeIsReportedAttachedAtOnceWithNoAttachment(t *testing.T) {
 		p.Events[0].Message != `AttachVolume.Attach succeeded for volume "pv-data" ` {
 		t.Errorf("events %+v", p.Events)
 	}
-	if c := p.Counts; c.Desired[ISCSIPluginName] != 1 || c.Attached[ISCSIPluginName] != 1 {
-		t.Errorf("counts %+v", c)
+	if desired, attached, _ := p.Counts.Sum(); desired[ISCSIPluginName] != 1 || attached[ISCSIPluginName] != 1 {
+		t.Errorf("counts %+v", p.Counts)
 	}
 	w.f.Node.VolumesAttached = p.VolumesAttached
 	if p := Decide(w.f); p.StatusChanged || len(p.Events) != 0 {

@@ -33,20 +33,44 @@ type Plan struct {
 	// yet detached, when that was first seen.
 	UndesiredSince map[string]time.Time
 	// RequeueAfter, when positive, is when the node must be looked at again
-	// although nothing changes: an unmount wait runs out.
+	// although nothing changes: an unmount wait runs out, or a deferred
+	// status patch is due; Requeue are the volumes it is for.
 	RequeueAfter time.Duration
+	Requeue      []v1.UniqueVolumeName
 	// Counts are for the metrics.
 	Counts Counts
 }
 
 // Counts are the volumes of one node as the reference's metrics count
-// them, per plugin name ("kubernetes.io/csi:<driver>", a migrated volume's
-// with its CSI driver, or "kubernetes.io/iscsi", "kubernetes.io/fc").
-type Counts struct {
-	// Desired counts the volumes to attach, Attached the attached ones.
-	Desired, Attached map[string]int
-	// InUse counts the pods' uses of attachable volumes.
-	InUse map[string]int
+// them, by unique volume name (so a decision about some volumes replaces
+// their counts only, Facts.Scope).
+type Counts map[v1.UniqueVolumeName]Count
+
+// Count is one volume's share of the metrics, under its plugin name
+// ("kubernetes.io/csi:<driver>", a migrated volume's with its CSI driver,
+// or "kubernetes.io/iscsi", "kubernetes.io/fc").
+type Count struct {
+	// Desired is the plugin it is to be attached by ("" if no pod wants
+	// it attached); InUse is how many of the node's pods use it.
+	Desired string
+	InUse   int
+	// Attached is the plugin it is attached by ("" if not attached).
+	Attached string
+}
+
+// Sum adds the volumes' counts up per plugin.
+func (c Counts) Sum() (desired, attached, inUse map[string]int) {
+	desired, attached, inUse = map[string]int{}, map[string]int{}, map[string]int{}
+	for _, n := range c {
+		if n.Desired != "" {
+			desired[n.Desired]++
+			inUse[n.Desired] += n.InUse
+		}
+		if n.Attached != "" {
+			attached[n.Attached]++
+		}
+	}
+	return desired, attached, inUse
 }
 
 // Attach is an attachment to create.

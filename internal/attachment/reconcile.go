@@ -2,6 +2,7 @@ package attachment
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -21,13 +22,16 @@ func Decide(f Facts) Plan {
 	if f.MaxWaitForUnmount <= 0 {
 		f.MaxWaitForUnmount = DefaultMaxWaitForUnmount
 	}
-	p := Plan{UndesiredSince: map[string]time.Time{},
-		Counts: Counts{Desired: map[string]int{}, Attached: map[string]int{}, InUse: map[string]int{}}}
+	p := Plan{UndesiredSince: map[string]time.Time{}, Counts: Counts{}}
 	if f.Node.Exists && !f.Node.Managed {
 		return p
 	}
 	desired, waits := desiredVolumes(f)
 	p.Wait = waits
+	scope := newScope(f)
+	if scope != nil {
+		maps.DeleteFunc(desired, func(u v1.UniqueVolumeName, _ *Desired) bool { return !f.Scope[u] })
+	}
 	r := &reconcile{f: f, p: &p, desired: desired, byName: map[string]*Desired{}, elsewhere: elsewhere(f, desired),
 		inUse: set(f.Node.VolumesInUse), reported: attachedSet(f.Node.VolumesAttached)}
 	for _, d := range desired {
@@ -35,14 +39,15 @@ func Decide(f Facts) Plan {
 			r.byName[Name(d.Handle, d.Driver, f.Node.Name)] = d
 		}
 	}
-	here := attachmentsHere(f)
+	here := attachmentsHere(f, scope)
+	scope.keep(f, here, &p)
 	for _, name := range sortedKeys(here) {
 		if va := here[name]; r.wanted(va) == nil {
 			r.detach(va)
 		}
 	}
 	for _, u := range f.Node.VolumesAttached {
-		if InTreePlugin(u.Name) != "" && desired[u.Name] == nil {
+		if InTreePlugin(u.Name) != "" && desired[u.Name] == nil && scope.has(u.Name) {
 			r.detachInTree(u.Name)
 		}
 	}
@@ -55,10 +60,22 @@ func Decide(f Facts) Plan {
 	if p.StatusChanged && adds && f.StatusInterval > 0 && !f.StatusWrittenAt.IsZero() {
 		if wait := f.StatusWrittenAt.Add(f.StatusInterval).Sub(f.Now); wait > 0 {
 			p.StatusChanged, p.StatusDeferred = false, true
-			r.requeue(wait)
+			r.requeue(wait, added(p.VolumesAttached, f.Node.VolumesAttached)...)
 		}
 	}
 	return p
+}
+
+// added are the volumes of want that have is without.
+func added(want, have []v1.AttachedVolume) []v1.UniqueVolumeName {
+	in := attachedSet(have)
+	var out []v1.UniqueVolumeName
+	for _, v := range want {
+		if !in[v.Name] {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 // onlyAdds says whether every volume of have is still in want (with equal
@@ -91,12 +108,12 @@ type reconcile struct {
 // of inline volumes (the reference attaches a migrated inline volume with
 // its translated spec in the attachment, and detaches any it finds whose
 // volume no pod wants), by name.
-func attachmentsHere(f Facts) map[string]*storagev1.VolumeAttachment {
+func attachmentsHere(f Facts, scope *scope) map[string]*storagev1.VolumeAttachment {
 	here := map[string]*storagev1.VolumeAttachment{}
 	for _, va := range f.Attachments {
 		src := va.Spec.Source
 		ours := src.PersistentVolumeName != nil || (src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil)
-		if ours && va.Spec.NodeName == f.Node.Name {
+		if ours && va.Spec.NodeName == f.Node.Name && scope.holds(f, va) {
 			here[va.Name] = va
 		}
 	}
@@ -136,7 +153,7 @@ func (r *reconcile) detachInTree(unique v1.UniqueVolumeName) {
 	reason, ok := r.release(string(unique), string(unique), unique, true)
 	if !ok {
 		r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: unique})
-		r.p.Counts.Attached[InTreePlugin(unique)]++
+		r.count(unique, func(c *Count) { c.Attached = InTreePlugin(unique) })
 		return
 	}
 	r.p.Detach = append(r.p.Detach, Detach{Volume: unique, Reason: reason})
@@ -159,7 +176,7 @@ func (r *reconcile) release(key, volume string, unique v1.UniqueVolumeName, name
 		r.p.Wait = append(r.p.Wait, Wait{Volume: volume, Reason: StillMounted,
 			Detail: "the node reports " + string(unique) + " in use"})
 		if !expired {
-			r.requeue(f.MaxWaitForUnmount - elapsed + time.Second)
+			r.requeue(f.MaxWaitForUnmount-elapsed+time.Second, unique)
 		}
 		return 0, false
 	}
@@ -177,9 +194,7 @@ func (r *reconcile) attach(d *Desired, here map[string]*storagev1.VolumeAttachme
 	if !d.AttachRequired {
 		return
 	}
-	plugin := d.pluginName()
-	r.p.Counts.Desired[plugin]++
-	r.p.Counts.InUse[plugin] += len(d.Pods)
+	r.count(d.Unique, func(c *Count) { c.Desired, c.InUse = d.pluginName(), len(d.Pods) })
 	if d.Kind == KindInTree {
 		r.attachInTree(d)
 		return
@@ -229,13 +244,22 @@ func (r *reconcile) report(va *storagev1.VolumeAttachment, unique v1.UniqueVolum
 		return
 	}
 	r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: unique})
-	r.p.Counts.Attached[pluginLabel(va.Spec.Attacher)]++
+	r.count(unique, func(c *Count) { c.Attached = pluginLabel(va.Spec.Attacher) })
 }
 
-func (r *reconcile) requeue(d time.Duration) {
+// count updates the volume's count.
+func (r *reconcile) count(u v1.UniqueVolumeName, update func(*Count)) {
+	c := r.p.Counts[u]
+	update(&c)
+	r.p.Counts[u] = c
+}
+
+// requeue asks for the volumes to be decided again after d at the latest.
+func (r *reconcile) requeue(d time.Duration, volumes ...v1.UniqueVolumeName) {
 	if r.p.RequeueAfter == 0 || d < r.p.RequeueAfter {
 		r.p.RequeueAfter = d
 	}
+	r.p.Requeue = append(r.p.Requeue, volumes...)
 }
 
 // attachInTree attaches an in-tree volume whose attach does nothing
@@ -254,7 +278,7 @@ func (r *reconcile) attachInTree(d *Desired) {
 		return
 	}
 	r.p.VolumesAttached = append(r.p.VolumesAttached, v1.AttachedVolume{Name: d.Unique})
-	r.p.Counts.Attached[d.Plugin]++
+	r.count(d.Unique, func(c *Count) { c.Attached = d.Plugin })
 	if !r.reported[d.Unique] {
 		r.p.Events = append(r.p.Events, attachedEvents(d, string(d.Unique))...)
 	}

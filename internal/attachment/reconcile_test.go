@@ -226,7 +226,7 @@ func TestCountsAreByPluginAndDriver(t *testing.T) {
 	w.attachment("data", node, true)
 	c := Decide(w.f).Counts
 	k := "kubernetes.io/csi:" + drv
-	if c.Desired[k] != 1 || c.Attached[k] != 1 || c.InUse[k] != 2 {
+	if desired, attached, inUse := c.Sum(); desired[k] != 1 || attached[k] != 1 || inUse[k] != 2 {
 		t.Errorf("counts %+v", c)
 	}
 }

@@ -23,19 +23,20 @@ import (
 // first (a volume leaves volumesAttached before it is detached, and if
 // that write fails nothing is detached), then detaches, then attaches,
 // then the events.
-func (c *Controller) apply(ctx context.Context, node string, existed bool, plan attachment.Plan) error {
+// f are the facts the plan was made from (the node, the decision's scope).
+func (c *Controller) apply(ctx context.Context, node string, f attachment.Facts, plan attachment.Plan) error {
 	var errs []error
 	statusErr := c.writeStatus(ctx, node, plan)
 	if statusErr == nil {
-		errs = append(errs, c.detach(ctx, node, existed, plan.Detach))
+		errs = append(errs, c.detach(ctx, node, f.Node.Exists, plan.Detach))
 	} else {
 		errs = append(errs, statusErr)
 	}
 	errs = append(errs, c.attach(ctx, plan))
 	if statusErr == nil {
-		c.record(node, plan.Events)
+		c.record(node, plan.Events, f.Scope)
 	}
-	c.metrics.observe(node, plan.Counts)
+	c.metrics.observe(node, plan.Counts, f.Scope)
 	return errors.Join(errs...)
 }
 
@@ -239,15 +240,21 @@ func notCreated(err error) bool {
 }
 
 // record emits the plan's events not already emitted for the node: an
-// event is recorded once for as long as its key keeps being decided.
-func (c *Controller) record(node string, events []attachment.Event) {
+// event is recorded once for as long as its key keeps being decided (the
+// keys of volumes a scoped plan did not decide on stay as they were).
+func (c *Controller) record(node string, events []attachment.Event, scope map[v1.UniqueVolumeName]bool) {
 	c.mu.Lock()
 	before := c.reported[node]
-	now := make(map[string]bool, len(events))
+	now := make(map[string]v1.UniqueVolumeName, len(events))
+	for key, u := range before {
+		if scope != nil && !scope[u] {
+			now[key] = u // not decided on: still reported
+		}
+	}
 	var fresh []attachment.Event
 	for _, e := range events {
-		now[e.Key] = true
-		if !before[e.Key] {
+		now[e.Key] = e.Volume
+		if _, done := before[e.Key]; !done {
 			fresh = append(fresh, e)
 		}
 	}

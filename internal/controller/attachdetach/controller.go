@@ -45,11 +45,14 @@ type Controller struct {
 	newestNode *loop.Newest[*v1.Node]
 
 	// mu guards the per-node memory: the unmount timers, the events
-	// already recorded, the volumesInUse of deleted nodes, and when each
-	// node's status was last patched.
-	mu        sync.Mutex
-	timers    map[string]map[string]time.Time
-	reported  map[string]map[string]bool
+	// already recorded, the volumesInUse of deleted nodes, when each
+	// node's status was last patched, and what each node's next sync is
+	// to decide on (pending).
+	mu     sync.Mutex
+	timers map[string]map[string]time.Time
+	// reported are the keys of the events recorded, with their volumes.
+	reported  map[string]map[string]v1.UniqueVolumeName
+	pending   map[string]*pending
 	lastInUse map[string][]v1.UniqueVolumeName
 	// statusAt is when each node's volumesAttached was last patched.
 	statusAt       map[string]time.Time
@@ -83,7 +86,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
-		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]bool{},
+		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]v1.UniqueVolumeName{}, pending: map[string]*pending{},
 		lastInUse: map[string][]v1.UniqueVolumeName{}, statusAt: map[string]time.Time{}, statusInterval: cfg.StatusInterval, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
 		newestNode: loop.NewNewest[*v1.Node](),
 	}
@@ -138,7 +141,7 @@ func (c *Controller) registerInformers(f informers.SharedInformerFactory) ([]cac
 		loop.Handler{Informer: f.Core().V1().Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onNode, UpdateFunc: c.onNodeUpdate, DeleteFunc: c.onNodeDeleted}},
 		loop.Handler{Informer: f.Core().V1().PersistentVolumeClaims().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onClaim, UpdateFunc: loop.UpdatedIf(attachment.ClaimChanged, c.onClaim), DeleteFunc: c.onClaim}},
+			AddFunc: c.onClaim, UpdateFunc: c.onClaimUpdate, DeleteFunc: c.onClaim}},
 		loop.Handler{Informer: pvInf, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.onVolume, UpdateFunc: loop.UpdatedIf(attachment.VolumeChanged, c.onVolume), DeleteFunc: c.onVolume}},
 		loop.Handler{Informer: f.Storage().V1().CSIDrivers().Informer(), Funcs: funcs(func(any) { c.enqueueAll() })},

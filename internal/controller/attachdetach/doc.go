@@ -7,14 +7,21 @@
 // controller-side attach does nothing), deletes those no pod needs once the node no longer
 // uses them (or may not wait any longer), keeps node.status.volumesAttached
 // current, and tells pods what happened with the reference's events. What
-// to do is decided by internal/attachment, one node at a time; this
-// package reads the informer caches, asks it, and writes.
+// to do is decided by internal/attachment, one node at a time, about the
+// volumes that changed; this package reads the informer caches, asks it,
+// and writes.
 //
 // Nouns: Config (what the loop needs), Controller (the loop), the node
 // queue (work is keyed by node name: every pod, claim, volume, driver and
-// attachment change is turned into the nodes it may affect), timers (when
-// each unwanted attachment was first seen unwanted, per node), reported
-// (the events already recorded, per node) and metrics.
+// attachment change is turned into the nodes it may affect), pending (per
+// node, the volumes those changes named: a sync reads and decides about
+// them only, attachment.Facts.Scope, so its cost is that of the volumes
+// changed, not of the node's pods; a node's own change, the resync, a
+// CSIDriver change, in-tree and inline volumes, and a failed read of what
+// an event names take the whole node), timers (when each unwanted
+// attachment was first seen unwanted, per node), reported (the events
+// already recorded, per node, with their volumes) and metrics (per node
+// and volume).
 //
 // Two nodes may sync at once (the reference has one reconciler goroutine),
 // each deciding on what the caches showed a moment ago. So a single-node
@@ -45,10 +52,12 @@
 // Reads go through the process's shared indexes (internal/informerindex):
 // pods by node and by claim, attachments by node and by PV, PVs by unique
 // volume name. A sync returns its retry to the runner (loop.Result): a
-// plan waiting out an unmount asks for the node again when the wait ends
-// (loop.After); a failed write is an error, retried with backoff.
+// plan waiting out an unmount (or a deferred status patch) asks for its
+// volumes again when the wait ends (loop.After, pending); a failed write
+// is an error, retried with backoff on the volumes it was about.
 //
 // The reference's desired-state populator (a periodic relist that repairs
-// the desired state) is the loop's resync: every node is queued again
-// every ResyncPeriod.
+// the desired state) is the loop's resync: every node is queued again,
+// whole, every ResyncPeriod; it also mends what a sync about some volumes
+// leaves alone (a stale volumesAttached entry no event named).
 package attachdetach

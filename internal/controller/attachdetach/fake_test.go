@@ -22,6 +22,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/volplane/volplane/internal/attachment"
+	"github.com/volplane/volplane/internal/controller/loop"
 )
 
 const (
@@ -101,10 +102,16 @@ func (l *fakeLoop) patchVolumesAttached(a k8stesting.Action) (bool, runtime.Obje
 	return true, n, l.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("nodes"), n, "")
 }
 
+// syncWhole syncs all of the node's volumes, as the resync asks.
+func (l *fakeLoop) syncWhole(node string) (loop.Result, error) {
+	l.note(node, nil)
+	return l.syncNode(context.Background(), node)
+}
+
 func (l *fakeLoop) sync(t *testing.T) error {
 	t.Helper()
 	l.client.ClearActions()
-	_, err := l.syncNode(context.Background(), nodeName)
+	_, err := l.syncWhole(nodeName)
 	return err
 }
 
@@ -265,7 +272,7 @@ func TestUnmountWaitRequeuesAndForcesTheDetachOnANotReadyNode(t *testing.T) {
 	claim, pv := boundVolume()
 	l := newFakeLoop(t, n, claim, pv, attachmentOf(true))
 	l.client.ClearActions()
-	res, err := l.syncNode(context.Background(), nodeName)
+	res, err := l.syncWhole(nodeName)
 	if err != nil {
 		t.Fatal(err)
 	}

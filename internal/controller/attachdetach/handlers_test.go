@@ -62,7 +62,7 @@ func TestMetricsHaveTheReferenceNames(t *testing.T) {
 	}
 	defer c.q.ShutDown()
 	c.metrics.forcedDetaches.WithLabelValues("timeout").Inc()
-	c.metrics.observe("node-1", attachmentCounts())
+	c.metrics.observe("node-1", attachmentCounts(), nil)
 	n, err := testutil.GatherAndCount(reg, "attachdetach_controller_total_volumes",
 		"storage_count_attachable_volumes_in_use", "attach_detach_controller_attachdetach_controller_forced_detaches")
 	if err != nil || n != 4 {
@@ -72,7 +72,7 @@ func TestMetricsHaveTheReferenceNames(t *testing.T) {
 
 func attachmentCounts() attachment.Counts {
 	k := "kubernetes.io/csi:" + drv
-	return attachment.Counts{Desired: map[string]int{k: 1}, Attached: map[string]int{k: 1}, InUse: map[string]int{k: 2}}
+	return attachment.Counts{attachment.UniqueVolumeName(drv, "h"): {Desired: k, Attached: k, InUse: 2}}
 }
 
 // A pod using a volume inline has no claim to be found by: an inline

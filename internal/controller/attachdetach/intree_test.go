@@ -24,7 +24,7 @@ func TestInTreeVolumeIsDetachedByOneStatusPatchCountedAsForced(t *testing.T) {
 	n.Status.VolumesAttached = []v1.AttachedVolume{{Name: u}}
 	l := newFakeLoop(t, n)
 	l.client.ClearActions()
-	res, err := l.syncNode(context.Background(), nodeName)
+	res, err := l.syncWhole(nodeName)
 	if err != nil || len(l.writes()) != 0 || res.RequeueAfter() <= 0 {
 		t.Fatalf("in use: err %v writes %v result %+v, want a wait and a requeue", err, l.writes(), res)
 	}
@@ -83,7 +83,7 @@ func TestInTreeSingleNodeVolumeIsNotListedOnASecondNodeBeforeTheInformerCatchesU
 	l := newFakeLoop(t, managedNode("node-1"), managedNode("node-2"), claim, pv,
 		podOn("a", "node-1", "data"), podOn("b", "node-2", "data"))
 	for _, n := range []string{"node-1", "node-2"} {
-		if _, err := l.syncNode(context.Background(), n); err != nil {
+		if _, err := l.syncWhole(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,10 +107,10 @@ func TestInTreeSingleNodeVolumeIsListedOnOneNodeWhenTwoSyncsRunAtOnce(t *testing
 		return false, nil, nil
 	})
 	one := make(chan error, 1)
-	go func() { _, err := l.syncNode(context.Background(), "node-1"); one <- err }()
+	go func() { _, err := l.syncWhole("node-1"); one <- err }()
 	<-patching
 	two := make(chan error, 1)
-	go func() { _, err := l.syncNode(context.Background(), "node-2"); two <- err }()
+	go func() { _, err := l.syncWhole("node-2"); two <- err }()
 	// node-2's sync blocks on the lock node-1's holds. Without that lock it
 	// would decide now on facts without node-1's patch and list the volume
 	// too (its own patch then waits only on the fake clientset's lock):

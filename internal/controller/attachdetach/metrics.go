@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/metriclabel"
@@ -42,11 +43,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// observe keeps a node's counts; an empty node is dropped.
-func (m *metrics) observe(node string, c attachment.Counts) {
+// observe keeps a node's counts: all of them (scope nil), or those of
+// the scope's volumes; an empty node is dropped.
+func (m *metrics) observe(node string, c attachment.Counts, scope map[v1.UniqueVolumeName]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(c.Desired) == 0 && len(c.Attached) == 0 && len(c.InUse) == 0 {
+	if scope != nil {
+		kept := m.counts[node]
+		if kept == nil {
+			kept = attachment.Counts{}
+		}
+		for u := range scope {
+			if n, ok := c[u]; ok {
+				kept[u] = n
+			} else {
+				delete(kept, u)
+			}
+		}
+		c = kept
+	}
+	if len(c) == 0 {
 		delete(m.counts, node)
 		return
 	}
@@ -68,13 +84,14 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	type nodePlugin struct{ node, plugin string }
 	inUse := map[nodePlugin]int{}
 	for node, c := range m.counts {
-		for p, n := range c.Desired {
+		nodeDesired, nodeAttached, nodeInUse := c.Sum()
+		for p, n := range nodeDesired {
 			desired[metriclabel.Value(p)] += n
 		}
-		for p, n := range c.Attached {
+		for p, n := range nodeAttached {
 			actual[metriclabel.Value(p)] += n
 		}
-		for p, n := range c.InUse {
+		for p, n := range nodeInUse {
 			inUse[nodePlugin{metriclabel.Value(node), metriclabel.Value(p)}] += n
 		}
 	}

@@ -31,7 +31,7 @@ func podOn(name, node, claim string) *v1.Pod {
 // that decides now and applies later acts on these facts then.
 func (l *fakeLoop) decide(t *testing.T, node string) attachment.Plan {
 	t.Helper()
-	f, err := l.facts(node)
+	f, err := l.facts(node, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

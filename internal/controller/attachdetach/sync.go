@@ -19,14 +19,21 @@ import (
 	"github.com/volplane/volplane/internal/protection"
 )
 
-// syncNode is one node's reconcile: read, decide, apply. The node is
-// synced again when the plan asks (an unmount wait that ends), unless the
-// apply failed: the runner's backoff retries it sooner or later then.
+// syncNode is one node's reconcile: read, decide, apply, over the volumes
+// the events since its last sync named (pending), or over all. What a
+// plan asks to see again (an unmount wait that ends, a deferred status
+// patch) is noted for a later sync; a failed apply gives its volumes back
+// and the runner's backoff retries.
 func (c *Controller) syncNode(ctx context.Context, name string) (loop.Result, error) {
+	scope, due := c.take(name)
+	if !due {
+		return loop.Done(), nil
+	}
 	logger := klog.FromContext(ctx).WithValues("node", klog.KRef("", name))
 	ctx = klog.NewContext(ctx, logger)
-	f, err := c.facts(name)
+	f, err := c.facts(name, scope)
 	if err != nil {
+		c.giveBack(name, scope)
 		return loop.Done(), err
 	}
 	if f.InTreeElsewhere != nil {
@@ -43,14 +50,19 @@ func (c *Controller) syncNode(ctx context.Context, name string) (loop.Result, er
 		logger.V(4).Info("Attachment waits", "pv", w.Volume, "pod", klog.KObj(w.Pod), "reason", w.Reason.String(), "detail", w.Detail)
 	}
 	c.remember(name, f.Node, plan)
-	if err := c.apply(ctx, name, f.Node.Exists, plan); err != nil {
+	if err := c.apply(ctx, name, f, plan); err != nil {
+		c.giveBack(name, f.Scope)
 		return loop.Done(), err
+	}
+	if plan.RequeueAfter > 0 {
+		c.note(name, plan.Requeue)
 	}
 	return loop.After(plan.RequeueAfter), nil
 }
 
-// facts reads everything the node's decision rests on from the caches.
-func (c *Controller) facts(name string) (attachment.Facts, error) {
+// facts reads everything the node's decision rests on from the caches:
+// about the scope's volumes, or (scope nil) about all of the node's.
+func (c *Controller) facts(name string, scope map[v1.UniqueVolumeName]bool) (attachment.Facts, error) {
 	node, err := c.nodes.Get(name)
 	switch {
 	case err == nil:
@@ -75,16 +87,21 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 	if f.Node.Exists && !f.Node.Managed {
 		return f, nil // not ours: nothing more to read
 	}
-	pods, err := informerindex.PodsOn(c.pods, name)
-	if err != nil {
-		return attachment.Facts{}, err
-	}
 	seen := map[string]bool{}
 	add := func(va *storagev1.VolumeAttachment) {
 		if !seen[va.Name] {
 			seen[va.Name] = true
 			f.Attachments = append(f.Attachments, va)
 		}
+	}
+	if scope != nil && c.readScope(&f, scope, add) {
+		c.readUsers(&f)
+		return f, nil
+	}
+	f.Pods, f.Attachments, seen = nil, nil, map[string]bool{}
+	pods, err := informerindex.PodsOn(c.pods, name)
+	if err != nil {
+		return attachment.Facts{}, err
 	}
 	for _, pod := range pods {
 		f.Pods = append(f.Pods, pod)
@@ -115,6 +132,55 @@ func (c *Controller) facts(name string) (attachment.Facts, error) {
 	c.inTreeElsewhere(&f)
 	c.readUsers(&f)
 	return f, nil
+}
+
+// readScope reads what a decision about the scope's volumes rests on
+// (attachment.Facts.Scope): each one's PVs, the node's pods using them
+// and those pods' claims and volumes, their attachments on any node, and
+// their attachment on this node by name (whichever PV, if any, it names).
+// false, with nothing decided on, when a volume is also some pod of the
+// node's inline volume: the whole node is read then (inline attachments
+// are found by a scan, readInline).
+func (c *Controller) readScope(f *attachment.Facts, scope map[v1.UniqueVolumeName]bool, add func(*storagev1.VolumeAttachment)) bool {
+	f.Scope = scope
+	onNode := func(pods []*v1.Pod) (out []*v1.Pod) {
+		for _, pod := range pods {
+			if pod.Spec.NodeName == f.Node.Name {
+				out = append(out, pod)
+			}
+		}
+		return out
+	}
+	for u := range scope {
+		if inline, _ := informerindex.PodsWithInline(c.pods, u); len(onNode(inline)) > 0 {
+			f.Scope = nil
+			return false
+		}
+		for _, pv := range c.volumesNamed(u) {
+			c.readVolume(f, &pv.Name)
+			for _, va := range c.attachmentsOf(pv.Name) {
+				add(va)
+			}
+			if ref := pv.Spec.ClaimRef; ref != nil {
+				users, _ := informerindex.PodsUsing(c.pods, binding.ClaimRefKey(ref)) // registered in New: cannot fail
+				for _, pod := range onNode(users) {
+					if !slices.Contains(f.Pods, pod) {
+						f.Pods = append(f.Pods, pod)
+						c.readVolumes(f, pod)
+					}
+				}
+			}
+		}
+		if driver, handle, ok := attachment.SplitUnique(u); ok {
+			if obj, ok, _ := c.vas.GetByKey(attachment.Name(handle, driver, f.Node.Name)); ok {
+				if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+					add(va)
+					c.readVolume(f, va.Spec.Source.PersistentVolumeName)
+				}
+			}
+		}
+	}
+	return true
 }
 
 // readUsers adds the pods that use each PersistentVolume, which the
