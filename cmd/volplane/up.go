@@ -228,15 +228,19 @@ func checkUp(cfg cluster.Config, d upDriverFlags) error {
 }
 
 // upLoops runs every built loop against the embedded control plane (the
-// caller adds the node agent's row). The API
-// server is ours alone, so the client limits are generous. Leader election
+// caller adds the node agent's row). The API server is ours alone, so the
+// loops have no client-side limit (its priority and fairness still
+// applies): one shared limit, as all loops share one client, was what
+// bound a 1,000-node cluster's provisioning (a 200 QPS budget for about six
+// writes per claim: ~30 claims/s, binder workers waiting on the token
+// bucket behind the provisioner's creates). Leader election
 // stays off: the data dir's lock already lets only one `up` run the loops
 // against this API server, and a Lease left by a killed `up` would hold the
 // restarted one idle for a lease duration. Where the metrics
 // are served is told on out once the loops are ready.
 func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.Writer) manager.Config {
 	rc := rest.CopyConfig(admin)
-	rc.QPS, rc.Burst = 200, 400
+	rc.QPS = -1
 	rc.UserAgent = "volplane-controller"
 	cfg := manager.DefaultConfig()
 	cfg.REST, cfg.Controllers, cfg.CSIEndpoints = rc, manager.Known(), endpoints
