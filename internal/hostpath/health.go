@@ -2,7 +2,9 @@ package hostpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -189,7 +191,7 @@ func (d *Driver) pathCondition(vol *volume, node string, path nodePath) conditio
 // directory: STORAGE_UNREACHABLE when it cannot be read.
 func (s *nodeServer) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
 	resp := &csi.NodeGetStorageHealthResponse{}
-	if _, err := os.ReadDir(s.d.disk.volumesDir()); err != nil {
+	if err := readable(s.d.disk.volumesDir()); err != nil {
 		resp.BackendHealth = append(resp.BackendHealth, &csi.NodeGetStorageHealthResponse_StorageBackendHealth{
 			Status:  csi.StorageHealthErrorType_STORAGE_UNREACHABLE,
 			Reason:  ReasonDataDirUnreachable,
@@ -197,4 +199,19 @@ func (s *nodeServer) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHe
 		})
 	}
 	return resp, nil
+}
+
+// readable says whether dir can be opened and read; one entry is enough.
+// Listing it all made every node's check cost the number of volumes
+// (with 1,000 nodes and 11,000 network volumes, a seventh of `up`'s CPU).
+func readable(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }
