@@ -63,6 +63,17 @@ func run(m *testing.M, nodes int, opts Options, setups []func(*cluster.ControlPl
 		cfg.RunComponent = binariesIn(bin)
 	}
 	cp, err := cluster.Start(ctx, cfg)
+	for retry := 0; err != nil && retry < 3 && strings.Contains(err.Error(), "address already in use"); retry++ {
+		// The ports are picked free, then bound: another test binary
+		// may take one in between. Again, afresh, on other ports.
+		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err, "(again on other ports)")
+		if err = os.RemoveAll(dir); err == nil {
+			err = os.Mkdir(dir, 0o700)
+		}
+		if err == nil {
+			cp, err = cluster.Start(ctx, cfg)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktest: start control plane:", err)
 		dumpLogs(dir)
