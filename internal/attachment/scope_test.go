@@ -1,6 +1,7 @@
 package attachment
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -102,19 +103,9 @@ func randomNode(rng *rand.Rand) (*world, []v1.UniqueVolumeName) {
 			w.f.Node.VolumesInUse = append(w.f.Node.VolumesInUse, u)
 		}
 	}
-	slices.SortFunc(w.f.Node.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmpName(a.Name, b.Name) })
+	slices.SortFunc(w.f.Node.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
 	w.f.Node.VolumesAttached = slices.CompactFunc(w.f.Node.VolumesAttached, func(a, b v1.AttachedVolume) bool { return a.Name == b.Name })
 	return w, uniques
-}
-
-func cmpName(a, b v1.UniqueVolumeName) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // scoped are the facts the loop reads for scope: the pods of the node
@@ -188,7 +179,7 @@ func sameAbout(f Facts, scope map[v1.UniqueVolumeName]bool, full, scoped Plan) s
 			want = append(want, a)
 		}
 	}
-	slices.SortFunc(want, func(a, b v1.AttachedVolume) int { return cmpName(a.Name, b.Name) })
+	slices.SortFunc(want, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
 	counts := Counts{}
 	for u, c := range full.Counts {
 		if in(u) {
