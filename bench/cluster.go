@@ -59,6 +59,11 @@ type ClusterOptions struct {
 	// Timeout bounds each wait.
 	Timeout  time.Duration
 	Progress io.Writer
+	// Profile, when set, has `up` serve Go's profiles and the bench save
+	// a 30 s CPU profile and a heap profile of it every ProfileEvery, as
+	// Profile.NN.cpu.pprof and Profile.NN.heap.pprof.
+	Profile      string
+	ProfileEvery time.Duration
 }
 
 // Validate rejects sizes the scenario cannot run.
@@ -74,6 +79,8 @@ func (o ClusterOptions) Validate() error {
 		return fmt.Errorf("--pairs (%d claims) must be at least --pods (%d): each pod uses a claim of its own", o.Claims, o.Pods)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout must be above 0, got %s", o.Timeout)
+	case o.Profile != "" && o.ProfileEvery < time.Minute:
+		return fmt.Errorf("profiles every %s: at least a minute (each CPU profile takes 30 s)", o.ProfileEvery)
 	}
 	return nil
 }
@@ -132,6 +139,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterReport, error) {
 		return nil, err
 	}
 	defer u.stop()
+	if o.Profile != "" {
+		go u.profileEvery(ctx, o.Profile, o.ProfileEvery, prog)
+	}
 	r := &ClusterReport{Nodes: o.Nodes, Claims: o.Claims, Pods: o.Pods, Recreated: o.Pods / 2, StartSeconds: startSeconds,
 		Cores: runtime.NumCPU()}
 	c := u.client

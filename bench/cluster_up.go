@@ -24,6 +24,8 @@ type clusterUp struct {
 	dir     string
 	client  kubernetes.Interface
 	started time.Time
+	// metrics is where up serves /metrics (and, with --profiling, /debug/pprof).
+	metrics string
 	// done is closed once up exited, with waitErr its Wait's answer.
 	done    chan struct{}
 	waitErr error
@@ -39,6 +41,9 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 	cmd := exec.Command(o.Executable, "up", "--nodes", fmt.Sprint(o.Nodes), "--data-dir", dir,
 		"--apiserver-port", "0", "--etcd-client-port", "0", "--etcd-peer-port", "0", "--metrics-bind-address", "127.0.0.1:0",
 		"--fake-mounts")
+	if o.Profile != "" {
+		cmd.Args = append(cmd.Args, "--profiling")
+	}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -50,7 +55,7 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 		os.RemoveAll(dir)
 		return nil, 0, err
 	}
-	upLine, loopsLine := make(chan time.Time, 1), make(chan struct{}, 1)
+	upLine, loopsLine := make(chan time.Time, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -59,7 +64,8 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 			case strings.HasPrefix(line, "volplane is up in"):
 				upLine <- time.Now()
 			case strings.HasPrefix(line, "Metrics: "):
-				loopsLine <- struct{}{}
+				url, _, _ := strings.Cut(strings.TrimPrefix(line, "Metrics: "), " ")
+				loopsLine <- strings.TrimSuffix(url, "/metrics")
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -69,7 +75,7 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 	for _, wait := range []string{"up", "loops"} {
 		select {
 		case upAt = <-upLine:
-		case <-loopsLine:
+		case u.metrics = <-loopsLine:
 		case <-u.done:
 			os.RemoveAll(dir)
 			return nil, 0, fmt.Errorf("volplane up exited before it was up: %v", u.waitErr)
@@ -93,6 +99,44 @@ func startUp(ctx context.Context, o ClusterOptions, prog *progress) (*clusterUp,
 		return nil, 0, err
 	}
 	return u, upAt.Sub(u.started).Seconds(), nil
+}
+
+// profileEvery saves a 30 s CPU profile and a heap profile of up every
+// period until ctx ends or up exits (numbered from 01); a profile that
+// cannot be had is said on the progress line and the next is tried.
+func (u *clusterUp) profileEvery(ctx context.Context, prefix string, period time.Duration, prog *progress) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.done:
+			return
+		case <-t.C:
+		}
+		for _, p := range []struct{ path, file string }{
+			{"/debug/pprof/profile?seconds=30", fmt.Sprintf("%s.%02d.cpu.pprof", prefix, n)},
+			{"/debug/pprof/heap", fmt.Sprintf("%s.%02d.heap.pprof", prefix, n)},
+		} {
+			if err := saveURL(ctx, u.metrics+p.path, p.file); err != nil {
+				prog.phase("profile: " + err.Error())
+			}
+		}
+	}
+}
+
+// saveURL writes what a GET of url answers into file.
+func saveURL(ctx context.Context, url, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if !httpOK(ctx, url, f) {
+		f.Close()
+		return fmt.Errorf("GET %s failed", url)
+	}
+	return f.Close()
 }
 
 // stop interrupts `up` (it unmounts and stops as on Ctrl-C), waits for it

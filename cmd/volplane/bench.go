@@ -187,7 +187,7 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "longest measurement per side; what is bound by then is reported")
 	fl.StringVarP(&out, "output", "o", "", "directory for report.json and bound.png (claims Bound over time)")
 	fl.StringVar(&o.MemoryLimit, "memory-limit", "", "GOMEMLIMIT of the controller under test, both sides (e.g. 900MiB): Go's soft memory limit, trading CPU for peak RSS")
-	fl.StringVar(&o.Profile, "profile", "", "profile volplane's controller: its whole run's CPU to PREFIX.cpu.pprof, its heap at the end to PREFIX.heap.pprof (PREFIX: an absolute path)")
+	fl.StringVar(&o.Profile, "profile", "", "profile volplane's controller: its whole run's CPU to PREFIX.cpu.pprof, its heap at the end to PREFIX.heap.pprof (PREFIX: an absolute path); cluster: up's, every 5 minutes, a 30 s CPU profile to PREFIX.NN.cpu.pprof and its heap to PREFIX.NN.heap.pprof")
 	cmd.AddCommand(newBenchReferenceCommand(), newBenchSideCommand())
 	cmd.AddCommand(newBenchReferenceSnapshotCommands()...)
 	return cmd
@@ -198,14 +198,14 @@ incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
 func runClusterBench(cmd *cobra.Command, o bench.Options, pods int, out string) error {
 	fl := cmd.Flags()
 	co := bench.ClusterOptions{Executable: o.Executable, Nodes: o.Nodes, Claims: o.Pairs, Pods: pods,
-		Timeout: o.Timeout, Progress: cmd.ErrOrStderr()}
+		Timeout: o.Timeout, Progress: cmd.ErrOrStderr(), Profile: o.Profile, ProfileEvery: 5 * time.Minute}
 	if !fl.Changed("nodes") {
 		co.Nodes = bench.DefaultClusterNodes
 	}
 	if !fl.Changed("pairs") {
 		co.Claims = bench.DefaultClusterClaims
 	}
-	for _, name := range []string{"compare", "qps", "burst", "rate", "workers", "memory-limit", "profile", "reference-attacher", "reference-resizer", "reference-provisioner"} {
+	for _, name := range []string{"compare", "qps", "burst", "rate", "workers", "memory-limit", "reference-attacher", "reference-resizer", "reference-provisioner"} {
 		if fl.Changed(name) {
 			return fmt.Errorf("--%s does not apply to --scenario cluster", name)
 		}
