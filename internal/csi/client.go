@@ -29,6 +29,12 @@ const (
 	listTimeout   = time.Minute
 )
 
+// listPage is the most entries a list call (ListVolumes, ListSnapshots,
+// ControllerListVolumeHealth) asks for at once: without max_entries a
+// driver answers with everything in one message, and gRPC refuses a message
+// over 4 MiB (about 80,000 volumes of the bundled driver).
+const listPage = 1000
+
 // Info is what a probe learned about the driver behind an endpoint.
 type Info struct {
 	Driver string
@@ -287,7 +293,7 @@ func (e *Endpoint) ListVolumes(ctx context.Context) ([]*csi.ListVolumesResponse_
 	token := ""
 	for {
 		start := time.Now()
-		resp, err := e.controller.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: token})
+		resp, err := e.controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: listPage, StartingToken: token})
 		e.metrics.observe(e.Info.Driver, "ListVolumes", err, start)
 		if err != nil {
 			return nil, err

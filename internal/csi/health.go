@@ -30,7 +30,7 @@ func (e *Endpoint) ControllerListVolumeHealth(ctx context.Context) ([]*csi.Volum
 	token := ""
 	for {
 		start := time.Now()
-		resp, err := e.controller.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{StartingToken: token})
+		resp, err := e.controller.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{MaxEntries: listPage, StartingToken: token})
 		e.metrics.observe(e.Info.Driver, "ControllerListVolumeHealth", err, start)
 		if err != nil {
 			return nil, err

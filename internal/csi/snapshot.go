@@ -45,12 +45,12 @@ func (e *Endpoint) GetSnapshot(ctx context.Context, snapshotID string, secrets m
 
 // ListSnapshots returns the snapshots the endpoint reports for req's
 // filters (a snapshot ID, a source volume, or none for all), following
-// pages; req's token is overwritten.
+// pages of listPage; req's token and page size are overwritten.
 func (e *Endpoint) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) ([]*csi.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	var out []*csi.Snapshot
-	req.StartingToken = ""
+	req.StartingToken, req.MaxEntries = "", listPage
 	for {
 		start := time.Now()
 		resp, err := e.controller.ListSnapshots(ctx, req)
