@@ -39,6 +39,8 @@ type Agent struct {
 	vaIndex  cache.Indexer
 	claims   corelisters.PersistentVolumeClaimLister
 	volumes  corelisters.PersistentVolumeLister
+	// pvIndex: the PVs by unique volume name (informerindex.VolumeOfPV).
+	pvIndex  cache.Indexer
 	nodeList corelisters.NodeLister
 	drivers  storagelisters.CSIDriverLister
 	vas      storagelisters.VolumeAttachmentLister

@@ -28,6 +28,11 @@ func (a *Agent) register() ([]cache.InformerSynced, error) {
 	}
 	a.pods, a.podIndex = a.factory.Core().V1().Pods().Lister(), podInf.GetIndexer()
 	a.vaIndex = vaInf.GetIndexer()
+	pvIndexed, err := informerindex.PersistentVolumes(a.factory)
+	if err != nil {
+		return nil, err
+	}
+	a.pvIndex = pvIndexed.GetIndexer()
 	claimInf := a.factory.Core().V1().PersistentVolumeClaims()
 	pvInf := a.factory.Core().V1().PersistentVolumes()
 	nodeInf := a.factory.Core().V1().Nodes()

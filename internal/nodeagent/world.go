@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/volplane/volplane/internal/attachment"
 	"github.com/volplane/volplane/internal/informerindex"
 	"github.com/volplane/volplane/internal/mounting"
 	"github.com/volplane/volplane/internal/protection"
@@ -129,10 +130,10 @@ func (a *Agent) nodeWorld(ctx context.Context, n *nodeState) (mounting.World, er
 
 // nameStaged finds the PV of each filesystem staging, whose record holds
 // only the kubelet's driverName and volumeHandle: a publication of the
-// volume names it, else the PV with that handle; a staging of no PV left
-// is named by its handle (the name is only in logs and errors).
+// volume names it, else the CSI PV with that handle (the least name, if
+// several), read from the PVs indexed by unique volume name; a staging of
+// no PV left is named by its handle (the name is only in logs and errors).
 func (a *Agent) nameStaged(w *mounting.World) {
-	var all []*corev1.PersistentVolume
 	for i := range w.Staged {
 		s := &w.Staged[i]
 		if s.PV != "" {
@@ -147,15 +148,16 @@ func (a *Agent) nameStaged(w *mounting.World) {
 		if s.PV != "" {
 			continue
 		}
-		if all == nil {
-			all, _ = a.volumes.List(labels.Everything())
-		}
 		s.PV = s.Handle
-		for _, pv := range all {
-			if src := pv.Spec.CSI; src != nil && src.Driver == s.Driver && src.VolumeHandle == s.Handle {
-				s.PV = pv.Name
-				break
+		pvs, _ := informerindex.PVsOf(a.pvIndex, attachment.UniqueVolumeName(s.Driver, s.Handle))
+		named := ""
+		for _, pv := range pvs {
+			if src := pv.Spec.CSI; src != nil && src.Driver == s.Driver && src.VolumeHandle == s.Handle && (named == "" || pv.Name < named) {
+				named = pv.Name
 			}
+		}
+		if named != "" {
+			s.PV = named
 		}
 	}
 }
