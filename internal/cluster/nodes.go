@@ -28,9 +28,11 @@ const NodeTopologyKey = "topology.volplane.io/node"
 const (
 	leaseDuration   = 40 * time.Second
 	leaseRenewEvery = 10 * time.Second
-	// statusEvery matches the kubelet's status report interval when it also
-	// renews a Lease: the node lifecycle controller reads the Lease first.
-	statusEvery = time.Minute
+	// statusEvery is the kubelet's nodeStatusReportFrequency default (5m):
+	// with a Lease renewed every leaseRenewEvery it reports an unchanged
+	// status no more often, and the node lifecycle controller takes the
+	// Lease's renewal as the heartbeat.
+	statusEvery = 5 * time.Minute
 )
 
 // NodeName is the name of the i-th simulated node (1-based).
