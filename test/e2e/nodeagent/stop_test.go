@@ -15,19 +15,30 @@ import (
 )
 
 // An agent with UnmountOnStop (as `up` runs it) unpublishes and unstages
-// every volume of its nodes when it stops, and writes nothing: the pod
-// stays Running, its node keeps reporting the volume in use. The next
-// agent mounts it again for the running pod, stage then publish.
+// every volume of its nodes when it stops, the nodes at once, and writes
+// nothing: the pods stay Running, their nodes keep reporting the volumes
+// in use. The next agent mounts them again for the running pods, stage
+// then publish.
 func TestCleanStopUnmountsAndTheNextStartMountsAgain(t *testing.T) {
 	ns := stacktest.Namespace(t)
-	node := bed.cp.Nodes[1]
-	pv := boundClaim(t, ns, "data", node)
-	pod := runPod(t, ns, "app", node, "data")
-	waitRunning(t, pod)
-	l := layout(node)
-	staging, target := l.StagingPath(hostpath.DriverName, pv.Spec.CSI.VolumeHandle), l.TargetPath(pod.UID, pv.Name)
-	if !mounted(staging) || !mounted(target) {
-		t.Fatalf("before the stop: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
+	type use struct {
+		pod             *corev1.Pod
+		staging, target string
+		records         string
+	}
+	var uses []use
+	for i, node := range bed.cp.Nodes {
+		pv := boundClaim(t, ns, fmt.Sprint("data-", i), node)
+		pod := runPod(t, ns, fmt.Sprint("app-", i), node, fmt.Sprint("data-", i))
+		l := layout(node)
+		uses = append(uses, use{pod: pod, staging: l.StagingPath(hostpath.DriverName, pv.Spec.CSI.VolumeHandle), target: l.TargetPath(pod.UID, pv.Name),
+			records: filepath.Join(bed.dir, "nodes", node, "pods", string(pod.UID), "volumes", "*", "*", "vol_data.json")})
+	}
+	for _, u := range uses {
+		waitRunning(t, u.pod)
+		if !mounted(u.staging) || !mounted(u.target) {
+			t.Fatalf("before the stop, %s: staging mounted %v, target mounted %v", u.pod.Spec.NodeName, mounted(u.staging), mounted(u.target))
+		}
 	}
 
 	// The running agent becomes one that unmounts on stop, then stops.
@@ -46,30 +57,35 @@ func TestCleanStopUnmountsAndTheNextStartMountsAgain(t *testing.T) {
 		return ""
 	}, alive)
 	bed.agent.stop()
-	if mounted(staging) || mounted(target) {
-		t.Errorf("after a clean stop: staging mounted %v, target mounted %v", mounted(staging), mounted(target))
-	}
-	records, _ := filepath.Glob(filepath.Join(bed.dir, "nodes", node, "pods", string(pod.UID), "volumes", "*", "*", "vol_data.json"))
-	if len(records) != 0 {
-		t.Errorf("publication records left after a clean stop: %v", records)
-	}
-	p, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-		t.Errorf("the stop changed the pod: %v", err)
+	for _, u := range uses {
+		if mounted(u.staging) || mounted(u.target) {
+			t.Errorf("after a clean stop, %s: staging mounted %v, target mounted %v", u.pod.Spec.NodeName, mounted(u.staging), mounted(u.target))
+		}
+		if records, _ := filepath.Glob(u.records); len(records) != 0 {
+			t.Errorf("publication records left after a clean stop: %v", records)
+		}
+		p, err := bed.cp.Client.CoreV1().Pods(ns).Get(ctx, u.pod.Name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			t.Errorf("the stop changed pod %s: %v", u.pod.Name, err)
+		}
 	}
 
 	if bed.agent, err = startAgent(); err != nil {
 		t.Fatal(err)
 	}
-	stacktest.Eventually(t, "mounted again for the running pod", func() string {
-		if !mounted(staging) || !mounted(target) {
-			return fmt.Sprintf("staging mounted %v, target mounted %v", mounted(staging), mounted(target))
-		}
-		if _, err := os.Stat(filepath.Join(filepath.Dir(target), "vol_data.json")); err != nil {
-			return err.Error()
-		}
-		return ""
-	}, alive)
-	waitRunning(t, pod)
-	deletePodAndWaitGone(t, pod)
+	for _, u := range uses {
+		stacktest.Eventually(t, "mounted again for the running pod on "+u.pod.Spec.NodeName, func() string {
+			if !mounted(u.staging) || !mounted(u.target) {
+				return fmt.Sprintf("staging mounted %v, target mounted %v", mounted(u.staging), mounted(u.target))
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(u.target), "vol_data.json")); err != nil {
+				return err.Error()
+			}
+			return ""
+		}, alive)
+		waitRunning(t, u.pod)
+	}
+	for _, u := range uses {
+		deletePodAndWaitGone(t, u.pod)
+	}
 }
