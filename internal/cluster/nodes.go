@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,10 +49,9 @@ type nodeAgent struct {
 	leases map[string]*coordinationv1.Lease
 }
 
-// heartbeatsAtOnce is how many nodes renew (and report) at once: one node
-// after another, a pass over 1,000 nodes outlasted the Lease duration on a
-// loaded API server, and nodes went NotReady.
-const heartbeatsAtOnce = 16
+// heartbeatJitter is the kubelet lease controller's jitter on its renew
+// interval (nodelease: wait.JitterUntil with 0.04).
+const heartbeatJitter = 0.04
 
 func (a *nodeAgent) lastLease(name string) *coordinationv1.Lease {
 	a.mu.Lock()
@@ -95,34 +93,45 @@ func (a *nodeAgent) register(ctx context.Context) error {
 	return nil
 }
 
-// run keeps the nodes alive until ctx is done. Errors are logged and retried at
+// run keeps the nodes alive until ctx is done: each node renews its Lease
+// on its own clock, as each kubelet does, every leaseRenewEvery (jittered)
+// after its last renewal ended, and reports its status every statusEvery.
+// Renewals in passes over all nodes, 16 at a time, spaced a pass apart
+// when the API server slowed (1,000 nodes, 100,000 claims): nodes went
+// NotReady and the node lifecycle controller evicted their pods. The nodes
+// start spread over one renew interval. Errors are logged and retried at
 // the next tick: a missed renewal only matters after leaseDuration.
 func (a *nodeAgent) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, name := range a.names {
+		offset := leaseRenewEvery * time.Duration(i) / time.Duration(len(a.names))
+		wg.Go(func() { a.heartbeat(ctx, name, offset) })
+	}
+	wg.Wait()
+}
+
+// heartbeat is one node's kubelet heartbeat: after offset, a Lease renewal
+// every leaseRenewEvery and a status report every statusEvery.
+func (a *nodeAgent) heartbeat(ctx context.Context, name string, offset time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(offset):
+	}
 	logger := klog.FromContext(ctx)
 	lastStatus := time.Now()
-	wait.Until(func() {
-		refreshStatus := time.Since(lastStatus) >= statusEvery
-		var g errgroup.Group
-		g.SetLimit(heartbeatsAtOnce)
-		for _, name := range a.names {
-			g.Go(func() error {
-				if err := a.renewLease(ctx, name); err != nil {
-					logger.Error(err, "Renewing simulated node lease", "node", name)
-				}
-				if !refreshStatus {
-					return nil
-				}
-				if err := a.reportStatus(ctx, name); err != nil {
-					logger.Error(err, "Reporting simulated node status", "node", name)
-				}
-				return nil
-			})
+	wait.JitterUntil(func() {
+		if err := a.renewLease(ctx, name); err != nil {
+			logger.Error(err, "Renewing simulated node lease", "node", name)
 		}
-		_ = g.Wait()
-		if refreshStatus {
-			lastStatus = time.Now()
+		if time.Since(lastStatus) < statusEvery {
+			return
 		}
-	}, leaseRenewEvery, ctx.Done())
+		if err := a.reportStatus(ctx, name); err != nil {
+			logger.Error(err, "Reporting simulated node status", "node", name)
+		}
+		lastStatus = time.Now()
+	}, leaseRenewEvery, heartbeatJitter, true, ctx.Done())
 }
 
 func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {
