@@ -99,8 +99,9 @@ func (a *nodeAgent) register(ctx context.Context) error {
 // Renewals in passes over all nodes, 16 at a time, spaced a pass apart
 // when the API server slowed (1,000 nodes, 100,000 claims): nodes went
 // NotReady and the node lifecycle controller evicted their pods. The nodes
-// start spread over one renew interval. Errors are logged and retried at
-// the next tick: a missed renewal only matters after leaseDuration.
+// start spread over one renew interval. It returns once ctx is done, with
+// or without nodes. Errors are logged and retried at the next tick: a
+// missed renewal only matters after leaseDuration.
 func (a *nodeAgent) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, name := range a.names {
@@ -108,6 +109,8 @@ func (a *nodeAgent) run(ctx context.Context) {
 		wg.Go(func() { a.heartbeat(ctx, name, offset) })
 	}
 	wg.Wait()
+	// With no nodes (a control plane alone) nothing above waited.
+	<-ctx.Done()
 }
 
 // heartbeat is one node's kubelet heartbeat: after offset, a Lease renewal
