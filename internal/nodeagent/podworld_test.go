@@ -69,18 +69,7 @@ func TestPodWorldReadsExactlyThePodsRecords(t *testing.T) {
 	objs = append(objs, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
 
-	a, err := New(Config{Client: fake.NewClientset(objs...), DataDir: t.TempDir(), Nodes: []Node{{Name: node}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a.factory.Start(ctx.Done())
-	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
+	a, ctx := syncedAgent(t, node, objs...), context.Background()
 	n := a.nodes[node]
 	l := n.layout
 	stage := func(name string, block bool) {
@@ -157,4 +146,23 @@ func mustWrite(t *testing.T, dir string, data mounting.VolData) {
 	if err := writeVolData(dir, data); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncedAgent is an agent of one node over a fake clientset holding objs,
+// its informers started (until the test ends) and synced.
+func syncedAgent(t *testing.T, node string, objs ...runtime.Object) *Agent {
+	t.Helper()
+	a, err := New(Config{Client: fake.NewClientset(objs...), DataDir: t.TempDir(), Nodes: []Node{{Name: node}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a.factory.Start(ctx.Done())
+	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	return a
 }

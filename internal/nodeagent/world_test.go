@@ -1,13 +1,11 @@
 package nodeagent
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/volplane/volplane/internal/mounting"
 )
@@ -23,20 +21,8 @@ func TestStagingsAreNamedByPublicationThenPVThenHandle(t *testing.T) {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: drv, VolumeHandle: handle}}}}
 	}
-	client := fake.NewClientset(pv("pv-b", driver, "h-1"), pv("pv-a", driver, "h-1"), pv("pv-other", other, "h-1"),
+	a := syncedAgent(t, node, pv("pv-b", driver, "h-1"), pv("pv-a", driver, "h-1"), pv("pv-other", other, "h-1"),
 		pv("pv-2", driver, "h-2"), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
-	a, err := New(Config{Client: client, DataDir: t.TempDir(), Nodes: []Node{{Name: node}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a.factory.Start(ctx.Done())
-	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
 	w := mounting.World{
 		Staged: []mounting.Staged{
 			{Driver: driver, Handle: "h-1"},
