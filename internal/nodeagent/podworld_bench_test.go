@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/attachment"
@@ -84,14 +83,7 @@ func steadyAgentNode(b *testing.B, pods int) (*Agent, *nodeState, []*corev1.Pod)
 		all = append(all, p)
 	}
 	objs = append(objs, nodeObj)
-	a, err := New(Config{Client: fake.NewClientset(objs...), DataDir: b.TempDir(), Nodes: []Node{{Name: node}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	a.factory.Start(ctx.Done())
-	a.factory.WaitForCacheSync(ctx.Done())
+	a := syncedAgent(b, node, objs...)
 	n := a.nodes[node]
 	for i, p := range all {
 		name := fmt.Sprintf("pv-%d", i)

@@ -150,7 +150,7 @@ func mustWrite(t *testing.T, dir string, data mounting.VolData) {
 
 // syncedAgent is an agent of one node over a fake clientset holding objs,
 // its informers started (until the test ends) and synced.
-func syncedAgent(t *testing.T, node string, objs ...runtime.Object) *Agent {
+func syncedAgent(t testing.TB, node string, objs ...runtime.Object) *Agent {
 	t.Helper()
 	a, err := New(Config{Client: fake.NewClientset(objs...), DataDir: t.TempDir(), Nodes: []Node{{Name: node}}})
 	if err != nil {
