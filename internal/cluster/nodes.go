@@ -108,9 +108,8 @@ func (a *nodeAgent) run(ctx context.Context) {
 		offset := leaseRenewEvery * time.Duration(i) / time.Duration(len(a.names))
 		wg.Go(func() { a.heartbeat(ctx, name, offset) })
 	}
-	wg.Wait()
-	// With no nodes (a control plane alone) nothing above waited.
 	<-ctx.Done()
+	wg.Wait()
 }
 
 // heartbeat is one node's kubelet heartbeat: after offset, a Lease renewal
