@@ -14,13 +14,58 @@ import (
 const DefaultMaxWaitForUnmount = 6 * time.Minute
 
 // DefaultStatusInterval is the least time between two patches of a node's
-// volumesAttached that only add volumes (Plan.StatusDeferred). The
-// reference patches what its reconciler passes (every 100ms, slower under
-// load: at 1,000 attaches over 10 nodes it made 0.17 status patches per
-// attach) changed; half a second keeps a busy node to two patches a second
-// and delays a volume's report by at most that, and a quiet node's not at
-// all.
+// volumesAttached that only add volumes (Plan.StatusDeferred), while the
+// node is quiet; a busy node's interval grows (StatusPace). The reference
+// patches what its reconciler passes (every 100ms, slower under load) have
+// changed: at 1,000 attaches over 10 nodes it made 0.17 status patches per
+// attach, at 10,000 0.08. Half a second delays a quiet node's report by
+// nothing and a busy node's first ones by at most that.
 const DefaultStatusInterval = 500 * time.Millisecond
+
+// maxStatusStreak bounds StatusPace.Streak: a busy node's interval is at
+// most 1<<maxStatusStreak times the base (2s for the default).
+const maxStatusStreak = 2
+
+// StatusPace is how one node's volumesAttached patches that only add
+// volumes are paced: the loop's record, per node, kept from sync to sync.
+// Each patch that had to wait (Plan.StatusDeferred since the one before)
+// doubles the next interval, up to four times the base; a patch that did
+// not wait resets it. So a node that attaches volumes without pause (the
+// reference's passes slow down under such load too) is reported every 2s,
+// one patch for all that attached meanwhile, and a quiet node at once.
+type StatusPace struct {
+	// WrittenAt is when the loop last patched the node's volumesAttached
+	// (zero: not since it started).
+	WrittenAt time.Time
+	// Waited says a patch was deferred since WrittenAt; Streak is how many
+	// patches in a row had waited (at most maxStatusStreak).
+	Waited bool
+	Streak int
+}
+
+// Interval is the least time after WrittenAt before a patch that only
+// adds volumes, for a base interval (0 or less: none).
+func (s StatusPace) Interval(base time.Duration) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	return base << min(max(s.Streak, 0), maxStatusStreak)
+}
+
+// Deferred is the record after a plan deferred the node's patch.
+func (s StatusPace) Deferred() StatusPace {
+	s.Waited = true
+	return s
+}
+
+// Written is the record after the node's volumesAttached was patched at.
+func (s StatusPace) Written(at time.Time) StatusPace {
+	streak := 0
+	if s.Waited {
+		streak = min(s.Streak+1, maxStatusStreak)
+	}
+	return StatusPace{WrittenAt: at, Streak: streak}
+}
 
 // Node is what a decision needs to know about the node it is about.
 type Node struct {
@@ -95,12 +140,11 @@ type Facts struct {
 	Now            time.Time
 	// MaxWaitForUnmount is DefaultMaxWaitForUnmount unless a test shortens it.
 	MaxWaitForUnmount time.Duration
-	// StatusWrittenAt is when the loop last patched the node's
-	// volumesAttached (zero: not since it started); StatusInterval is the
-	// least time between two patches that only add volumes (0: none). See
-	// Plan.StatusDeferred.
-	StatusWrittenAt time.Time
-	StatusInterval  time.Duration
+	// Status is how the node's volumesAttached patches have been paced;
+	// StatusInterval is the least time between two patches that only add
+	// volumes while the node is quiet (0: none). See Plan.StatusDeferred.
+	Status         StatusPace
+	StatusInterval time.Duration
 	// Scope, when not nil, limits the decision to these volumes (by unique
 	// volume name, CSI and migrated ones: an in-tree volume is decided with
 	// the whole node). The reader then read all of each: every pod of the

@@ -20,13 +20,14 @@ type Plan struct {
 	VolumesAttached []v1.AttachedVolume
 	StatusChanged   bool
 	// StatusDeferred: VolumesAttached only adds volumes to what the node
-	// holds, and the last patch was less than Facts.StatusInterval ago, so
-	// it waits (StatusChanged is false, RequeueAfter says until when) and
+	// holds, and the last patch was less than the node's interval ago
+	// (Facts.StatusInterval, grown by Facts.Status while the node is busy),
+	// so it waits (StatusChanged is false, RequeueAfter says until when) and
 	// the attaches of that moment go out in one patch. Each patch is the
-	// whole list, so at 10 attaches a second on a node, one patch in
-	// StatusInterval instead of one per attach, as the reference's status
-	// updater batches its nodes' changes per reconciler pass. A removal is
-	// never deferred: it must precede its detach.
+	// whole list, so at 10 attaches a second on a node, one patch in 2s
+	// instead of one per attach, as the reference's status updater batches
+	// its nodes' changes per reconciler pass. A removal is never deferred:
+	// it must precede its detach.
 	StatusDeferred bool
 	Events         []Event
 	// UndesiredSince holds, for every attachment no longer wanted and not

@@ -57,8 +57,8 @@ func Decide(f Facts) Plan {
 	slices.SortFunc(p.VolumesAttached, func(a, b v1.AttachedVolume) int { return cmp.Compare(a.Name, b.Name) })
 	adds := onlyAdds(p.VolumesAttached, f.Node.VolumesAttached)
 	p.StatusChanged = f.Node.Exists && !(adds && len(p.VolumesAttached) == len(f.Node.VolumesAttached))
-	if p.StatusChanged && adds && f.StatusInterval > 0 && !f.StatusWrittenAt.IsZero() {
-		if wait := f.StatusWrittenAt.Add(f.StatusInterval).Sub(f.Now); wait > 0 {
+	if p.StatusChanged && adds && f.StatusInterval > 0 && !f.Status.WrittenAt.IsZero() {
+		if wait := f.Status.WrittenAt.Add(f.Status.Interval(f.StatusInterval)).Sub(f.Now); wait > 0 {
 			p.StatusChanged, p.StatusDeferred = false, true
 			r.requeue(wait, added(p.VolumesAttached, f.Node.VolumesAttached)...)
 		}

@@ -231,6 +231,47 @@ func TestCountsAreByPluginAndDriver(t *testing.T) {
 	}
 }
 
+// A node whose patches keep having to wait is reported less often, down to
+// every four base intervals; one patch that did not wait makes it quiet
+// again.
+func TestStatusPaceGrowsWhileTheNodeIsBusy(t *testing.T) {
+	base := 500 * time.Millisecond
+	var s StatusPace
+	var got []time.Duration
+	for i := range 4 {
+		s = s.Deferred().Written(t0.Add(time.Duration(i) * time.Second))
+		got = append(got, s.Interval(base))
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("intervals after patches that waited: %v, want %v", got, want)
+	}
+	if s = s.Written(t0.Add(5 * time.Second)); s.Interval(base) != base || s.Waited || !s.WrittenAt.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("after a patch that did not wait: %+v, interval %v; want the base", s, s.Interval(base))
+	}
+	if (StatusPace{Streak: 2}).Interval(0) != 0 {
+		t.Error("no base interval must mean no wait")
+	}
+
+	// Decide waits out the grown interval.
+	w := newWorld()
+	w.volume("old")
+	w.volume("new")
+	w.pod("a", node, "old")
+	w.pod("b", node, "new")
+	w.attachment("old", node, true)
+	w.attachment("new", node, true)
+	w.reported("old")
+	w.f.StatusInterval = base
+	w.f.Status = StatusPace{WrittenAt: t0.Add(-time.Second), Streak: 2}
+	if p := Decide(w.f); !p.StatusDeferred || p.RequeueAfter != time.Second {
+		t.Errorf("1s after a busy node's patch: deferred %v requeue %v, want 1s more", p.StatusDeferred, p.RequeueAfter)
+	}
+	w.f.Status.Streak = 0
+	if p := Decide(w.f); !p.StatusChanged || p.StatusDeferred {
+		t.Errorf("1s after a quiet node's patch: changed %v deferred %v, want the patch now", p.StatusChanged, p.StatusDeferred)
+	}
+}
+
 // A patch that only adds volumes waits out StatusInterval from the last
 // one, and asks for the node again when it ends; a removal never waits.
 func TestStatusPatchesThatOnlyAddWaitForTheInterval(t *testing.T) {
@@ -244,7 +285,7 @@ func TestStatusPatchesThatOnlyAddWaitForTheInterval(t *testing.T) {
 	w.reported("old")
 	w.f.StatusInterval = 500 * time.Millisecond
 
-	w.f.StatusWrittenAt = t0.Add(-200 * time.Millisecond)
+	w.f.Status.WrittenAt = t0.Add(-200 * time.Millisecond)
 	p := Decide(w.f)
 	if p.StatusChanged || !p.StatusDeferred || p.RequeueAfter != 300*time.Millisecond || len(p.VolumesAttached) != 2 {
 		t.Fatalf("200ms after a patch: changed %v deferred %v requeue %v attached %v; want deferred 300ms with both",
@@ -255,7 +296,7 @@ func TestStatusPatchesThatOnlyAddWaitForTheInterval(t *testing.T) {
 	}
 	for name, f := range map[string]func(*Facts){
 		"once the interval is over":  func(f *Facts) { f.Now = t0.Add(300 * time.Millisecond) },
-		"with no patch since start":  func(f *Facts) { f.StatusWrittenAt = time.Time{} },
+		"with no patch since start":  func(f *Facts) { f.Status.WrittenAt = time.Time{} },
 		"with no interval":           func(f *Facts) { f.StatusInterval = 0 },
 		"when the patch removes one": func(f *Facts) { w.f.Pods = w.f.Pods[1:]; f.Attachments = f.Attachments[1:] },
 	} {

@@ -46,7 +46,8 @@ func randomNode(rng *rand.Rand) (*world, []v1.UniqueVolumeName) {
 	w.f.StatusInterval = DefaultStatusInterval
 	w.f.UndesiredSince = map[string]time.Time{}
 	if rng.IntN(2) == 0 {
-		w.f.StatusWrittenAt = t0.Add(-time.Duration(rng.IntN(1000)) * time.Millisecond)
+		w.f.Status.WrittenAt = t0.Add(-time.Duration(rng.IntN(2500)) * time.Millisecond)
+		w.f.Status.Streak = rng.IntN(maxStatusStreak + 1)
 	}
 	w.f.Node.Ready = rng.IntN(4) != 0
 	w.f.Node.OutOfService = rng.IntN(8) == 0

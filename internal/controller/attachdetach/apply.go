@@ -59,7 +59,7 @@ func (c *Controller) writeStatus(ctx context.Context, node string, plan attachme
 	}
 	c.newestNode.Wrote(node, out)
 	c.mu.Lock()
-	c.statusAt[node] = c.clock.Now()
+	c.pace[node] = c.pace[node].Written(c.clock.Now())
 	c.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Updated volumesAttached", "volumes", len(plan.VolumesAttached))
 	return nil

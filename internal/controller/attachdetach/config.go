@@ -34,7 +34,8 @@ type Config struct {
 	// attachment.DefaultMaxWaitForUnmount, 6 minutes).
 	MaxWaitForUnmount time.Duration
 	// StatusInterval is the least time between two patches of a node's
-	// volumesAttached that only add volumes (default
+	// volumesAttached that only add volumes, while the node is quiet; up
+	// to four times as long while it is busy (default
 	// attachment.DefaultStatusInterval; negative: none).
 	StatusInterval time.Duration
 	// Clock tells the time of the unmount wait and of the status interval

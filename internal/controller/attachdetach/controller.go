@@ -54,8 +54,9 @@ type Controller struct {
 	reported  map[string]map[string]v1.UniqueVolumeName
 	pending   map[string]*pending
 	lastInUse map[string][]v1.UniqueVolumeName
-	// statusAt is when each node's volumesAttached was last patched.
-	statusAt       map[string]time.Time
+	// pace is, per node, when its volumesAttached was last patched and
+	// how busy its reports have been (attachment.StatusPace).
+	pace           map[string]attachment.StatusPace
 	statusInterval time.Duration
 	// inFlight holds the attachments we created or deleted that the
 	// informer does not show so yet: a sync in between must not write
@@ -87,7 +88,7 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, recorder: cfg.Recorder, clock: cfg.Clock, maxWaitForUnmount: cfg.MaxWaitForUnmount,
 		q:      loop.NewQueue("attachdetach", retryBase, retryMax),
 		timers: map[string]map[string]time.Time{}, reported: map[string]map[string]v1.UniqueVolumeName{}, pending: map[string]*pending{},
-		lastInUse: map[string][]v1.UniqueVolumeName{}, statusAt: map[string]time.Time{}, statusInterval: cfg.StatusInterval, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
+		lastInUse: map[string][]v1.UniqueVolumeName{}, pace: map[string]attachment.StatusPace{}, statusInterval: cfg.StatusInterval, inFlight: map[string]write{}, exclusive: map[v1.UniqueVolumeName]reservation{},
 		newestNode: loop.NewNewest[*v1.Node](),
 	}
 	synced, err := c.registerInformers(f)

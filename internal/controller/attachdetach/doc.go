@@ -41,8 +41,9 @@
 // PATCH carrying the whole volumesAttached list (a volume leaves it before
 // its attachment is deleted; if that PATCH fails nothing is detached; a
 // patch that only adds volumes waits until Config.StatusInterval has
-// passed since the node's last one, so a busy node's attaches are reported
-// together, attachment.Plan.StatusDeferred),
+// passed since the node's last one, longer while the node stays busy, so a
+// busy node's attaches are reported together, attachment.Plan.StatusDeferred
+// and attachment.StatusPace),
 // then the detaches (DELETE, NotFound is success), then the attaches
 // (CREATE, AlreadyExists is success; up to 16 at once, each volume reserved
 // on its own, as the reference's operation executor starts them). The attacher, not this loop, sets

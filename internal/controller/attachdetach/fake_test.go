@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -315,4 +316,51 @@ func TestParallelSyncsNeverAttachASingleNodeVolumeTwice(t *testing.T) {
 			t.Errorf("%v: %d attachments, want %d", tc.modes, len(list.Items), tc.want)
 		}
 	}
+}
+
+// A node whose volumes keep attaching is reported less and less often, one
+// patch carrying all that attached meanwhile, down to every four
+// intervals: the loop keeps each node's pace from sync to sync.
+func TestBusyNodesPatchesAreSpacedOut(t *testing.T) {
+	l := newFakeLoop(t, node())
+	attachNew := func(name string) {
+		claim, pv := boundVolume()
+		claim.Name, claim.UID, claim.Spec.VolumeName = name, types.UID(name), "pv-"+name
+		pv.Name, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID, pv.Spec.CSI.VolumeHandle = "pv-"+name, name, claim.UID, name
+		pod := podUsing(name)
+		pod.Name, pod.UID = name, types.UID("pod-"+name)
+		va := attachmentOf(true)
+		va.Name, va.Spec.Source.PersistentVolumeName = attachment.Name(name, drv, nodeName), &pv.Name
+		for _, o := range []runtime.Object{claim, pv, pod, va} {
+			l.cache(t, o)
+		}
+	}
+	step := func(what string, d time.Duration, wantPatch bool, wantAfter time.Duration) {
+		t.Helper()
+		l.clock.Step(d)
+		l.client.ClearActions()
+		res, err := l.syncWhole(nodeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if patched := len(l.writes()) == 1 && l.writes()[0] == "patch nodes/status"; patched != wantPatch || res.RequeueAfter() != wantAfter {
+			t.Errorf("%s: writes %v, again after %v; want a patch %v, again after %v", what, l.writes(), res.RequeueAfter(), wantPatch, wantAfter)
+		}
+	}
+	const base = attachment.DefaultStatusInterval
+	attachNew("a")
+	step("the first attach", 0, true, 0)
+	attachNew("b")
+	step("an attach 100ms later", 100*time.Millisecond, false, base-100*time.Millisecond)
+	step("when the interval is over", base-100*time.Millisecond, true, 0)
+	attachNew("c")
+	step("the next attach, 100ms later", 100*time.Millisecond, false, 2*base-100*time.Millisecond)
+	step("when the doubled interval is over", 2*base-100*time.Millisecond, true, 0)
+	attachNew("d")
+	step("the next", 100*time.Millisecond, false, 4*base-100*time.Millisecond)
+	step("when the longest interval is over", 4*base-100*time.Millisecond, true, 0)
+	attachNew("e")
+	step("an attach after a quiet while", time.Minute, true, 0)
+	attachNew("f")
+	step("and one 100ms later", 100*time.Millisecond, false, base-100*time.Millisecond)
 }

@@ -76,7 +76,7 @@ func (c *Controller) facts(name string, scope map[v1.UniqueVolumeName]bool) (att
 		UndesiredSince:    maps.Clone(c.timers[name]),
 		Now:               c.clock.Now(),
 		MaxWaitForUnmount: c.maxWaitForUnmount,
-		StatusWrittenAt:   c.statusAt[name],
+		Status:            c.pace[name],
 		StatusInterval:    c.statusInterval,
 		Claims:            map[string]*v1.PersistentVolumeClaim{},
 		Volumes:           map[string]*v1.PersistentVolume{},
@@ -249,12 +249,15 @@ func (c *Controller) remember(name string, node attachment.Node, plan attachment
 	} else {
 		c.timers[name] = plan.UndesiredSince
 	}
+	if plan.StatusDeferred {
+		c.pace[name] = c.pace[name].Deferred()
+	}
 	if node.Exists {
 		return // lastInUse is only ever set after the node's delete event
 	}
 	if vas, err := informerindex.AttachmentsOn(c.vas, name); err == nil && len(vas) == 0 {
 		delete(c.lastInUse, name)
 		delete(c.reported, name)
-		delete(c.statusAt, name)
+		delete(c.pace, name)
 	}
 }
