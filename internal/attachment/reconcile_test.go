@@ -231,6 +231,20 @@ func TestCountsAreByPluginAndDriver(t *testing.T) {
 	}
 }
 
+// oneAttachedUnreported is a node with two attached volumes, "old" in its
+// volumesAttached, "new" not yet: a patch that only adds one is due.
+func oneAttachedUnreported() *world {
+	w := newWorld()
+	w.volume("old")
+	w.volume("new")
+	w.pod("a", node, "old")
+	w.pod("b", node, "new")
+	w.attachment("old", node, true)
+	w.attachment("new", node, true)
+	w.reported("old")
+	return w
+}
+
 // A node whose patches keep having to wait is reported less often, down to
 // every four base intervals; one patch that did not wait makes it quiet
 // again.
@@ -253,14 +267,7 @@ func TestStatusPaceGrowsWhileTheNodeIsBusy(t *testing.T) {
 	}
 
 	// Decide waits out the grown interval.
-	w := newWorld()
-	w.volume("old")
-	w.volume("new")
-	w.pod("a", node, "old")
-	w.pod("b", node, "new")
-	w.attachment("old", node, true)
-	w.attachment("new", node, true)
-	w.reported("old")
+	w := oneAttachedUnreported()
 	w.f.StatusInterval = base
 	w.f.Status = StatusPace{WrittenAt: t0.Add(-time.Second), Streak: 2}
 	if p := Decide(w.f); !p.StatusDeferred || p.RequeueAfter != time.Second {
@@ -275,14 +282,7 @@ func TestStatusPaceGrowsWhileTheNodeIsBusy(t *testing.T) {
 // A patch that only adds volumes waits out StatusInterval from the last
 // one, and asks for the node again when it ends; a removal never waits.
 func TestStatusPatchesThatOnlyAddWaitForTheInterval(t *testing.T) {
-	w := newWorld()
-	w.volume("old")
-	w.volume("new")
-	w.pod("a", node, "old")
-	w.pod("b", node, "new")
-	w.attachment("old", node, true)
-	w.attachment("new", node, true)
-	w.reported("old")
+	w := oneAttachedUnreported()
 	w.f.StatusInterval = 500 * time.Millisecond
 
 	w.f.Status.WrittenAt = t0.Add(-200 * time.Millisecond)
