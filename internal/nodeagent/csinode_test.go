@@ -80,3 +80,70 @@ func TestCSINodeIsCreatedWithItsDriversInOneWrite(t *testing.T) {
 		t.Errorf("CSINode %+v, %v: want both drivers", cur, err)
 	}
 }
+
+// A healthy driver's storage health costs one read of the CSINode, not one
+// per probe; conditions are written and read back on every probe while
+// they last; cleared, the entry goes and the reads stop again. Another
+// driver's entry is kept throughout.
+func TestHealthyStorageIsReadOnceNotPerProbe(t *testing.T) {
+	ctx := context.Background()
+	other := storagev1.StorageHealth{Name: "other.example.com", HealthConditions: []storagev1.StorageHealthCondition{{Status: storagev1.StorageDegraded, Reason: "Slow"}}}
+	client := fake.NewClientset(&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: storagev1.CSINodeStatus{StorageHealth: []storagev1.StorageHealth{other}}})
+	a := &Agent{cfg: Config{Client: client}}
+	sick := []storagev1.StorageHealthCondition{{Status: storagev1.StorageUnreachable, Reason: "DataDirUnreachable"}}
+	probe := func(conds []storagev1.StorageHealthCondition) (reads, updates int) {
+		t.Helper()
+		client.ClearActions()
+		if err := a.writeStorageHealth(ctx, "n1", "a.example.com", conds); err != nil {
+			t.Fatal(err)
+		}
+		for _, act := range client.Actions() {
+			switch act.GetVerb() {
+			case "get":
+				reads++
+			case "update":
+				updates++
+			}
+		}
+		return reads, updates
+	}
+	entries := func() []storagev1.StorageHealth {
+		cur, err := client.StorageV1().CSINodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur.Status.StorageHealth
+	}
+
+	for i, want := range []struct {
+		conds          []storagev1.StorageHealthCondition
+		reads, updates int
+		entries        int
+	}{
+		{nil, 1, 0, 1},  // healthy: read once, nothing to write
+		{nil, 0, 0, 1},  // still healthy: no read
+		{sick, 1, 1, 2}, // unreachable: read, entry written
+		{sick, 1, 0, 2}, // still: read back, no write
+		{nil, 1, 1, 1},  // healthy again: entry removed
+		{nil, 0, 0, 1},  // and no more reads
+	} {
+		reads, updates := probe(want.conds)
+		if reads != want.reads || updates != want.updates {
+			t.Errorf("probe %d: %d reads, %d updates; want %d, %d", i, reads, updates, want.reads, want.updates)
+		}
+		if got := entries(); len(got) != want.entries || got[0].Name != other.Name {
+			t.Errorf("probe %d: entries %+v; want %d, the other driver's first", i, got, want.entries)
+		}
+	}
+
+	// A failed write may have landed: the next healthy probe reads again.
+	client.PrependReactor("update", "csinodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTimeoutError("slow", 1)
+	})
+	if err := a.writeStorageHealth(ctx, "n1", "a.example.com", sick); err == nil {
+		t.Fatal("update refused: want its error")
+	}
+	if reads, _ := probe(nil); reads != 1 {
+		t.Errorf("healthy after a failed write: %d reads, want 1", reads)
+	}
+}

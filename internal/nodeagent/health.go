@@ -127,9 +127,21 @@ func (a *Agent) probeStorage(ctx context.Context, n *nodeState, w mounting.World
 	}
 }
 
+// writeStorageHealth makes the driver's entry of the node's CSINode say
+// conds, from a live read, writing only a change. A driver that stays
+// healthy costs no read after the one that found (or left) no entry for
+// it: only this agent writes the node's entries, and a CSINode made anew
+// starts without any, which still agrees. Conditions are read back on
+// every probe while they last.
 func (a *Agent) writeStorageHealth(ctx context.Context, node, driver string, conds []storagev1.StorageHealthCondition) error {
+	if len(conds) == 0 && a.storage.noEntry(node, driver) {
+		return nil
+	}
+	// Forgotten before the read: a write that fails may still have landed.
+	a.storage.setNoEntry(node, driver, false)
 	csiNode, err := a.cfg.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		a.storage.setNoEntry(node, driver, len(conds) == 0)
 		return nil
 	}
 	if err != nil {
@@ -144,15 +156,17 @@ func (a *Agent) writeStorageHealth(ctx context.Context, node, driver string, con
 			others = append(others, h)
 		}
 	}
-	if health.StorageSetsEqual(have, conds) {
-		return nil
+	if !health.StorageSetsEqual(have, conds) {
+		if len(conds) > 0 {
+			others = append(others, storagev1.StorageHealth{Name: driver, HealthConditions: conds})
+		}
+		csiNode.Status.StorageHealth = others
+		if _, err := a.cfg.Client.StorageV1().CSINodes().UpdateStatus(ctx, csiNode, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
 	}
-	if len(conds) > 0 {
-		others = append(others, storagev1.StorageHealth{Name: driver, HealthConditions: conds})
-	}
-	csiNode.Status.StorageHealth = others
-	_, err = a.cfg.Client.StorageV1().CSINodes().UpdateStatus(ctx, csiNode, metav1.UpdateOptions{})
-	return err
+	a.storage.setNoEntry(node, driver, len(conds) == 0)
+	return nil
 }
 
 // storageHealthDesc is the kubelet's csi_node_storage_health_status
@@ -161,10 +175,32 @@ var storageHealthDesc = prometheus.NewDesc("csi_node_storage_health_status",
 	"CSI node storage backend health conditions currently reported (1 = present).",
 	[]string{"driver_name", "status", "reason", "node"}, nil)
 
-// storageHealth is the last storage conditions per node and driver.
+// storageHealth is the last storage conditions per node and driver, and
+// the "node/driver" pairs whose CSINode was last seen, or left, without an
+// entry for the driver.
 type storageHealth struct {
-	mu     sync.Mutex
-	byNode map[string]map[string][]storagev1.StorageHealthCondition
+	mu      sync.Mutex
+	byNode  map[string]map[string][]storagev1.StorageHealthCondition
+	cleared map[string]bool
+}
+
+func (s *storageHealth) noEntry(node, driver string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleared[node+"/"+driver]
+}
+
+func (s *storageHealth) setNoEntry(node, driver string, none bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !none {
+		delete(s.cleared, node+"/"+driver)
+		return
+	}
+	if s.cleared == nil {
+		s.cleared = map[string]bool{}
+	}
+	s.cleared[node+"/"+driver] = true
 }
 
 func (s *storageHealth) set(node, driver string, conds []storagev1.StorageHealthCondition) {
