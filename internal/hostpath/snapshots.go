@@ -2,7 +2,6 @@ package hostpath
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -174,9 +173,14 @@ func (s *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapsho
 		return nil, err
 	}
 	st := s.d.store.current()
-	all := st.Snapshots.Keys()
-	all = slices.DeleteFunc(all, func(id string) bool { return !match(st.Snapshots.Get(id)) })
-	ids, next := page(all, req.GetStartingToken(), req.GetMaxEntries())
+	matching := func(yield func(string) bool) {
+		for id, snap := range st.Snapshots.All() {
+			if match(snap) && !yield(id) {
+				return
+			}
+		}
+	}
+	ids, next := page(matching, req.GetStartingToken(), req.GetMaxEntries())
 	resp := &csi.ListSnapshotsResponse{NextToken: next}
 	for _, id := range ids {
 		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: csiSnapshot(st.Snapshots.Get(id))})

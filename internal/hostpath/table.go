@@ -122,13 +122,20 @@ func (n *tnode[T]) each(yield func(string, *T) bool) bool {
 	return true
 }
 
+// IDs yields every key, in the order of All.
+func (t *table[T]) IDs() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for k := range t.All() {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
 // Keys are the keys of every record, unsorted.
 func (t *table[T]) Keys() []string {
-	keys := make([]string, 0, t.n)
-	for k := range t.All() {
-		keys = append(keys, k)
-	}
-	return keys
+	return slices.AppendSeq(make([]string, 0, t.n), t.IDs())
 }
 
 // Put records v under key, replacing any record there.

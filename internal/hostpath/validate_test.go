@@ -1,6 +1,9 @@
 package hostpath
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -155,7 +158,7 @@ func TestPageTokens(t *testing.T) {
 	var got []string
 	token := ""
 	for range 10 {
-		pageIDs, next := page(slices.Clone(ids), token, 2)
+		pageIDs, next := page(slices.Values(ids), token, 2)
 		got = append(got, pageIDs...)
 		if next == "" {
 			break
@@ -166,12 +169,43 @@ func TestPageTokens(t *testing.T) {
 		t.Fatalf("pages gave %v, want %v", got, want)
 	}
 	// A token whose entry was deleted meanwhile starts at the next one.
-	if pageIDs, _ := page([]string{"vol-a", "vol-d"}, "vol-c", 0); strings.Join(pageIDs, ",") != "vol-d" {
+	if pageIDs, _ := page(slices.Values([]string{"vol-a", "vol-d"}), "vol-c", 0); strings.Join(pageIDs, ",") != "vol-d" {
 		t.Errorf("page after a deleted token = %v, want [vol-d]", pageIDs)
 	}
 	wantCode(t, checkPageToken("invalid-token", volumeIDPrefix), codes.Aborted)
 	wantCode(t, checkPageToken(snapshotIDFor("x"), volumeIDPrefix), codes.Aborted)
 	if err := checkPageToken(volumeIDFor("x"), volumeIDPrefix); err != nil {
 		t.Errorf("a volume ID is refused as a token: %v", err)
+	}
+}
+
+// page agrees with sorting every ID and cutting at the token, for IDs in
+// any order, any page size and tokens inside and outside the set.
+func TestPageIsTheSortedCut(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 500 {
+		n := r.IntN(40)
+		set := map[string]bool{}
+		for range n {
+			set[fmt.Sprintf("vol-%03d", r.IntN(60))] = true
+		}
+		ids := slices.Collect(maps.Keys(set))
+		r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		token := ""
+		if r.IntN(4) > 0 {
+			token = fmt.Sprintf("vol-%03d", r.IntN(62))
+		}
+		maxEntries := int32(r.IntN(n + 3))
+
+		sorted := slices.Sorted(slices.Values(ids))
+		start, _ := slices.BinarySearch(sorted, token)
+		want, wantNext := sorted[start:], ""
+		if maxEntries > 0 && len(want) > int(maxEntries) {
+			want, wantNext = want[:maxEntries], want[maxEntries]
+		}
+		got, next := page(slices.Values(ids), token, maxEntries)
+		if !slices.Equal(got, want) || next != wantNext {
+			t.Fatalf("page(%v, %q, %d) = %v, %q; want %v, %q", ids, token, maxEntries, got, next, want, wantNext)
+		}
 	}
 }
