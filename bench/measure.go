@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -286,4 +287,40 @@ func readProcStats(pid int) (procStats, error) {
 		}
 	}
 	return out, nil
+}
+
+// cpuMark is where the CPU clocks stood at one moment: this process's
+// (the side's control plane and workload client) and the machine's, all
+// cores, in seconds.
+type cpuMark struct {
+	self              float64
+	machineBusy, wall float64
+}
+
+// markCPU reads the clocks now.
+func markCPU() (cpuMark, error) {
+	self, err := readProcStats(os.Getpid())
+	if err != nil {
+		return cpuMark{}, err
+	}
+	st, err := procfs.NewDefaultFS()
+	if err != nil {
+		return cpuMark{}, err
+	}
+	stat, err := st.Stat()
+	if err != nil {
+		return cpuMark{}, err
+	}
+	c := stat.CPUTotal // guest time is already in user and nice
+	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
+	return cpuMark{self: self.CPUSeconds, machineBusy: busy, wall: busy + c.Idle + c.Iowait}, nil
+}
+
+// since is this process's CPU seconds from m to now, and the fraction of
+// the machine's CPU busy meanwhile.
+func (m cpuMark) since(now cpuMark) (self, busy float64) {
+	if d := now.wall - m.wall; d > 0 {
+		busy = (now.machineBusy - m.machineBusy) / d
+	}
+	return now.self - m.self, busy
 }

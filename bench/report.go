@@ -167,6 +167,16 @@ func rows() []row {
 			cell:  func(s Side) string { return fmt.Sprintf("%.1f", mib(s.PeakRSSBytes)) },
 			value: num(func(s Side) float64 { return float64(s.PeakRSSBytes) }),
 		},
+		{
+			label: "control plane CPU per bind (ms)",
+			cell:  func(s Side) string { return fmt.Sprintf("%.3f", s.ControlPlaneCPUMsPerBind) },
+			value: num(func(s Side) float64 { return s.ControlPlaneCPUMsPerBind }),
+		},
+		{
+			// Not a cost of the side alone: no ratio.
+			label: "machine CPU busy (%)",
+			cell:  func(s Side) string { return fmt.Sprintf("%.1f", 100*s.MachineBusy) },
+		},
 	}
 }
 

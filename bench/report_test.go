@@ -109,25 +109,27 @@ func TestCurveOfDownSamples(t *testing.T) {
 
 func side(name string, bindsPerSec, writesPerBind float64) Side {
 	return Side{
-		Name:          name,
-		Processes:     []string{name + " controller"},
-		Bound:         1000,
-		Complete:      true,
-		Seconds:       1000 / bindsPerSec,
-		BindsPerSec:   bindsPerSec,
-		P50:           ms(40),
-		P90:           ms(90),
-		P99:           ms(120),
-		P50Ms:         40,
-		P90Ms:         90,
-		P99Ms:         120,
-		Writes:        int64(1000 * writesPerBind),
-		Events:        1000,
-		WritesPerBind: writesPerBind,
-		CPUSeconds:    0.5,
-		CPUMsPerBind:  0.5,
-		PeakRSSBytes:  64 << 20,
-		Curve:         []Point{{0.1, 10}, {0.5, 400}, {1000 / bindsPerSec, 1000}},
+		Name:                     name,
+		Processes:                []string{name + " controller"},
+		Bound:                    1000,
+		Complete:                 true,
+		Seconds:                  1000 / bindsPerSec,
+		BindsPerSec:              bindsPerSec,
+		P50:                      ms(40),
+		P90:                      ms(90),
+		P99:                      ms(120),
+		P50Ms:                    40,
+		P90Ms:                    90,
+		P99Ms:                    120,
+		Writes:                   int64(1000 * writesPerBind),
+		Events:                   1000,
+		WritesPerBind:            writesPerBind,
+		CPUSeconds:               0.5,
+		CPUMsPerBind:             0.5,
+		PeakRSSBytes:             64 << 20,
+		ControlPlaneCPUMsPerBind: 3,
+		MachineBusy:              0.97,
+		Curve:                    []Point{{0.1, 10}, {0.5, 400}, {1000 / bindsPerSec, 1000}},
 	}
 }
 
@@ -139,6 +141,8 @@ func twoSided() Report {
 	ref := side(Reference, 200, 4)
 	ref.P50, ref.P50Ms = ms(160), 160
 	ref.CPUMsPerBind = 2
+	ref.ControlPlaneCPUMsPerBind = 6
+	ref.MachineBusy = 0.5
 	ref.PeakRSSBytes = 128 << 20
 	ref.Events = 2000
 	return Report{
@@ -220,6 +224,10 @@ func TestWriteTextTwoSidesAndCeiling(t *testing.T) {
 	wantIn(t, line(t, out, "p90 time to Bound (ms)"), "1.00x same")
 	wantIn(t, line(t, out, "controller CPU per bind (ms)"), "0.25x better")
 	wantIn(t, line(t, out, "peak RSS (MiB)"), "0.50x better")
+	wantIn(t, line(t, out, "control plane CPU per bind (ms)"), "3.000", "6.000", "0.50x better")
+	if busy := line(t, out, "machine CPU busy (%)"); !strings.Contains(busy, "97.0") || !strings.Contains(busy, "50.0") || strings.Contains(busy, "x ") {
+		t.Errorf("machine CPU busy: want both sides' shares and no ratio (the machine's, not a side's cost): %q", busy)
+	}
 	wantIn(t, line(t, out, "ratio ="), "higher is better", "lower is better")
 
 	wantIn(t, out, "API server ceiling")
@@ -320,5 +328,25 @@ func TestATinyRatioKeepsTwoSignificantDigits(t *testing.T) {
 	got := ratio(latency, Side{P50Ms: 11.6}, Side{P50Ms: 6810.7})
 	if got != "0.0017x better" {
 		t.Errorf("ratio of 11.6 to 6810.7 ms shown as %q, want 0.0017x better", got)
+	}
+}
+
+// markCPU reads this process's and the machine's clocks; since counts
+// this process's CPU burned in between and a busy share within [0, 1].
+func TestMarkCPUCountsThisProcess(t *testing.T) {
+	before, err := markCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline, x := time.Now().Add(200*time.Millisecond), 1.0; time.Now().Before(deadline); {
+		x = x*1.000001 + 1 // spin: burn CPU for the clocks to see
+	}
+	after, err := markCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, busy := before.since(after)
+	if self <= 0 || busy <= 0 || busy > 1 {
+		t.Errorf("after 200 ms of spinning: self %.2f s, machine busy %.2f; want self > 0 and 0 < busy <= 1", self, busy)
 	}
 }

@@ -105,6 +105,18 @@ type Side struct {
 	CPUSeconds   float64 `json:"cpuSeconds"`
 	CPUMsPerBind float64 `json:"cpuMsPerBind"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// ControlPlaneCPUSeconds is the CPU of the side's own process over the
+	// measurement: the embedded API server and etcd, the bundled driver,
+	// the workload's client and watches, and the reference's
+	// kube-controller-manager loops where they run inside the control plane
+	// (attach, expand, protection); MachineBusy the fraction of all the machine's
+	// cores busy meanwhile, every process's (the controllers', the
+	// driver's, this side's and anything else running). Together they say
+	// whether a side below the API server's ceiling was held back by the
+	// controllers or by a machine the API server already filled.
+	ControlPlaneCPUSeconds   float64 `json:"controlPlaneCpuSeconds,omitempty"`
+	ControlPlaneCPUMsPerBind float64 `json:"controlPlaneCpuMsPerBind,omitempty"`
+	MachineBusy              float64 `json:"machineBusy,omitempty"`
 	// Measured are the measured processes' own figures, when there are
 	// several (their sums are CPUSeconds and PeakRSSBytes).
 	Measured []ProcessFigures `json:"measured,omitempty"`

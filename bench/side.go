@@ -73,6 +73,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		// once the controllers run.
 		began = time.Now()
 	}
+	cpuBefore, err := markCPU()
+	if err != nil {
+		return Side{}, err
+	}
 	arrivals := e.drive(ctx, watch)
 	complete, err := e.waitBound(ctx, watch, procs, began, arrivals)
 	if err != nil {
@@ -82,6 +86,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		if err := e.settleSnapshots(ctx, began.Add(e.o.Timeout)); err != nil {
 			return Side{}, err
 		}
+	}
+	cpuAfter, err := markCPU()
+	if err != nil {
+		return Side{}, err
 	}
 	stats, err := sampleAll(procs)
 	if err != nil {
@@ -103,6 +111,10 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	}
 	a := arrivals.wait()
 	side := e.summarize(watch.snapshot(), began, a, complete, writes, stats, procs)
+	side.ControlPlaneCPUSeconds, side.MachineBusy = cpuBefore.since(cpuAfter)
+	if side.Bound > 0 {
+		side.ControlPlaneCPUMsPerBind = 1000 * side.ControlPlaneCPUSeconds / float64(side.Bound)
+	}
 	if e.o.Scenario == Attach {
 		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
 	}

@@ -116,7 +116,12 @@ the same workload against another fresh control plane with the same client
 limits, and prints both side by side: the binder comparison lives there.
 Except for churn, the API server's ceiling is measured too: its sustained write
 rate for the same kinds from a trivial writer, on the store the run left, so
-every result is also a fraction of what the API server allows.
+every result is also a fraction of what the API server allows. Every side also
+reports its control plane's CPU per bind (the side's own process: API server,
+etcd, the bundled driver, the workload's client, and kube-controller-manager's
+loops where the reference runs them there) and how busy the machine's cores
+were meanwhile: a side below the ceiling on a machine that was full was held
+back by the CPU the API server needed, not by its controllers.
 
 Each side stops at --timeout; what was bound by then is reported and marked
 incomplete (useful at 20 QPS, where 100,000 binds take hours).`,
