@@ -261,7 +261,11 @@ func (f *controllerFlags) applyNode(fl *pflag.FlagSet) error {
 
 // limit applies the client-side limits of the flags to rc. client-go reads
 // QPS 0 as "the default, 5/s" and only a negative QPS as "no limiter", so
-// "0 or less: no limit" is spelled QPS -1 here.
+// "0 or less: no limit" is spelled QPS -1 here. Responses come
+// uncompressed, as kube-controller-manager and kube-scheduler ask for them
+// (DisableCompression): next to the API server gzip only costs CPU at both
+// ends (at 100,000 claims the expander spent a tenth of its CPU
+// gunzipping its informers' initial streams).
 func (f *controllerFlags) limit(rc *rest.Config) *rest.Config {
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = f.qps, f.burst
@@ -269,6 +273,7 @@ func (f *controllerFlags) limit(rc *rest.Config) *rest.Config {
 		rc.QPS, rc.RateLimiter = -1, nil
 	}
 	rc.UserAgent = "volplane-controller"
+	rc.DisableCompression = true
 	return rc
 }
 

@@ -49,8 +49,11 @@ func TestKubeAPIQPSZeroOrLessMeansNoClientSideLimit(t *testing.T) {
 		if rc.UserAgent != "volplane-controller" {
 			t.Errorf("user agent %q", rc.UserAgent)
 		}
+		if !rc.DisableCompression {
+			t.Error("the controller asks for gzipped responses; kube-controller-manager does not")
+		}
 	}
-	if base.QPS != 0 || base.UserAgent != "" {
+	if base.QPS != 0 || base.UserAgent != "" || base.DisableCompression {
 		t.Error("limit changed the config it was given")
 	}
 }

@@ -239,9 +239,7 @@ func checkUp(cfg cluster.Config, d upDriverFlags) error {
 // restarted one idle for a lease duration. Where the metrics
 // are served is told on out once the loops are ready.
 func upLoops(admin *rest.Config, endpoints []string, metricsAddr string, out io.Writer) manager.Config {
-	rc := rest.CopyConfig(admin)
-	rc.QPS = -1
-	rc.UserAgent = "volplane-controller"
+	rc := (&controllerFlags{}).limit(admin)
 	cfg := manager.DefaultConfig()
 	cfg.REST, cfg.Controllers, cfg.CSIEndpoints = rc, manager.Known(), endpoints
 	cfg.LeaderElect = false
