@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -23,14 +24,7 @@ import (
 // time sorted 100,000 IDs a hundred times).
 func page(ids iter.Seq[string], token string, maxEntries int32) (pageIDs []string, next string) {
 	if maxEntries <= 0 {
-		all := slices.Sorted(func(yield func(string) bool) {
-			for id := range ids {
-				if id >= token && !yield(id) {
-					return
-				}
-			}
-		})
-		return all, ""
+		return cut(slices.Sorted(ids), token, 0)
 	}
 	limit := int(maxEntries) + 1
 	h := make(largestFirst, 0, min(limit, 1024))
@@ -47,10 +41,41 @@ func page(ids iter.Seq[string], token string, maxEntries int32) (pageIDs []strin
 		}
 	}
 	slices.Sort(h)
-	if len(h) == limit {
-		return h[:maxEntries], h[maxEntries]
+	return cut(h, token, maxEntries)
+}
+
+// cut is the page of sorted IDs from token on: at most maxEntries (0:
+// all) and the ID after them, "" at the end.
+func cut(sorted []string, token string, maxEntries int32) (pageIDs []string, next string) {
+	start, _ := slices.BinarySearch(sorted, token)
+	sorted = sorted[start:]
+	if maxEntries > 0 && len(sorted) > int(maxEntries) {
+		return sorted[:maxEntries], sorted[maxEntries]
 	}
-	return h, ""
+	return sorted, ""
+}
+
+// listedIDs is the sorted IDs of the volume table a listing was last
+// started on (its first page), kept while the volumes stay that table: the
+// pages of a listing nothing changes under are cut from one sort, binary
+// searched, and a page after a change is selected by page.
+type listedIDs struct {
+	mu   sync.Mutex
+	root *tnode[volume]
+	ids  []string
+}
+
+func (l *listedIDs) page(t *table[volume], token string, maxEntries int32) (pageIDs []string, next string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if token == "" {
+		l.root, l.ids = t.root, slices.Sorted(t.IDs())
+	}
+	if l.root != t.root {
+		return page(t.IDs(), token, maxEntries)
+	}
+	pageIDs, next = cut(l.ids, token, maxEntries)
+	return slices.Clone(pageIDs), next
 }
 
 // largestFirst is a heap of IDs whose root is the largest; page fills it
@@ -80,7 +105,7 @@ func (d *Driver) volumePage(maxEntries int32, token string) (st *state, ids []st
 		return nil, nil, "", err
 	}
 	st = d.store.current()
-	ids, next = page(st.Volumes.IDs(), token, maxEntries)
+	ids, next = d.listed.page(&st.Volumes, token, maxEntries)
 	return st, ids, next, nil
 }
 

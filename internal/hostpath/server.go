@@ -43,6 +43,8 @@ type Driver struct {
 	realDataDir string
 	// faults injects Config.Faults into the controller service.
 	faults *faultInjector
+	// listed: the sorted volume IDs a listing was last started on.
+	listed listedIDs
 }
 
 // Run claims DataDir, loads the state and serves CSI on every socket until

@@ -209,3 +209,39 @@ func TestPageIsTheSortedCut(t *testing.T) {
 		}
 	}
 }
+
+// A listing cut from the sorted IDs its first page saw gives, page by
+// page, what page gives over the volumes as they are then, while they stay
+// the same and after they change between pages.
+func TestListingAcrossChangesIsThePageOfTheVolumesThen(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var l listedIDs
+	id := func() string { return fmt.Sprintf("vol-%03d", r.IntN(50)) }
+	for range 300 {
+		var vols table[volume]
+		for range r.IntN(30) {
+			v := id()
+			vols.Put(v, &volume{ID: v})
+		}
+		maxEntries, token := int32(r.IntN(6)), ""
+		for range 100 {
+			if token != "" && r.IntN(3) == 0 {
+				changed := vols
+				if v := id(); r.IntN(2) == 0 {
+					changed.Put(v, &volume{ID: v})
+				} else {
+					changed.Delete(v)
+				}
+				vols = changed
+			}
+			want, wantNext := page(vols.IDs(), token, maxEntries)
+			got, next := l.page(&vols, token, maxEntries)
+			if !slices.Equal(got, want) || next != wantNext {
+				t.Fatalf("page from %q of %d: %v, %q; want %v, %q", token, maxEntries, got, next, want, wantNext)
+			}
+			if token = next; token == "" {
+				break
+			}
+		}
+	}
+}
