@@ -138,15 +138,7 @@ func BenchmarkCreateVolume(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			cfg := testConfig(shortTempDir(b), NewFakeMounter())
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				b.Fatal(err)
-			}
-			benchStoreOf(b, cfg.DataDir, n, func(id string) *volume {
-				return &volume{ID: id, Name: "pvc-" + id, CapacityBytes: 1 << 20, AccessType: accessMount, NodeID: testNode,
-					CreatedAt: time.Unix(1_700_000_000, 0).UTC()}
-			}).close()
-			r := startDriver(b, cfg)
+			r := benchDriver(b, n)
 			b.ResetTimer()
 			for i := range b.N {
 				vol, err := r.controller.CreateVolume(ctx, createReq(fmt.Sprintf("bench-%d", i)))
@@ -168,15 +160,7 @@ func BenchmarkListVolumes(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			cfg := testConfig(shortTempDir(b), NewFakeMounter())
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				b.Fatal(err)
-			}
-			benchStoreOf(b, cfg.DataDir, n, func(id string) *volume {
-				return &volume{ID: volumeIDFor(id), Name: "pvc-" + id, CapacityBytes: 1 << 20, AccessType: accessMount, NodeID: testNode,
-					CreatedAt: time.Unix(1_700_000_000, 0).UTC()}
-			}).close()
-			r := startDriver(b, cfg)
+			r := benchDriver(b, n)
 			b.ResetTimer()
 			for range b.N {
 				listed, token := 0, ""
@@ -197,4 +181,19 @@ func BenchmarkListVolumes(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/volume")
 		})
 	}
+}
+
+// benchDriver is a running driver whose state holds n volumes already,
+// each with an ID the driver could have issued.
+func benchDriver(b *testing.B, n int) *runningDriver {
+	b.Helper()
+	cfg := testConfig(shortTempDir(b), NewFakeMounter())
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	benchStoreOf(b, cfg.DataDir, n, func(id string) *volume {
+		return &volume{ID: volumeIDFor(id), Name: "pvc-" + id, CapacityBytes: 1 << 20, AccessType: accessMount, NodeID: testNode,
+			CreatedAt: time.Unix(1_700_000_000, 0).UTC()}
+	}).close()
+	return startDriver(b, cfg)
 }
