@@ -119,10 +119,11 @@ type reads struct {
 
 // queues are the loop's work queues, each with its sync.
 type queues struct {
-	// claims: "namespace/name" keys, syncClaim.
-	claims workqueue.TypedRateLimitingInterface[string]
-	// volumes: PV names, syncVolume.
-	volumes workqueue.TypedRateLimitingInterface[string]
+	// claims: "namespace/name" keys, syncClaim; the resync skips those
+	// still waiting.
+	claims *loop.WaitingQueue
+	// volumes: PV names, syncVolume; likewise.
+	volumes *loop.WaitingQueue
 	// orphans: the UIDs of claims that went away while a create of ours
 	// for them was unsettled (memories.creates); syncOrphan cleans up.
 	orphans workqueue.TypedRateLimitingInterface[string]
@@ -159,8 +160,8 @@ func New(cfg Config) (*Controller, error) {
 		attacherFinalizer: cfg.AttacherFinalizer, ledger: cfg.Ledger, markAfter: cfg.MarkAfter,
 		recorders: map[string]record.EventRecorder{},
 		queues: queues{
-			claims:  loop.NewQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
-			volumes: loop.NewQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
+			claims:  loop.NewWaitingQueue("provisioner-claims", 500*time.Millisecond, 5*time.Minute),
+			volumes: loop.NewWaitingQueue("provisioner-volumes", 500*time.Millisecond, 5*time.Minute),
 			orphans: loop.NewQueue("provisioner-orphans", 500*time.Millisecond, 5*time.Minute),
 			sources: loop.NewQueue("provisioner-sources", 500*time.Millisecond, 5*time.Minute),
 		},

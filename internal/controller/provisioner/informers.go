@@ -166,9 +166,13 @@ func (c *Controller) onVolumeDeleted(obj any) {
 // changes no event announces (a class or node created late, a driver that
 // recovered). It looks only at the objects last seen not at rest (the
 // handlers keep the sets): one at rest has nothing to do whatever changed
-// around it.
+// around it; nor does one still waiting in its queue, whose sync will read
+// it anew.
 func (c *Controller) resyncPending(context.Context) {
 	for _, key := range c.memory.unsettledClaims.Keys() {
+		if c.queues.claims.Waiting(key) {
+			continue
+		}
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		claim, err := c.read.claims.PersistentVolumeClaims(ns).Get(name)
 		if err == nil && c.decide(claim).action != provisioning.ClaimNone {
@@ -176,6 +180,9 @@ func (c *Controller) resyncPending(context.Context) {
 		}
 	}
 	for _, name := range c.memory.unsettledPVs.Keys() {
+		if c.queues.volumes.Waiting(name) {
+			continue
+		}
 		pv, err := c.read.pvs.Get(name)
 		if err != nil {
 			continue
