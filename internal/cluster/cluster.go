@@ -186,6 +186,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, dir dataDir, cfg Con
 		return err
 	}
 	cp.RESTConfig.QPS, cp.RESTConfig.Burst = 100, 200
+	// Every in-process client is built from this one (the heartbeats, the
+	// node agent, the loops): none asks for gzip, which next to the API
+	// server costs both sides CPU and saves nothing (as kube-controller-
+	// manager's and the scheduler's clients).
+	cp.RESTConfig.DisableCompression = true
 	if cp.Client, err = kubernetes.NewForConfig(cp.RESTConfig); err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}

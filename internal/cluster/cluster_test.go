@@ -243,3 +243,12 @@ func nodeReady(node *corev1.Node) bool {
 	}
 	return false
 }
+
+// The in-process clients (heartbeats, node agent, loops) are built from the
+// admin config, which asks for no gzip: next to the API server it only
+// costs CPU.
+func TestInProcessClientsAskForNoCompression(t *testing.T) {
+	if cp := stacktest.ControlPlane(t); !cp.RESTConfig.DisableCompression {
+		t.Error("the control plane's REST config accepts gzip")
+	}
+}
