@@ -6,7 +6,6 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -24,7 +23,10 @@ type Controller struct {
 	q        workqueue.TypedRateLimitingInterface[string]
 	newest   *loop.Newest[*snapv1.VolumeSnapshotContent]
 	waits    *loop.Waits
-	runner   *loop.Runner
+	// unsettled: the contents last seen not at rest, whatever their
+	// driver (one not served yet may be later); the resync's set.
+	unsettled *loop.Unsettled
+	runner    *loop.Runner
 }
 
 // New builds the loop over the given informers.
@@ -34,7 +36,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, q: loop.NewQueue("csi-snapshotter-content", cfg.RetryStart, cfg.RetryMax),
-		newest: loop.NewNewest[*snapv1.VolumeSnapshotContent](), waits: &loop.Waits{}}
+		newest: loop.NewNewest[*snapv1.VolumeSnapshotContent](), waits: &loop.Waits{}, unsettled: loop.NewUnsettled()}
 	contentInf := cfg.SnapshotInformers.Snapshot().V1().VolumeSnapshotContents()
 	classInf := cfg.SnapshotInformers.Snapshot().V1().VolumeSnapshotClasses()
 	pvInf, err := informerindex.PersistentVolumes(cfg.Informers)
@@ -91,10 +93,21 @@ func (c *Controller) wanted(content *snapv1.VolumeSnapshotContent) bool {
 }
 
 func (c *Controller) onContent(obj any) {
-	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok && c.wanted(content) {
+	content, ok := obj.(*snapv1.VolumeSnapshotContent)
+	if !ok {
+		return
+	}
+	c.unsettled.Saw(content.Name, atRest(content))
+	if c.wanted(content) {
 		c.newest.Observe(content.Name, content)
 		c.q.Add(content.Name)
 	}
+}
+
+// atRest: ready, not being created, not being deleted: nothing for the
+// loop to do until someone changes it.
+func atRest(content *snapv1.VolumeSnapshotContent) bool {
+	return snapshotting.Ready(content) && !snapshotting.Creating(content) && content.DeletionTimestamp == nil
 }
 
 // onContentUpdate queues every change but our own last write, whose sync
@@ -103,7 +116,11 @@ func (c *Controller) onContent(obj any) {
 // while a CreateSnapshot runs is never missed (external-snapshotter#1388).
 func (c *Controller) onContentUpdate(_, cur any) {
 	content, ok := cur.(*snapv1.VolumeSnapshotContent)
-	if !ok || !c.wanted(content) {
+	if !ok {
+		return
+	}
+	c.unsettled.Saw(content.Name, atRest(content))
+	if !c.wanted(content) {
 		return
 	}
 	if c.newest.IsOwnWrite(content.Name, content) {
@@ -118,23 +135,21 @@ func (c *Controller) onContentGone(obj any) {
 	if content, ok := loop.As[*snapv1.VolumeSnapshotContent](obj); ok {
 		c.newest.Forget(content.Name)
 		c.waits.Done(content.Name)
+		c.unsettled.Gone(content.Name)
 	}
 }
 
-// resync queues every content not at rest (not ready, being created, or
-// being deleted) that is not already waiting out a backoff: a failing
-// driver is asked again at the backoff's pace, not the resync's.
+// resync queues every content last seen not at rest (not ready, being
+// created, or being deleted: the handlers keep the set, so a pass costs
+// those, not every content) that is not already waiting out a backoff: a
+// failing driver is asked again at the backoff's pace, not the resync's.
 func (c *Controller) resync(context.Context) {
-	all, err := c.contents.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, content := range all {
-		if !c.wanted(content) || c.q.NumRequeues(content.Name) > 0 || c.waits.Waiting(content.Name) {
+	for _, name := range c.unsettled.Keys() {
+		if c.q.NumRequeues(name) > 0 || c.waits.Waiting(name) {
 			continue
 		}
-		if !snapshotting.Ready(content) || snapshotting.Creating(content) || content.DeletionTimestamp != nil {
-			c.q.Add(content.Name)
+		if content, err := c.contents.Get(name); err == nil && c.wanted(content) && !atRest(content) {
+			c.q.Add(name)
 		}
 	}
 }

@@ -144,3 +144,37 @@ func TestDeleteWaitsForTheSourceNodesDriver(t *testing.T) {
 		t.Fatalf("the content was written (released?) without its snapshot deleted: %v", acts)
 	}
 }
+
+// The resync queues the contents last seen not at rest, and of those only
+// the ones this process serves: a content at rest, or one that came to rest,
+// costs it nothing.
+func TestResyncQueuesOnlyTheContentsNotAtRest(t *testing.T) {
+	ready, settling, rested, pending, other := readyContent("ready"), readyContent("settling"), readyContent("settling"), readyContent("pending"), readyContent("other")
+	settling.Status.ReadyToUse = ptr.To(false)
+	pending.Status = nil
+	other.Status, other.Spec.Driver = nil, "not-served"
+	c, _ := build(t, "", ready, rested, pending, other) // the cache as it is now
+	for _, content := range []*snapv1.VolumeSnapshotContent{ready, settling, pending, other} {
+		c.onContent(content)
+	}
+	c.onContentUpdate(settling, rested)
+	drain := func() []string {
+		var got []string
+		for c.q.Len() > 0 {
+			k, _ := c.q.Get()
+			got = append(got, k)
+			c.q.Done(k)
+		}
+		return got
+	}
+	drain()
+	c.resync(context.Background())
+	if got := drain(); len(got) != 1 || got[0] != "pending" {
+		t.Fatalf("resync queued %v, want [pending]", got)
+	}
+	c.onContentGone(pending)
+	c.resync(context.Background())
+	if got := drain(); len(got) != 0 {
+		t.Fatalf("resync after the deletion queued %v", got)
+	}
+}
