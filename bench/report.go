@@ -330,6 +330,11 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "  %s\t%.1f writes/s → binds/s possible = %.1f ÷ %.2f writes per bind = %.1f;\treached %.1f binds/s =\t%.1f%% of possible\n",
 				s.Name, c.WritesPerSec, c.WritesPerSec, s.WritesPerBind, possible, s.BindsPerSec, 100*s.BindsPerSec/possible)
+			if ww := s.WorkloadWritesPerBind; ww > 0 {
+				all := c.BindsPossible(s.WritesPerBind + ww)
+				fmt.Fprintf(tw, "  %s\twith the workload's %.2f writes per bind: possible = %.1f ÷ %.2f = %.1f;\treached\t%.1f%% of possible\n",
+					s.Name, ww, c.WritesPerSec, s.WritesPerBind+ww, all, 100*s.BindsPerSec/all)
+			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err

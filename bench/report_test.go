@@ -237,9 +237,22 @@ func TestWriteTextTwoSidesAndCeiling(t *testing.T) {
 	wantIn(t, line(t, ceiling, Reference), "4000.0 writes/s → binds/s possible = 4000.0 ÷ 4.00 writes per bind = 1000.0",
 		"200.0 binds/s", "20.0% of possible")
 
+	if strings.Contains(ceiling, "with the workload's") {
+		t.Error("a workload's share of the ceiling is shown though no workload wrote during the run")
+	}
+	// The workload's own writes during the run (a protection bench's
+	// deletions) are counted beside the side's in a second share.
+	r := twoSided()
+	r.Sides[0].WorkloadWritesPerBind = 2
+	out = text(t, r)
+	ceiling = out[strings.Index(out, "API server ceiling"):]
+	wantIn(t, line(t, ceiling, Volplane), "= 2000.0", "40.0% of possible")
+	wantIn(t, ceiling[strings.Index(ceiling, "with the workload's"):], "with the workload's 2.00 writes per bind: possible = 4000.0 ÷ 4.00 = 1000.0",
+		"80.0% of possible")
+
 	// A slower volplane is worse; an incomplete side makes the time to
 	// bind all incomparable.
-	r := twoSided()
+	r = twoSided()
 	r.Sides[0].BindsPerSec = 100
 	r.Sides[1].Complete = false
 	out = text(t, r)

@@ -97,6 +97,11 @@ type Side struct {
 	Writes        int64   `json:"writes"`
 	Events        int64   `json:"events"`
 	WritesPerBind float64 `json:"writesPerBind"`
+	// WorkloadWritesPerBind are the workload's own writes made while the
+	// controllers ran (the raised requests, the deletions, the claims
+	// created), per piece of work: the API server served them beside the
+	// controllers', so the ceiling's share counts them too.
+	WorkloadWritesPerBind float64 `json:"workloadWritesPerBind,omitempty"`
 	// WritesBy counts the writes and events by "resource[/subresource]
 	// VERB" (the workload's own writes during the run included).
 	WritesBy map[string]int64 `json:"writesBy,omitempty"`

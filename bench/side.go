@@ -103,7 +103,8 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 		return Side{}, err
 	}
 	writes := after.minus(before)
-	writes.Volumes -= e.work.writes.Load() - ownBefore
+	own := e.work.writes.Load() - ownBefore
+	writes.Volumes -= own
 	for kind, n := range timedWorkloadWrites(e.o.Scenario, e.o.Pairs) {
 		if writes.By[kind] -= n; writes.By[kind] == 0 {
 			delete(writes.By, kind)
@@ -114,6 +115,9 @@ func (e *sideEnv) measure(ctx context.Context) (Side, error) {
 	side.ControlPlaneCPUSeconds, side.MachineBusy = cpuBefore.since(cpuAfter)
 	if side.Bound > 0 {
 		side.ControlPlaneCPUMsPerBind = 1000 * side.ControlPlaneCPUSeconds / float64(side.Bound)
+	}
+	if e.o.Pairs > 0 {
+		side.WorkloadWritesPerBind = float64(own) / float64(e.o.Pairs)
 	}
 	if e.o.Scenario == Attach {
 		side.setSinceVA(sinceSeen(watch.snapshot(), vas.seen.snapshot()))
