@@ -17,10 +17,18 @@ import (
 // the content (only one pointing back) is annotated being-deleted and,
 // under Delete, deleted; the as-source finalizer goes, the bound one once
 // the content is gone (or will not go with the snapshot).
+//
+// Unlike the reference, a snapshot carrying only the in-group finalizer is
+// dealt with too: a member the group loop made and deleted (its group
+// deleted) before this loop gave it its own finalizers. The reference
+// looks only at snapshots with one of those two, so such a member stayed
+// Terminating forever, its content left ready over a backend snapshot the
+// group's deletion had removed (the soak, seed 230783, under load).
 func decideDeletion(f SnapshotFacts) Plan {
 	s := f.Snapshot
 	p := Plan{Reason: Deleting}
-	if !slices.Contains(s.Finalizers, snapshotapi.AsSourceFinalizer) && !slices.Contains(s.Finalizers, snapshotapi.BoundFinalizer) {
+	if !slices.Contains(s.Finalizers, snapshotapi.AsSourceFinalizer) && !slices.Contains(s.Finalizers, snapshotapi.BoundFinalizer) &&
+		!slices.Contains(s.Finalizers, snapshotapi.InGroupFinalizer) {
 		p.Reason = InSync
 		return p
 	}

@@ -68,6 +68,17 @@ func TestDeletion(t *testing.T) {
 			s.Status.VolumeGroupSnapshotName = ptr.To("group")
 			s.Finalizers = append(s.Finalizers, snapshotapi.InGroupFinalizer)
 		}), content: dynContent, mark: true, del: true, remove: []string{snapshotapi.AsSourceFinalizer, snapshotapi.InGroupFinalizer}},
+		// A member deleted with its group before this loop gave it its
+		// own finalizers carries only the group's.
+		{name: "member with only the in-group finalizer, group gone: content deleted, finalizer removed", snapshot: deletingSnapshot(func(s *snapv1.VolumeSnapshot) {
+			s.Status.VolumeGroupSnapshotName = ptr.To("group")
+			s.Finalizers = []string{snapshotapi.InGroupFinalizer}
+		}), content: dynContent, mark: true, del: true, remove: []string{snapshotapi.InGroupFinalizer}},
+		{name: "member with only the in-group finalizer, group live: refused", snapshot: deletingSnapshot(func(s *snapv1.VolumeSnapshot) {
+			s.Status.VolumeGroupSnapshotName = ptr.To("group")
+			s.Finalizers = []string{snapshotapi.InGroupFinalizer}
+		}), content: dynContent, groupLive: true, event: "SnapshotDeletePending",
+			contains: "deletion of the individual volume snapshot team-a/snap is not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := facts(tc.snapshot, tc.content(tc.snapshot))
