@@ -95,3 +95,26 @@ func TestDeletedMemberLooksForItsGroupLive(t *testing.T) {
 		t.Fatalf("member of a group that is gone kept: %v", got.Finalizers)
 	}
 }
+
+// A member the group loop made and deleted (with its group) before this
+// loop gave it its own finalizers carries only the in-group one: with the
+// group gone it goes, and its content under Delete is marked and deleted
+// (it stayed Terminating, its content ready over a backend snapshot the
+// group's deletion had removed).
+func TestMemberDeletedBeforeItsFinalizersGoesWithItsGroup(t *testing.T) {
+	ctx := context.Background()
+	_, vs, content := deletedMember()
+	vs.Finalizers = []string{snapshotapi.InGroupFinalizer}
+	snaps := snapfake.NewSimpleClientset(vs, content)
+	syncWithGroups(t, snaps, vs, content)
+	got, err := snaps.SnapshotV1().VolumeSnapshots("ns").Get(ctx, "snap", metav1.GetOptions{})
+	if err == nil && hasString(got.Finalizers, snapshotapi.InGroupFinalizer) {
+		t.Fatalf("member of a group that is gone kept: %v", got.Finalizers)
+	}
+	c, err := snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, "member-content", metav1.GetOptions{})
+	if err == nil && (c.Annotations[snapshotapi.BeingDeleted] == "" || c.DeletionTimestamp == nil) {
+		// The fake deletes at once what has no deletion in progress; a
+		// content still there must at least be marked and deleted.
+		t.Fatalf("member content neither marked nor deleted: %+v", c.ObjectMeta)
+	}
+}
