@@ -152,6 +152,13 @@ func readDoctorSnapshots(ctx context.Context, snaps snapclient.Interface, s *doc
 		return err
 	}
 	s.GroupContents = pointers(groups)
+	// A member's in-group finalizer is advised on only against the group
+	// that owns it (name and UID), never a namesake.
+	live, err := readGroupSnapshots(ctx, snaps)
+	if err != nil {
+		return err
+	}
+	s.GroupSnapshots = pointers(live)
 	return nil
 }
 

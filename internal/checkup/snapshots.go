@@ -76,6 +76,19 @@ func ReadInvariantsWith(ctx context.Context, client kubernetes.Interface, snaps 
 	return s, nil
 }
 
+// readGroupSnapshots lists every VolumeGroupSnapshot; none when the group
+// snapshot API is not served.
+func readGroupSnapshots(ctx context.Context, snaps snapclient.Interface) ([]groupv1.VolumeGroupSnapshot, error) {
+	list, err := snaps.GroupsnapshotV1().VolumeGroupSnapshots(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if inspect.NotInstalled(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list volume group snapshots: %w", err)
+	}
+	return list.Items, nil
+}
+
 // readGroupContents lists every VolumeGroupSnapshotContent; none when the
 // group snapshot API is not served.
 func readGroupContents(ctx context.Context, snaps snapclient.Interface) ([]groupv1.VolumeGroupSnapshotContent, error) {

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
@@ -71,14 +72,19 @@ func snapshotHolder(s *Snapshot, vs *snapv1.VolumeSnapshot, fin string) holder {
 		return holder{says: "its content is gone, so the snapshot loop should remove it (is it running?)",
 			fixes: []Fix{remove("safe: its content no longer exists")}}
 	case snapshotapi.InGroupFinalizer:
-		group := ""
-		if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
-			group = *vs.Status.VolumeGroupSnapshotName
+		// Only the group the member's owner reference names, by UID: a
+		// group of the same name made since is another one, whose
+		// deletion would take its own members' data.
+		for _, g := range s.GroupSnapshots {
+			if grouping.OwnedBy(vs, g) {
+				return holder{says: fmt.Sprintf("it is a member of group snapshot %s: a member is deleted with its group, not alone", g.Name),
+					fixes: []Fix{{Says: "delete the whole group snapshot, if none of its members is wanted",
+						Risk:    "every member snapshot of the group is deleted, with their data under policy Delete",
+						Command: fmt.Sprintf("kubectl delete volumegroupsnapshot -n %s %s", vs.Namespace, g.Name)}}}
+			}
 		}
-		return holder{says: fmt.Sprintf("it is a member of group snapshot %s: a member is deleted with its group, not alone", orUnknown(group)),
-			fixes: []Fix{{Says: "delete the whole group snapshot, if none of its members is wanted",
-				Risk:    "every member snapshot of the group is deleted, with their data under policy Delete",
-				Command: fmt.Sprintf("kubectl delete volumegroupsnapshot -n %s %s", vs.Namespace, orUnknown(group))}}}
+		return holder{says: "the group snapshot that owns it is gone, so the snapshot loop should let it go, with its content under policy Delete (is it running?)",
+			fixes: []Fix{explainSnapshot(vs)}}
 	}
 	return otherHolder("volumesnapshot", vs.Namespace, &vs.ObjectMeta, fin)
 }

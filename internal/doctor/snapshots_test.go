@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/snapshotapi"
 )
 
@@ -52,6 +53,19 @@ func snapDeleting(finalizers ...string) func(*snapv1.VolumeSnapshot) {
 }
 
 func contentDeleting(c *snapv1.VolumeSnapshotContent) { c.DeletionTimestamp = ptr.To(ago(time.Hour)) }
+
+// memberOf makes the snapshot a member of group ns/name of uid, as the
+// group loop makes members (owner reference and status).
+func memberOf(name, uid string) func(*snapv1.VolumeSnapshot) {
+	return func(vs *snapv1.VolumeSnapshot) {
+		vs.OwnerReferences = []metav1.OwnerReference{grouping.OwnerReference(group(name, uid))}
+		vs.Status.VolumeGroupSnapshotName = ptr.To(name)
+	}
+}
+
+func group(name, uid string) *groupv1.VolumeGroupSnapshot {
+	return &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}}
+}
 
 func (w *world) snapshots(vs ...*snapv1.VolumeSnapshot) *world {
 	w.s.VolumeSnapshots = append(w.s.VolumeSnapshots, vs...)
@@ -188,6 +202,24 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 		want: []want{{KindStuckDeleting, "volumesnapshotcontent content-snap", "must first delete backend snapshot h-content-snap",
 			[]string{"volplane explain volumesnapshotcontent content-snap",
 				patchRemove("volumesnapshotcontent", "", "content-snap", "12", 0, snapshotapi.ContentFinalizer)}}},
+	}, {
+		name: "a member held by its live group: delete the group, with its risk",
+		world: func() *world {
+			w := newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), memberOf("grp", "uid-grp"))).contents(vcontent("content-snap", "snap"))
+			w.s.GroupSnapshots = []*groupv1.VolumeGroupSnapshot{group("grp", "uid-grp")}
+			return w
+		}(),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "a member of group snapshot grp",
+			[]string{"kubectl delete volumegroupsnapshot -n ns grp"}}},
+	}, {
+		name: "a member whose group is gone and a namesake made since: the namesake is never named",
+		world: func() *world {
+			w := newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), memberOf("grp", "uid-grp"))).contents(vcontent("content-snap", "snap"))
+			w.s.GroupSnapshots = []*groupv1.VolumeGroupSnapshot{group("grp", "uid-another")}
+			return w
+		}(),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "the group snapshot that owns it is gone",
+			[]string{"volplane explain volumesnapshot ns/snap"}}},
 	}, {
 		name: "a claim held while a snapshot of it is made",
 		world: newWorld().claims(claim("db", boundTo("pv-db"), claimDeleting(time.Hour, snapshotapi.ClaimFinalizer))).volumes(pv("pv-db", claimRef("db"))).
