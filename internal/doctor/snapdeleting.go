@@ -83,6 +83,19 @@ func snapshotHolder(s *Snapshot, vs *snapv1.VolumeSnapshot, fin string) holder {
 						Command: fmt.Sprintf("kubectl delete volumegroupsnapshot -n %s %s", vs.Namespace, g.Name)}}}
 			}
 		}
+		if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
+			// The snapshot loop holds a member while a group of the name
+			// lives (as the reference does), but no UID says that group
+			// is this member's (a pre-provisioned member not yet owned,
+			// or a namesake made since): never advised for deletion.
+			name := *vs.Status.VolumeGroupSnapshotName
+			for _, g := range s.GroupSnapshots {
+				if g.Namespace == vs.Namespace && g.Name == name {
+					return holder{says: fmt.Sprintf("group snapshot %s holds it by name, but no owner reference says that group is the one it was taken with", name),
+						fixes: []Fix{explainSnapshot(vs)}}
+				}
+			}
+		}
 		return holder{says: "the group snapshot that owns it is gone, so the snapshot loop should let it go, with its content under policy Delete (is it running?)",
 			fixes: []Fix{explainSnapshot(vs)}}
 	}

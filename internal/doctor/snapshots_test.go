@@ -212,13 +212,29 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "a member of group snapshot grp",
 			[]string{"kubectl delete volumegroupsnapshot -n ns grp"}}},
 	}, {
-		name: "a member whose group is gone and a namesake made since: the namesake is never named",
+		name: "a member whose group is gone and a namesake made since: the namesake is never named for deletion",
 		world: func() *world {
 			w := newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), memberOf("grp", "uid-grp"))).contents(vcontent("content-snap", "snap"))
 			w.s.GroupSnapshots = []*groupv1.VolumeGroupSnapshot{group("grp", "uid-another")}
 			return w
 		}(),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "group snapshot grp holds it by name, but no owner reference says",
+			[]string{"volplane explain volumesnapshot ns/snap"}}},
+	}, {
+		name:  "a member whose group is gone: the snapshot loop should let it go",
+		world: newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), memberOf("grp", "uid-grp"))).contents(vcontent("content-snap", "snap")),
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "the group snapshot that owns it is gone",
+			[]string{"volplane explain volumesnapshot ns/snap"}}},
+	}, {
+		name: "a member by its status alone, a group of that name live: explain only",
+		world: func() *world {
+			w := newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), func(vs *snapv1.VolumeSnapshot) {
+				vs.Status.VolumeGroupSnapshotName = ptr.To("grp")
+			})).contents(vcontent("content-snap", "snap"))
+			w.s.GroupSnapshots = []*groupv1.VolumeGroupSnapshot{group("grp", "uid-grp")}
+			return w
+		}(),
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "group snapshot grp holds it by name",
 			[]string{"volplane explain volumesnapshot ns/snap"}}},
 	}, {
 		name: "a claim held while a snapshot of it is made",
