@@ -11,6 +11,7 @@ import (
 	"github.com/volplane/volplane/internal/grouping"
 	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/snapshotapi"
+	"github.com/volplane/volplane/internal/snapshotbinding"
 )
 
 // stuckSnapshots: VolumeSnapshots and contents being deleted for longer
@@ -83,12 +84,12 @@ func snapshotHolder(s *Snapshot, vs *snapv1.VolumeSnapshot, fin string) holder {
 						Command: fmt.Sprintf("kubectl delete volumegroupsnapshot -n %s %s", vs.Namespace, g.Name)}}}
 			}
 		}
-		if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
-			// The snapshot loop holds a member while a group of the name
-			// lives (as the reference does), but no UID says that group
-			// is this member's (a pre-provisioned member not yet owned,
-			// or a namesake made since): never advised for deletion.
-			name := *vs.Status.VolumeGroupSnapshotName
+		// The snapshot loop holds a member while a group of the name it
+		// reads (snapshotbinding.GroupOf) lives, as the reference does,
+		// but no UID says that group is this member's (a pre-provisioned
+		// member not yet owned, or a namesake made since): never advised
+		// for deletion.
+		if name := snapshotbinding.GroupOf(vs); name != "" {
 			for _, g := range s.GroupSnapshots {
 				if g.Namespace == vs.Namespace && g.Name == name {
 					return holder{says: fmt.Sprintf("group snapshot %s holds it by name, but no owner reference says that group is the one it was taken with", name),
