@@ -294,7 +294,7 @@ func readProcStats(pid int) (procStats, error) {
 // cores, in seconds.
 type cpuMark struct {
 	self              float64
-	machineBusy, wall float64
+	machineBusy, idle float64
 }
 
 // markCPU reads the clocks now.
@@ -313,14 +313,17 @@ func markCPU() (cpuMark, error) {
 	}
 	c := stat.CPUTotal // guest time is already in user and nice
 	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
-	return cpuMark{self: self.CPUSeconds, machineBusy: busy, wall: busy + c.Idle + c.Iowait}, nil
+	return cpuMark{self: self.CPUSeconds, machineBusy: busy, idle: c.Idle + c.Iowait}, nil
 }
 
 // since is this process's CPU seconds from m to now, and the fraction of
-// the machine's CPU busy meanwhile.
+// the machine's CPU busy meanwhile. The kernel's iowait counter may step
+// back (it is an estimate, see proc(5)), so an idle share that shrank
+// counts as none: busy stays within [0, 1].
 func (m cpuMark) since(now cpuMark) (self, busy float64) {
-	if d := now.wall - m.wall; d > 0 {
-		busy = (now.machineBusy - m.machineBusy) / d
+	b, idle := max(0, now.machineBusy-m.machineBusy), max(0, now.idle-m.idle)
+	if b+idle > 0 {
+		busy = b / (b + idle)
 	}
 	return now.self - m.self, busy
 }

@@ -363,3 +363,21 @@ func TestMarkCPUCountsThisProcess(t *testing.T) {
 		t.Errorf("after 200 ms of spinning: self %.2f s, machine busy %.2f; want self > 0 and 0 < busy <= 1", self, busy)
 	}
 }
+
+// The kernel's iowait may step back between two reads; the busy share
+// must still stay within [0, 1].
+func TestMachineBusyStaysAShareWhenIowaitStepsBack(t *testing.T) {
+	before := cpuMark{self: 1, machineBusy: 100, idle: 50}
+	for _, c := range []struct {
+		now  cpuMark
+		want float64
+	}{
+		{cpuMark{self: 2, machineBusy: 110, idle: 60}, 0.5},
+		{cpuMark{self: 2, machineBusy: 110, idle: 49.9}, 1},
+		{cpuMark{self: 2, machineBusy: 100, idle: 50}, 0},
+	} {
+		if self, busy := before.since(c.now); self != 1 || busy != c.want {
+			t.Errorf("since(%+v) = %v, %v; want 1, %v", c.now, self, busy, c.want)
+		}
+	}
+}
