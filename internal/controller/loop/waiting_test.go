@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 // TestWaitingIsAddedAndNotYetTaken: a key waits from its Add until a worker
@@ -49,6 +51,17 @@ func TestWaitingIsAddedAndNotYetTaken(t *testing.T) {
 // the queue is empty, nothing is marked.
 func TestWaitingNeverOutlivesTheKeyInTheQueue(t *testing.T) {
 	q := NewWaitingQueue("t", time.Millisecond, time.Millisecond)
+	race(q, func(a, i int) { q.Add(fmt.Sprint((a + i) % 10)) }, func(string) {})
+	for i := range 10 {
+		if k := fmt.Sprint(i); q.Waiting(k) {
+			t.Errorf("%s marked waiting with the queue drained", k)
+		}
+	}
+}
+
+// race runs 4 adders, each calling add(adder, i) 2,000 times, against 4
+// workers telling took each key they take, then drains and shuts q down.
+func race(q workqueue.TypedInterface[string], add func(adder, i int), took func(key string)) {
 	var workers sync.WaitGroup
 	for range 4 {
 		workers.Go(func() {
@@ -57,6 +70,7 @@ func TestWaitingNeverOutlivesTheKeyInTheQueue(t *testing.T) {
 				if quit {
 					return
 				}
+				took(k)
 				q.Done(k)
 			}
 		})
@@ -65,16 +79,11 @@ func TestWaitingNeverOutlivesTheKeyInTheQueue(t *testing.T) {
 	for a := range 4 {
 		adders.Go(func() {
 			for i := range 2000 {
-				q.Add(fmt.Sprint((a + i) % 10))
+				add(a, i)
 			}
 		})
 	}
 	adders.Wait()
 	q.ShutDownWithDrain()
 	workers.Wait()
-	for i := range 10 {
-		if k := fmt.Sprint(i); q.Waiting(k) {
-			t.Errorf("%s marked waiting with the queue drained", k)
-		}
-	}
 }

@@ -57,7 +57,9 @@ type Controller struct {
 	// finalizers (snapshotbinding.SkippedFinalizers), until their content
 	// is gone.
 	bypassed *loop.UIDSet
-	snapQ    workqueue.TypedRateLimitingInterface[string]
+	// snapQ follows up a snapshot whose content changed ahead of the
+	// snapshots not looked at yet (loop.FollowUpQueue).
+	snapQ    *loop.FollowUpQueue
 	contentQ workqueue.TypedRateLimitingInterface[string]
 	runner   *loop.Runner
 }
@@ -70,7 +72,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{client: cfg.Client, snaps: cfg.Snapshots, recorder: cfg.Recorder, clock: cfg.Clock,
 		claimLocks: keyedmutex.New(), newClaim: loop.NewNewest[*corev1.PersistentVolumeClaim](), bypassed: loop.NewUIDSet(),
-		snapQ:    loop.NewQueue("snapshot", cfg.RetryStart, cfg.RetryMax),
+		snapQ:    loop.NewFollowUpQueue("snapshot", cfg.RetryStart, cfg.RetryMax),
 		contentQ: loop.NewQueue("snapshot-content", cfg.RetryStart, cfg.RetryMax)}
 	v1 := cfg.SnapshotInformers.Snapshot().V1()
 	snapInf, contentInf, classInf := v1.VolumeSnapshots(), v1.VolumeSnapshotContents(), v1.VolumeSnapshotClasses()
@@ -155,7 +157,8 @@ func (c *Controller) onSnapshotGone(obj any) {
 	}
 }
 
-// onContent queues the content and the snapshot it points at.
+// onContent queues the content, and the snapshot it points at as a
+// follow-up: its content made, bound or ready is the snapshot's next step.
 func (c *Controller) onContent(obj any) {
 	content, ok := loop.As[*snapv1.VolumeSnapshotContent](obj)
 	if !ok {
@@ -163,7 +166,7 @@ func (c *Controller) onContent(obj any) {
 	}
 	c.contentQ.Add(content.Name)
 	if r := content.Spec.VolumeSnapshotRef; r.Name != "" && r.Namespace != "" {
-		c.snapQ.Add(snapshotKey(r.Namespace, r.Name))
+		c.snapQ.FollowUp(snapshotKey(r.Namespace, r.Name))
 	}
 }
 

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -167,5 +168,27 @@ func TestReadySnapshotReleasesItsClaimAfterItsStatus(t *testing.T) {
 	got, err := client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "data", metav1.GetOptions{})
 	if err != nil || hasString(got.Finalizers, snapshotapi.ClaimFinalizer) {
 		t.Errorf("claim %v, %v: want it released", got.Finalizers, err)
+	}
+}
+
+// A content's change follows up its snapshot ahead of the snapshots not
+// looked at yet: at 100,000 created at once, one FIFO made none ready until
+// every first look was done.
+func TestContentChangeFollowsUpItsSnapshotFirst(t *testing.T) {
+	c := cachedOver(t, fake.NewClientset(), snapfake.NewSimpleClientset(), record.NewFakeRecorder(10))
+	defer c.snapQ.ShutDown()
+	for _, name := range []string{"new-1", "new-2"} {
+		c.onSnapshot(&snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}})
+	}
+	c.onContent(&snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-u1"},
+		Spec: snapv1.VolumeSnapshotContentSpec{VolumeSnapshotRef: corev1.ObjectReference{Namespace: "ns", Name: "started"}}})
+	var got []string
+	for range 3 {
+		k, _ := c.snapQ.Get()
+		got = append(got, k)
+		c.snapQ.Done(k)
+	}
+	if want := []string{"ns/started", "ns/new-1", "ns/new-2"}; !slices.Equal(got, want) {
+		t.Errorf("snapshots taken in order %v, want %v", got, want)
 	}
 }

@@ -9,7 +9,9 @@
 // (DecideSnapshot, DecideContent); this package reads, applies and records
 // events.
 //
-// Nouns: Config, Controller, two queues: snapshots (keys namespace/name)
+// Nouns: Config, Controller, two queues: snapshots (keys namespace/name;
+// a snapshot whose content changed is followed up ahead of those not
+// looked at yet, loop.FollowUpQueue, where the reference's is one FIFO)
 // and contents (keys name). The snapshotter loop (the sidecar's role)
 // makes the backend snapshot and writes the content's status.
 //
