@@ -84,14 +84,13 @@ func snapshotHolder(s *Snapshot, vs *snapv1.VolumeSnapshot, fin string) holder {
 						Command: fmt.Sprintf("kubectl delete volumegroupsnapshot -n %s %s", vs.Namespace, g.Name)}}}
 			}
 		}
-		// The snapshot loop holds a member while a group of the name it
-		// reads (snapshotbinding.GroupOf) lives, as the reference does,
-		// but no UID says that group is this member's (a pre-provisioned
-		// member not yet owned, or a namesake made since): never advised
-		// for deletion.
+		// The snapshot loop holds a member with no group owner reference
+		// (pre-provisioned, not yet owned) while a group of the name it
+		// reads lives (snapshotbinding.HeldBy), but no UID says that group
+		// is this member's: never advised for deletion.
 		if name := snapshotbinding.GroupOf(vs); name != "" {
 			for _, g := range s.GroupSnapshots {
-				if g.Namespace == vs.Namespace && g.Name == name {
+				if g.Namespace == vs.Namespace && snapshotbinding.HeldBy(vs, g.Name, g.UID) {
 					return holder{says: fmt.Sprintf("group snapshot %s holds it by name, but no owner reference says that group is the one it was taken with", name),
 						fixes: []Fix{explainSnapshot(vs)}}
 				}

@@ -212,13 +212,13 @@ func TestCheckFindsSnapshotProblemsWithSafeFixes(t *testing.T) {
 		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "a member of group snapshot grp",
 			[]string{"kubectl delete volumegroupsnapshot -n ns grp"}}},
 	}, {
-		name: "a member whose group is gone and a namesake made since: the namesake is never named for deletion",
+		name: "a member whose group is gone and a namesake made since: the namesake neither holds it nor is named for deletion",
 		world: func() *world {
 			w := newWorld().snapshots(vsnap("snap", snapDeleting(snapshotapi.InGroupFinalizer), memberOf("grp", "uid-grp"))).contents(vcontent("content-snap", "snap"))
 			w.s.GroupSnapshots = []*groupv1.VolumeGroupSnapshot{group("grp", "uid-another")}
 			return w
 		}(),
-		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "group snapshot grp holds it by name, but no owner reference says",
+		want: []want{{KindStuckDeleting, "volumesnapshot ns/snap", "the group snapshot that owns it is gone",
 			[]string{"volplane explain volumesnapshot ns/snap"}}},
 	}, {
 		name:  "a member whose group is gone: the snapshot loop should let it go",

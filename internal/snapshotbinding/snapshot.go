@@ -9,6 +9,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/snapshotapi"
@@ -35,7 +36,7 @@ type SnapshotFacts struct {
 	// check of a deletion).
 	Claims []*corev1.PersistentVolumeClaim
 	// GroupLive says the group GroupOf(Snapshot) names exists in the
-	// snapshot's namespace.
+	// snapshot's namespace and holds it (HeldBy).
 	GroupLive bool
 	// GroupName is the group whose group content carries the content's
 	// status.volumeGroupSnapshotHandle, "" if none; GroupMissing says the
@@ -116,6 +117,24 @@ func GroupOf(s *snapv1.VolumeSnapshot) string {
 		return *s.Status.VolumeGroupSnapshotName
 	}
 	return ""
+}
+
+// HeldBy says the group snapshot of that name and UID holds member s:
+// it bears the name GroupOf gives and, when s has a group owner reference,
+// is that owner. The reference matches the name only, so a group made
+// under a deleted group's name held the deleted one's members until it
+// went; a member with no owner reference yet (pre-provisioned) is held by
+// name, as there.
+func HeldBy(s *snapv1.VolumeSnapshot, name string, uid types.UID) bool {
+	if name == "" || GroupOf(s) != name {
+		return false
+	}
+	for _, o := range s.OwnerReferences {
+		if o.Kind == "VolumeGroupSnapshot" && o.APIVersion == snapshotapi.GroupSnapshotGroup+"/v1" {
+			return o.UID == uid
+		}
+	}
+	return true
 }
 
 // member says the snapshot is a member of a group (the group loop makes

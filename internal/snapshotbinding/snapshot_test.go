@@ -8,6 +8,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/volplane/volplane/internal/snapshotapi"
@@ -221,5 +222,30 @@ func TestValidation(t *testing.T) {
 	if p.Reason != Invalid || p.Retry != nil || !slices.Equal(reasons(p.Events), []string{"SnapshotValidationError"}) ||
 		*p.Status.Error.Message != "Exactly one of PersistentVolumeClaimName and VolumeSnapshotContentName should be specified" {
 		t.Errorf("plan %+v", p)
+	}
+}
+
+// HeldBy: a member's group owner holds it by name and UID; a namesake with
+// another UID does not; a member by its status alone is held by name.
+func TestHeldByMatchesTheOwnersUID(t *testing.T) {
+	owned := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: snapshotapi.GroupSnapshotGroup + "/v1", Kind: "VolumeGroupSnapshot", Name: "grp", UID: "g1"}}}}
+	byStatus := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"},
+		Status: &snapv1.VolumeSnapshotStatus{VolumeGroupSnapshotName: ptr.To("grp")}}
+	for _, c := range []struct {
+		s         *snapv1.VolumeSnapshot
+		name, uid string
+		want      bool
+	}{
+		{owned, "grp", "g1", true},
+		{owned, "grp", "g2", false},
+		{owned, "other", "g1", false},
+		{byStatus, "grp", "g9", true},
+		{byStatus, "other", "g9", false},
+		{&snapv1.VolumeSnapshot{}, "", "", false},
+	} {
+		if got := HeldBy(c.s, c.name, types.UID(c.uid)); got != c.want {
+			t.Errorf("HeldBy(%s owners %v, %s, %s) = %v, want %v", c.s.Name, c.s.OwnerReferences, c.name, c.uid, got, c.want)
+		}
 	}
 }

@@ -118,3 +118,19 @@ func TestMemberDeletedBeforeItsFinalizersGoesWithItsGroup(t *testing.T) {
 		t.Fatalf("member content neither marked nor deleted: %+v", c.ObjectMeta)
 	}
 }
+
+// A group made under the name of a member's deleted group is another
+// group: it does not hold the member, which goes with its content under
+// Delete (the reference, matching the name only, held it until the
+// namesake went).
+func TestNamesakeGroupDoesNotHoldAnotherGroupsMember(t *testing.T) {
+	ctx := context.Background()
+	_, vs, content := deletedMember()
+	namesake := &vgsv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "grp", UID: "another-uid"}}
+	snaps := snapfake.NewSimpleClientset(namesake, vs, content)
+	syncWithGroups(t, snaps, vs, content)
+	got, err := snaps.SnapshotV1().VolumeSnapshots("ns").Get(ctx, "snap", metav1.GetOptions{})
+	if err == nil && hasString(got.Finalizers, snapshotapi.InGroupFinalizer) {
+		t.Fatalf("member held by a namesake of its deleted group: %v", got.Finalizers)
+	}
+}

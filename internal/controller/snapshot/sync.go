@@ -193,17 +193,18 @@ func (c *Controller) siblings(s *snapv1.VolumeSnapshot, claim string) ([]snapsho
 	return out, nil
 }
 
-// groupLive says the snapshot's group exists in its namespace.
+// groupLive says the snapshot's group exists in its namespace and holds
+// it (snapshotbinding.HeldBy: a namesake made since does not).
 func (c *Controller) groupLive(s *snapv1.VolumeSnapshot) (bool, error) {
 	name := snapshotbinding.GroupOf(s)
 	if name == "" || c.groups == nil {
 		return false, nil
 	}
-	_, err := c.groups.VolumeGroupSnapshots(s.Namespace).Get(name)
+	g, err := c.groups.VolumeGroupSnapshots(s.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
-	return err == nil, err
+	return err == nil && snapshotbinding.HeldBy(s, g.Name, g.UID), err
 }
 
 // liveGroupLive is GroupLive for a member being deleted, read from the
@@ -216,11 +217,11 @@ func (c *Controller) liveGroupLive(ctx context.Context, f snapshotbinding.Snapsh
 	if f.GroupLive || s.DeletionTimestamp == nil || name == "" || c.groups == nil {
 		return f.GroupLive, nil
 	}
-	_, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	g, err := c.snaps.GroupsnapshotV1().VolumeGroupSnapshots(s.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
-	return err == nil, err
+	return err == nil && snapshotbinding.HeldBy(s, g.Name, g.UID), err
 }
 
 // groupOfHandle is the group (of the namespace) whose group content has
