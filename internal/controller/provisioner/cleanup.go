@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/volplane/volplane/internal/controller/loop"
 	"github.com/volplane/volplane/internal/csierror"
@@ -24,9 +25,23 @@ import (
 // exist. CreateVolume with the same request returns it if it does (or makes
 // it), DeleteVolume removes it; only then does the finalizer go.
 func (c *Controller) cleanup(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
+	// The finalizer on the live claim is the record that a cleanup is
+	// owed. A cached copy from before it went (an earlier cleanup's) would
+	// replay the create, making again the volume that cleanup deleted, and
+	// nothing would be left to delete it (a soak leak, seed 390067).
+	live, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // gone: a create still unsettled is syncOrphan's
+	case err != nil:
+		return fmt.Errorf("get claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	case live.UID != claim.UID || !slices.Contains(live.Finalizers, provisioning.ClaimFinalizer):
+		return nil
+	}
+	claim = live
 	// The lister may lag behind a PV create: ask the API server before
 	// deleting anything a PV may own.
-	_, err := c.client.CoreV1().PersistentVolumes().Get(ctx, provisioning.VolumeName(claim), metav1.GetOptions{})
+	_, err = c.client.CoreV1().PersistentVolumes().Get(ctx, provisioning.VolumeName(claim), metav1.GetOptions{})
 	switch {
 	case err == nil:
 		c.memory.creates.settled(claim.UID)

@@ -11,7 +11,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/volplane/volplane/internal/provisioning"
 )
@@ -179,5 +181,34 @@ func TestRefusedRebuiltRequestKeepsTheFinalizer(t *testing.T) {
 	})
 	if !hasFinalizer(w.claim().Finalizers, provisioning.ClaimFinalizer) {
 		t.Error("finalizer removed on a refusal that proves nothing")
+	}
+}
+
+// A cleanup on a cached copy whose finalizer is already gone on the API
+// server (an earlier cleanup removed it and the claim went) touches no
+// backend: replaying the create would make again the volume that cleanup
+// deleted, with nothing left to delete it (the soak's leak, seed 390067).
+// The stale copy is pinned to a node no driver serves, so any step toward
+// the backend would fail.
+func TestCleanupOfAStaleCopyTouchesNoBackend(t *testing.T) {
+	for name, live := range map[string][]runtime.Object{
+		"claim gone":          nil,
+		"finalizer gone":      {claim(deleting)},
+		"another claim since": {claim(withFinalizer, deleting, func(c *v1.PersistentVolumeClaim) { c.UID = "uid-2" })},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, live...)
+			c, err := New(Config{Client: w.client, Informers: informers.NewSharedInformerFactory(w.client, 0), Pool: w.pool,
+				Recorder: func(string) record.EventRecorder { return w.recorder }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.cleanup(w.ctx, claim(withFinalizer, deleting, pinnedTo("nowhere")), nil); err != nil {
+				t.Errorf("cleanup of a stale copy: %v, want nothing done", err)
+			}
+			if b := w.backend(); len(b) != 0 {
+				t.Errorf("backend %v, want empty", b)
+			}
+		})
 	}
 }
