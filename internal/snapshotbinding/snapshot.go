@@ -108,10 +108,8 @@ func Dynamic(s *snapv1.VolumeSnapshot) bool {
 // owner of kind VolumeGroupSnapshot (groupsnapshot.storage.k8s.io/v1),
 // else status.volumeGroupSnapshotName; "" if none.
 func GroupOf(s *snapv1.VolumeSnapshot) string {
-	for _, o := range s.OwnerReferences {
-		if o.Kind == "VolumeGroupSnapshot" && o.APIVersion == snapshotapi.GroupSnapshotGroup+"/v1" {
-			return o.Name
-		}
+	if o, ok := groupOwner(s); ok {
+		return o.Name
 	}
 	if s.Status != nil && s.Status.VolumeGroupSnapshotName != nil {
 		return *s.Status.VolumeGroupSnapshotName
@@ -129,10 +127,8 @@ func HeldBy(s *snapv1.VolumeSnapshot, name string, uid types.UID) bool {
 	if name == "" || GroupOf(s) != name {
 		return false
 	}
-	for _, o := range s.OwnerReferences {
-		if o.Kind == "VolumeGroupSnapshot" && o.APIVersion == snapshotapi.GroupSnapshotGroup+"/v1" {
-			return o.UID == uid
-		}
+	if o, ok := groupOwner(s); ok {
+		return o.UID == uid
 	}
 	return true
 }
@@ -140,12 +136,19 @@ func HeldBy(s *snapv1.VolumeSnapshot, name string, uid types.UID) bool {
 // member says the snapshot is a member of a group (the group loop makes
 // its content).
 func member(s *snapv1.VolumeSnapshot) bool {
+	_, ok := groupOwner(s)
+	return ok
+}
+
+// groupOwner is the snapshot's owner reference of kind VolumeGroupSnapshot
+// (groupsnapshot.storage.k8s.io/v1), if it has one.
+func groupOwner(s *snapv1.VolumeSnapshot) (metav1.OwnerReference, bool) {
 	for _, o := range s.OwnerReferences {
 		if o.Kind == "VolumeGroupSnapshot" && o.APIVersion == snapshotapi.GroupSnapshotGroup+"/v1" {
-			return true
+			return o, true
 		}
 	}
-	return false
+	return metav1.OwnerReference{}, false
 }
 
 // Designated is the name of the only content the snapshot may be bound
