@@ -1,0 +1,53 @@
+package conformance
+
+import (
+	"context"
+
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/volplane/volplane/internal/csi"
+)
+
+// Lab is a running embedded cluster with one CSI driver under test on it:
+// what every scenario reads and acts on. `volplane conformance` builds one
+// with the driver `up` would start (bundled or the user's); tests build one
+// over the bundled drivers.
+type Lab struct {
+	// Client and Snapshots talk to the lab's API server as its admin.
+	Client    kubernetes.Interface
+	Snapshots snapclient.Interface
+	// Driver is the driver's name (its CSIDriver's and the classes'
+	// provisioner).
+	Driver string
+	// Controller is what the driver's controller service reported
+	// (identity and controller capabilities), Node what one of its node
+	// services reported (node capabilities, topology, limits).
+	Controller csi.Info
+	Node       csi.Info
+	// Nodes are the simulated nodes, each served by the driver's node
+	// service.
+	Nodes []string
+	// ImmediateClass and WaitClass are StorageClasses of the driver with
+	// volumeBindingMode Immediate and WaitForFirstConsumer, reclaim policy
+	// Delete and allowVolumeExpansion true. SnapshotClass and
+	// GroupSnapshotClass are its snapshot classes ("" when the driver
+	// cannot snapshot, or group-snapshot).
+	ImmediateClass, WaitClass         string
+	SnapshotClass, GroupSnapshotClass string
+	// AttributesClass, if set, is a VolumeAttributesClass of the driver
+	// (only when the driver can modify volumes).
+	AttributesClass string
+	// Endpoints are the driver's controller endpoints (unix://...): the
+	// invariant checker lists the driver's volumes and snapshots there.
+	Endpoints []string
+	// DataDir is the lab's data dir: node roots are
+	// mounting.NodeRoot(DataDir, node), a pod's volume is at
+	// mounting.Layout's TargetPath.
+	DataDir string
+	// Restart kills the process serving role ("controller" or a node name)
+	// with SIGKILL and starts it again, returning once its socket serves;
+	// nil when the lab did not start the driver (--driver-endpoint), and
+	// then the kill scenarios are skipped.
+	Restart func(ctx context.Context, role string) error
+}
