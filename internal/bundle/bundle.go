@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"google.golang.org/grpc"
 
 	corev1 "k8s.io/api/core/v1"
@@ -318,19 +321,55 @@ func wrapRegister(name string, err error) error {
 // and replaces a bundled CSIDriver whose spec is not the bundle's.
 func Register(ctx context.Context, client kubernetes.Interface) error {
 	drivers, classes := Objects()
+	return RegisterObjects(ctx, client, nil, Set{CSIDrivers: drivers, Classes: classes, AttributeClasses: AttributeClasses()})
+}
+
+// Set is the API objects that describe a set of drivers: the bundled ones
+// (Objects, AttributeClasses, SnapshotClasses) or a user's (userdriver).
+type Set struct {
+	CSIDrivers       []*storagev1.CSIDriver
+	Classes          []*storagev1.StorageClass
+	AttributeClasses []*storagev1.VolumeAttributesClass
+	SnapshotClasses  []*snapv1.VolumeSnapshotClass
+	GroupClasses     []*groupv1.VolumeGroupSnapshotClass
+	// Secrets are the secrets the classes name.
+	Secrets []*corev1.Secret
+}
+
+// RegisterObjects creates the objects of s that do not exist yet (a user
+// may edit or delete them: nothing is overwritten) and replaces a CSIDriver
+// whose spec differs (registerDriver). snaps may be nil when s has no
+// snapshot class; the snapshot API must be installed (InstallSnapshotAPI)
+// when it has one.
+func RegisterObjects(ctx context.Context, client kubernetes.Interface, snaps snapclient.Interface, s Set) error {
 	var errs []error
-	for _, vac := range AttributeClasses() {
-		if _, err := client.StorageV1().VolumeAttributesClasses().Create(ctx, vac, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("register VolumeAttributesClass %s: %w", vac.Name, err))
+	created := func(kind, name string, err error) {
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("register %s %s: %w", kind, name, err))
 		}
 	}
-	for _, d := range drivers {
+	for _, sec := range s.Secrets {
+		_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+		created("Secret", sec.Namespace+"/"+sec.Name, err)
+	}
+	for _, vac := range s.AttributeClasses {
+		_, err := client.StorageV1().VolumeAttributesClasses().Create(ctx, vac, metav1.CreateOptions{})
+		created("VolumeAttributesClass", vac.Name, err)
+	}
+	for _, d := range s.CSIDrivers {
 		errs = append(errs, registerDriver(ctx, client, d))
 	}
-	for _, sc := range classes {
-		if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("register StorageClass %s: %w", sc.Name, err))
-		}
+	for _, sc := range s.Classes {
+		_, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+		created("StorageClass", sc.Name, err)
+	}
+	for _, c := range s.SnapshotClasses {
+		_, err := snaps.SnapshotV1().VolumeSnapshotClasses().Create(ctx, c, metav1.CreateOptions{})
+		created("VolumeSnapshotClass", c.Name, err)
+	}
+	for _, c := range s.GroupClasses {
+		_, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, c, metav1.CreateOptions{})
+		created("VolumeGroupSnapshotClass", c.Name, err)
 	}
 	return errors.Join(errs...)
 }

@@ -48,12 +48,26 @@ func SnapshotClasses() ([]*snapv1.VolumeSnapshotClass, []*groupv1.VolumeGroupSna
 		}}
 }
 
-// RegisterSnapshots installs the snapshot API (deploy/crd) where it is
-// missing, waits until the API server serves it, and creates the snapshot
-// classes that do not exist yet. A definition already there is left as it
-// is: `volplane controller` tells the operator when it is older than the
-// loops need.
+// RegisterSnapshots installs the snapshot API where it is missing
+// (InstallSnapshotAPI) and creates the bundled snapshot classes that do not
+// exist yet.
 func RegisterSnapshots(ctx context.Context, rc *rest.Config) error {
+	if err := InstallSnapshotAPI(ctx, rc); err != nil {
+		return err
+	}
+	snaps, err := snapclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	classes, groupClasses := SnapshotClasses()
+	return RegisterObjects(ctx, nil, snaps, Set{SnapshotClasses: classes, GroupClasses: groupClasses})
+}
+
+// InstallSnapshotAPI installs the snapshot API (deploy/crd) where it is
+// missing and waits until the API server serves it. A definition already
+// there is left as it is: `volplane controller` tells the operator when it
+// is older than the loops need.
+func InstallSnapshotAPI(ctx context.Context, rc *rest.Config) error {
 	crds, err := crd.Snapshot()
 	if err != nil {
 		return err
@@ -76,22 +90,7 @@ func RegisterSnapshots(ctx context.Context, rc *rest.Config) error {
 			return err
 		}
 	}
-	snaps, err := snapclient.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	classes, groupClasses := SnapshotClasses()
-	for _, c := range classes {
-		if _, err := snaps.SnapshotV1().VolumeSnapshotClasses().Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("register VolumeSnapshotClass %s: %w", c.Name, err))
-		}
-	}
-	for _, c := range groupClasses {
-		if _, err := snaps.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("register VolumeGroupSnapshotClass %s: %w", c.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // waitEstablished waits until the API server serves the definition name.

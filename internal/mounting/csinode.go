@@ -1,6 +1,7 @@
 package mounting
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -49,4 +50,31 @@ func withDriver(drivers []storagev1.CSINodeDriver, d storagev1.CSINodeDriver) []
 		}
 	}
 	return append(drivers, d)
+}
+
+// TopologyLabels are the node's labels once its drivers' topology segments
+// are on it, as the kubelet's registration labels the Node: a key the node
+// already has with another value is a collision, refused with an error
+// naming both (the node is not relabeled). It says whether that changes
+// cur, which is not modified.
+func TopologyLabels(cur map[string]string, drivers []NodeDriver) (map[string]string, bool, error) {
+	upd := maps.Clone(cur)
+	if upd == nil {
+		upd = map[string]string{}
+	}
+	changed := false
+	for _, d := range drivers {
+		for _, key := range slices.Sorted(maps.Keys(d.Topology)) {
+			value := d.Topology[key]
+			have, ok := upd[key]
+			switch {
+			case ok && have != value:
+				return cur, false, fmt.Errorf("driver %s reports topology %s=%s, but the node is labeled %s=%s", d.Name, key, value, key, have)
+			case !ok:
+				upd[key] = value
+				changed = true
+			}
+		}
+	}
+	return upd, changed, nil
 }

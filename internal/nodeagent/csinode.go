@@ -19,7 +19,36 @@ func (a *Agent) registerCSINode(ctx context.Context, n *nodeState) error {
 	for name, e := range n.endpoints {
 		drivers = append(drivers, mounting.NodeDriver{Name: name, NodeID: e.Info.NodeID, Topology: e.Info.Topology, MaxVolumes: e.Info.MaxVolumes})
 	}
+	if err := a.labelTopology(ctx, n.name, drivers); err != nil {
+		return err
+	}
 	return a.writeCSINode(ctx, n, drivers)
+}
+
+// labelTopology puts the drivers' topology segments on the Node as labels
+// (mounting.TopologyLabels decides), before the CSINode names the keys: the
+// scheduler and the provisioner read a node's topology from its labels. A
+// driver's topology comes from the administrator's driver, never from a
+// user's object.
+func (a *Agent) labelTopology(ctx context.Context, name string, drivers []mounting.NodeDriver) error {
+	api := a.cfg.Client.CoreV1().Nodes()
+	node, err := api.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("node agent: read node %s for its topology labels: %w", name, err)
+	}
+	labels, changed, err := mounting.TopologyLabels(node.Labels, drivers)
+	if err != nil {
+		return fmt.Errorf("node agent: node %s: %w", name, err)
+	}
+	if !changed {
+		return nil
+	}
+	upd := node.DeepCopy()
+	upd.Labels = labels
+	if _, err := api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node agent: label node %s with its drivers' topology: %w", name, err)
+	}
+	return nil
 }
 
 // writeCSINode records drivers in the node's CSINode (made if missing) as
