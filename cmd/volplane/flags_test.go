@@ -134,7 +134,7 @@ func TestControllerAndUpTakeFeatureGates(t *testing.T) {
 }
 
 func TestUpRejectsANegativeNetworkAttachLimit(t *testing.T) {
-	err := checkUp(cluster.Config{Nodes: 1}, upDriverFlags{capacity: resource.MustParse("1Gi"), networkMaxVolumes: -1})
+	err := checkUp(cluster.Config{Nodes: 1}, upDriverFlags{capacity: resource.MustParse("1Gi"), networkMaxVolumes: -1}, nil, upTestFlags{})
 	if err == nil || !strings.Contains(err.Error(), "--network-max-volumes-per-node must be 0 (no limit) or positive") {
 		t.Fatalf("checkUp: %v, want the flag named", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,12 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 
-	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/features"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/nodeagent"
+	"github.com/volplane/volplane/internal/userdriver"
 )
 
 // dataDirEnv overrides the default data dir of `up` and the default
@@ -42,6 +43,7 @@ func newUpCommand() *cobra.Command {
 	var (
 		cfg     cluster.Config
 		drivers = upDriverFlags{capacity: resource.MustParse("100Gi")}
+		user    userdriver.Flags
 		metrics upMetricsFlags
 		test    upTestFlags
 		health  upHealthFlags
@@ -75,7 +77,11 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 			if err := health.check(); err != nil {
 				return err
 			}
-			return runUp(ctx, cmd, cfg, drivers, metrics, gates, test, health)
+			specs, err := userdriver.Parse(user, nodeNames(cfg.Nodes))
+			if err != nil {
+				return err
+			}
+			return runUp(ctx, cmd, cfg, drivers, specs, metrics, gates, test, health)
 		},
 	}
 	f := cmd.Flags()
@@ -93,6 +99,7 @@ nodes reach the API server at (a relay to 127.0.0.1 there).`,
 	f.BoolVar(&metrics.profiling, "profiling", false, "also serve Go's CPU, heap and goroutine profiles under /debug/pprof on the metrics address: of the whole process, control plane, drivers, node agent and loops")
 	f.Var(&faultsFlag{&test.faults}, "inject-faults", "for soak tests: make the bundled drivers fail, time out or delay controller calls (see volplane driver --inject-faults)")
 	f.BoolVar(&test.withoutLoops, "without-loops", false, "for soak tests: run the control plane, drivers and node agent only; the loops run in `volplane controller` processes")
+	addUserDriverFlags(f, &user)
 	features.AddFlag(gates, f)
 	_ = f.MarkHidden("inject-faults")
 	health.register(f)
@@ -121,8 +128,8 @@ type upMetricsFlags struct {
 	profiling bool
 }
 
-func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFlags upDriverFlags, metrics upMetricsFlags, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
-	if err := checkUp(cfg, driverFlags); err != nil {
+func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFlags upDriverFlags, specs []userdriver.Spec, metrics upMetricsFlags, gates featuregate.FeatureGate, test upTestFlags, health upHealthFlags) error {
+	if err := checkUp(cfg, driverFlags, specs, test); err != nil {
 		return err
 	}
 	if _, err := cfg.Advertise(); err != nil {
@@ -147,28 +154,13 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFl
 	defer cancel()
 	// The drivers outlive the signal until the loops ended: a clean stop
 	// unmounts through them (deferred Stop).
-	bcfg := bundle.Config{DataDir: dir, Nodes: cp.Nodes,
-		Capacity: driverFlags.capacity.Value(), NetworkMaxVolumesPerNode: driverFlags.networkMaxVolumes, Faults: test.faults}
-	if driverFlags.fakeMounts {
-		bcfg.Mounter = hostpath.NewFakeMounter()
-	}
-	drivers, err := bundle.Start(context.WithoutCancel(ctx), bcfg)
+	drivers, err := startDrivers(context.WithoutCancel(ctx), cp, dir, driverFlags, specs, test.faults)
 	if err != nil {
 		return err
 	}
 	defer drivers.Stop()
-	if err := bundle.Register(ctx, cp.Client); err != nil {
-		return err
-	}
-	if err := bundle.RegisterSnapshots(ctx, cp.RESTConfig); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s), CSI driver %s on each, network CSI driver %s for all.\n",
-		time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes), hostpath.DriverName, hostpath.NetworkDriverName)
-	fmt.Fprintf(out, "StorageClasses: %s (default, Immediate), %s (WaitForFirstConsumer), %s (network, attached to the pod's node, Immediate).\n",
-		bundle.ImmediateClass, bundle.WaitClass, bundle.NetworkClass)
-	fmt.Fprintf(out, "VolumeSnapshotClasses: %s, %s (each its driver's default); VolumeGroupSnapshotClass: %s.\n",
-		bundle.SnapshotClass, bundle.NetworkSnapshotClass, bundle.GroupSnapshotClass)
+	fmt.Fprintf(out, "volplane is up in %.1fs: API server %s, %d simulated node(s).\n", time.Since(began).Seconds(), cp.RESTConfig.Host, len(cp.Nodes))
+	drivers.describe(out, len(cp.Nodes))
 	fmt.Fprintf(out, "Use it with:\n  volplane kubectl --kubeconfig %s get nodes\n  export KUBECONFIG=%s\n", cp.Kubeconfig, cp.Kubeconfig)
 	fmt.Fprintf(out, "Logs: %s\nPress Ctrl-C to stop.\n", filepath.Join(dir, "logs"))
 	// One manager runs the loops and the node agent over one set of
@@ -205,7 +197,7 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFl
 	case err := <-drivers.Failed():
 		cancel()
 		<-loops
-		return fmt.Errorf("bundled driver stopped: %w", err)
+		return fmt.Errorf("CSI driver stopped: %w", err)
 	case err := <-loops:
 		return fmt.Errorf("%s: %w", stopped, err)
 	}
@@ -214,9 +206,11 @@ func runUp(ctx context.Context, cmd *cobra.Command, cfg cluster.Config, driverFl
 // checkUp rejects flags that could only fail once the control plane is up.
 // Without a node there is no bundled driver to provision from and no place
 // for a pod, so --nodes 0 is refused here rather than after a 20 s start.
-func checkUp(cfg cluster.Config, d upDriverFlags) error {
+func checkUp(cfg cluster.Config, d upDriverFlags, specs []userdriver.Spec, test upTestFlags) error {
 	capacity := d.capacity
 	switch {
+	case len(specs) > 0 && (d.fakeMounts || test.faults != (hostpath.Faults{})):
+		return errors.New("--fake-mounts and --inject-faults change the bundled drivers, which do not run with --driver or --driver-endpoint")
 	case cfg.Nodes < 1:
 		return fmt.Errorf("--nodes %d: want at least 1 (the bundled CSI driver and every pod run on a simulated node; --control-plane-only runs none)", cfg.Nodes)
 	case capacity.Sign() <= 0:

@@ -45,3 +45,21 @@ func TestVolDataReadsBack(t *testing.T) {
 		t.Errorf("published %+v", p)
 	}
 }
+
+func TestTopologyLabelsAddTheDriversSegments(t *testing.T) {
+	cur := map[string]string{"kubernetes.io/hostname": "node-1", "zone": "a"}
+	drivers := []NodeDriver{{Name: "x", Topology: map[string]string{"zone": "a", "rack": "r1"}}}
+	got, changed, err := TopologyLabels(cur, drivers)
+	if err != nil || !changed || got["rack"] != "r1" || got["zone"] != "a" || got["kubernetes.io/hostname"] != "node-1" {
+		t.Fatalf("got %v, changed %v, err %v", got, changed, err)
+	}
+	if _, ok := cur["rack"]; ok {
+		t.Error("TopologyLabels modified its input")
+	}
+	if _, changed, err := TopologyLabels(got, drivers); changed || err != nil {
+		t.Errorf("labels already there: changed %v, err %v", changed, err)
+	}
+	if _, _, err := TopologyLabels(cur, []NodeDriver{{Name: "y", Topology: map[string]string{"zone": "b"}}}); err == nil {
+		t.Error("a segment that contradicts the node's label must be refused")
+	}
+}

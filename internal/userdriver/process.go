@@ -36,8 +36,10 @@ type Drivers struct {
 	Endpoints []string
 	// NodeEndpoints are, per node, the node services serving it.
 	NodeEndpoints map[string][]string
-	// Controllers are each driver's controller endpoints, by driver name.
+	// Controllers are each driver's controller endpoints, by driver name;
+	// Nodes its node endpoint on each node, by driver and node.
 	Controllers map[string][]string
+	Nodes       map[string]map[string]string
 
 	procs  map[string]*process // by driver + "/" + role
 	failed chan error
@@ -51,7 +53,7 @@ func Start(cfg Config) (*Drivers, error) {
 	if cfg.ServeWithin <= 0 {
 		cfg.ServeWithin = 30 * time.Second
 	}
-	d := &Drivers{NodeEndpoints: map[string][]string{}, Controllers: map[string][]string{},
+	d := &Drivers{NodeEndpoints: map[string][]string{}, Controllers: map[string][]string{}, Nodes: map[string]map[string]string{},
 		procs: map[string]*process{}, failed: make(chan error, 1), within: cfg.ServeWithin}
 	sockets := filepath.Join(cfg.DataDir, "csi", "drivers")
 	if err := hostpath.MkdirPrivate(sockets); err != nil {
@@ -61,11 +63,13 @@ func Start(cfg Config) (*Drivers, error) {
 		return nil, fmt.Errorf("driver logs: %w", err)
 	}
 	for _, s := range cfg.Specs {
+		d.Nodes[s.Name] = map[string]string{}
 		if !s.Started() {
 			d.Controllers[s.Name] = []string{s.Controller}
 			d.Endpoints = append(d.Endpoints, s.Controller)
 			for _, n := range cfg.Nodes {
 				d.NodeEndpoints[n] = append(d.NodeEndpoints[n], s.Nodes[n])
+				d.Nodes[s.Name][n] = s.Nodes[n]
 			}
 			continue
 		}
@@ -85,6 +89,7 @@ func Start(cfg Config) (*Drivers, error) {
 			}
 			if role != ControllerRole {
 				d.NodeEndpoints[role] = append(d.NodeEndpoints[role], p.address())
+				d.Nodes[s.Name][role] = p.address()
 			}
 		}
 	}
