@@ -81,7 +81,7 @@ func (s *Session) removeOrphans(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		s.released(v)
+		s.forget(v)
 	}
 	return errors.Join(errs...)
 }

@@ -80,7 +80,6 @@ func runOne(ctx context.Context, lab *Lab, sc Scenario, timeout time.Duration, l
 		failure = s.describe(ctx, err, timeout)
 	}
 	s.cancel()
-	took := time.Since(start)
 
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -101,6 +100,9 @@ func runOne(ctx context.Context, lab *Lab, sc Scenario, timeout time.Duration, l
 		// What this scenario broke is reported here, not again.
 		left = invariants.Before(state)
 	}
+	// The time is the scenario's with its cleanup and check: what the
+	// driver takes to go through it and back.
+	took := time.Since(start)
 	if failure != nil {
 		return failed(sc.Name, took, failure), left
 	}

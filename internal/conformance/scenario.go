@@ -21,6 +21,8 @@ type Skipped struct {
 func Scenarios() []Scenario {
 	return []Scenario{
 		dynamicMount(),
+		waitForFirstConsumer(),
+		staticRetain(),
 	}
 }
 

@@ -129,8 +129,8 @@ func (s *Session) retain(v invariants.Volume) {
 	s.orphans[v] = true
 }
 
-// released records that the scenario removed a retained volume itself.
-func (s *Session) released(v invariants.Volume) {
+// forget records that the scenario removed a retained volume itself.
+func (s *Session) forget(v invariants.Volume) {
 	delete(s.retained, v)
 	delete(s.orphans, v)
 }
