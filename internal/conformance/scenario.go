@@ -23,6 +23,10 @@ func Scenarios() []Scenario {
 		dynamicMount(),
 		waitForFirstConsumer(),
 		staticRetain(),
+		rawBlock(),
+		offlineExpansion(),
+		onlineExpansion(),
+		modifyAttributes(),
 	}
 }
 
