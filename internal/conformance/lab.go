@@ -4,6 +4,7 @@ import (
 	"context"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/volplane/volplane/internal/csi"
@@ -50,4 +51,18 @@ type Lab struct {
 	// nil when the lab did not start the driver (--driver-endpoint), and
 	// then the kill scenarios are skipped.
 	Restart func(ctx context.Context, role string) error
+
+	// Facts the user states, since CSI does not report them:
+	//
+	// Block says the driver takes raw block volumes (volumeMode Block).
+	Block bool
+	// AccessModes are the modes the driver supports; the scenarios' claims
+	// ask for the first (default ReadWriteOnce).
+	AccessModes []corev1.PersistentVolumeAccessMode
+	// DataPath, if set, maps a pod's target path on a node
+	// (mounting.Layout.TargetPath) to where the volume's data is seen: a
+	// lab whose mounts are only recorded (hostpath.FakeMounter) follows
+	// them to the backend's directory. nil: the target path itself, as on
+	// a lab whose driver really mounts.
+	DataPath func(target string) string
 }

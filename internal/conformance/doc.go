@@ -1,0 +1,13 @@
+// Package conformance is the scenario engine of `volplane conformance`: it
+// runs, against one CSI driver on a lab cluster (Lab), the lifecycle
+// scenarios the driver's capabilities call for, each in a fresh namespace
+// with its own timeout, cleans up after each, checks the invariants
+// (internal/invariants) against the driver's own listing, and reports.
+//
+// Nouns: Lab (the cluster and driver under test), Scenario (a named,
+// capability-gated list of steps; Scenarios is the registry in its fixed
+// order, Select the pure choice of what applies), Session (one scenario's
+// run: its namespace, what it created and deleted), Options, Report with
+// one Result per scenario and, for a failure, its Failure (step, error,
+// the CSI call's event, explain's account of the claim).
+package conformance

@@ -1,0 +1,135 @@
+package conformance
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText writes the report as a table, one row per scenario, then the
+// details of each failure.
+func (r Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tSTATUS\tTIME\tREASON")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.Name, res.Status, seconds(res), oneLine(res.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, res := range r.Results {
+		if res.Failure == nil {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "\n%s failed:\n%s", res.Name, indent(res.Failure.Body(), "  ")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped\n", r.Count(Pass), r.Count(Fail), r.Count(Skip))
+	return err
+}
+
+// Body is the failure in lines: what WriteText and the JUnit failure
+// element show.
+func (f *Failure) Body() string {
+	var b strings.Builder
+	line := func(key, value string) {
+		if value != "" {
+			fmt.Fprintf(&b, "%-11s %s\n", key+":", oneLine(value))
+		}
+	}
+	line("step", f.Step)
+	line("error", f.Error)
+	line("object", f.Object)
+	line("CSI call", f.CSICall)
+	line("event", f.Event)
+	for _, inv := range f.Invariants {
+		line("invariant", inv)
+	}
+	if f.Explain != "" {
+		b.WriteString("explain:\n" + indent(f.Explain, "  "))
+	}
+	return b.String()
+}
+
+// WriteJSON writes the report as indented JSON: its field names are
+// stable, for CI.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// The JUnit XML schema CI systems read: one suite, a case per scenario.
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// SuiteName is the JUnit testsuite's name.
+const SuiteName = "volplane-conformance"
+
+// WriteJUnit writes the report as JUnit XML.
+func (r Report) WriteJUnit(w io.Writer) error {
+	s := junitSuite{Name: SuiteName, Tests: len(r.Results), Failures: r.Count(Fail), Skipped: r.Count(Skip)}
+	var total time.Duration
+	for _, res := range r.Results {
+		total += res.Duration
+		c := junitCase{Name: res.Name, ClassName: SuiteName + "." + r.Driver, Time: seconds(res)}
+		switch res.Status {
+		case Skip:
+			c.Skipped = &junitMessage{Message: res.Reason}
+		case Fail:
+			c.Failure = &junitMessage{Message: res.Reason}
+			if res.Failure != nil {
+				c.Failure.Body = res.Failure.Body()
+			}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	s.Time = fmt.Sprintf("%.3f", total.Seconds())
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func seconds(res Result) string { return fmt.Sprintf("%.3f", res.Duration.Seconds()) }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(prefix + l + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,140 @@
+// Package conformance runs the conformance suite (internal/conformance)
+// against the bundled drivers on everything `volplane up` runs
+// (stacktest.Stack): each bundled driver must pass every scenario that
+// applies to it, and a scenario that fails must say where and why.
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/volplane/volplane/internal/bundle"
+	"github.com/volplane/volplane/internal/cluster"
+	"github.com/volplane/volplane/internal/conformance"
+	"github.com/volplane/volplane/internal/csi"
+	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/test/e2e/support"
+)
+
+var bed struct {
+	stack *stacktest.Stack
+	snaps snapclient.Interface
+}
+
+// nodes is how many simulated nodes the lab has: two, so that a volume
+// moves between nodes.
+const nodes = 2
+
+func TestMain(m *testing.M) {
+	support.StackMain(m, nodes, "vp-conf-", stacktest.StackConfig{}, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
+		bed.stack = s
+		var err error
+		bed.snaps, err = snapclient.NewForConfig(cp.RESTConfig)
+		if err != nil {
+			return err
+		}
+		return createNetworkWaitClass(context.Background(), cp)
+	})
+}
+
+// networkWaitClass is the network driver's WaitForFirstConsumer class,
+// which the bundle does not register.
+const networkWaitClass = "conformance-network-wffc"
+
+func createNetworkWaitClass(ctx context.Context, cp *cluster.ControlPlane) error {
+	c, err := cp.Client.StorageV1().StorageClasses().Get(ctx, bundle.NetworkClass, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	wffc := &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: networkWaitClass},
+		Provisioner:          c.Provisioner,
+		Parameters:           c.Parameters,
+		ReclaimPolicy:        c.ReclaimPolicy,
+		AllowVolumeExpansion: c.AllowVolumeExpansion,
+		VolumeBindingMode:    new(storagev1.VolumeBindingWaitForFirstConsumer),
+	}
+	_, err = cp.Client.StorageV1().StorageClasses().Create(ctx, wffc, metav1.CreateOptions{})
+	return err
+}
+
+// networkLab is the lab of the bundled network driver.
+func networkLab(t testing.TB) *conformance.Lab {
+	s := bed.stack
+	node := s.CP.Nodes[0]
+	lab := baseLab(t, hostpath.NetworkDriverName, []string{networkEndpoint(s)}, s.Drivers.NodeEndpoints[node][1])
+	lab.ImmediateClass, lab.WaitClass = bundle.NetworkClass, networkWaitClass
+	lab.SnapshotClass = bundle.NetworkSnapshotClass
+	return lab
+}
+
+// localLab is the lab of the bundled node-local driver.
+func localLab(t testing.TB) *conformance.Lab {
+	s := bed.stack
+	node := s.CP.Nodes[0]
+	lab := baseLab(t, hostpath.DriverName, s.Drivers.Endpoints[:len(s.CP.Nodes)], s.Drivers.NodeEndpoints[node][0])
+	lab.ImmediateClass, lab.WaitClass = bundle.ImmediateClass, bundle.WaitClass
+	lab.SnapshotClass, lab.GroupSnapshotClass = bundle.SnapshotClass, bundle.GroupSnapshotClass
+	lab.AttributesClass = bundle.FastAttributes
+	return lab
+}
+
+// networkEndpoint is the network driver's controller: the last of the
+// stack's endpoints (bundle.Start lists it after the node-local ones).
+func networkEndpoint(s *stacktest.Stack) string {
+	return s.Drivers.Endpoints[len(s.Drivers.Endpoints)-1]
+}
+
+// baseLab is what both labs share: the clients, the nodes, what the
+// driver's controller (at the first of controllers) and node services
+// report, and the data path through the stack's recorded mounts.
+func baseLab(t testing.TB, driver string, controllers []string, nodeEndpoint string) *conformance.Lab {
+	t.Helper()
+	s := bed.stack
+	ctrl, nodeInfo := probe(t, controllers[0]), probe(t, nodeEndpoint)
+	if ctrl.Driver != driver || nodeInfo.Driver != driver {
+		t.Fatalf("endpoints serve %s and %s, want %s", ctrl.Driver, nodeInfo.Driver, driver)
+	}
+	return &conformance.Lab{
+		Client: s.CP.Client, Snapshots: bed.snaps, Driver: driver,
+		Controller: ctrl, Node: nodeInfo, Nodes: s.CP.Nodes,
+		Endpoints: controllers, DataDir: s.DataDir(),
+		Block:       true,
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		DataPath:    mountedData(s.Mounter),
+	}
+}
+
+func probe(t testing.TB, addr string) csi.Info {
+	t.Helper()
+	ep, err := csi.Dial(context.Background(), addr, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer ep.Close()
+	return ep.Info
+}
+
+// mountedData follows the stack's recorded mounts (a FakeMounter writes
+// nothing) from a target path to the directory they lead to: the
+// backend's volume directory, where a real mount would show the data.
+func mountedData(m *hostpath.FakeMounter) func(string) string {
+	return func(path string) string {
+		mounts := m.Mounts()
+		for range len(mounts) + 1 {
+			next, ok := mounts[path]
+			if !ok {
+				return path
+			}
+			path = next.Source
+		}
+		panic(fmt.Sprintf("the mounts loop at %s", path))
+	}
+}
