@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 		newDoctorCommand(),
 		newReleaseCommand(),
 		newBenchCommand(),
+		newConformanceCommand(),
 		newKubectlCommand(),
 	)
 	return root

@@ -26,7 +26,7 @@ func addUserDriverFlags(f *pflag.FlagSet, u *userdriver.Flags) {
 	f.StringArrayVar(&u.Endpoints, "driver-endpoint", nil, "NAME=controller=unix://PATH,node-1=unix://PATH,...: a CSI driver you run yourself, by its sockets (one for the controller service, one per simulated node; one socket may serve both); repeatable")
 	f.StringArrayVar(&u.PerNode, "driver-per-node", nil, "NAME: start --driver NAME once per node only, each process serving the controller service too (a driver whose volumes live on the node that made them); repeatable")
 	f.StringArrayVar(&u.Classes, "driver-class", nil, "NAME:KEY=VALUE: a parameter of driver NAME's StorageClasses; repeatable")
-	f.StringArrayVar(&u.Attributes, "driver-attributes", nil, "NAME:KEY=VALUE: a mutable parameter of driver NAME's VolumeAttributesClass (made when the driver has MODIFY_VOLUME); repeatable")
+	f.StringArrayVar(&u.Attributes, "driver-attributes", nil, "NAME:KEY=VALUE: a mutable parameter of driver NAME's VolumeAttributesClass (made when the driver has MODIFY_VOLUME and this names a parameter); repeatable")
 	f.StringArrayVar(&u.Secrets, "driver-secret", nil, "NAME:KIND=FILE: a secret of driver NAME's classes from a file of KEY=VALUE lines; KIND is provisioner, node-stage, node-publish or expand; repeatable")
 	f.StringArrayVar(&u.PodInfoOnMount, "driver-pod-info-on-mount", nil, "NAME: driver NAME's CSIDriver has podInfoOnMount (CSI does not report it)")
 	f.StringArrayVar(&u.StorageCapacity, "driver-storage-capacity", nil, "NAME: driver NAME's CSIDriver has storageCapacity (CSI does not report it)")
@@ -55,6 +55,9 @@ type upDrivers struct {
 	// Processes are the user's driver processes volplane started (nil with
 	// the bundled drivers).
 	Processes *userdriver.Drivers
+	// FakeMounts records the bundled drivers' mounts with --fake-mounts
+	// (else nil).
+	FakeMounts *hostpath.FakeMounter
 
 	failed <-chan error
 	stop   func()
@@ -79,14 +82,16 @@ func startDrivers(ctx context.Context, cp *cluster.ControlPlane, dir string, fla
 	if len(specs) == 0 {
 		bcfg := bundle.Config{DataDir: dir, Nodes: cp.Nodes,
 			Capacity: flags.capacity.Value(), NetworkMaxVolumesPerNode: flags.networkMaxVolumes, Faults: faults}
+		var fake *hostpath.FakeMounter
 		if flags.fakeMounts {
-			bcfg.Mounter = hostpath.NewFakeMounter()
+			fake = hostpath.NewFakeMounter()
+			bcfg.Mounter = fake
 		}
 		b, err := bundle.Start(ctx, bcfg)
 		if err != nil {
 			return nil, err
 		}
-		d := &upDrivers{Endpoints: b.Endpoints, NodeEndpoints: b.NodeEndpoints, failed: b.Failed(), stop: b.Stop}
+		d := &upDrivers{Endpoints: b.Endpoints, NodeEndpoints: b.NodeEndpoints, FakeMounts: fake, failed: b.Failed(), stop: b.Stop}
 		if err := bundle.Register(ctx, cp.Client); err != nil {
 			b.Stop()
 			return nil, err

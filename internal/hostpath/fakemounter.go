@@ -52,6 +52,22 @@ func (f *FakeMounter) Mounts() map[string]FakeMount {
 	return maps.Clone(f.mounts)
 }
 
+// Resolve follows the recorded mounts from path to the directory they lead
+// to (a bind mount's source, and its source's if that is a mount point
+// too): where a real mount would show the data a pod writes at path. A
+// path that is no mount point is its own answer.
+func (f *FakeMounter) Resolve(path string) string {
+	mounts := f.Mounts()
+	for range len(mounts) + 1 {
+		next, ok := mounts[path]
+		if !ok {
+			return path
+		}
+		path = next.Source
+	}
+	return path
+}
+
 // LoopDevices returns the attached loop devices by backing file.
 func (f *FakeMounter) LoopDevices() map[string]string {
 	f.mu.Lock()

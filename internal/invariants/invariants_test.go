@@ -122,3 +122,20 @@ func containsPrefix(list []string, prefix string) bool {
 	}
 	return false
 }
+
+// A volume the driver held before the test is not the test's: that the
+// driver says it is attached where the test made no VolumeAttachment is
+// not the test's doing (the e2e mock driver reports every volume it was
+// born with as attached to its node).
+func TestAnAttachmentOfAVolumeFromBeforeIsNotTheTests(t *testing.T) {
+	s := healthy()
+	s.Backends[2].VolumeIDs = append(s.Backends[2].VolumeIDs, "vol-old")
+	s.Backends[2].Published["vol-old"] = []string{"node-2"}
+	if got := Check(s, Expect{}); !containsPrefix(got, "backend volume vol-old of network.csi is attached to node-2, yet no VolumeAttachment") {
+		t.Fatalf("without leftovers: %q, want the attachment reported", got)
+	}
+	left := Leftovers{Volumes: []Volume{{Driver: network, Handle: "vol-old"}}}
+	if got := Check(s, Expect{Left: left}); len(got) != 0 {
+		t.Errorf("with vol-old left from before: %q", got)
+	}
+}

@@ -29,7 +29,8 @@ type Names struct {
 	ImmediateClass, WaitClass string
 	// SnapshotClass and GroupClass are its snapshot classes ("" when it
 	// cannot snapshot, or group-snapshot); AttributesClass its
-	// VolumeAttributesClass ("" when it cannot modify volumes).
+	// VolumeAttributesClass ("" when it cannot modify volumes or
+	// --driver-attributes gave it no parameter).
 	SnapshotClass, GroupClass, AttributesClass string
 }
 
@@ -105,7 +106,9 @@ func Objects(s Spec, ctrl csi.Info, secrets map[SecretKind]map[string]string, is
 			DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 		}}
 	}
-	if ctrl.Modify {
+	// A VolumeAttributesClass needs a parameter: which ones a driver
+	// takes only its user knows.
+	if ctrl.Modify && len(s.Attributes) > 0 {
 		n.AttributesClass = s.Name + "-attributes"
 		set.AttributeClasses = []*storagev1.VolumeAttributesClass{{
 			ObjectMeta: metav1.ObjectMeta{Name: n.AttributesClass},
