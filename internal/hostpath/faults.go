@@ -229,3 +229,24 @@ func (fi *faultInjector) inject(ctx context.Context, kind faultKind, amount floa
 
 // InjectedFaults is how many calls Config.Faults has faulted so far.
 func (d *Driver) InjectedFaults() int64 { return d.faults.injected.Load() }
+
+// FaultInterceptor injects f into the calls of any CSI server it
+// intercepts, as the bundled driver injects Config.Faults: the fault proxy
+// in front of a user's driver uses it. Injected counts the calls faulted.
+type FaultInterceptor struct{ fi *faultInjector }
+
+// NewFaultInterceptor returns an interceptor injecting f.
+func NewFaultInterceptor(f Faults) (*FaultInterceptor, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return &FaultInterceptor{fi: newFaultInjector(f)}, nil
+}
+
+// Intercept is the gRPC unary server interceptor.
+func (f *FaultInterceptor) Intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return f.fi.intercept(ctx, req, info, handler)
+}
+
+// Injected is how many calls were faulted so far.
+func (f *FaultInterceptor) Injected() int64 { return f.fi.injected.Load() }
