@@ -12,6 +12,11 @@
 # test/e2e/storage/drivers/csi-test/mock/service); README.md has its flags
 # and limits.
 #
+# gce-pd-fake-csi: ./gcepdfake, a main around the Compute Engine persistent
+# disk CSI driver (sigs.k8s.io/gcp-compute-persistent-disk-csi-driver
+# v1.28.1) with upstream's in-memory fake cloud, metadata and mounter; 6 s
+# warm, about 290 s with none of its packages in the build cache.
+#
 # No -trimpath: without it the k8s.io/* and gRPC packages come from the build
 # cache volplane's own build filled (go.mod pins the gRPC volplane uses).
 # CGO_ENABLED=0: a static binary that also runs inside an image; 11 s warm,
@@ -29,6 +34,7 @@ mkdir -p "$out"
 # name package
 targets=(
 	"k8s-mock-csi ./k8smock"
+	"gce-pd-fake-csi ./gcepdfake"
 )
 
 want=("$@")
