@@ -27,6 +27,9 @@ func Scenarios() []Scenario {
 		offlineExpansion(),
 		onlineExpansion(),
 		modifyAttributes(),
+		cloneClaim(),
+		snapshotRestore(),
+		groupSnapshot(),
 	}
 }
 
