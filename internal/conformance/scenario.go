@@ -30,6 +30,8 @@ func Scenarios() []Scenario {
 		cloneClaim(),
 		snapshotRestore(),
 		groupSnapshot(),
+		controllerRestart(),
+		nodeRestart(),
 	}
 }
 
