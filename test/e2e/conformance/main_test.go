@@ -138,3 +138,10 @@ func mountedData(m *hostpath.FakeMounter) func(string) string {
 		panic(fmt.Sprintf("the mounts loop at %s", path))
 	}
 }
+
+var createOptions = metav1.CreateOptions{}
+
+// claim is a small claim of class.
+func claim(namespace, class string) *corev1.PersistentVolumeClaim {
+	return support.Claim(namespace, "data", class, "64Mi")
+}
