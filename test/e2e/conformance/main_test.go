@@ -33,7 +33,8 @@ var bed struct {
 const nodes = 2
 
 func TestMain(m *testing.M) {
-	support.StackMain(m, nodes, "vp-conf-", stacktest.StackConfig{}, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
+	cfg := stacktest.StackConfig{Loops: restartLoops, Agent: restartAgent}
+	support.Main(m, nodes, startRestartable, support.StackSetup("vp-conf-", cfg, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
 		bed.stack = s
 		var err error
 		bed.snaps, err = snapclient.NewForConfig(cp.RESTConfig)
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		return createNetworkWaitClass(context.Background(), cp)
-	})
+	}))
 }
 
 // networkWaitClass is the network driver's WaitForFirstConsumer class,
@@ -72,6 +73,17 @@ func networkLab(t testing.TB) *conformance.Lab {
 	lab := baseLab(t, hostpath.NetworkDriverName, []string{networkEndpoint(s)}, s.Drivers.NodeEndpoints[node][1])
 	lab.ImmediateClass, lab.WaitClass = bundle.NetworkClass, networkWaitClass
 	lab.SnapshotClass = bundle.NetworkSnapshotClass
+	return lab
+}
+
+// restartLab is the lab of the driver the test started (restartable), the
+// one whose processes the kill scenarios kill.
+func restartLab(t testing.TB) *conformance.Lab {
+	node := bed.stack.CP.Nodes[0]
+	lab := baseLab(t, restartDriver, []string{restarts.cfg.Endpoint}, restarts.cfg.NodeEndpoints[node])
+	lab.ImmediateClass = restartClass
+	lab.DataPath = mountedData(restarts.mounter)
+	lab.Restart = restarts.Restart
 	return lab
 }
 
