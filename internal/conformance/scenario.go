@@ -24,6 +24,7 @@ func Scenarios() []Scenario {
 		waitForFirstConsumer(),
 		staticRetain(),
 		rawBlock(),
+		accessModes(),
 		offlineExpansion(),
 		onlineExpansion(),
 		modifyAttributes(),

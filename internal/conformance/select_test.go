@@ -31,6 +31,7 @@ func TestSelect(t *testing.T) {
 			map[string]string{
 				"wait-for-first-consumer":  "no WaitForFirstConsumer StorageClass of the driver",
 				"raw-block":                "the driver is not said to take raw block volumes (Lab.Block)",
+				"access-modes":             "the driver is said to support one access mode only (Lab.AccessModes), which every scenario uses",
 				"expansion-offline":        "the driver's controller cannot expand volumes (no EXPAND_VOLUME)",
 				"expansion-online":         "the driver cannot expand volumes (no EXPAND_VOLUME, controller or node)",
 				"modify-volume-attributes": "the driver cannot modify volumes (no MODIFY_VOLUME)",
@@ -44,6 +45,7 @@ func TestSelect(t *testing.T) {
 			[]string{"dynamic-provisioning-mount", "wait-for-first-consumer", "static-provisioning-retain", "raw-block",
 				"expansion-offline", "expansion-online", "modify-volume-attributes", "clone", "controller-killed", "node-plugin-killed"},
 			map[string]string{
+				"access-modes":     "the driver is said to support one access mode only (Lab.AccessModes), which every scenario uses",
 				"snapshot-restore": "no VolumeSnapshotClass of the driver",
 				"group-snapshot":   "no VolumeGroupSnapshotClass of the driver",
 			}},

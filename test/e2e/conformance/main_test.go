@@ -73,6 +73,7 @@ func networkLab(t testing.TB) *conformance.Lab {
 	lab := baseLab(t, hostpath.NetworkDriverName, []string{networkEndpoint(s)}, s.Drivers.NodeEndpoints[node][1])
 	lab.ImmediateClass, lab.WaitClass = bundle.NetworkClass, networkWaitClass
 	lab.SnapshotClass = bundle.NetworkSnapshotClass
+	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadOnlyMany}
 	return lab
 }
 
@@ -95,6 +96,7 @@ func localLab(t testing.TB) *conformance.Lab {
 	lab.ImmediateClass, lab.WaitClass = bundle.ImmediateClass, bundle.WaitClass
 	lab.SnapshotClass, lab.GroupSnapshotClass = bundle.SnapshotClass, bundle.GroupSnapshotClass
 	lab.AttributesClass = bundle.FastAttributes
+	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
 	return lab
 }
 
