@@ -37,6 +37,7 @@ func (s *Session) cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	for _, d := range s.deleted {
+		errs = append(errs, s.claimGone(ctx, d.Name))
 		if d.PV == "" {
 			continue
 		}
@@ -58,6 +59,21 @@ func (s *Session) cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// claimGone waits until the claim is gone (pvc-protection lets it go
+// once no pod uses it).
+func (s *Session) claimGone(ctx context.Context, name string) error {
+	return waitFor(ctx, "PersistentVolumeClaim", s.Namespace, name, "claim "+name+" to be gone", func(ctx context.Context) (string, error) {
+		_, err := s.getClaim(ctx, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return "", nil
+		case err != nil:
+			return err.Error(), nil
+		}
+		return "claim " + name + " is still there", nil
+	})
 }
 
 // deletePV deletes a PV that is not the reclaim loop's to delete (Retain,

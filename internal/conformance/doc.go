@@ -5,9 +5,12 @@
 // (internal/invariants) against the driver's own listing, and reports.
 //
 // Nouns: Lab (the cluster and driver under test), Scenario (a named,
-// capability-gated list of steps; Scenarios is the registry in its fixed
-// order, Select the pure choice of what applies), Session (one scenario's
-// run: its namespace, what it created and deleted), Options, Report with
-// one Result per scenario and, for a failure, its Failure (step, error,
-// the CSI call's event, explain's account of the claim).
+// capability-gated list of Steps; Scenarios is the registry in its fixed
+// order, Select the pure choice of what applies and what is Skipped and
+// why), Session (one scenario's run: its namespace, what it created and
+// deleted; StepError and WaitError are how a step fails), Options, Report
+// with one Result per scenario and, for a failure, its Failure (step,
+// error, the object waited on, the CSI call and its Warning event,
+// explain's account of the claim, broken invariants), rendered as a text
+// table, JSON or JUnit XML.
 package conformance

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -13,13 +14,20 @@ import (
 // WriteText writes the report as a table, one row per scenario, then the
 // details of each failure.
 func (r Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tSTATUS\tTIME\tREASON")
 	for _, res := range r.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.Name, res.Status, seconds(res), oneLine(res.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// A row without a reason would end in the padding.
+	for _, l := range strings.SplitAfter(table.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(l, " \n")+strings.Repeat("\n", strings.Count(l, "\n"))); err != nil {
+			return err
+		}
 	}
 	for _, res := range r.Results {
 		if res.Failure == nil {
@@ -85,7 +93,8 @@ type junitCase struct {
 
 type junitMessage struct {
 	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
+	// CDATA keeps the body's lines readable where CI shows it.
+	Body string `xml:",cdata"`
 }
 
 // SuiteName is the JUnit testsuite's name.

@@ -24,9 +24,15 @@ func Scenarios() []Scenario {
 		waitForFirstConsumer(),
 		staticRetain(),
 		rawBlock(),
+		accessModes(),
 		offlineExpansion(),
 		onlineExpansion(),
 		modifyAttributes(),
+		cloneClaim(),
+		snapshotRestore(),
+		groupSnapshot(),
+		controllerRestart(),
+		nodeRestart(),
 	}
 }
 

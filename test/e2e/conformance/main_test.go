@@ -33,7 +33,8 @@ var bed struct {
 const nodes = 2
 
 func TestMain(m *testing.M) {
-	support.StackMain(m, nodes, "vp-conf-", stacktest.StackConfig{}, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
+	cfg := stacktest.StackConfig{Loops: restartLoops, Agent: restartAgent}
+	support.Main(m, nodes, startRestartable, support.StackSetup("vp-conf-", cfg, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
 		bed.stack = s
 		var err error
 		bed.snaps, err = snapclient.NewForConfig(cp.RESTConfig)
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		return createNetworkWaitClass(context.Background(), cp)
-	})
+	}))
 }
 
 // networkWaitClass is the network driver's WaitForFirstConsumer class,
@@ -72,6 +73,18 @@ func networkLab(t testing.TB) *conformance.Lab {
 	lab := baseLab(t, hostpath.NetworkDriverName, []string{networkEndpoint(s)}, s.Drivers.NodeEndpoints[node][1])
 	lab.ImmediateClass, lab.WaitClass = bundle.NetworkClass, networkWaitClass
 	lab.SnapshotClass = bundle.NetworkSnapshotClass
+	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadOnlyMany}
+	return lab
+}
+
+// restartLab is the lab of the driver the test started (restartable), the
+// one whose processes the kill scenarios kill.
+func restartLab(t testing.TB) *conformance.Lab {
+	node := bed.stack.CP.Nodes[0]
+	lab := baseLab(t, restartDriver, []string{restarts.cfg.Endpoint}, restarts.cfg.NodeEndpoints[node])
+	lab.ImmediateClass = restartClass
+	lab.DataPath = mountedData(restarts.mounter)
+	lab.Restart = restarts.Restart
 	return lab
 }
 
@@ -83,6 +96,7 @@ func localLab(t testing.TB) *conformance.Lab {
 	lab.ImmediateClass, lab.WaitClass = bundle.ImmediateClass, bundle.WaitClass
 	lab.SnapshotClass, lab.GroupSnapshotClass = bundle.SnapshotClass, bundle.GroupSnapshotClass
 	lab.AttributesClass = bundle.FastAttributes
+	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
 	return lab
 }
 
@@ -137,4 +151,11 @@ func mountedData(m *hostpath.FakeMounter) func(string) string {
 		}
 		panic(fmt.Sprintf("the mounts loop at %s", path))
 	}
+}
+
+var createOptions = metav1.CreateOptions{}
+
+// claim is a small claim of class.
+func claim(namespace, class string) *corev1.PersistentVolumeClaim {
+	return support.Claim(namespace, "data", class, "64Mi")
 }

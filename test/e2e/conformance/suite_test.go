@@ -10,8 +10,8 @@ import (
 
 // Every scenario that applies to a bundled driver passes against it.
 func TestBundledDriversPass(t *testing.T) {
-	labs := map[string]func(testing.TB) *conformance.Lab{"network": networkLab, "node-local": localLab}
-	for _, name := range []string{"network", "node-local"} {
+	labs := map[string]func(testing.TB) *conformance.Lab{"network": networkLab, "node-local": localLab, "restartable": restartLab}
+	for _, name := range []string{"network", "node-local", "restartable"} {
 		t.Run(name, func(t *testing.T) {
 			lab := labs[name](t)
 			report := conformance.Run(context.Background(), lab, conformance.Options{})
