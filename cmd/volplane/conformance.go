@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -213,7 +211,7 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 			return fmt.Errorf("--scenario: want names among %s", strings.Join(scenarioNames(), ", "))
 		}
 	}
-	var reports []conformance.Report
+	var reports conformance.Reports
 	for _, lab := range labs {
 		opts.Done = func(r conformance.Result) {
 			fmt.Fprintf(progress, "  %s %s: %s (%.1fs)\n", lab.Driver, r.Name, r.Status, r.Duration.Seconds())
@@ -223,10 +221,7 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 	if err := writeReports(out, f, reports); err != nil {
 		return err
 	}
-	failed := 0
-	for _, r := range reports {
-		failed += r.Count(conformance.Fail)
-	}
+	failed := reports.Failed()
 	fmt.Fprintf(progress, "Conformance run took %.1fs.\n", time.Since(began).Seconds())
 	if failed > 0 {
 		return &exitError{code: exitFindings, err: fmt.Errorf("conformance: %d scenario(s) failed", failed)}
@@ -245,19 +240,13 @@ func scenarioNames() []string {
 
 // writeReports writes the reports in the chosen format, and as JUnit XML
 // where asked.
-func writeReports(out io.Writer, f conformanceFlags, reports []conformance.Report) error {
+func writeReports(out io.Writer, f conformanceFlags, reports conformance.Reports) error {
+	write := reports.WriteText
 	if f.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
-			return err
-		}
-	} else {
-		for _, r := range reports {
-			if err := r.WriteText(out); err != nil {
-				return err
-			}
-		}
+		write = reports.WriteJSON
+	}
+	if err := write(out); err != nil {
+		return err
 	}
 	if f.junit == "" {
 		return nil
@@ -266,7 +255,7 @@ func writeReports(out io.Writer, f conformanceFlags, reports []conformance.Repor
 	if err != nil {
 		return fmt.Errorf("--junit: %w", err)
 	}
-	if err := writeJUnit(file, reports); err != nil {
+	if err := reports.WriteJUnit(file); err != nil {
 		_ = file.Close()
 		return fmt.Errorf("--junit: %w", err)
 	}
@@ -336,7 +325,7 @@ func bundledLabs(ctx context.Context, cp *cluster.ControlPlane, d *upDrivers, ba
 	network = base(hostpath.NetworkDriverName, infos[0], infos[1], []string{netCtrl})
 	network.Block = true
 	network.ImmediateClass, network.WaitClass, network.SnapshotClass = bundle.NetworkClass, bundle.NetworkClass+"-wffc", bundle.NetworkSnapshotClass
-	if err := ensureWaitClass(ctx, cp, network.ImmediateClass, network.WaitClass); err != nil {
+	if err := conformance.EnsureWaitClass(ctx, cp.Client, network.ImmediateClass, network.WaitClass); err != nil {
 		return nil, nil, err
 	}
 	local = base(hostpath.DriverName, infos[2], infos[3], d.Endpoints[:nodes])
@@ -368,26 +357,4 @@ func waitRegistered(ctx context.Context, cp *cluster.ControlPlane, driver string
 		return fmt.Errorf("driver %s is not registered on every node's CSINode within a minute: %w", driver, err)
 	}
 	return nil
-}
-
-// ensureWaitClass makes a WaitForFirstConsumer copy of an Immediate class.
-func ensureWaitClass(ctx context.Context, cp *cluster.ControlPlane, immediate, name string) error {
-	c, err := cp.Client.StorageV1().StorageClasses().Get(ctx, immediate, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	wffc := &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: c.Provisioner, Parameters: c.Parameters,
-		ReclaimPolicy: c.ReclaimPolicy, AllowVolumeExpansion: c.AllowVolumeExpansion,
-		VolumeBindingMode: new(storagev1.VolumeBindingWaitForFirstConsumer),
-	}
-	if _, err = cp.Client.StorageV1().StorageClasses().Create(ctx, wffc, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}
-
-// writeJUnit is a stand-in until the reports render together.
-func writeJUnit(w io.Writer, reports []conformance.Report) error {
-	return reports[0].WriteJUnit(w)
 }

@@ -101,7 +101,10 @@ type junitMessage struct {
 const SuiteName = "volplane-conformance"
 
 // WriteJUnit writes the report as JUnit XML.
-func (r Report) WriteJUnit(w io.Writer) error {
+func (r Report) WriteJUnit(w io.Writer) error { return writeXML(w, r.suite()) }
+
+// suite is the report as a JUnit testsuite.
+func (r Report) suite() junitSuite {
 	s := junitSuite{Name: SuiteName, Tests: len(r.Results), Failures: r.Count(Fail), Skipped: r.Count(Skip)}
 	var total time.Duration
 	for _, res := range r.Results {
@@ -119,16 +122,71 @@ func (r Report) WriteJUnit(w io.Writer) error {
 		s.Cases = append(s.Cases, c)
 	}
 	s.Time = fmt.Sprintf("%.3f", total.Seconds())
+	return s
+}
+
+func writeXML(w io.Writer, v any) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// Reports are the reports of one run, one per driver under test.
+type Reports []Report
+
+// Failed is how many scenarios failed, over every driver.
+func (rs Reports) Failed() int {
+	n := 0
+	for _, r := range rs {
+		n += r.Count(Fail)
+	}
+	return n
+}
+
+// WriteText writes each driver's report under a line naming it.
+func (rs Reports) WriteText(w io.Writer) error {
+	for i, r := range rs {
+		sep := "\n"
+		if i == 0 {
+			sep = ""
+		}
+		if _, err := fmt.Fprintf(w, "%sDriver %s\n", sep, r.Driver); err != nil {
+			return err
+		}
+		if err := r.WriteText(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the reports as an indented JSON array.
+func (rs Reports) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode([]Report(rs))
+}
+
+// WriteJUnit writes the reports as JUnit XML: a testsuites element with
+// one suite per driver (its cases' classname names the driver).
+func (rs Reports) WriteJUnit(w io.Writer) error {
+	all := junitSuites{}
+	for _, r := range rs {
+		all.Suites = append(all.Suites, r.suite())
+	}
+	return writeXML(w, all)
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
 }
 
 func seconds(res Result) string { return fmt.Sprintf("%.3f", res.Duration.Seconds()) }

@@ -99,3 +99,39 @@ func TestPassed(t *testing.T) {
 		}
 	}
 }
+
+// A run of several drivers renders each under its name, and its JSON and
+// JUnit keep the drivers apart.
+func TestReportsOfSeveralDrivers(t *testing.T) {
+	other := Report{Driver: "other.csi.io", Results: []Result{{Name: "clone", Status: Pass, Duration: time.Second, Seconds: 1}}}
+	rs := Reports{sampleReport(), other}
+	if rs.Failed() != 1 {
+		t.Errorf("Failed() = %d, want 1", rs.Failed())
+	}
+	var text bytes.Buffer
+	if err := rs.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(text.Bytes(), []byte("Driver example.csi.io\n")) || !bytes.Contains(text.Bytes(), []byte("\nDriver other.csi.io\nSCENARIO")) {
+		t.Errorf("text:\n%s", text.String())
+	}
+	var js bytes.Buffer
+	if err := rs.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back []Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back) != 2 || back[1].Driver != "other.csi.io" {
+		t.Errorf("JSON read back as %+v (%v)", back, err)
+	}
+	var x bytes.Buffer
+	if err := rs.WriteJUnit(&x); err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(x.Bytes(), &suites); err != nil {
+		t.Fatal(err)
+	}
+	if len(suites.Suites) != 2 || suites.Suites[0].Failures != 1 || suites.Suites[1].Cases[0].ClassName != SuiteName+".other.csi.io" {
+		t.Errorf("JUnit read back as %+v", suites)
+	}
+}

@@ -6,12 +6,10 @@ package conformance
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/bundle"
@@ -41,30 +39,13 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		return createNetworkWaitClass(context.Background(), cp)
+		return conformance.EnsureWaitClass(context.Background(), cp.Client, bundle.NetworkClass, networkWaitClass)
 	}))
 }
 
 // networkWaitClass is the network driver's WaitForFirstConsumer class,
 // which the bundle does not register.
 const networkWaitClass = "conformance-network-wffc"
-
-func createNetworkWaitClass(ctx context.Context, cp *cluster.ControlPlane) error {
-	c, err := cp.Client.StorageV1().StorageClasses().Get(ctx, bundle.NetworkClass, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	wffc := &storagev1.StorageClass{
-		ObjectMeta:           metav1.ObjectMeta{Name: networkWaitClass},
-		Provisioner:          c.Provisioner,
-		Parameters:           c.Parameters,
-		ReclaimPolicy:        c.ReclaimPolicy,
-		AllowVolumeExpansion: c.AllowVolumeExpansion,
-		VolumeBindingMode:    new(storagev1.VolumeBindingWaitForFirstConsumer),
-	}
-	_, err = cp.Client.StorageV1().StorageClasses().Create(ctx, wffc, metav1.CreateOptions{})
-	return err
-}
 
 // networkLab is the lab of the bundled network driver.
 func networkLab(t testing.TB) *conformance.Lab {
@@ -83,7 +64,7 @@ func restartLab(t testing.TB) *conformance.Lab {
 	node := bed.stack.CP.Nodes[0]
 	lab := baseLab(t, restartDriver, []string{restarts.cfg.Endpoint}, restarts.cfg.NodeEndpoints[node])
 	lab.ImmediateClass = restartClass
-	lab.DataPath = mountedData(restarts.mounter)
+	lab.DataPath = restarts.mounter.Resolve
 	lab.Restart = restarts.Restart
 	return lab
 }
@@ -122,7 +103,7 @@ func baseLab(t testing.TB, driver string, controllers []string, nodeEndpoint str
 		Endpoints: controllers, DataDir: s.DataDir(),
 		Block:       true,
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		DataPath:    mountedData(s.Mounter),
+		DataPath:    s.Mounter.Resolve,
 	}
 }
 
@@ -134,23 +115,6 @@ func probe(t testing.TB, addr string) csi.Info {
 	}
 	defer ep.Close()
 	return ep.Info
-}
-
-// mountedData follows the stack's recorded mounts (a FakeMounter writes
-// nothing) from a target path to the directory they lead to: the
-// backend's volume directory, where a real mount would show the data.
-func mountedData(m *hostpath.FakeMounter) func(string) string {
-	return func(path string) string {
-		mounts := m.Mounts()
-		for range len(mounts) + 1 {
-			next, ok := mounts[path]
-			if !ok {
-				return path
-			}
-			path = next.Source
-		}
-		panic(fmt.Sprintf("the mounts loop at %s", path))
-	}
 }
 
 var createOptions = metav1.CreateOptions{}
