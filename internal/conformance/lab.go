@@ -51,6 +51,14 @@ type Lab struct {
 	// nil when the lab did not start the driver (--driver-endpoint), and
 	// then the kill scenarios are skipped.
 	Restart func(ctx context.Context, role string) error
+	// Faults turns seeded faults on or off in the loops' calls of the
+	// driver's controller service (a proxy in front of its sockets: a call
+	// fails before it is done, is done but reported as timed out, or is
+	// delayed; hostpath.Faults); InjectedFaults counts the calls faulted so
+	// far. Both nil when the lab injects none: the fault scenarios are
+	// skipped.
+	Faults         func(on bool)
+	InjectedFaults func() int64
 
 	// Facts the user states, since CSI does not report them:
 	//
