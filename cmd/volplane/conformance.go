@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ type conformanceFlags struct {
 	block       []string
 	accessModes []string
 	drivers     upDriverFlags
+	faults      hostpath.Faults
 }
 
 func newConformanceCommand() *cobra.Command {
@@ -97,6 +99,8 @@ that applies passed; 3 if one failed; 1 if the run could not start.`,
 	fl.BoolVar(&f.keep, "keep", false, "keep the data dir (logs, the drivers' output) even when every scenario passed")
 	fl.StringArrayVar(&f.block, "driver-block", nil, "NAME: driver NAME takes raw block volumes (volumeMode Block; CSI does not report it); the bundled drivers do")
 	fl.StringArrayVar(&f.accessModes, "driver-access-modes", nil, "NAME=MODE,...: the access modes driver NAME supports (default ReadWriteOnce)")
+	f.faults = defaultConformanceFaults
+	fl.Var(&faultsFlag{&f.faults}, "faults", `the faults of the faults scenario, injected by a proxy in front of the driver's controller sockets: seed=N,unavailable=P,timeout=P,delay=P,max-delay=D ("" skips the scenario)`)
 	fl.BoolVar(&f.drivers.fakeMounts, "fake-mounts", false, "the bundled drivers record their mounts instead of asking the kernel (no root needed)")
 	return cmd
 }
@@ -175,8 +179,13 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 		return err
 	}
 	defer drivers.Stop()
+	proxies, err := startFaultProxies(dir, drivers.Endpoints, f.faults)
+	if err != nil {
+		return err
+	}
+	defer proxies.stop()
 	loopsCtx, stopLoops := context.WithCancel(ctx)
-	mcfg := upLoops(cp.RESTConfig, drivers.Endpoints, "", io.Discard)
+	mcfg := upLoops(cp.RESTConfig, proxies.addresses(drivers.Endpoints), "", io.Discard)
 	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints), UnmountOnStop: true}
 	loops := make(chan error, 1)
 	go func() { loops <- manager.Run(loopsCtx, mcfg) }()
@@ -193,6 +202,9 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 	labs, err := conformanceLabs(ctx, cp, snaps, dir, drivers, facts, drivers.FakeMounts)
 	if err != nil {
 		return err
+	}
+	for _, lab := range labs {
+		proxies.wire(lab)
 	}
 	for _, lab := range labs {
 		if err := waitRegistered(ctx, cp, lab.Driver, loops); err != nil {
@@ -357,4 +369,77 @@ func waitRegistered(ctx context.Context, cp *cluster.ControlPlane, driver string
 		return fmt.Errorf("driver %s is not registered on every node's CSINode within a minute: %w", driver, err)
 	}
 	return nil
+}
+
+// defaultConformanceFaults fault one controller call in two: a fifth fail
+// before they are done, a fifth are done and reported as timed out, a
+// tenth are delayed up to half a second.
+var defaultConformanceFaults = hostpath.Faults{Seed: 1, Unavailable: 0.2, TimedOut: 0.2, Delayed: 0.1, MaxDelay: 500 * time.Millisecond}
+
+// faultProxies stand in front of every controller endpoint the loops dial,
+// by the endpoint's address; none when faults are off.
+type faultProxies map[string]*userdriver.FaultProxy
+
+func startFaultProxies(dir string, endpoints []string, f hostpath.Faults) (faultProxies, error) {
+	p := faultProxies{}
+	if !f.Enabled() {
+		return p, nil
+	}
+	sockets := filepath.Join(dir, "csi", "faults")
+	if err := hostpath.MkdirPrivate(sockets); err != nil {
+		return nil, err
+	}
+	for i, addr := range endpoints {
+		proxy, err := userdriver.StartFaultProxy(filepath.Join(sockets, fmt.Sprintf("%d.sock", i)), addr, f)
+		if err != nil {
+			p.stop()
+			return nil, err
+		}
+		p[addr] = proxy
+	}
+	return p, nil
+}
+
+// addresses are what the loops dial in place of endpoints.
+func (p faultProxies) addresses(endpoints []string) []string {
+	out := make([]string, len(endpoints))
+	for i, addr := range endpoints {
+		out[i] = addr
+		if proxy, ok := p[addr]; ok {
+			out[i] = proxy.Address
+		}
+	}
+	return out
+}
+
+// wire gives a lab the switch and the count of the proxies in front of
+// its driver's controller endpoints.
+func (p faultProxies) wire(lab *conformance.Lab) {
+	var mine []*userdriver.FaultProxy
+	for _, addr := range lab.Endpoints {
+		if proxy, ok := p[addr]; ok {
+			mine = append(mine, proxy)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	lab.Faults = func(on bool) {
+		for _, proxy := range mine {
+			proxy.SetFaults(on)
+		}
+	}
+	lab.InjectedFaults = func() int64 {
+		var n int64
+		for _, proxy := range mine {
+			n += proxy.Injected()
+		}
+		return n
+	}
+}
+
+func (p faultProxies) stop() {
+	for _, proxy := range p {
+		proxy.Stop()
+	}
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/volplane/volplane/internal/conformance"
+	"github.com/volplane/volplane/internal/hostpath"
+)
+
+// runConformanceCLI runs `volplane conformance` in a child with args and
+// returns its JSON report, its exit code and its progress output.
+func runConformanceCLI(t *testing.T, args ...string) ([]conformance.Report, int, string) {
+	t.Helper()
+	// Short: the drivers' sockets live under it (t.TempDir's name is the
+	// test's, too long for a unix socket's path).
+	dir, err := os.MkdirTemp("/tmp", "vpc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cmd := volplane(t, append([]string{"conformance", "-o", "json", "--data-dir", dir}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("volplane conformance: %v\n%s", err, stderr.String())
+		}
+		code = exit.ExitCode()
+	}
+	var reports []conformance.Report
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil {
+		t.Fatalf("the JSON report: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return reports, code, stderr.String()
+}
+
+// statuses are a report's statuses by scenario.
+func statuses(r conformance.Report) map[string]conformance.Status {
+	out := map[string]conformance.Status{}
+	for _, res := range r.Results {
+		out[res.Name] = res.Status
+	}
+	return out
+}
+
+// The bundled driver, started by `conformance` as a user's driver would be
+// (`volplane driver` once per node, each serving its controller too), runs
+// every scenario, the kill and fault ones included, and passes; the JUnit
+// file says the same.
+func TestConformanceRunsAStartedDriverThroughEveryScenario(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	name := hostpath.DriverName
+	reports, code, progress := runConformanceCLI(t, "--nodes", "2", "--junit", junit,
+		"--driver", name+"="+exe+" driver --endpoint {endpoint} --node-id {node} --data-dir {dir} --capacity 10Gi",
+		"--driver-per-node", name, "--driver-block", name, "--driver-attributes", name+":tier=premium")
+	if code != 0 || len(reports) != 1 {
+		t.Fatalf("exit %d, %d report(s), want 0 and one:\n%s", code, len(reports), progress)
+	}
+	got := statuses(reports[0])
+	for _, sc := range []string{"dynamic-provisioning-mount", "wait-for-first-consumer", "static-provisioning-retain", "raw-block",
+		"expansion-offline", "expansion-online", "modify-volume-attributes", "clone", "snapshot-restore", "group-snapshot",
+		"controller-killed", "node-plugin-killed", "faults"} {
+		if got[sc] != conformance.Pass {
+			t.Errorf("%s: %s, want pass", sc, got[sc])
+		}
+	}
+	if t.Failed() {
+		t.Logf("progress:\n%s", progress)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Suites []struct {
+			Failures int `xml:"failures,attr"`
+			Tests    int `xml:"tests,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(raw, &suites); err != nil || len(suites.Suites) != 1 || suites.Suites[0].Failures != 0 || suites.Suites[0].Tests != len(got) {
+		t.Errorf("JUnit %+v (%v):\n%s", suites, err, raw)
+	}
+}
+
+// A driver no one here wrote: the Kubernetes e2e framework's mock CSI
+// driver, built from tools/drivers (its own module, never imported). The
+// report is what that driver is: in memory, its publish a bare directory
+// (nothing written is read back), its state gone when its process is
+// killed; everything else passes. Exit code 3: a scenario failed.
+func TestConformanceOfTheKubernetesMockDriver(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "k8s-mock-csi")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./k8smock")
+	build.Dir = filepath.Join("..", "..", "tools", "drivers")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the mock driver: %v\n%s", err, out)
+	}
+	name := "io.kubernetes.storage.mock"
+	reports, code, progress := runConformanceCLI(t, "--nodes", "1",
+		"--driver", name+"="+bin+" -endpoint {endpoint}", "--driver-per-node", name, "--driver-attributes", name+":tier=gold")
+	if code != exitFindings || len(reports) != 1 {
+		t.Fatalf("exit %d, %d report(s), want %d and one:\n%s", code, len(reports), exitFindings, progress)
+	}
+	want := map[string]conformance.Status{
+		// The mock publishes an empty directory: a file written there is
+		// not in the volume, and a second pod cannot read it back.
+		"dynamic-provisioning-mount": conformance.Fail,
+		"static-provisioning-retain": conformance.Fail,
+		"clone":                      conformance.Fail,
+		"snapshot-restore":           conformance.Fail,
+		// Its volumes live in its process: killed, it forgets them
+		// (NodeStageVolume answers NotFound).
+		"node-plugin-killed":       conformance.Fail,
+		"wait-for-first-consumer":  conformance.Pass,
+		"expansion-offline":        conformance.Pass,
+		"expansion-online":         conformance.Pass,
+		"modify-volume-attributes": conformance.Pass,
+		"controller-killed":        conformance.Pass,
+		"raw-block":                conformance.Skip,
+		"access-modes":             conformance.Skip,
+		"group-snapshot":           conformance.Skip,
+	}
+	got := statuses(reports[0])
+	for sc, status := range want {
+		if got[sc] != status {
+			t.Errorf("%s: %s, want %s", sc, got[sc], status)
+		}
+	}
+	for _, res := range reports[0].Results {
+		if res.Status == conformance.Fail && (res.Failure == nil || res.Failure.Step == "") {
+			t.Errorf("%s failed without saying the step: %+v", res.Name, res)
+		}
+		if res.Name == "node-plugin-killed" && res.Failure != nil && !strings.Contains(res.Failure.Event, "NotFound") {
+			t.Errorf("node-plugin-killed: the event %q does not carry the driver's NotFound", res.Failure.Event)
+		}
+	}
+	if t.Failed() {
+		t.Logf("progress:\n%s", progress)
+	}
+}
