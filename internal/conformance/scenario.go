@@ -33,6 +33,7 @@ func Scenarios() []Scenario {
 		groupSnapshot(),
 		controllerRestart(),
 		nodeRestart(),
+		faultsScenario(),
 	}
 }
 

@@ -16,6 +16,7 @@ func TestSelect(t *testing.T) {
 		ImmediateClass: "fast", WaitClass: "wffc", SnapshotClass: "snaps", GroupSnapshotClass: "groups", AttributesClass: "gold",
 		Block:   true,
 		Restart: func(context.Context, string) error { return nil },
+		Faults:  func(bool) {}, InjectedFaults: func() int64 { return 0 },
 		Controller: csi.Info{ControllerExpand: true, Modify: true, Clone: true, Snapshot: true, GroupSnapshot: true,
 			OnlineExpansion: true},
 	}
@@ -40,10 +41,11 @@ func TestSelect(t *testing.T) {
 				"group-snapshot":           "the driver cannot snapshot groups (no GroupController CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT)",
 				"controller-killed":        "the driver was not started by volplane",
 				"node-plugin-killed":       "the driver was not started by volplane",
+				"faults":                   "no fault proxy in front of the driver",
 			}},
 		{"a driver that does everything, without the snapshot API", full,
 			[]string{"dynamic-provisioning-mount", "wait-for-first-consumer", "static-provisioning-retain", "raw-block",
-				"expansion-offline", "expansion-online", "modify-volume-attributes", "clone", "controller-killed", "node-plugin-killed"},
+				"expansion-offline", "expansion-online", "modify-volume-attributes", "clone", "controller-killed", "node-plugin-killed", "faults"},
 			map[string]string{
 				"access-modes":     "the driver is said to support one access mode only (Lab.AccessModes), which every scenario uses",
 				"snapshot-restore": "no VolumeSnapshotClass of the driver",

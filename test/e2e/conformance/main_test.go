@@ -6,7 +6,10 @@ package conformance
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -15,15 +18,20 @@ import (
 	"github.com/volplane/volplane/internal/bundle"
 	"github.com/volplane/volplane/internal/cluster"
 	"github.com/volplane/volplane/internal/conformance"
+	"github.com/volplane/volplane/internal/controller/manager"
 	"github.com/volplane/volplane/internal/csi"
 	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/stacktest"
+	"github.com/volplane/volplane/internal/userdriver"
 	"github.com/volplane/volplane/test/e2e/support"
 )
 
 var bed struct {
 	stack *stacktest.Stack
 	snaps snapclient.Interface
+	// faults is the proxy in front of the network driver's controller,
+	// which the loops dial instead of the driver.
+	faults *userdriver.FaultProxy
 }
 
 // nodes is how many simulated nodes the lab has: two, so that a volume
@@ -31,7 +39,7 @@ var bed struct {
 const nodes = 2
 
 func TestMain(m *testing.M) {
-	cfg := stacktest.StackConfig{Loops: restartLoops, Agent: restartAgent}
+	cfg := stacktest.StackConfig{Loops: loops, Agent: restartAgent}
 	support.Main(m, nodes, startRestartable, support.StackSetup("vp-conf-", cfg, func(cp *cluster.ControlPlane, s *stacktest.Stack) error {
 		bed.stack = s
 		var err error
@@ -40,7 +48,37 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		return conformance.EnsureWaitClass(context.Background(), cp.Client, bundle.NetworkClass, networkWaitClass)
-	}))
+	}), startFaults)
+}
+
+// networkFaults are the faults the proxy injects while they are on.
+var networkFaults = hostpath.Faults{Seed: 1, Unavailable: 0.2, TimedOut: 0.2, Delayed: 0.1, MaxDelay: 500 * time.Millisecond}
+
+// startFaults is a Setup after the stack's: it puts a fault proxy (faults
+// off) in front of the network driver's controller and starts the loops
+// again, dialing the proxy (loops).
+func startFaults(*cluster.ControlPlane) (func(), error) {
+	s := bed.stack
+	if err := s.StopLoops(); err != nil {
+		return nil, err
+	}
+	p, err := userdriver.StartFaultProxy(filepath.Join(s.DataDir(), "faults.sock"), networkEndpoint(s), networkFaults)
+	if err != nil {
+		return nil, err
+	}
+	bed.faults = p
+	s.StartLoops()
+	return p.Stop, nil
+}
+
+// loops adjusts the stack's loops: they dial the fault proxy, once there,
+// for the network driver's controller, and know the restartable driver.
+func loops(c *manager.Config) {
+	c.CSIEndpoints = slices.Clone(c.CSIEndpoints)
+	if bed.faults != nil {
+		c.CSIEndpoints[len(c.CSIEndpoints)-1] = bed.faults.Address
+	}
+	restartLoops(c)
 }
 
 // networkWaitClass is the network driver's WaitForFirstConsumer class,
@@ -55,6 +93,7 @@ func networkLab(t testing.TB) *conformance.Lab {
 	lab.ImmediateClass, lab.WaitClass = bundle.NetworkClass, networkWaitClass
 	lab.SnapshotClass = bundle.NetworkSnapshotClass
 	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadOnlyMany}
+	lab.Faults, lab.InjectedFaults = bed.faults.SetFaults, bed.faults.Injected
 	return lab
 }
 

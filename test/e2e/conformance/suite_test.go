@@ -20,6 +20,9 @@ func TestBundledDriversPass(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s:\n%s", lab.Driver, b.String())
+			if lab.InjectedFaults != nil {
+				t.Logf("%d calls faulted", lab.InjectedFaults())
+			}
 			run, _ := conformance.Select(lab)
 			if got := report.Count(conformance.Pass) + report.Count(conformance.Fail); got != len(run) {
 				t.Errorf("%d scenarios ran, want the %d that apply", got, len(run))
