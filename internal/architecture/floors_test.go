@@ -83,6 +83,11 @@ var floors = map[string]floor{
 
 	"internal/hostpath": driver,
 	"internal/bundle":   driver,
+	// A user's CSI driver in the bundled drivers' place: what `up` serves.
+	"internal/userdriver": driver,
+	// The lifecycle scenarios `volplane conformance` runs on a lab: they
+	// ship in the binary, beside the drivers they test.
+	"internal/conformance": driver,
 
 	"internal/cluster": controlPlane,
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volplane/volplane/internal/conformance"
 	"github.com/volplane/volplane/internal/stacktest"
 )
 
@@ -15,12 +16,12 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 // sampleReport has one result of each status, the failure with every
 // detail a failure can carry.
-func sampleReport() Report {
-	return Report{Driver: "example.csi.io", Results: []Result{
-		{Name: "dynamic-provisioning-mount", Status: Pass, Duration: 1500 * time.Millisecond, Seconds: 1.5},
-		{Name: "wait-for-first-consumer", Status: Fail, Duration: 60 * time.Second, Seconds: 60,
+func sampleReport() conformance.Report {
+	return conformance.Report{Driver: "example.csi.io", Results: []conformance.Result{
+		{Name: "dynamic-provisioning-mount", Status: conformance.Pass, Duration: 1500 * time.Millisecond, Seconds: 1.5},
+		{Name: "wait-for-first-consumer", Status: conformance.Fail, Duration: 60 * time.Second, Seconds: 60,
 			Reason: "the claim binds: timed out waiting for claim data to be Bound: claim data is Pending",
-			Failure: &Failure{
+			Failure: &conformance.Failure{
 				Step:    "the claim binds",
 				Error:   "timed out waiting for claim data to be Bound: claim data is Pending",
 				Object:  "PersistentVolumeClaim conformance-x/data",
@@ -31,7 +32,7 @@ func sampleReport() Report {
 					"claim conformance-x/data was deleted, yet its Delete PV pvc-1 is still there (phase Released)",
 				},
 			}},
-		{Name: "raw-block", Status: Skip, Reason: "the driver is not said to take raw block volumes (Lab.Block)"},
+		{Name: "raw-block", Status: conformance.Skip, Reason: "the driver is not said to take raw block volumes (Lab.Block)"},
 	}}
 }
 
@@ -58,7 +59,7 @@ func TestReportOutputsParse(t *testing.T) {
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	var back Report
+	var back conformance.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestReportOutputsParse(t *testing.T) {
 	if err := xml.Unmarshal(x.Bytes(), &suite); err != nil {
 		t.Fatal(err)
 	}
-	if suite.Name != SuiteName || suite.Tests != 3 || suite.Failures != 1 || suite.Skipped != 1 ||
+	if suite.Name != conformance.SuiteName || suite.Tests != 3 || suite.Failures != 1 || suite.Skipped != 1 ||
 		suite.Cases[1].Failure == nil || suite.Cases[2].Skipped == nil || suite.Cases[0].Failure != nil {
 		t.Errorf("JUnit read back as %+v", suite)
 	}
@@ -81,18 +82,18 @@ func TestReportOutputsParse(t *testing.T) {
 
 func TestPassed(t *testing.T) {
 	cases := []struct {
-		statuses []Status
+		statuses []conformance.Status
 		want     bool
 	}{
 		{nil, true},
-		{[]Status{Pass, Skip}, true},
-		{[]Status{Skip}, true},
-		{[]Status{Pass, Fail}, false},
+		{[]conformance.Status{conformance.Pass, conformance.Skip}, true},
+		{[]conformance.Status{conformance.Skip}, true},
+		{[]conformance.Status{conformance.Pass, conformance.Fail}, false},
 	}
 	for _, c := range cases {
-		var r Report
+		var r conformance.Report
 		for _, s := range c.statuses {
-			r.Results = append(r.Results, Result{Status: s})
+			r.Results = append(r.Results, conformance.Result{Status: s})
 		}
 		if got := r.Passed(); got != c.want {
 			t.Errorf("Passed of %v = %v, want %v", c.statuses, got, c.want)
@@ -103,8 +104,8 @@ func TestPassed(t *testing.T) {
 // A run of several drivers renders each under its name, and its JSON and
 // JUnit keep the drivers apart.
 func TestReportsOfSeveralDrivers(t *testing.T) {
-	other := Report{Driver: "other.csi.io", Results: []Result{{Name: "clone", Status: Pass, Duration: time.Second, Seconds: 1}}}
-	rs := Reports{sampleReport(), other}
+	other := conformance.Report{Driver: "other.csi.io", Results: []conformance.Result{{Name: "clone", Status: conformance.Pass, Duration: time.Second, Seconds: 1}}}
+	rs := conformance.Reports{sampleReport(), other}
 	if rs.Failed() != 1 {
 		t.Errorf("Failed() = %d, want 1", rs.Failed())
 	}
@@ -119,7 +120,7 @@ func TestReportsOfSeveralDrivers(t *testing.T) {
 	if err := rs.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	var back []Report
+	var back []conformance.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back) != 2 || back[1].Driver != "other.csi.io" {
 		t.Errorf("JSON read back as %+v (%v)", back, err)
 	}
@@ -131,7 +132,24 @@ func TestReportsOfSeveralDrivers(t *testing.T) {
 	if err := xml.Unmarshal(x.Bytes(), &suites); err != nil {
 		t.Fatal(err)
 	}
-	if len(suites.Suites) != 2 || suites.Suites[0].Failures != 1 || suites.Suites[1].Cases[0].ClassName != SuiteName+".other.csi.io" {
+	if len(suites.Suites) != 2 || suites.Suites[0].Failures != 1 || suites.Suites[1].Cases[0].ClassName != conformance.SuiteName+".other.csi.io" {
 		t.Errorf("JUnit read back as %+v", suites)
 	}
+}
+
+// junitSuite and junitSuites are what a CI system reads of the JUnit XML.
+type junitSuite struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Cases    []struct {
+		ClassName string    `xml:"classname,attr"`
+		Skipped   *struct{} `xml:"skipped"`
+		Failure   *struct{} `xml:"failure"`
+	} `xml:"testcase"`
+}
+
+type junitSuites struct {
+	Suites []junitSuite `xml:"testsuite"`
 }
