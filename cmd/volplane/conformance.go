@@ -186,7 +186,11 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 	defer proxies.stop()
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	mcfg := upLoops(cp.RESTConfig, proxies.addresses(drivers.Endpoints), "", io.Discard)
-	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints), UnmountOnStop: true}
+	// down: the nodes the node-failure scenario took down, as the agent
+	// sees them.
+	var down nodeagent.DownNodes
+	mcfg.NodeAgent = &manager.NodeAgent{DataDir: dir, Nodes: nodeagent.NodesServedBy(cp.Nodes, drivers.NodeEndpoints), UnmountOnStop: true,
+		Down: down.Down, OnUp: down.OnUp}
 	loops := make(chan error, 1)
 	go func() { loops <- manager.Run(loopsCtx, mcfg) }()
 	defer func() {
@@ -205,6 +209,7 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 	}
 	for _, lab := range labs {
 		proxies.wire(lab)
+		lab.NodeDown = nodeDown(cp, &down)
 	}
 	for _, lab := range labs {
 		if err := waitRegistered(ctx, cp, lab.Driver, loops); err != nil {
@@ -272,6 +277,22 @@ func writeReports(out io.Writer, f conformanceFlags, reports conformance.Reports
 		return fmt.Errorf("--junit: %w", err)
 	}
 	return file.Close()
+}
+
+// nodeDown takes a node down as a crash would, or brings it up: its
+// heartbeat and its node agent both. Down, the agent stops first, so
+// nothing of it acts on a node already NotReady; up, the node reports
+// Ready before the agent wakes.
+func nodeDown(cp *cluster.ControlPlane, agent *nodeagent.DownNodes) func(context.Context, string, bool) error {
+	return func(ctx context.Context, node string, down bool) error {
+		if down {
+			agent.Set(node, true)
+			return cp.SetNodeDown(ctx, node, true)
+		}
+		err := cp.SetNodeDown(ctx, node, false)
+		agent.Set(node, false)
+		return err
+	}
 }
 
 // conformanceLabs are the labs of the drivers under test: the user's, or

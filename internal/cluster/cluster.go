@@ -101,6 +101,8 @@ type ControlPlane struct {
 	// stop in reverse order of start.
 	api, workers *group
 	failed       chan error
+	// nodes keeps the simulated nodes alive.
+	nodes *nodeAgent
 }
 
 // Start brings up etcd, kube-apiserver, kube-scheduler, kube-controller-manager
@@ -221,7 +223,7 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, dir dataDir, cfg Confi
 		return fmt.Errorf("node heartbeat client: %w", err)
 	}
 	agent := newNodeAgent(beatClient, cfg.Nodes)
-	cp.Nodes = agent.names
+	cp.Nodes, cp.nodes = agent.names, agent
 	if err := agent.register(ctx); err != nil {
 		return err
 	}
@@ -276,6 +278,17 @@ func (cp *ControlPlane) waitReady(ctx context.Context, what string, cond wait.Co
 
 func (cp *ControlPlane) etcdClientPort() int {
 	return cp.etcd.Clients[0].Addr().(*net.TCPAddr).Port
+}
+
+// SetNodeDown takes a simulated node down (its heartbeat stops and its
+// Ready condition turns Unknown at once) or brings it up again (it reports
+// Ready and renews its Lease at once). The node's volume agent, a separate
+// component, is taken down by its owner.
+func (cp *ControlPlane) SetNodeDown(ctx context.Context, name string, down bool) error {
+	if cp.nodes == nil {
+		return errors.New("the control plane has no simulated nodes")
+	}
+	return cp.nodes.setDown(ctx, name, down)
 }
 
 // Failed delivers the first error of a component that stopped on its own.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -47,6 +49,9 @@ type nodeAgent struct {
 	// lease (a read per renewal doubled the API load of idle nodes).
 	mu     sync.Mutex
 	leases map[string]*coordinationv1.Lease
+	// down are the nodes taken down (SetNodeDown): their heartbeats stop,
+	// as a crashed kubelet's do.
+	down map[string]bool
 }
 
 // heartbeatJitter is the kubelet lease controller's jitter on its renew
@@ -70,7 +75,7 @@ func (a *nodeAgent) wroteLease(name string, l *coordinationv1.Lease) {
 }
 
 func newNodeAgent(client kubernetes.Interface, count int) *nodeAgent {
-	a := &nodeAgent{client: client, leases: map[string]*coordinationv1.Lease{}}
+	a := &nodeAgent{client: client, leases: map[string]*coordinationv1.Lease{}, down: map[string]bool{}}
 	for i := 1; i <= count; i++ {
 		a.names = append(a.names, NodeName(i))
 	}
@@ -123,6 +128,9 @@ func (a *nodeAgent) heartbeat(ctx context.Context, name string, offset time.Dura
 	logger := klog.FromContext(ctx)
 	lastStatus := time.Now()
 	wait.JitterUntil(func() {
+		if a.isDown(name) {
+			return
+		}
 		if err := a.renewLease(ctx, name); err != nil {
 			logger.Error(err, "Renewing simulated node lease", "node", name)
 		}
@@ -134,6 +142,61 @@ func (a *nodeAgent) heartbeat(ctx context.Context, name string, offset time.Dura
 		}
 		lastStatus = time.Now()
 	}, leaseRenewEvery, heartbeatJitter, true, ctx.Done())
+}
+
+func (a *nodeAgent) isDown(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.down[name]
+}
+
+// setDown takes the node down or brings it up again. Down, its heartbeat
+// stops and its Ready condition says Unknown at once, as the node lifecycle
+// controller would write it after the grace period: the node-failure
+// scenarios need a NotReady node without waiting for that. Up, it reports
+// its status and renews its Lease at once, as a restarted kubelet does.
+func (a *nodeAgent) setDown(ctx context.Context, name string, down bool) error {
+	if !slices.Contains(a.names, name) {
+		return fmt.Errorf("no simulated node %s", name)
+	}
+	a.mu.Lock()
+	a.down[name] = down
+	a.mu.Unlock()
+	if !down {
+		if err := a.reportStatus(ctx, name); err != nil {
+			return err
+		}
+		return a.renewLease(ctx, name)
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node = node.DeepCopy()
+		node.Status.Conditions = downConditions(node.Status.Conditions, metav1.Now())
+		_, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// downConditions are the conditions of a node whose kubelet stopped
+// reporting: Ready Unknown, with the node lifecycle controller's reason.
+func downConditions(conds []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	out := slices.Clone(conds)
+	for i, c := range out {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		if c.Status != corev1.ConditionUnknown {
+			out[i].LastTransitionTime = now
+		}
+		out[i].Status, out[i].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+		out[i].Message = "The simulated node was taken down: its kubelet stopped posting node status."
+		return out
+	}
+	return append(out, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+		Message: "The simulated node was taken down: its kubelet stopped posting node status.", LastHeartbeatTime: now, LastTransitionTime: now})
 }
 
 func (a *nodeAgent) ensureNode(ctx context.Context, name string) error {

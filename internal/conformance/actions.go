@@ -98,16 +98,7 @@ func (s *Session) deletePod(ctx context.Context, name string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return waitFor(ctx, "Pod", s.Namespace, name, "pod "+name+" to be gone", func(ctx context.Context) (string, error) {
-		_, err := s.Lab.Client.CoreV1().Pods(s.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return "", nil
-		case err != nil:
-			return err.Error(), nil
-		}
-		return "pod " + name + " is still there", nil
-	})
+	return s.podGone(ctx, name)
 }
 
 // deleteClaim deletes the claim, recording it and its volume for the

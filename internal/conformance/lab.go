@@ -59,6 +59,12 @@ type Lab struct {
 	// skipped.
 	Faults         func(on bool)
 	InjectedFaults func() int64
+	// NodeDown takes a simulated node down, as if it crashed (its
+	// heartbeat stops, it turns NotReady at once, its node agent does
+	// nothing for it), or brings it up again, returning once the node
+	// reports Ready and its agent is woken. nil when the lab cannot: the
+	// node-failure scenario is skipped.
+	NodeDown func(ctx context.Context, node string, down bool) error
 
 	// Facts the user states, since CSI does not report them:
 	//

@@ -34,6 +34,7 @@ func Scenarios() []Scenario {
 		controllerRestart(),
 		nodeRestart(),
 		faultsScenario(),
+		nodeFailure(),
 	}
 }
 

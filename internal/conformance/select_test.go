@@ -17,6 +17,7 @@ func TestSelect(t *testing.T) {
 		Block:   true,
 		Restart: func(context.Context, string) error { return nil },
 		Faults:  func(bool) {}, InjectedFaults: func() int64 { return 0 },
+		NodeDown: func(context.Context, string, bool) error { return nil },
 		Controller: csi.Info{ControllerExpand: true, Modify: true, Clone: true, Snapshot: true, GroupSnapshot: true,
 			OnlineExpansion: true},
 	}
@@ -42,6 +43,7 @@ func TestSelect(t *testing.T) {
 				"controller-killed":        "the driver was not started by volplane",
 				"node-plugin-killed":       "the driver was not started by volplane",
 				"faults":                   "no fault proxy in front of the driver",
+				"node-failure":             "the lab cannot take a node down",
 			}},
 		{"a driver that does everything, without the snapshot API", full,
 			[]string{"dynamic-provisioning-mount", "wait-for-first-consumer", "static-provisioning-retain", "raw-block",
@@ -50,6 +52,7 @@ func TestSelect(t *testing.T) {
 				"access-modes":     "the driver is said to support one access mode only (Lab.AccessModes), which every scenario uses",
 				"snapshot-restore": "no VolumeSnapshotClass of the driver",
 				"group-snapshot":   "no VolumeGroupSnapshotClass of the driver",
+				"node-failure":     "the lab has one node: the volume has nowhere to move",
 			}},
 	}
 	for _, c := range cases {
@@ -75,6 +78,19 @@ func TestSelect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The node-failure scenario needs a second node and a driver that
+// attaches: the forced detach is what the out-of-service taint is for.
+func TestNodeFailureNeedsTwoNodesAndAttach(t *testing.T) {
+	lab := &Lab{NodeDown: func(context.Context, string, bool) error { return nil }, Nodes: []string{"node-1", "node-2"}}
+	if ok, why := nodeFailure().Applies(lab); ok || why != "the driver does not attach volumes (no PUBLISH_UNPUBLISH_VOLUME): nothing to detach by force" {
+		t.Errorf("a driver that does not attach: %v %q", ok, why)
+	}
+	lab.Controller.Publish = true
+	if ok, why := nodeFailure().Applies(lab); !ok {
+		t.Errorf("two nodes, a driver that attaches: skipped, %q", why)
 	}
 }
 

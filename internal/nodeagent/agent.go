@@ -110,6 +110,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
+	if cfg.OnUp != nil {
+		cfg.OnUp(a.wake)
+	}
 	a.runner = &loop.Runner{Name: "Node agent", Synced: synced, Workers: cfg.Workers,
 		Queues: []loop.Queue{{Q: a.podQ, Sync: a.syncPod}, {Q: a.nodeQ, Sync: a.syncNode}, {Q: a.allocQ, Sync: a.syncAllocatable}},
 		Resync: a.resync, ResyncPeriod: cfg.ResyncPeriod, Metrics: cfg.Metrics}

@@ -61,6 +61,18 @@ type Config struct {
 	// mounts again what the running pods need. For `volplane up`, whose
 	// stop must leave nothing mounted under its data dir.
 	UnmountOnStop bool
+	// Down, if set, says which nodes are down, as if their kubelets had
+	// crashed: the agent neither mounts nor tears down anything for them
+	// and writes nothing about them (pod status, volumesInUse, pod
+	// deletions), so a pod deleted there stays Terminating until the
+	// cluster forces it out (the out-of-service taint and pod GC). Nil:
+	// no node is ever down. DownNodes.Down is one.
+	Down func(node string) bool
+	// OnUp, if set, is given the agent's wake function in New; call it
+	// with a node that was Down and is up again, and the agent revisits
+	// the node and its pods at once (else at its next resync).
+	// DownNodes.OnUp is one.
+	OnUp func(wake func(node string))
 	// ResyncPeriod is how often pods not running yet and every node are
 	// revisited (default 15s): a safety net, the agent is event driven.
 	ResyncPeriod time.Duration
@@ -91,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.Down == nil {
+		c.Down = func(string) bool { return false }
 	}
 	if c.WriteHealth == nil {
 		c.WriteHealth = func() bool { return false }

@@ -23,7 +23,7 @@ import (
 // volumesInUse is written last (Plan.Node).
 func (a *Agent) syncNode(ctx context.Context, name string) (loop.Result, error) {
 	n := a.nodes[name]
-	if n == nil {
+	if n == nil || a.down(name) {
 		return loop.Done(), nil
 	}
 	n.mu.Lock()

@@ -31,7 +31,7 @@ func (a *Agent) syncPod(ctx context.Context, key string) (loop.Result, error) {
 		return loop.Done(), fmt.Errorf("pod %s: %w", key, err)
 	}
 	n := a.nodes[pod.Spec.NodeName]
-	if n == nil || !mounting.WantsMount(pod) {
+	if n == nil || !mounting.WantsMount(pod) || a.down(n.name) {
 		return loop.Done(), nil
 	}
 	n.mu.RLock()

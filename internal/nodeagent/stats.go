@@ -109,6 +109,12 @@ func (a *Agent) runVolumeProbes(ctx context.Context) {
 // reports.
 func (a *Agent) probeVolumes(ctx context.Context) {
 	for _, n := range a.nodes {
+		if a.down(n.name) {
+			// A crashed kubelet serves no stats; its last health
+			// reports stand.
+			a.stats.set(n.name, nil)
+			continue
+		}
 		n.mu.RLock()
 		w, err := a.world(ctx, n)
 		n.mu.RUnlock()

@@ -31,6 +31,9 @@ type Stack struct {
 
 	cfg   StackConfig
 	agent *agentRun
+	// down are the nodes taken down (SetNodeDown), as the node agent
+	// sees them; it outlives the agent's restarts.
+	down nodeagent.DownNodes
 }
 
 // StackConfig says how to run the stack.
@@ -131,7 +134,8 @@ func (s *Stack) StartAgent() error {
 		s.cfg.AgentREST(rc)
 	}
 	cfg := manager.Config{REST: rc, NodeAgent: &manager.NodeAgent{
-		DataDir: s.cfg.DataDir, Nodes: nodeagent.NodesServedBy(s.CP.Nodes, s.Drivers.NodeEndpoints), REST: rc}}
+		DataDir: s.cfg.DataDir, Nodes: nodeagent.NodesServedBy(s.CP.Nodes, s.Drivers.NodeEndpoints), REST: rc,
+		Down: s.down.Down, OnUp: s.down.OnUp}}
 	if s.cfg.Agent != nil {
 		s.cfg.Agent(&cfg)
 	}
@@ -142,6 +146,21 @@ func (s *Stack) StartAgent() error {
 	s.agent = &agentRun{cancel: cancel, done: make(chan error, 1)}
 	go func(done chan error) { done <- manager.Run(ctx, cfg) }(s.agent.done)
 	return nil
+}
+
+// SetNodeDown takes a simulated node down, as a crashed kubelet (its
+// heartbeat stops, its Ready condition turns Unknown, the node agent does
+// nothing for it), or brings it up again, as a restarted one. Down, the
+// agent stops first, so nothing of it acts on a node already NotReady; up,
+// the node reports Ready before the agent wakes.
+func (s *Stack) SetNodeDown(ctx context.Context, node string, down bool) error {
+	if down {
+		s.down.Set(node, true)
+		return s.CP.SetNodeDown(ctx, node, true)
+	}
+	err := s.CP.SetNodeDown(ctx, node, false)
+	s.down.Set(node, false)
+	return err
 }
 
 // AgentRunning says whether the node agent runs (it may have ended on its

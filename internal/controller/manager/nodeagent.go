@@ -45,6 +45,11 @@ type NodeAgent struct {
 	// UnmountOnStop: a clean stop unmounts what the nodes mounted
 	// (nodeagent.Config.UnmountOnStop).
 	UnmountOnStop bool
+	// Down and OnUp take simulated nodes down and bring them up, as
+	// crashed and restarted kubelets (nodeagent.Config.Down and OnUp;
+	// nodeagent.DownNodes gives both). Nil: no node is ever down.
+	Down func(node string) bool
+	OnUp func(wake func(node string))
 }
 
 func (n *NodeAgent) validate(cfg Config) error {
@@ -76,7 +81,7 @@ func newNodeAgent(w wiring) ([]Runnable, error) {
 	}
 	a, err := nodeagent.New(nodeagent.Config{Client: client, Informers: w.Informers, Metrics: w.Metrics,
 		DataDir: na.DataDir, Nodes: na.Nodes, VolumeStatsAggPeriod: na.VolumeStatsAggPeriod, UnmountOnStop: na.UnmountOnStop,
-		WriteHealth: func() bool { return gate }})
+		Down: na.Down, OnUp: na.OnUp, WriteHealth: func() bool { return gate }})
 	if err != nil {
 		return nil, err
 	}

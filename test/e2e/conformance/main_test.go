@@ -94,6 +94,7 @@ func networkLab(t testing.TB) *conformance.Lab {
 	lab.SnapshotClass = bundle.NetworkSnapshotClass
 	lab.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadOnlyMany}
 	lab.Faults, lab.InjectedFaults = bed.faults.SetFaults, bed.faults.Injected
+	lab.NodeDown = s.SetNodeDown
 	return lab
 }
 

@@ -45,6 +45,8 @@ var bed struct {
 	attachDriver   *csi.Endpoint
 	// tap watches and changes what every driver is sent and answers.
 	tap driverTap
+	// down are the nodes the agent takes for down (down_test.go).
+	down nodeagent.DownNodes
 }
 
 // driverTap is the drivers' interceptor: it records the NodeExpandVolume
@@ -257,7 +259,7 @@ func startAgentWith(mod func(*nodeagent.Config)) (*running, error) {
 	// Volume stats are cached for a second (the kubelet's default: a minute).
 	// A pod's attach-and-mount wait lasts 3 seconds (the kubelet's: 2m3s).
 	cfg := nodeagent.Config{Client: bed.cp.Client, DataDir: bed.dir, Metrics: reg, VolumeStatsAggPeriod: time.Second,
-		PodAttachAndMountTimeout: 3 * time.Second}
+		PodAttachAndMountTimeout: 3 * time.Second, Down: bed.down.Down, OnUp: bed.down.OnUp}
 	for _, node := range bed.cp.Nodes {
 		endpoints := []string{bed.endpoints[node]}
 		if node == bed.cp.Nodes[0] {
