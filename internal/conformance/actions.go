@@ -12,6 +12,7 @@ import (
 
 	"github.com/volplane/volplane/internal/checkup"
 	"github.com/volplane/volplane/internal/invariants"
+	"github.com/volplane/volplane/internal/hostpath"
 	"github.com/volplane/volplane/internal/mounting"
 )
 
@@ -178,8 +179,24 @@ func (s *Session) podPath(p *corev1.Pod, pv string) string {
 const dataFile = "conformance.txt"
 
 // writeFile writes, as the pod would, text into its volume of pv.
+//
+// A driver whose NodePublishVolume mounts nothing at the target path (one
+// on in-memory fakes) leaves a bare directory there: a file written into it
+// would never reach the volume and would keep the driver's unpublish from
+// removing the directory, so every later scenario would wait on that pod.
+// Such a publish fails the step instead, before anything is written.
 func (s *Session) writeFile(p *corev1.Pod, pv, text string) error {
-	path := filepath.Join(s.podPath(p, pv), dataFile)
+	dir := s.podPath(p, pv)
+	if s.Lab.DataPath == nil {
+		mounted, err := hostpath.NewMounter().IsMountPoint(dir)
+		if err != nil {
+			return fmt.Errorf("is the volume of pod %s mounted at %s: %w", p.Name, dir, err)
+		}
+		if !mounted {
+			return fmt.Errorf("the driver's NodePublishVolume mounted nothing at %s (the volume of pod %s): what a pod writes there would not reach the volume", dir, p.Name)
+		}
+	}
+	path := filepath.Join(dir, dataFile)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("write into the volume of pod %s: %w", p.Name, err)
 	}
