@@ -12,5 +12,10 @@
 // with one Result per scenario and, for a failure, its Failure (step,
 // error, the object waited on, the CSI call and its Warning event,
 // explain's account of the claim, broken invariants), rendered as a text
-// table, JSON or JUnit XML.
+// table, JSON or JUnit XML; Reports are a run's reports, one per driver.
+//
+// The lab's hooks decide what can run: Restart (the kill scenarios, for a
+// driver the lab started), Faults (the fault proxy's switch), NodeDown (a
+// simulated node taken down, for the out-of-service taint); nil hooks skip
+// their scenarios with the reason.
 package conformance

@@ -18,6 +18,10 @@
 //     its output in the data dir's logs; Restart kills one with SIGKILL and
 //     starts it again (the conformance kill scenarios); Stop ends them with
 //     SIGTERM, then SIGKILL.
+//   - FaultProxy: a socket in front of a driver's that forwards every CSI
+//     call and, while on, injects the bundled driver's seeded faults
+//     (hostpath.Faults) into the controller calls: the conformance fault
+//     scenario meets any driver with them.
 //   - Objects: what the driver's identity and capabilities say to register
 //     (its CSIDriver, StorageClasses, snapshot classes, secrets), decided
 //     purely from the probe and the flags.
