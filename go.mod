@@ -41,6 +41,7 @@ replace (
 require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/google/btree v1.1.3
+	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51
 	github.com/kubernetes-csi/csi-lib-utils v0.25.0
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
 	github.com/kubernetes-csi/external-provisioner/v6 v6.4.0
@@ -81,7 +82,6 @@ require (
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/cadvisor/lib v0.60.5 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
-	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect

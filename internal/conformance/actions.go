@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/volplane/volplane/internal/checkup"
-	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/hostpath"
+	"github.com/volplane/volplane/internal/invariants"
 	"github.com/volplane/volplane/internal/mounting"
 )
 
