@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,9 @@ func needFaults(l *Lab) (bool, string) {
 // volume, snapshot or attachment the invariant check after the scenario
 // finds.
 func faultsScenario() Scenario {
-	return Scenario{Name: "faults", Applies: needFaults, Run: func(s *Session) error {
+	// Faults compound: a call faulted three or four times in a row waits
+	// out the loops' backoff (1, 2, 4, 8 s), and every step may meet that.
+	return Scenario{Name: "faults", Applies: needFaults, MinTimeout: 3 * time.Minute, Run: func(s *Session) error {
 		lab := s.Lab
 		before := lab.InjectedFaults()
 		lab.Faults(true)

@@ -51,7 +51,8 @@ func needNodeDown(l *Lab) (bool, string) {
 // volume runs on another node. Then, also on failure, the taint goes, the
 // node comes back, and its agent unmounts what no pod there uses.
 func nodeFailure() Scenario {
-	return Scenario{Name: "node-failure", Applies: needNodeDown, Run: func(s *Session) (err error) {
+	// The pod garbage collector force-deletes the pod on its own 20-s pass.
+	return Scenario{Name: "node-failure", Applies: needNodeDown, MinTimeout: 2 * time.Minute, Run: func(s *Session) (err error) {
 		var pv *corev1.PersistentVolume
 		var first *corev1.Pod
 		var down string

@@ -50,7 +50,7 @@ func Run(ctx context.Context, lab *Lab, opts Options) Report {
 		case err != nil:
 			res = failed(sc.Name, 0, &Failure{Step: "read the cluster and the driver's volumes before the run", Error: err.Error()})
 		default:
-			res, left = runOne(ctx, lab, sc, opts.Timeout, left)
+			res, left = runOne(ctx, lab, sc, max(opts.Timeout, sc.MinTimeout), left)
 		}
 		report.Results = append(report.Results, res)
 		if opts.Done != nil {

@@ -1,5 +1,7 @@
 package conformance
 
+import "time"
+
 // Scenario is one lifecycle scenario. Applies is pure: it says from the
 // Lab's facts alone whether the driver can take the scenario and, if not,
 // which capability is missing. Run acts through the Session, step by step
@@ -8,6 +10,10 @@ type Scenario struct {
 	Name    string
 	Applies func(*Lab) (ok bool, why string)
 	Run     func(*Session) error
+	// MinTimeout, if longer than the run's timeout, is this scenario's: one
+	// whose waits are not the driver's but the cluster's (the loops' retry
+	// backoff after injected faults, the pod garbage collector's pass).
+	MinTimeout time.Duration
 }
 
 // Skipped is a scenario that does not apply, and why.
