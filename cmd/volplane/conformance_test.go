@@ -167,3 +167,70 @@ func logFailures(t *testing.T, r conformance.Report, progress string) {
 		}
 	}
 }
+
+// `up --driver` runs a user's driver in the bundled drivers' place (here
+// `volplane driver`, one process per node serving both services): its
+// CSIDriver and classes with the flags' parameters and secret, a claim of
+// its default class bound through it; a stop ends its processes. A driver
+// that answers to another name is refused before anything is registered.
+func TestUpRunsTheUsersDriverInPlaceOfTheBundledOnes(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "vpu-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	command := exe + " driver --endpoint {endpoint} --node-id {node} --data-dir {dir} --capacity 1Gi"
+
+	wrong := volplane(t, "up", "--data-dir", filepath.Join(dir, "wrong"), "--driver", "x.example.com="+command, "--driver-per-node", "x.example.com")
+	out, err := wrong.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `answers GetPluginInfo with "`+hostpath.DriverName+`", not "x.example.com"`) {
+		t.Fatalf("up with a misnamed driver: %v\n%s", err, out)
+	}
+
+	name := hostpath.DriverName
+	secret := filepath.Join(dir, "creds")
+	if err := os.WriteFile(secret, []byte("user=u\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "up")
+	up := startUp(t, data, "--driver", name+"="+command, "--driver-per-node", name,
+		"--driver-class", name+":tier=standard", "--driver-secret", name+":provisioner="+secret)
+	waitKubectl(t, data, "standard/"+name+"-provisioner", "get", "storageclass", name, "-o",
+		`jsonpath={.parameters.tier}/{.parameters.csi\.storage\.k8s\.io/provisioner-secret-name}`)
+	waitKubectl(t, data, "true", "get", "storageclass", name, "-o", `jsonpath={.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}`)
+	// .data is base64: "u".
+	waitKubectl(t, data, "dQ==", "get", "secret", "-n", "kube-system", name+"-provisioner", "-o", "jsonpath={.data.user}")
+	if out, err := kubectl(t, data, "apply", "-f", filepath.Join("..", "..", "examples", "claim.yaml")); err != nil {
+		t.Fatalf("apply the example claim: %v\n%s", err, out)
+	}
+	waitKubectl(t, data, "Bound", "get", "pvc", "data", "-o", "jsonpath={.status.phase}")
+	up.stop(t)
+	// Each process's output is in the data dir's logs.
+	if log, err := os.ReadFile(filepath.Join(data, "logs", "driver-"+name+"-node-1.log")); err != nil || !bytes.Contains(log, []byte("serving CSI")) {
+		t.Errorf("node-1's driver log: %v\n%s", err, log)
+	}
+	if left := processesUnder(t, data); len(left) > 0 {
+		t.Errorf("driver processes left after up stopped: %v", left)
+	}
+}
+
+// processesUnder are the pids whose command line names dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir+"/")) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
