@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/volplane/volplane/internal/conformance"
 	"github.com/volplane/volplane/internal/hostpath"
@@ -69,7 +71,10 @@ func TestConformanceRunsAStartedDriverThroughEveryScenario(t *testing.T) {
 		"--driver", name+"="+exe+" driver --endpoint {endpoint} --node-id {node} --data-dir {dir} --capacity 10Gi",
 		"--driver-per-node", name, "--driver-block", name, "--driver-attributes", name+":tier=premium")
 	if code != 0 || len(reports) != 1 {
-		t.Fatalf("exit %d, %d report(s), want 0 and one:\n%s", code, len(reports), progress)
+		for _, r := range reports {
+			logFailures(t, r, progress)
+		}
+		t.Fatalf("exit %d, %d report(s), want 0 and one", code, len(reports))
 	}
 	got := statuses(reports[0])
 	for _, sc := range []string{"dynamic-provisioning-mount", "wait-for-first-consumer", "static-provisioning-retain", "raw-block",
@@ -233,4 +238,60 @@ func processesUnder(t *testing.T, dir string) []string {
 		}
 	}
 	return out
+}
+
+// A driver the user runs (--driver-endpoint, one socket serving both
+// services on the one node): the lifecycle and the faults pass through its
+// socket; the kill scenarios are skipped, since volplane cannot restart
+// what it did not start.
+func TestConformanceOfADriverTheUserRuns(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "vpe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "d.sock")
+	drv := volplane(t, "driver", "--endpoint", "unix://"+socket, "--node-id", "node-1", "--data-dir", filepath.Join(dir, "d"), "--capacity", "1Gi")
+	var drvOut bytes.Buffer
+	drv.Stdout, drv.Stderr = &drvOut, &drvOut
+	if err := drv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = drv.Process.Signal(syscall.SIGTERM)
+		_ = drv.Wait()
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the driver did not serve %s:\n%s", socket, drvOut.String())
+		}
+	}
+	name := hostpath.DriverName
+	reports, code, progress := runConformanceCLI(t, "--nodes", "1",
+		"--driver-endpoint", name+"=controller=unix://"+socket+",node-1=unix://"+socket,
+		"--scenario", "dynamic-provisioning-mount", "--scenario", "controller-killed", "--scenario", "node-plugin-killed", "--scenario", "faults")
+	if code != 0 || len(reports) != 1 {
+		for _, r := range reports {
+			logFailures(t, r, progress)
+		}
+		t.Fatalf("exit %d, %d report(s), want 0 and one", code, len(reports))
+	}
+	for _, res := range reports[0].Results {
+		want := conformance.Pass
+		if strings.HasSuffix(res.Name, "-killed") {
+			want = conformance.Skip
+			if !strings.Contains(res.Reason, "not started by volplane") {
+				t.Errorf("%s skipped for %q, want the reason that volplane did not start the driver", res.Name, res.Reason)
+			}
+		}
+		if res.Status != want {
+			t.Errorf("%s: %s, want %s", res.Name, res.Status, want)
+		}
+	}
+	if t.Failed() {
+		logFailures(t, reports[0], progress)
+	}
 }
