@@ -57,7 +57,10 @@
 // claim, which then took a snapshot of a claim free to be deleted (the
 // soak, seed 987670: its volume was deleted under it). A group member
 // being deleted whose group the cache does not hold reads the group from
-// the API server before its in-group finalizer goes. A snapshot whose
+// the API server before its in-group finalizer goes, and a snapshot being
+// deleted that the cache shows no claim restoring from lists its
+// namespace's claims from the API server before its as-source finalizer
+// goes (a claim made just before the deletion keeps it). A snapshot whose
 // delete event shows it went past this loop's finalizers (it carried one,
 // with no deletion timestamp: the API server's DELETE read it before they
 // were added) has the content made for it deleted under Delete, as its

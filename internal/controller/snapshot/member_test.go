@@ -43,7 +43,13 @@ func deletedMember() (*vgsv1.VolumeGroupSnapshot, *snapv1.VolumeSnapshot, *snapv
 // holding cached only.
 func syncWithGroups(t *testing.T, snaps *snapfake.Clientset, cached ...runtime.Object) {
 	t.Helper()
-	client := fake.NewClientset()
+	syncWith(t, fake.NewClientset(), snaps, cached...)
+}
+
+// syncWith is syncWithGroups with the core API's objects of client (none
+// cached).
+func syncWith(t *testing.T, client *fake.Clientset, snaps *snapfake.Clientset, cached ...runtime.Object) {
+	t.Helper()
 	inf, sinf := informers.NewSharedInformerFactory(client, 0), snapinformers.NewSharedInformerFactory(snaps, 0)
 	c, err := New(Config{Client: client, Snapshots: snaps, Informers: inf, SnapshotInformers: sinf, Recorder: record.NewFakeRecorder(10), Groups: true})
 	if err != nil {

@@ -55,6 +55,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (loop.Result,
 		if f.GroupLive, err = c.liveGroupLive(ctx, f); err != nil {
 			return loop.Done(), err
 		}
+		if f.Claims, err = c.liveClaims(ctx, f); err != nil {
+			return loop.Done(), err
+		}
 		p = snapshotbinding.DecideSnapshot(f)
 	}
 	klog.FromContext(ctx).V(4).Info("Snapshot decided", "snapshot", klog.KObj(s), "reason", p.Reason,
@@ -222,6 +225,27 @@ func (c *Controller) liveGroupLive(ctx context.Context, f snapshotbinding.Snapsh
 		return false, nil
 	}
 	return err == nil && snapshotbinding.HeldBy(s, g.Name, g.UID), err
+}
+
+// liveClaims are the namespace's claims for a snapshot being deleted, read
+// from the API server when the cache has none restoring from it: a claim
+// made just before the deletion (unseen by the cache yet) still restores
+// from the snapshot, whose content must not go under it (the reference
+// reads its cache only, and lets it go). One list per deletion let go.
+func (c *Controller) liveClaims(ctx context.Context, f snapshotbinding.SnapshotFacts) ([]*corev1.PersistentVolumeClaim, error) {
+	s := f.Snapshot
+	if s.DeletionTimestamp == nil || snapshotbinding.Restoring(s, f.Claims) != "" {
+		return f.Claims, nil
+	}
+	list, err := c.client.CoreV1().PersistentVolumeClaims(s.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.PersistentVolumeClaim, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // groupOfHandle is the group (of the namespace) whose group content has
