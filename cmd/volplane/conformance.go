@@ -151,6 +151,10 @@ func parseFacts(f conformanceFlags, specs []userdriver.Spec) (map[string]facts, 
 
 func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags, specs []userdriver.Spec, facts map[string]facts) error {
 	out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	chosen, err := chosenScenarios(f.scenarios)
+	if err != nil {
+		return err
+	}
 	dir := f.dataDir
 	if dir == "" {
 		var err error
@@ -217,17 +221,7 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 		}
 	}
 	fmt.Fprintf(progress, "Lab up in %.1fs.\n", time.Since(began).Seconds())
-	opts := conformance.Options{Timeout: f.timeout}
-	if len(f.scenarios) > 0 {
-		for _, sc := range conformance.Scenarios() {
-			if slices.Contains(f.scenarios, sc.Name) {
-				opts.Scenarios = append(opts.Scenarios, sc)
-			}
-		}
-		if len(opts.Scenarios) != len(f.scenarios) {
-			return fmt.Errorf("--scenario: want names among %s", strings.Join(scenarioNames(), ", "))
-		}
-	}
+	opts := conformance.Options{Timeout: f.timeout, Scenarios: chosen}
 	var reports conformance.Reports
 	for _, lab := range labs {
 		opts.Done = func(r conformance.Result) {
@@ -247,12 +241,27 @@ func runConformance(ctx context.Context, cmd *cobra.Command, f conformanceFlags,
 	return nil
 }
 
-func scenarioNames() []string {
-	var names []string
-	for _, sc := range conformance.Scenarios() {
-		names = append(names, sc.Name)
+// chosenScenarios are the registry's scenarios that --scenario names, in
+// the registry's order (nil: all), refused before the lab starts when a
+// name is none of them.
+func chosenScenarios(names []string) ([]conformance.Scenario, error) {
+	if len(names) == 0 {
+		return nil, nil
 	}
-	return names
+	var chosen []conformance.Scenario
+	var all []string
+	for _, sc := range conformance.Scenarios() {
+		all = append(all, sc.Name)
+		if slices.Contains(names, sc.Name) {
+			chosen = append(chosen, sc)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			return nil, fmt.Errorf("--scenario %s: want one of %s", n, strings.Join(all, ", "))
+		}
+	}
+	return chosen, nil
 }
 
 // writeReports writes the reports in the chosen format, and as JUnit XML

@@ -334,6 +334,15 @@ func TestControllerRejectsBadInvocationsClearly(t *testing.T) {
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--workers", "0"}, "--workers 0: want at least 1"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--resync-period", "0s"}, "--resync-period 0s: want a positive duration"},
 		{[]string{"controller", "--kubeconfig", kubeconfig, "--kube-api-burst", "0"}, "--kube-api-burst 0: want at least 1"},
+		// Refused before any cluster starts.
+		{[]string{"conformance", "--scenario", "nope"}, "--scenario nope: want one of dynamic-provisioning-mount"},
+		{[]string{"conformance", "-o", "yaml"}, "-o yaml: want text or json"},
+		{[]string{"conformance", "--nodes", "0"}, "--nodes 0: want at least 1"},
+		{[]string{"conformance", "--driver", "x.example.com=/bin/d"}, "must take {endpoint}"},
+		{[]string{"conformance", "--driver", "x.example.com=/bin/d {endpoint}", "--driver-block", "y.example.com"}, `--driver-block y.example.com: no --driver or --driver-endpoint names driver "y.example.com"`},
+		{[]string{"conformance", "--driver-access-modes", "x.example.com=ReadWriteSometimes"}, `"ReadWriteSometimes" is not an access mode`},
+		{[]string{"up", "--driver", "x.example.com=/bin/d"}, "must take {endpoint}"},
+		{[]string{"up", "--driver", "x.example.com=/bin/d {endpoint}", "--fake-mounts"}, "--fake-mounts and --inject-faults change the bundled drivers"},
 	}
 	for _, c := range cases {
 		root := newRootCommand()
