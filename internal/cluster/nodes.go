@@ -163,7 +163,9 @@ func (a *nodeAgent) setDown(ctx context.Context, name string, down bool) error {
 	a.down[name] = down
 	a.mu.Unlock()
 	if !down {
-		if err := a.reportStatus(ctx, name); err != nil {
+		// The node lifecycle controller writes the node too (its taints):
+		// a conflict is retried on a fresh read, not left to the next tick.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return a.reportStatus(ctx, name) }); err != nil {
 			return err
 		}
 		return a.renewLease(ctx, name)
