@@ -14,24 +14,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log"
-	"net"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/volplane/volplane/tools/drivers/internal/serve"
 	compute "google.golang.org/api/compute/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/gcp-compute-persistent-disk-csi-driver/pkg/common"
@@ -70,14 +62,8 @@ func main() {
 	_ = klogFlags.Set("v", fmt.Sprint(*verbosity))
 	_ = klogFlags.Set("logtostderr", "true")
 
-	sock, err := socketPath(*endpoint)
+	sock, err := serve.Socket(*endpoint)
 	if err != nil {
-		log.Fatal(err)
-	}
-	if err := removeStaleSocket(sock); err != nil {
-		log.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
 		log.Fatal(err)
 	}
 
@@ -116,83 +102,13 @@ func main() {
 		log.Fatalf("driver setup: %v", err)
 	}
 
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logCall))
+	srv := serve.NewServer()
 	csi.RegisterIdentityServer(srv, identity)
 	csi.RegisterControllerServer(srv, controller)
 	csi.RegisterNodeServer(srv, nodeServer)
 
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	log.Printf("driver %s serving Identity, Controller, Node on %s; node ID %s", *name, sock,
-		common.CreateNodeID(*project, *zone, *node))
-
-	exit := 0
-	select {
-	case <-ctx.Done():
-		log.Printf("signal: stopping")
-		drained := make(chan struct{})
-		go func() { srv.GracefulStop(); close(drained) }()
-		select {
-		case <-drained:
-		case <-time.After(10 * time.Second):
-			log.Printf("calls still running after 10s: stopping hard")
-			srv.Stop()
-		}
-	case err := <-served:
-		log.Printf("serve: %v", err)
-		exit = 1
-	}
-	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Printf("remove socket: %v", err)
-	}
+	code := serve.Run(srv, sock, fmt.Sprintf("driver %s serving Identity, Controller, Node on %s; node ID %s", *name, sock,
+		common.CreateNodeID(*project, *zone, *node)))
 	klog.Flush()
-	os.Exit(exit)
-}
-
-// socketPath returns the file of a unix:// endpoint.
-func socketPath(endpoint string) (string, error) {
-	if endpoint == "" {
-		return "", errors.New("-endpoint is required (unix:///path/to/csi.sock)")
-	}
-	p, ok := strings.CutPrefix(endpoint, "unix://")
-	if !ok || p == "" {
-		return "", fmt.Errorf("-endpoint %q: want unix:///path/to/csi.sock", endpoint)
-	}
-	return p, nil
-}
-
-// removeStaleSocket removes a socket file left by an earlier run. Anything
-// else at that path is left alone and reported.
-func removeStaleSocket(p string) error {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&fs.ModeSocket == 0 {
-		return fmt.Errorf("%s exists and is not a socket", p)
-	}
-	return os.Remove(p)
-}
-
-// logCall writes one line per call: the method, the gRPC code and the time.
-func logCall(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := time.Now()
-	resp, err := handler(ctx, req)
-	st := status.Convert(err)
-	if err != nil {
-		log.Printf("%s %s %s (%s)", info.FullMethod, st.Code(), time.Since(start).Round(time.Microsecond), st.Message())
-	} else {
-		log.Printf("%s %s %s", info.FullMethod, st.Code(), time.Since(start).Round(time.Microsecond))
-	}
-	return resp, err
+	os.Exit(code)
 }
